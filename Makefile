@@ -1,0 +1,130 @@
+# tokvec -- build, test, run. Settings first; `make help` lists the targets.
+#
+# The core library (core/, headers in include/) is built into libtokvec.a;
+# the one binary, build/tokvec, adds server/ (CLI, HTTP, pool, config).
+# Every tests/test_<module>.c is its own cmocka program.
+
+CC        ?= cc
+BUILD     ?= build
+OPT       ?= -O2
+# Exactness of the torch-compatible init depends on these: never fuse what
+# the spec does not fuse, never -ffast-math.
+FPFLAGS   := -ffp-contract=off -fno-fast-math
+WARN      := -Wall -Wextra $(if $(CI),-Werror)
+CFLAGS    ?= $(OPT) -g
+CFLAGS    += -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) $(WARN) -MMD -MP \
+             -Iinclude -Iserver $(SANFLAGS)
+LDFLAGS   += -pthread $(SANFLAGS)
+LIBS      := -lmicrohttpd -ljansson -luv -lnettle -lm
+TEST_LIBS := -lcmocka
+
+# Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
+DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
+             libuv1-dev nettle-dev
+DEB_TEST  := libcmocka-dev python3 python3-numpy
+SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=undefined
+
+DEFAULT_TABLE := data/gpt2-256.safetensors
+GOLDEN        := tests/golden/torch_init
+
+CORE_SRC   := $(sort $(wildcard core/*.c))
+SERVER_SRC := $(sort $(wildcard server/*.c))
+TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+# Everything of the server but main(), so tests can link it.
+SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
+TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
+TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
+
+.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run bench \
+        check-floats clean help
+.DEFAULT_GOAL := all
+
+all: deps $(BUILD)/tokvec
+
+help:
+	@echo "make [all]        build $(BUILD)/tokvec (installs missing deps as root)"
+	@echo "make run          build, create $(DEFAULT_TABLE), serve it"
+	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
+	@echo "make sanitize     ASan+UBSan build in build-san/"
+	@echo "make bench        benchmarks (not part of test)"
+	@echo "make check-floats all 2^32 float32 patterns through the formatter"
+	@echo "make clean"
+
+deps:
+	@tools/deps.sh $(DEB_BUILD)
+
+test-deps: deps
+	@tools/deps.sh $(DEB_TEST)
+
+$(BUILD)/libtokvec.a: $(CORE_OBJ)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(BUILD)/tokvec: $(SERVER_OBJ) $(BUILD)/libtokvec.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# A test named after a core module links the core alone; others (server
+# modules) link the server objects too.
+CORE_TESTS   := $(filter $(patsubst core/%.c,$(BUILD)/test_%,$(CORE_SRC)),$(TESTS))
+SERVER_TESTS := $(filter-out $(CORE_TESTS),$(TESTS))
+$(CORE_TESTS): $(BUILD)/test_%: tests/test_%.c $(BUILD)/libtokvec.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
+$(SERVER_TESTS): $(BUILD)/test_%: tests/test_%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
+
+$(BUILD)/tools/%: tools/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/bench/%: bench/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# --- tests -----------------------------------------------------------------
+# Unit tests run from the top directory (they read $(GOLDEN)).
+unit: test-deps $(TESTS)
+	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+
+# End-to-end: the real binary on a loopback port (tests/e2e/).
+e2e: test-deps $(BUILD)/tokvec
+	@set -e; for t in $(sort $(wildcard tests/e2e/test_*.py)); do \
+	  echo "== $$t"; python3 $$t --binary $(BUILD)/tokvec; done
+
+test: unit e2e sanitize-test
+
+sanitize: test-deps
+	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \
+	  build-san/tokvec $(TESTS:$(BUILD)/%=build-san/%)
+
+sanitize-test: sanitize
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	 $(MAKE) --no-print-directory BUILD=build-san SANFLAGS="$(SAN)" OPT=-O1 \
+	  unit e2e
+
+# --- running ---------------------------------------------------------------
+$(DEFAULT_TABLE): | $(BUILD)/tokvec
+	@mkdir -p $(@D)
+	$(BUILD)/tokvec init --vocab 50257 --dim 256 --context 1024 \
+	  --positional learned --seed 123 -o $@
+
+run: all $(DEFAULT_TABLE)
+	$(BUILD)/tokvec serve --table $(DEFAULT_TABLE)
+
+# --- benchmarks and long checks (not part of test) -------------------------
+bench: all $(DEFAULT_TABLE) $(TOOLS)
+	@bench/run.sh $(BUILD)
+
+check-floats: $(BUILD)/tools/check_floats
+	$(BUILD)/tools/check_floats --all
+
+clean:
+	rm -rf build build-san
+
+-include $(CORE_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(TESTS:=.d)

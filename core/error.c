@@ -1,0 +1,57 @@
+/* error.c -- tokvec_strerror() and tokvec_errname() for the codes in
+ * tokvec_error.h, plus the -errno codes system calls produce.
+ * Pure functions; any thread.
+ */
+#include <string.h>
+
+#include "tokvec_error.h"
+
+#define ERRORS(X)                                                            \
+    X(TOKVEC_E_FORMAT, "not a safetensors or .npy file")                     \
+    X(TOKVEC_E_TRUNCATED, "file is truncated")                               \
+    X(TOKVEC_E_HEADER_SIZE, "header length is beyond the file or the limit") \
+    X(TOKVEC_E_HEADER_JSON, "header is not valid safetensors JSON")          \
+    X(TOKVEC_E_OFFSETS, "tensor data offsets are out of range")              \
+    X(TOKVEC_E_SIZE, "tensor byte size does not match its shape and dtype")  \
+    X(TOKVEC_E_RANK, "embedding tensor is not 2-D")                          \
+    X(TOKVEC_E_DTYPE, "unknown or unsupported dtype")                        \
+    X(TOKVEC_E_MISMATCH, "token and position tables differ in dim or dtype") \
+    X(TOKVEC_E_NO_TENSOR, "tensor not found in file")                        \
+    X(TOKVEC_E_EMPTY, "table has no rows or no columns")                     \
+    X(TOKVEC_E_NPY, "bad .npy header")                                       \
+    X(TOKVEC_E_TOKEN_RANGE, "token id out of range")                         \
+    X(TOKVEC_E_POSITION_RANGE, "position beyond the context length")         \
+    X(TOKVEC_E_NO_POSITIONS, "table has no position embeddings")             \
+    X(TOKVEC_E_INVAL, "invalid argument")                                    \
+    X(TOKVEC_E_TOO_LARGE, "size too large")                                  \
+    X(TOKVEC_E_METADATA, "bad __metadata__ value")
+
+const char *tokvec_strerror(int code)
+{
+    if (code == 0)
+        return "success";
+    switch (code) {
+#define X(c, s) \
+    case c:     \
+        return s;
+        ERRORS(X)
+#undef X
+    }
+    if (code < 0 && code > -4096)
+        return strerror(-code);
+    return "unknown error";
+}
+
+const char *tokvec_errname(int code)
+{
+    switch (code) {
+    case 0:
+        return "TOKVEC_OK";
+#define X(c, s) \
+    case c:     \
+        return #c;
+        ERRORS(X)
+#undef X
+    }
+    return "errno";
+}

@@ -1,0 +1,55 @@
+/* tokvec_embed.h -- the lookup: out[b][s] = tok[ids[b][s]] + pos[start + s].
+ *
+ * One float32 addition per element, token value first: the same bits as
+ * PyTorch's tok_emb(ids) + pos_emb(arange(start, start + S)). f16/bf16 rows
+ * are widened exactly before the addition. A table without positions, or
+ * TOKVEC_EMBED_NO_POSITIONS, gives token rows alone.
+ *
+ * Thread safety: reads the table only; any number of threads may embed from
+ * one table at once into distinct output buffers.
+ */
+#ifndef TOKVEC_EMBED_H
+#define TOKVEC_EMBED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokvec_error.h"
+#include "tokvec_table.h"
+
+enum {
+    TOKVEC_EMBED_NO_POSITIONS = 1u << 0, /* token rows only */
+    TOKVEC_EMBED_OUT_F16 = 1u << 1,      /* write float16 (RNE) */
+    TOKVEC_EMBED_OUT_BF16 = 1u << 2,     /* write bfloat16 (RNE) */
+};
+
+/* Which input was wrong, filled by tokvec_embed_check on failure. */
+typedef struct tokvec_embed_fault {
+    int64_t batch;    /* batch index, -1 if not about one id */
+    int64_t position; /* index within the sequence (s), -1 if none */
+    int64_t id;       /* the offending id; for position errors the
+                         first position past the context */
+} tokvec_embed_fault;
+
+/* Validates a request without writing anything: B >= 1, S >= 1, B*S and
+ * the output size fit, every id in [0, vocab_size), and (with positions)
+ * 0 <= start and start + S <= context_length. Returns 0 or
+ * TOKVEC_E_TOKEN_RANGE (fault names the first bad id in row-major order),
+ * TOKVEC_E_POSITION_RANGE, TOKVEC_E_INVAL or TOKVEC_E_TOO_LARGE. fault may
+ * be NULL. */
+int tokvec_embed_check(const tokvec_table *t, const int64_t *ids, int64_t B,
+                       int64_t S, int64_t start_position, unsigned flags,
+                       tokvec_embed_fault *fault);
+
+/* Bytes tokvec_embed writes for this shape and flags (0 on overflow). */
+size_t tokvec_embed_size(const tokvec_table *t, int64_t B, int64_t S,
+                         unsigned flags);
+
+/* Fills out (tokvec_embed_size bytes, any alignment for f16/bf16, float
+ * aligned for float32) in C order (B, S, dim). Checks exactly what
+ * tokvec_embed_check checks first and writes nothing on error. */
+int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
+                 int64_t S, int64_t start_position, unsigned flags,
+                 void *out) TOKVEC_MUST_CHECK;
+
+#endif

@@ -1,0 +1,50 @@
+/* tokvec_float.h -- float dtypes: exact widening, round-to-nearest-even
+ * narrowing, and shortest round-trip decimal formatting of float32.
+ *
+ * All functions are pure and thread-safe.
+ */
+#ifndef TOKVEC_FLOAT_H
+#define TOKVEC_FLOAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    TOKVEC_F32 = 0,
+    TOKVEC_F16 = 1,
+    TOKVEC_BF16 = 2,
+} tokvec_dtype;
+
+/* Bytes per element: 4, 2, 2. */
+size_t tokvec_dtype_size(tokvec_dtype d);
+/* safetensors spelling: "F32", "F16", "BF16". */
+const char *tokvec_dtype_name(tokvec_dtype d);
+/* numpy/HTTP spelling: "float32", "float16", "bfloat16". */
+const char *tokvec_dtype_numpy_name(tokvec_dtype d);
+/* Accepts f32|float32|F32, f16|float16|F16, bf16|bfloat16|BF16. */
+int tokvec_dtype_parse(const char *s, tokvec_dtype *out);
+
+/* Exact widening (every f16/bf16 value, NaN payloads kept, is a float32). */
+float tokvec_f16_to_f32(uint16_t h);
+float tokvec_bf16_to_f32(uint16_t b);
+/* Narrowing with round to nearest, ties to even; overflow gives +-inf,
+ * NaN stays NaN (quiet). */
+uint16_t tokvec_f32_to_f16(float f);
+uint16_t tokvec_f32_to_bf16(float f);
+
+/* Bulk versions; src and dst may be unaligned. */
+void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n);
+void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n);
+
+/* Longest text tokvec_f32_format can write, without the NUL. */
+#define TOKVEC_F32_MAXLEN 16
+
+/* Writes the shortest decimal that reads back as exactly v, spelled as
+ * numpy's repr of a numpy.float32 does: positional for 1e-4 <= |v| < 1e16
+ * and zero ("0.3373702", "1.0", "-0.0", "123456790.0"), scientific
+ * otherwise ("1e-05", "3.4028235e+38", "1e-45"); "nan", "inf", "-inf" for
+ * non-finite values. Writes no NUL; returns the length (<= TOKVEC_F32_MAXLEN).
+ */
+size_t tokvec_f32_format(float v, char *buf);
+
+#endif

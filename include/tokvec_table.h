@@ -1,0 +1,136 @@
+/* tokvec_table.h -- embedding tables mapped read-only from a file.
+ *
+ * A table is a token embedding matrix tok (vocab_size x dim) and, optionally,
+ * positions: a learned matrix pos (context_length x dim) from the same file,
+ * a sinusoidal one computed once at open, or none.
+ *
+ * File formats (checked once, completely, by tokvec_table_open):
+ *
+ *  safetensors
+ *   1. bytes 0..7: N, the header length, unsigned 64-bit little endian;
+ *      8 + N <= file size and N <= TOKVEC_MAX_HEADER (100 MB).
+ *   2. bytes 8..8+N-1: a JSON object. Each key but "__metadata__" names a
+ *      tensor: {"dtype": D, "shape": [..], "data_offsets": [begin, end]},
+ *      offsets relative to the data start 8+N, begin <= end <= data size,
+ *      numel(shape) * size(D) == end - begin, D one of safetensors' dtypes.
+ *      "__metadata__" is an object of string values; tokvec reads
+ *      "positional" (learned|sinusoidal|none) and "context_length".
+ *   3. The token tensor is found by opts->token_tensor or the first present
+ *      of tok_emb.weight, wte.weight, transformer.wte.weight,
+ *      embeddings.word_embeddings.weight, model.embed_tokens.weight; the
+ *      position tensor by opts->position_tensor or pos_emb.weight,
+ *      wpe.weight, transformer.wpe.weight,
+ *      embeddings.position_embeddings.weight. Both must be 2-D, F32, F16 or
+ *      BF16, with the same dim and dtype. Other tensors are checked for
+ *      bounds and size only (any rank, any safetensors dtype).
+ *   Tensor data may sit at any byte offset: views may be unaligned.
+ *
+ *  .npy (token table; opts->position_path may name a second .npy)
+ *   magic "\x93NUMPY", version 1.0 (u16 header length), 2.0 or 3.0 (u32),
+ *   a Python dict literal with 'descr' '<f4' or '<f2', 'fortran_order'
+ *   False and a 2-D 'shape'; data follows the header and must be exactly
+ *   numel * itemsize bytes.
+ *
+ * Ownership and threads: the handle is immutable after open. Any number of
+ * threads may call any const function on it at once, with no locking.
+ * Every pointer a table hands out (info strings, tensor names, row views)
+ * points into the handle or the read-only map and is valid until
+ * tokvec_table_close(). The map is PROT_READ and MAP_SHARED: nothing is
+ * copied at open, so open time does not grow with the table and processes
+ * sharing one file share one copy in the page cache. Replace files by
+ * rename; a file truncated in place under a mapping raises SIGBUS on access.
+ */
+#ifndef TOKVEC_TABLE_H
+#define TOKVEC_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokvec_error.h"
+#include "tokvec_float.h"
+
+#define TOKVEC_MAX_HEADER (100u * 1000u * 1000u)
+#define TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT 1024
+
+typedef struct tokvec_table tokvec_table;
+
+typedef enum {
+    TOKVEC_POS_AUTO = 0, /* opts only: learned if found, else metadata */
+    TOKVEC_POS_NONE = 1,
+    TOKVEC_POS_LEARNED = 2,
+    TOKVEC_POS_SINUSOIDAL = 3,
+} tokvec_positional;
+
+/* "none", "learned", "sinusoidal" ("auto" for TOKVEC_POS_AUTO). */
+const char *tokvec_positional_name(tokvec_positional p);
+/* Parses one of those names; returns TOKVEC_E_INVAL for anything else. */
+int tokvec_positional_parse(const char *s, tokvec_positional *out);
+
+typedef struct tokvec_table_opts {
+    const char *token_tensor;    /* NULL: search the name list above */
+    const char *position_tensor; /* NULL: search the name list above */
+    const char *position_path;   /* .npy tables: optional positions .npy */
+    tokvec_positional positional; /* AUTO (0) unless forced */
+    int64_t context_length; /* sinusoidal; 0 = metadata, else 1024 */
+    char *errbuf;  /* optional: one-line reason on failure ... */
+    size_t errlen; /* ... of at most errlen bytes including the NUL */
+} tokvec_table_opts;
+
+typedef struct tokvec_table_info {
+    const char *path;
+    const char *format; /* "safetensors" or "npy" */
+    int64_t vocab_size;
+    int64_t dim;
+    int64_t context_length; /* 0 when positional is NONE */
+    tokvec_dtype dtype;     /* of the stored rows */
+    tokvec_positional positional;
+    const char *token_tensor;    /* name in the file ("" for .npy) */
+    const char *position_tensor; /* NULL unless LEARNED */
+    uint64_t file_size;
+    const char *metadata_json; /* "__metadata__" as compact JSON, or NULL */
+} tokvec_table_info;
+
+typedef struct tokvec_tensor {
+    const char *name;
+    const char *dtype; /* as spelled in the file: "F32", "I64", ... */
+    int ndim;
+    const int64_t *shape; /* ndim entries */
+    const void *data;     /* into the map; may be unaligned */
+    uint64_t nbytes;
+} tokvec_tensor;
+
+typedef struct tokvec_row {
+    const void *data; /* dim values of dtype; may be unaligned */
+    int64_t dim;
+    tokvec_dtype dtype;
+    size_t nbytes;
+} tokvec_row;
+
+/* Opens and validates path. On success *out is a new handle (close with
+ * tokvec_table_close) and 0 is returned; on failure *out is NULL, a negative
+ * code is returned and opts->errbuf (if given) says which file and what is
+ * wrong in one line. opts may be NULL. */
+int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
+                      tokvec_table **out) TOKVEC_MUST_CHECK;
+
+/* Unmaps and frees. NULL is a harmless no-op. Every view dies here. */
+void tokvec_table_close(tokvec_table *t);
+
+/* Borrowed; valid until close. */
+const tokvec_table_info *tokvec_table_get_info(const tokvec_table *t);
+
+/* Every tensor in the file in header order (.npy: one or two). */
+size_t tokvec_table_tensor_count(const tokvec_table *t);
+int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out);
+
+/* Row views: TOKVEC_E_TOKEN_RANGE / TOKVEC_E_POSITION_RANGE when out of
+ * range, TOKVEC_E_NO_POSITIONS when the table has none. Sinusoidal rows are
+ * float32 rows computed at open. */
+int tokvec_table_token_row(const tokvec_table *t, int64_t id, tokvec_row *out);
+int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
+                              tokvec_row *out);
+
+/* Widens a row to float32 exactly into dst[0..row->dim-1]. */
+void tokvec_row_to_f32(const tokvec_row *row, float *dst);
+
+#endif
