@@ -25,6 +25,8 @@ DEB_TEST  := libcmocka-dev python3 python3-numpy
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 
+PYTHON    ?= /usr/bin/python3
+
 DEFAULT_TABLE := data/gpt2-256.safetensors
 GOLDEN        := tests/golden/torch_init
 
@@ -38,7 +40,7 @@ SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
-.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run bench \
+.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run \
         check-floats clean help
 .DEFAULT_GOAL := all
 
@@ -94,7 +96,7 @@ unit: test-deps $(TESTS)
 # End-to-end: the real binary on a loopback port (tests/e2e/).
 e2e: test-deps $(BUILD)/tokvec
 	@set -e; for t in $(sort $(wildcard tests/e2e/test_*.py)); do \
-	  echo "== $$t"; python3 $$t --binary $(BUILD)/tokvec; done
+	  echo "== $$t"; $(PYTHON) $$t --binary $(BUILD)/tokvec; done
 
 test: unit e2e sanitize-test
 
@@ -118,13 +120,13 @@ run: all $(DEFAULT_TABLE)
 	$(BUILD)/tokvec serve --table $(DEFAULT_TABLE)
 
 # --- benchmarks and long checks (not part of test) -------------------------
-bench: all $(DEFAULT_TABLE) $(TOOLS)
-	@bench/run.sh $(BUILD)
-
 check-floats: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --all
 
 clean:
 	rm -rf build build-san
+
+# Container/deployment and benchmark targets live beside their files.
+-include deploy/deploy.mk bench/bench.mk
 
 -include $(CORE_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(TESTS:=.d)
