@@ -1,0 +1,74 @@
+/* encode.h -- response bodies: Accept negotiation, JSON with shortest
+ * round-trip floats, base64, raw little-endian arrays and .npy headers, and
+ * the JSON error body. Independent of HTTP; pure functions, any thread.
+ *
+ * Sizes are computed before anything is written so that callers allocate
+ * once and binary bodies can be filled in place by tokvec_embed (no copy).
+ */
+#ifndef TV_ENCODE_H
+#define TV_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "request.h"
+#include "tokvec_float.h"
+
+typedef enum {
+    TV_OUT_JSON = 0, /* application/json (base64 per request option) */
+    TV_OUT_RAW = 1,  /* application/octet-stream */
+    TV_OUT_NPY = 2,  /* application/x-npy */
+} tv_out_kind;
+
+typedef struct tv_format {
+    tv_out_kind kind;
+    tokvec_dtype dtype; /* RAW/NPY: F32, or F16/BF16 from ?dtype= */
+} tv_format;
+
+/* Picks the response format from an Accept header (NULL/empty or a wildcard
+ * -> JSON; the first supported type in the list wins; q=0 excludes) and the
+ * ?dtype= query value (NULL, float32, float16, bfloat16; anything else 400;
+ * float16/bfloat16 with a JSON response -> 400 invalid_request). 0, or -1
+ * with 406 not_acceptable / 400. */
+int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
+                 tv_error *err);
+
+/* Content-Type string for a format ("application/json", ...). */
+const char *tv_content_type(tv_out_kind kind);
+
+/* {"error":"...","error_type":"..."} with proper JSON escaping. Returns the
+ * length written to buf (buf of at least TV_ERROR_BODY_MAX bytes). */
+#define TV_ERROR_BODY_MAX 1024
+size_t tv_error_body(const tv_error *err, char *buf);
+
+/* Writes "[a,b,...]" for n float32 values, each as tokvec_f32_format, non-
+ * finite values as null. buf must hold tv_json_floats_bound(n) bytes.
+ * Returns bytes written. */
+size_t tv_json_floats_bound(size_t n);
+size_t tv_json_floats(char *buf, const float *x, size_t n);
+
+/* The whole JSON /embed response for x of shape (B,S,D):
+ * {"shape":[B,S,D],"dtype":"float32","embeddings":[[[...]]]}, or with
+ * base64 the embeddings as one base64 string of the LE float32 bytes.
+ * tv_embed_json_bound gives a safe size (0 on overflow); tv_embed_json
+ * returns the exact length written. */
+size_t tv_embed_json_bound(int64_t B, int64_t S, int64_t D, int base64);
+size_t tv_embed_json(char *buf, const float *x, int64_t B, int64_t S,
+                     int64_t D, int base64);
+
+/* {"id":ID,"embedding":[...]} for GET /tokens/{id}. */
+size_t tv_token_json_bound(int64_t D);
+size_t tv_token_json(char *buf, int64_t id, const float *x, int64_t D);
+
+/* Standard base64 (with padding) of n bytes; dst holds 4*ceil(n/3). */
+size_t tv_base64(char *dst, const void *src, size_t n);
+
+/* .npy v1.0 header for a C-order (B,S,D) array of dtype ('<f4', '<f2';
+ * bfloat16 has no numpy dtype: written as '<u2' raw bits -- see README),
+ * padded with spaces and '\n' so the data starts at a multiple of 64.
+ * buf holds TV_NPY_HEADER_MAX bytes; returns the header length. */
+#define TV_NPY_HEADER_MAX 256
+size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
+                     int64_t D);
+
+#endif

@@ -1,0 +1,26 @@
+/* log.h -- one line per event on stderr, text or JSON.
+ *
+ * tv_log checks the level before formatting anything. Lines are written
+ * with one write(2) each, so lines from different threads never interleave.
+ * tv_log_setup is called once on the main thread before other threads start.
+ */
+#ifndef TV_LOG_H
+#define TV_LOG_H
+
+enum { TV_LOG_DEBUG = 0, TV_LOG_INFO = 1, TV_LOG_WARN = 2, TV_LOG_ERROR = 3 };
+
+/* format: "text" or "json"; level: "debug".."error". -1 on a bad name. */
+int tv_log_setup(const char *format, const char *level);
+int tv_log_enabled(int level);
+
+/* text: "2026-11-22T10:00:00.123Z info msg"; json: {"ts":..,"level":..,
+ * "msg":..}. msg is printf-style. */
+void tv_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The access log line: method, path, status, tokens, response bytes,
+ * microseconds (text: key=value pairs; json: an object). */
+void tv_log_access(const char *method, const char *path, int status,
+                   long long tokens, long long bytes, long long micros);
+
+#endif

@@ -1,0 +1,43 @@
+/* metrics.h -- counters and the request-duration histogram, rendered in
+ * Prometheus text format for GET /metrics. Names are part of the contract:
+ *   tokvec_requests_total{route,code}   tokvec_request_duration_seconds
+ *   tokvec_tokens_total                 tokvec_response_bytes_total
+ *   tokvec_inflight_requests            tokvec_queue_depth
+ *   tokvec_reloads_total{result}        tokvec_table_info{vocab_size,dim,
+ *                                                          dtype,positional}
+ * All updates are lock-free atomics: any thread may call any function.
+ */
+#ifndef TV_METRICS_H
+#define TV_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    TV_ROUTE_EMBED,
+    TV_ROUTE_TOKENS,
+    TV_ROUTE_INFO,
+    TV_ROUTE_HEALTH,
+    TV_ROUTE_READY,
+    TV_ROUTE_METRICS,
+    TV_ROUTE_OPENAPI,
+    TV_ROUTE_OTHER, /* unknown paths (404) */
+    TV_ROUTE_COUNT
+} tv_route;
+
+const char *tv_route_name(tv_route r); /* "/embed", ... "other" */
+
+void tv_metrics_request(tv_route r, int status, double seconds,
+                        uint64_t tokens, uint64_t bytes);
+void tv_metrics_inflight_add(int delta);
+void tv_metrics_queue_add(int delta);
+void tv_metrics_reload(int ok);
+/* Labels of tokvec_table_info; called at start and after each reload. */
+void tv_metrics_set_table(int64_t vocab_size, int64_t dim, const char *dtype,
+                          const char *positional);
+
+/* Renders everything; returns a malloc'd NUL-terminated string (caller
+ * frees) and its length in *len, or NULL on out of memory. */
+char *tv_metrics_render(size_t *len);
+
+#endif

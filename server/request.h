@@ -1,0 +1,86 @@
+/* request.h -- parsing and validating POST /embed requests, independent of
+ * HTTP. JSON bodies (jansson) and binary bodies (int32 LE ids with an
+ * X-Tokvec-Shape header and query options) become one tv_request.
+ *
+ * Errors are described by a tv_error: the HTTP status, the contract's
+ * error_type and a message for a person that names exactly what is wrong
+ * (which key, which batch index and position, which id). Messages never
+ * contain internal details (paths, pointers, errno text).
+ *
+ * Pure functions of their arguments; any thread.
+ */
+#ifndef TV_REQUEST_H
+#define TV_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokvec_table.h"
+
+typedef struct tv_limits {
+    size_t max_body_bytes; /* 413 payload_too_large past it */
+    int64_t max_tokens;    /* B*S; 413 past it */
+    int64_t max_batch;     /* B; 413 past it */
+} tv_limits;
+
+typedef struct tv_error {
+    int status;       /* HTTP status: 400, 404, 405, 406, 413, 415, 422, ... */
+    const char *type; /* "invalid_json", "invalid_request", ... (static) */
+    char message[320];
+} tv_error;
+
+/* Fills err (printf-style message) and returns -1, for one-line error paths.
+ */
+int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
+                 ...) __attribute__((format(printf, 4, 5)));
+
+typedef struct tv_request {
+    int64_t *ids; /* batch*seq ids, row-major; owned, tv_request_free */
+    int64_t batch;
+    int64_t seq;
+    int64_t start_position; /* default 0 */
+    int positions;          /* default 1; 0 = token rows only */
+    int base64;             /* JSON "encoding_format": "base64" */
+    int single;             /* inputs was one flat sequence (shape 1,S) */
+} tv_request;
+
+void tv_request_init(tv_request *r);
+void tv_request_free(tv_request *r); /* safe on an init'ed request */
+
+typedef enum {
+    TV_BODY_JSON,        /* application/json (parameters allowed) */
+    TV_BODY_BINARY,      /* application/octet-stream */
+    TV_BODY_UNSUPPORTED, /* 415 */
+} tv_body_kind;
+
+/* Classifies a Content-Type header value (NULL or empty -> JSON). */
+tv_body_kind tv_body_kind_of(const char *content_type);
+
+/* Parses a JSON /embed body: "inputs" (batch of sequences or one sequence of
+ * integers), "start_position", "positions", "pad_id", "encoding_format";
+ * unknown keys are rejected (400 invalid_request, naming the key). Checks
+ * shape, limits and raggedness (422 ragged_batch without pad_id; with pad_id
+ * shorter rows are right-padded). Does not check ids against a table.
+ * 0, or -1 with *err filled; *out is valid only on 0. */
+int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
+                          tv_request *out, tv_error *err);
+
+/* Parses a binary body: shape "B,S" (X-Tokvec-Shape) and B*S int32 LE ids.
+ */
+int tv_request_parse_binary(const void *body, size_t len, const char *shape,
+                            const tv_limits *lim, tv_request *out,
+                            tv_error *err);
+
+/* Applies one query-string option to a request: start_position=N,
+ * positions=true|false|1|0, dtype=... is accepted and ignored here (it is
+ * a response option, see tv_negotiate). Unknown keys -> 400. */
+int tv_request_set_option(tv_request *r, const char *key, const char *value,
+                          tv_error *err);
+
+/* Checks ids and positions against the table (tokvec_embed_check): 422
+ * token_out_of_range "token id 50257 at batch index 1, position 2 is out of
+ * range [0, 50257)", 422 sequence_too_long. */
+int tv_request_check(const tv_request *r, const tokvec_table *t,
+                     tv_error *err);
+
+#endif
