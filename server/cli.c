@@ -1,0 +1,725 @@
+/* cli.c -- the file subcommands of tokvec: init, inspect, lookup, convert.
+ *
+ * Each command parses its own options, calls the core library and prints.
+ * Exit codes: 0 ok; 1 a runtime failure (out of memory, write error);
+ * 2 bad usage or a bad input file, always with one line on stderr that
+ * names the file (or option) and the problem. Single-threaded.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <nettle/sha2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "encode.h"
+#include "tokvec_embed.h"
+#include "tokvec_init.h"
+#include "tokvec_table.h"
+#include "tokvec_write.h"
+
+#define EXIT_USAGE 2
+
+/* Names tokvec writes; the first of the contract's search lists. */
+#define TOKEN_TENSOR_NAME "tok_emb.weight"
+#define POSITION_TENSOR_NAME "pos_emb.weight"
+
+static int fail(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tokvec: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+/* --- option parsing shared by the commands -------------------------------
+ * Options are "--name value" or "--name=value"; flags take no value.
+ * opt_next() returns the option's name (without dashes) and its value, or
+ * NULL name for a positional argument. */
+typedef struct {
+    int argc, i;
+    char **argv;
+    const char *const *flags; /* options that take no value */
+    const char *name, *value;
+    char buf[64];
+} opts_t;
+
+static int opt_is_flag(const opts_t *o, const char *name)
+{
+    for (const char *const *f = o->flags; f && *f; f++)
+        if (!strcmp(*f, name))
+            return 1;
+    return 0;
+}
+
+/* 1 when an item was read, 0 at the end, -1 on a missing value. */
+static int opt_next(opts_t *o)
+{
+    if (o->i >= o->argc)
+        return 0;
+    const char *a = o->argv[o->i++];
+    o->name = NULL;
+    o->value = a;
+    if (a[0] != '-' || a[1] == '\0' || (a[1] != '-' && a[1] != 'o' &&
+                                        a[1] != 'h'))
+        return 1; /* positional (also negative numbers like -1) */
+    if (!strcmp(a, "--")) {
+        o->value = o->i < o->argc ? o->argv[o->i++] : NULL;
+        return o->value ? 1 : 0;
+    }
+    const char *n = a + (a[1] == '-' ? 2 : 1);
+    const char *eq = strchr(n, '=');
+    size_t len = eq ? (size_t)(eq - n) : strlen(n);
+    if (len >= sizeof o->buf)
+        len = sizeof o->buf - 1;
+    memcpy(o->buf, n, len);
+    o->buf[len] = '\0';
+    o->name = o->buf;
+    if (!strcmp(o->name, "h"))
+        o->name = "help";
+    if (eq) {
+        o->value = eq + 1;
+    } else if (opt_is_flag(o, o->name)) {
+        o->value = NULL;
+    } else if (o->i < o->argc) {
+        o->value = o->argv[o->i++];
+    } else {
+        return -1;
+    }
+    return 1;
+}
+
+/* Strict decimal integer in [lo, hi]. */
+static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* torch.manual_seed accepts -2^63 <= S < 2^64; negatives are taken as
+ * their 64-bit two's complement. */
+static int parse_seed(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    if (s[0] == '-') {
+        long long v = strtoll(s, &end, 10);
+        if (errno || *end)
+            return -1;
+        *out = (uint64_t)v;
+    } else {
+        if (s[0] == '+')
+            return -1;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end)
+            return -1;
+        *out = v;
+    }
+    return 0;
+}
+
+/* Progress on a terminal only, so pipes and logs stay clean. */
+static void progress(uint64_t done, uint64_t total, void *ud)
+{
+    const char *what = ud;
+    fprintf(stderr, "\r%s: %3d%% (%" PRIu64 " / %" PRIu64 " MB)", what,
+            total ? (int)(done * 100 / total) : 100, done >> 20, total >> 20);
+    if (done >= total)
+        fputc('\n', stderr);
+}
+
+static int open_table(const char *path, const tokvec_table_opts *base,
+                      tokvec_table **t)
+{
+    char err[512] = "";
+    tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
+    o.errbuf = err;
+    o.errlen = sizeof err;
+    int rc = tokvec_table_open(path, &o, t);
+    if (rc < 0) {
+        if (!err[0])
+            snprintf(err, sizeof err, "%s: %s", path, tokvec_strerror(rc));
+        return fail(EXIT_USAGE, "%s", err);
+    }
+    return 0;
+}
+
+/* --- init ---------------------------------------------------------------- */
+
+static const char init_usage[] =
+    "usage: tokvec init --vocab V --dim D -o FILE [options]\n"
+    "\n"
+    "Creates the table of torch.manual_seed(SEED); nn.Embedding(V, D)\n"
+    "[; nn.Embedding(C, D)], bit-exact with PyTorch on x86-64, as\n"
+    "safetensors (tensors tok_emb.weight, pos_emb.weight).\n"
+    "\n"
+    "  --vocab V            rows of the token table (required)\n"
+    "  --dim D              embedding width (required)\n"
+    "  --context C          context length (default 1024)\n"
+    "  --positional KIND    learned (default): a C x D table drawn after\n"
+    "                       the token table; sinusoidal: computed at open\n"
+    "                       (recorded in metadata); none\n"
+    "  --seed S             torch.manual_seed argument (default 123)\n"
+    "  --padding-idx P      row P of the token table set to 0 (as torch)\n"
+    "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest)\n"
+    "  -o, --output FILE    where to write (atomically, by rename)\n";
+
+int cmd_init(int argc, char **argv)
+{
+    static const char *const flags[] = {"help", NULL};
+    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    int64_t vocab = 0, dim = 0, context = 1024;
+    int64_t padding = TOKVEC_NO_PADDING;
+    uint64_t seed = 123;
+    const char *out_path = NULL, *seed_text = "123";
+    tokvec_positional positional = TOKVEC_POS_LEARNED;
+    tokvec_dtype dtype = TOKVEC_F32;
+    int r;
+
+    while ((r = opt_next(&o)) > 0) {
+        const char *n = o.name, *v = o.value;
+        if (!n)
+            return fail(EXIT_USAGE, "init: unexpected argument '%s'", v);
+        if (!strcmp(n, "help")) {
+            fputs(init_usage, stdout);
+            return 0;
+        } else if (!strcmp(n, "vocab")) {
+            if (parse_i64(v, 1, INT32_MAX, &vocab))
+                return fail(EXIT_USAGE, "init: --vocab '%s' is not an "
+                                        "integer in [1, 2^31)", v);
+        } else if (!strcmp(n, "dim")) {
+            if (parse_i64(v, 1, 1 << 20, &dim))
+                return fail(EXIT_USAGE, "init: --dim '%s' is not an "
+                                        "integer in [1, 2^20]", v);
+        } else if (!strcmp(n, "context")) {
+            if (parse_i64(v, 1, INT32_MAX, &context))
+                return fail(EXIT_USAGE, "init: --context '%s' is not an "
+                                        "integer in [1, 2^31)", v);
+        } else if (!strcmp(n, "positional")) {
+            if (tokvec_positional_parse(v, &positional) < 0 ||
+                positional == TOKVEC_POS_AUTO)
+                return fail(EXIT_USAGE, "init: --positional '%s' is not "
+                                        "learned, sinusoidal or none", v);
+        } else if (!strcmp(n, "seed")) {
+            if (parse_seed(v, &seed))
+                return fail(EXIT_USAGE, "init: --seed '%s' is not an "
+                                        "integer in [-2^63, 2^64)", v);
+            seed_text = v;
+        } else if (!strcmp(n, "padding-idx")) {
+            if (parse_i64(v, INT64_MIN + 1, INT64_MAX, &padding))
+                return fail(EXIT_USAGE, "init: --padding-idx '%s' is not "
+                                        "an integer", v);
+        } else if (!strcmp(n, "dtype")) {
+            if (tokvec_dtype_parse(v, &dtype) < 0)
+                return fail(EXIT_USAGE, "init: --dtype '%s' is not f32, "
+                                        "f16 or bf16", v);
+        } else if (!strcmp(n, "o") || !strcmp(n, "output")) {
+            out_path = v;
+        } else {
+            return fail(EXIT_USAGE, "init: unknown option '--%s' (see "
+                                    "tokvec init --help)", n);
+        }
+    }
+    if (r < 0)
+        return fail(EXIT_USAGE, "init: option '%s' needs a value",
+                    argv[argc - 1]);
+    if (!vocab || !dim || !out_path)
+        return fail(EXIT_USAGE, "init: --vocab, --dim and -o are required "
+                                "(see tokvec init --help)");
+    if (padding != TOKVEC_NO_PADDING && (padding < -vocab || padding >= vocab))
+        return fail(EXIT_USAGE, "init: --padding-idx %" PRId64 " is outside "
+                                "[-%" PRId64 ", %" PRId64 ")",
+                    padding, vocab, vocab);
+    if ((uint64_t)vocab * (uint64_t)dim > ((uint64_t)1 << 34) ||
+        (uint64_t)context * (uint64_t)dim > ((uint64_t)1 << 34))
+        return fail(EXIT_USAGE, "init: table of %" PRId64 " x %" PRId64
+                                " is too large", vocab, dim);
+
+    int rc, ret = 1;
+    tokvec_rng *rng = NULL;
+    float *tok = NULL, *pos = NULL;
+    uint16_t *tok16 = NULL, *pos16 = NULL;
+    int learned = positional == TOKVEC_POS_LEARNED;
+    size_t ntok = (size_t)vocab * (size_t)dim;
+    size_t npos = learned ? (size_t)context * (size_t)dim : 0;
+
+    if ((rc = tokvec_rng_new(seed, &rng)) < 0)
+        goto out;
+    tok = malloc(ntok * sizeof *tok);
+    pos = npos ? malloc(npos * sizeof *pos) : NULL;
+    if (!tok || (npos && !pos)) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* As torch does: the token table, then the position table, from one
+     * generator. */
+    if ((rc = tokvec_init_embedding(rng, tok, vocab, dim, padding)) < 0)
+        goto out;
+    if (learned && (rc = tokvec_init_embedding(rng, pos, context, dim,
+                                               TOKVEC_NO_PADDING)) < 0)
+        goto out;
+
+    const void *tok_data = tok, *pos_data = pos;
+    if (dtype != TOKVEC_F32) {
+        tok16 = malloc(ntok * 2);
+        pos16 = npos ? malloc(npos * 2) : NULL;
+        if (!tok16 || (npos && !pos16)) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        tokvec_narrow(dtype, tok, tok16, ntok);
+        if (npos)
+            tokvec_narrow(dtype, pos, pos16, npos);
+        tok_data = tok16;
+        pos_data = pos16;
+    }
+
+    tokvec_write_tensor tensors[2] = {
+        {TOKEN_TENSOR_NAME, dtype, vocab, dim, tok_data},
+        {POSITION_TENSOR_NAME, dtype, context, dim, pos_data},
+    };
+    char ctx_text[32], pad_text[32];
+    snprintf(ctx_text, sizeof ctx_text, "%" PRId64, context);
+    if (padding == TOKVEC_NO_PADDING)
+        snprintf(pad_text, sizeof pad_text, "none");
+    else
+        snprintf(pad_text, sizeof pad_text, "%" PRId64, padding);
+    const char *keys[] = {"format", "generator", "seed", "positional",
+                          "context_length", "padding_idx", "tokvec_version"};
+    const char *values[] = {"pt",
+                            "torch.manual_seed + nn.Embedding (normal_)",
+                            seed_text,
+                            tokvec_positional_name(positional),
+                            ctx_text,
+                            pad_text,
+                            TOKVEC_VERSION};
+    tokvec_write_opts wo = {
+        .metadata_keys = keys,
+        .metadata_values = values,
+        .n_metadata = sizeof keys / sizeof keys[0],
+        .progress = isatty(2) ? progress : NULL,
+        .progress_ud = (void *)"init",
+    };
+    rc = tokvec_safetensors_write(out_path, tensors, learned ? 2 : 1, &wo);
+    if (rc < 0) {
+        fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
+        rc = 0;
+        goto out;
+    }
+    ret = 0;
+out:
+    if (rc < 0)
+        fail(1, "init: %s", tokvec_strerror(rc));
+    tokvec_rng_free(rng);
+    free(tok);
+    free(pos);
+    free(tok16);
+    free(pos16);
+    return ret;
+}
+
+/* --- inspect ------------------------------------------------------------- */
+
+/* Counts NaN and infinities of a float tensor stored little endian; -1 for
+ * dtypes that are not floating point. Reads bytes: data may be unaligned. */
+static int64_t count_nonfinite(const tokvec_tensor *x)
+{
+    const unsigned char *p = x->data;
+    uint64_t n = 0;
+    if (!strcmp(x->dtype, "F32")) {
+        for (uint64_t i = 0; i + 4 <= x->nbytes; i += 4)
+            n += (p[i + 3] & 0x7f) == 0x7f && (p[i + 2] & 0x80);
+    } else if (!strcmp(x->dtype, "BF16")) {
+        for (uint64_t i = 0; i + 2 <= x->nbytes; i += 2)
+            n += (p[i + 1] & 0x7f) == 0x7f && (p[i] & 0x80);
+    } else if (!strcmp(x->dtype, "F16")) {
+        for (uint64_t i = 0; i + 2 <= x->nbytes; i += 2)
+            n += (p[i + 1] & 0x7c) == 0x7c;
+    } else if (!strcmp(x->dtype, "F64")) {
+        for (uint64_t i = 0; i + 8 <= x->nbytes; i += 8)
+            n += (p[i + 7] & 0x7f) == 0x7f && (p[i + 6] & 0xf0) == 0xf0;
+    } else {
+        return -1;
+    }
+    return (int64_t)n;
+}
+
+static void sha256_hex(const void *data, uint64_t n, char hex[65])
+{
+    struct sha256_ctx ctx;
+    uint8_t d[SHA256_DIGEST_SIZE];
+    const uint8_t *p = data;
+    sha256_init(&ctx);
+    while (n) { /* nettle takes size_t; feed in bounded pieces */
+        size_t k = n > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)n;
+        sha256_update(&ctx, k, p);
+        p += k;
+        n -= k;
+    }
+    sha256_digest(&ctx, sizeof d, d);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+        sprintf(hex + 2 * i, "%02x", d[i]);
+}
+
+static const char inspect_usage[] =
+    "usage: tokvec inspect FILE [--pos POS.npy] [--token-tensor NAME]\n"
+    "                           [--position-tensor NAME]\n"
+    "\n"
+    "Validates FILE as tokvec serve would and prints its tensors (dtype,\n"
+    "shape, bytes, sha256, non-finite count), which ones were picked as the\n"
+    "token and position tables, and the metadata.\n";
+
+/* Options every table-reading command shares. 1 if consumed, 0 if not
+ * ours. */
+static int table_option(const char *n, const char *v, tokvec_table_opts *to)
+{
+    if (!strcmp(n, "pos") || !strcmp(n, "position-path"))
+        to->position_path = v;
+    else if (!strcmp(n, "token-tensor"))
+        to->token_tensor = v;
+    else if (!strcmp(n, "position-tensor"))
+        to->position_tensor = v;
+    else
+        return 0;
+    return 1;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    static const char *const flags[] = {"help", NULL};
+    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    tokvec_table_opts to = {0};
+    const char *path = NULL;
+    int r;
+
+    while ((r = opt_next(&o)) > 0) {
+        if (!o.name) {
+            if (path)
+                return fail(EXIT_USAGE, "inspect: one FILE only");
+            path = o.value;
+        } else if (!strcmp(o.name, "help")) {
+            fputs(inspect_usage, stdout);
+            return 0;
+        } else if (!table_option(o.name, o.value, &to)) {
+            return fail(EXIT_USAGE, "inspect: unknown option '--%s'",
+                        o.name);
+        }
+    }
+    if (r < 0 || !path)
+        return fail(EXIT_USAGE, "inspect: need FILE (see tokvec inspect "
+                                "--help)");
+
+    tokvec_table *t = NULL;
+    if ((r = open_table(path, &to, &t)))
+        return r;
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    printf("file        %s (%s, %" PRIu64 " bytes)\n", in->path, in->format,
+           in->file_size);
+    printf("token       %s: %" PRId64 " x %" PRId64 " %s\n",
+           in->token_tensor[0] ? in->token_tensor : "(npy)", in->vocab_size,
+           in->dim, tokvec_dtype_name(in->dtype));
+    if (in->positional == TOKVEC_POS_LEARNED)
+        printf("position    %s: %" PRId64 " x %" PRId64 " (learned)\n",
+               in->position_tensor[0] ? in->position_tensor : "(npy)",
+               in->context_length, in->dim);
+    else if (in->positional == TOKVEC_POS_SINUSOIDAL)
+        printf("position    sinusoidal, context_length %" PRId64 "\n",
+               in->context_length);
+    else
+        printf("position    none\n");
+    if (in->metadata_json)
+        printf("metadata    %s\n", in->metadata_json);
+
+    size_t n = tokvec_table_tensor_count(t);
+    printf("tensors     %zu\n", n);
+    for (size_t i = 0; i < n; i++) {
+        tokvec_tensor x;
+        if (tokvec_table_tensor(t, i, &x) < 0)
+            continue;
+        char shape[128] = "";
+        size_t len = 0;
+        for (int d = 0; d < x.ndim && len < sizeof shape - 24; d++)
+            len += (size_t)snprintf(shape + len, sizeof shape - len,
+                                    "%s%" PRId64, d ? " x " : "", x.shape[d]);
+        if (x.ndim == 0)
+            snprintf(shape, sizeof shape, "scalar");
+        char hex[65];
+        sha256_hex(x.data, x.nbytes, hex);
+        int64_t bad = count_nonfinite(&x);
+        const char *role = "";
+        if (in->token_tensor && !strcmp(x.name, in->token_tensor))
+            role = "  <- token";
+        else if (in->position_tensor && !strcmp(x.name, in->position_tensor))
+            role = "  <- position";
+        printf("  %s  %s  [%s]  %" PRIu64 " bytes  sha256 %s", x.name,
+               x.dtype, shape, x.nbytes, hex);
+        if (bad >= 0)
+            printf("  non-finite %" PRId64, bad);
+        printf("%s\n", role);
+    }
+    tokvec_table_close(t);
+    return 0;
+}
+
+/* --- lookup -------------------------------------------------------------- */
+
+static const char lookup_usage[] =
+    "usage: tokvec lookup --table FILE [--start-position N] [--no-positions]"
+    " ID...\n"
+    "\n"
+    "Prints the JSON POST /embed returns for one sequence of ids:\n"
+    "{\"shape\":[1,S,D],\"dtype\":\"float32\",\"embeddings\":[[[...]]]},\n"
+    "each number the shortest decimal that reads back as the same float32.\n"
+    "  --table FILE           the table (.safetensors or .npy)\n"
+    "  --pos POS.npy          positions for a .npy token table\n"
+    "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
+    "  --start-position N     first position (default 0)\n"
+    "  --no-positions         token rows only\n";
+
+int cmd_lookup(int argc, char **argv)
+{
+    static const char *const flags[] = {"help", "no-positions", NULL};
+    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    tokvec_table_opts to = {0};
+    const char *path = NULL;
+    int64_t start = 0;
+    unsigned flags_embed = 0;
+    int64_t *ids = calloc((size_t)argc, sizeof *ids);
+    int64_t n = 0;
+    int r, ret = EXIT_USAGE;
+    tokvec_table *t = NULL;
+    float *vec = NULL;
+    char *json = NULL;
+
+    if (!ids)
+        return fail(1, "lookup: out of memory");
+    while ((r = opt_next(&o)) > 0) {
+        const char *v = o.value;
+        if (!o.name) {
+            if (parse_i64(v, INT64_MIN, INT64_MAX, &ids[n])) {
+                fail(EXIT_USAGE, "lookup: '%s' is not an integer token id",
+                     v);
+                goto out;
+            }
+            n++;
+        } else if (!strcmp(o.name, "help")) {
+            fputs(lookup_usage, stdout);
+            ret = 0;
+            goto out;
+        } else if (!strcmp(o.name, "table")) {
+            path = v;
+        } else if (!strcmp(o.name, "start-position")) {
+            if (parse_i64(v, 0, INT32_MAX, &start)) {
+                fail(EXIT_USAGE, "lookup: --start-position '%s' is not a "
+                                 "non-negative integer", v);
+                goto out;
+            }
+        } else if (!strcmp(o.name, "no-positions")) {
+            flags_embed |= TOKVEC_EMBED_NO_POSITIONS;
+        } else if (!table_option(o.name, v, &to)) {
+            fail(EXIT_USAGE, "lookup: unknown option '--%s'", o.name);
+            goto out;
+        }
+    }
+    if (r < 0 || !path || n == 0) {
+        fail(EXIT_USAGE, "lookup: need --table FILE and at least one ID "
+                         "(see tokvec lookup --help)");
+        goto out;
+    }
+    if ((r = open_table(path, &to, &t)))
+        goto out;
+
+    tokvec_embed_fault f;
+    int rc = tokvec_embed_check(t, ids, 1, n, start, flags_embed, &f);
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    if (rc == TOKVEC_E_TOKEN_RANGE) {
+        fail(EXIT_USAGE, "lookup: token id %" PRId64 " at position %" PRId64
+                         " is out of range for vocab_size %" PRId64 " (%s)",
+             f.id, f.position, in->vocab_size, path);
+        goto out;
+    } else if (rc == TOKVEC_E_POSITION_RANGE) {
+        fail(EXIT_USAGE, "lookup: start_position %" PRId64 " + sequence "
+                         "length %" PRId64 " exceeds context_length %" PRId64
+                         " (%s)", start, n, in->context_length, path);
+        goto out;
+    } else if (rc < 0) {
+        fail(EXIT_USAGE, "lookup: %s", tokvec_strerror(rc));
+        goto out;
+    }
+    ret = 1;
+    size_t cap = tv_embed_json_bound(1, n, in->dim, 0);
+    vec = malloc(tokvec_embed_size(t, 1, n, flags_embed));
+    json = cap ? malloc(cap + 1) : NULL;
+    if (!vec || !json) {
+        fail(1, "lookup: out of memory");
+        goto out;
+    }
+    if ((rc = tokvec_embed(t, ids, 1, n, start, flags_embed, vec)) < 0) {
+        fail(1, "lookup: %s", tokvec_strerror(rc));
+        goto out;
+    }
+    size_t len = tv_embed_json(json, vec, 1, n, in->dim, 0);
+    json[len++] = '\n';
+    if (fwrite(json, 1, len, stdout) != len || fflush(stdout)) {
+        fail(1, "lookup: write error: %s", strerror(errno));
+        goto out;
+    }
+    ret = 0;
+out:
+    tokvec_table_close(t);
+    free(vec);
+    free(json);
+    free(ids);
+    return ret;
+}
+
+/* --- convert ------------------------------------------------------------- */
+
+static const char convert_usage[] =
+    "usage: tokvec convert IN -o OUT.safetensors [--pos POS.npy] "
+    "[--dtype T]\n"
+    "\n"
+    "Writes the token table (and learned position table) of IN -- a .npy or\n"
+    "a safetensors file such as a Hugging Face GPT-2 model.safetensors -- as\n"
+    "a tokvec safetensors file with tok_emb.weight [+ pos_emb.weight].\n"
+    "  --pos POS.npy          learned positions for a .npy token table\n"
+    "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
+    "  --dtype T              f32, f16 or bf16 (default: as stored;\n"
+    "                         narrowing rounds to nearest even)\n"
+    "  -o, --output FILE      where to write (atomically, by rename)\n";
+
+/* Returns rows x dim of a view converted to dtype `to` in a new buffer
+ * (caller frees), or the stored bytes when the dtype is unchanged. */
+static void *convert_rows(const tokvec_table *t, int tokens, int64_t rows,
+                          int64_t dim, tokvec_dtype from, tokvec_dtype to)
+{
+    size_t n = (size_t)rows * (size_t)dim;
+    unsigned char *dst = malloc(n * tokvec_dtype_size(to));
+    float *tmp = to == from ? NULL : malloc((size_t)dim * sizeof *tmp);
+    if (!dst || (to != from && !tmp)) {
+        free(dst);
+        free(tmp);
+        return NULL;
+    }
+    size_t row_out = (size_t)dim * tokvec_dtype_size(to);
+    for (int64_t r = 0; r < rows; r++) {
+        tokvec_row v;
+        int rc = tokens ? tokvec_table_token_row(t, r, &v)
+                        : tokvec_table_position_row(t, r, &v);
+        if (rc < 0) { /* cannot happen for r < rows; keep it an error */
+            free(dst);
+            free(tmp);
+            return NULL;
+        }
+        if (to == from) {
+            memcpy(dst + (size_t)r * row_out, v.data, row_out);
+        } else {
+            tokvec_row_to_f32(&v, tmp);
+            tokvec_narrow(to, tmp, dst + (size_t)r * row_out, (size_t)dim);
+        }
+    }
+    free(tmp);
+    return dst;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+    static const char *const flags[] = {"help", NULL};
+    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    tokvec_table_opts to = {0};
+    const char *in_path = NULL, *out_path = NULL;
+    int have_dtype = 0, r, ret = EXIT_USAGE;
+    tokvec_dtype dtype = TOKVEC_F32;
+    tokvec_table *t = NULL;
+    void *tok = NULL, *pos = NULL;
+
+    while ((r = opt_next(&o)) > 0) {
+        if (!o.name) {
+            if (in_path)
+                return fail(EXIT_USAGE, "convert: one input file only");
+            in_path = o.value;
+        } else if (!strcmp(o.name, "help")) {
+            fputs(convert_usage, stdout);
+            return 0;
+        } else if (!strcmp(o.name, "o") || !strcmp(o.name, "output")) {
+            out_path = o.value;
+        } else if (!strcmp(o.name, "dtype")) {
+            if (tokvec_dtype_parse(o.value, &dtype) < 0)
+                return fail(EXIT_USAGE, "convert: --dtype '%s' is not f32, "
+                                        "f16 or bf16", o.value);
+            have_dtype = 1;
+        } else if (!table_option(o.name, o.value, &to)) {
+            return fail(EXIT_USAGE, "convert: unknown option '--%s'",
+                        o.name);
+        }
+    }
+    if (r < 0 || !in_path || !out_path)
+        return fail(EXIT_USAGE, "convert: need IN and -o OUT (see tokvec "
+                                "convert --help)");
+    if ((r = open_table(in_path, &to, &t)))
+        return r;
+
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    if (!have_dtype)
+        dtype = in->dtype;
+    int learned = in->positional == TOKVEC_POS_LEARNED;
+    ret = 1;
+    tok = convert_rows(t, 1, in->vocab_size, in->dim, in->dtype, dtype);
+    pos = learned ? convert_rows(t, 0, in->context_length, in->dim,
+                                 in->dtype, dtype)
+                  : NULL;
+    if (!tok || (learned && !pos)) {
+        fail(1, "convert: out of memory");
+        goto out;
+    }
+    tokvec_write_tensor tensors[2] = {
+        {TOKEN_TENSOR_NAME, dtype, in->vocab_size, in->dim, tok},
+        {POSITION_TENSOR_NAME, dtype, in->context_length, in->dim, pos},
+    };
+    char ctx_text[32];
+    snprintf(ctx_text, sizeof ctx_text, "%" PRId64, in->context_length);
+    /* "context_length" (last) only means something with positions. */
+    const char *keys[] = {"format", "source", "positional", "tokvec_version",
+                          "context_length"};
+    const char *values[] = {"pt", in_path,
+                            tokvec_positional_name(in->positional),
+                            TOKVEC_VERSION, ctx_text};
+    tokvec_write_opts wo = {
+        .metadata_keys = keys,
+        .metadata_values = values,
+        .n_metadata = in->positional == TOKVEC_POS_NONE ? 4 : 5,
+        .progress = isatty(2) ? progress : NULL,
+        .progress_ud = (void *)"convert",
+    };
+    int rc = tokvec_safetensors_write(out_path, tensors, learned ? 2 : 1,
+                                      &wo);
+    if (rc < 0) {
+        fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
+        goto out;
+    }
+    ret = 0;
+out:
+    free(tok);
+    free(pos);
+    tokvec_table_close(t);
+    return ret;
+}
