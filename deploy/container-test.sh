@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# container-test.sh -- build the tokvec image and check it end to end.
+#
+#   deploy/container-test.sh [--tools DIR] [--image TAG]      (make container-test)
+#
+# 1. ../shared/tools/container-check.sh on the repo (build with podman, wait for
+#    /health, run the image HEALTHCHECK, SIGTERM must stop it cleanly).
+# 2. Our own run of the same image, hardened as in production: read-only root
+#    filesystem, all capabilities dropped, no-new-privileges.
+# 3. The textbook requests (shared/bench/load/seed_8x4.json and
+#    {"inputs":[[40,1101,257]]}) POSTed to the container and to the local
+#    build/tokvec serving data/gpt2-256.safetensors, with Accept
+#    application/json and application/octet-stream: the bytes must be equal.
+#    The table inside the image must be bit-identical to the local one.
+# 4. Image hygiene: non-root user, no compiler / headers / apt lists, size
+#    broken down into base, table and what tokvec adds (goal: < 5 MB).
+# 5. SIGTERM to our container: exit 0 well before the 30 s drain timeout.
+#
+# Needs root and podman (container-check.sh installs podman if missing).
+# Env: TOKVEC_BIN (default build/tokvec), TOKVEC_TABLE_FILE (default
+# data/gpt2-256.safetensors), CHECK_PORT/CTR_PORT/LOCAL_PORT (18080/18082/18181).
+set -uo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+TOOLS=$TOP/../shared/tools
+IMG=localhost/tokvec:container-test
+while (($#)); do case $1 in
+  --tools) TOOLS=$2; shift 2;;
+  --image) IMG=$2; shift 2;;
+  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0;;
+  *) echo "container-test: unknown argument $1" >&2; exit 2;; esac; done
+BIN=${TOKVEC_BIN:-$TOP/build/tokvec}
+TABLE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
+CHECK_PORT=${CHECK_PORT:-18080}; CTR_PORT=${CTR_PORT:-18082}; LOCAL_PORT=${LOCAL_PORT:-18181}
+CHECK=$TOOLS/container-check.sh
+SEED=$TOOLS/../bench/load/seed_8x4.json
+
+say()  { echo "[container-test] $*"; }
+fail() { echo "container-test: FAIL: $*" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || fail "needs root (podman rootful, as container-check.sh)"
+[[ -f $CHECK ]] || fail "$CHECK not found: container-check.sh is expected in ../shared/tools beside the checkout (as CI has it); pass --tools DIR"
+[[ -x $BIN ]] || fail "$BIN missing: run make build/tokvec first (make container-test does)"
+[[ -f $TABLE ]] || fail "$TABLE missing: run make data/gpt2-256.safetensors first (make container-test does)"
+command -v curl >/dev/null || fail "curl missing (apt-get install curl)"
+
+WORK=$(mktemp -d /tmp/container-test.XXXXXX)
+CTR=tokvec-container-test-$$
+LPID=""
+cleanup() {
+  [[ -n $LPID ]] && kill "$LPID" 2>/dev/null && wait "$LPID" 2>/dev/null
+  podman rm -f -t 0 "$CTR" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+noise() { grep -v -e 'CNI config' -e 'systemd connection' >&2; }
+
+# --- 1. container-check.sh -------------------------------------------------
+say "1. $CHECK $TOP"
+t0=$SECONDS
+bash "$CHECK" "$TOP" -P "$CHECK_PORT" 2> >(noise) | tee "$WORK/check.out"
+[[ ${PIPESTATUS[0]} == 0 ]] || fail "container-check.sh failed (logs in /var/tmp/container-check/)"
+say "container-check.sh passed in $((SECONDS - t0))s"
+# container-check.sh wrote the podman config (runc, cgroupfs, ulimits) we reuse.
+export CONTAINERS_CONF=/var/tmp/container-check/containers.conf
+
+# Tag the image under a fixed name (every layer is cached: this is the warm build).
+t0=$EPOCHREALTIME
+podman build --pull=never --format docker --layers -t "$IMG" "$TOP" > "$WORK/build.log" 2>&1 ||
+  { tail -n 30 "$WORK/build.log"; fail "podman build"; }
+say "warm rebuild (all layers cached): $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')s"
+
+# --- 2. hardened run ----------------------------------------------------------
+say "2. podman run --read-only --cap-drop=ALL --security-opt no-new-privileges $IMG"
+curl -s -o /dev/null -m 2 "http://127.0.0.1:$CTR_PORT/" && fail "something already answers on port $CTR_PORT"
+podman run -d --name "$CTR" --read-only --cap-drop=ALL --security-opt no-new-privileges \
+  -p "127.0.0.1:$CTR_PORT:8080" "$IMG" >/dev/null 2> >(noise) || fail "podman run $IMG"
+
+# Local reference server.
+curl -s -o /dev/null -m 2 "http://127.0.0.1:$LOCAL_PORT/" && fail "something already answers on port $LOCAL_PORT"
+"$BIN" serve --table "$TABLE" --host 127.0.0.1 --port "$LOCAL_PORT" 2> "$WORK/local.log" &
+LPID=$!
+
+wait_health() {  # URL NAME
+  local i code
+  for i in $(seq 1 120); do
+    code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1")
+    [[ $code == 200 ]] && return 0
+    sleep 0.25
+  done
+  return 1
+}
+wait_health "http://127.0.0.1:$CTR_PORT/health" ||
+  { podman logs "$CTR" 2>&1 | tail -n 20; fail "container on :$CTR_PORT never answered /health 200"; }
+wait_health "http://127.0.0.1:$LOCAL_PORT/health" ||
+  { tail -n 20 "$WORK/local.log"; fail "local $BIN serve on :$LOCAL_PORT never answered /health 200"; }
+say "both answer /health"
+for p in /ready /info /metrics; do
+  code=$(curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$CTR_PORT$p")
+  [[ $code == 200 ]] || fail "container GET $p -> $code"
+done
+say "container /ready /info /metrics -> 200"
+# The start-up log line states the settings: the image's env must be in effect.
+podman logs "$CTR" 2>&1 | grep -q '0\.0\.0\.0' || say "note: start-up log does not mention host 0.0.0.0"
+
+# --- 3. the same bytes from the image and from the local build ---------------
+printf '{"inputs":[[40,1101,257]]}' > "$WORK/textbook.json"
+bodies=("$WORK/textbook.json")
+if [[ -f $SEED ]]; then bodies+=("$SEED"); else say "note: $SEED not found, textbook body only"; fi
+n=0
+for body in "${bodies[@]}"; do
+  for accept in application/json application/octet-stream; do
+    for side in ctr local; do
+      port=$CTR_PORT; [[ $side == local ]] && port=$LOCAL_PORT
+      code=$(curl -s -m 30 -o "$WORK/$side.out" -D "$WORK/$side.hdr" -w '%{http_code}' \
+        -H 'Content-Type: application/json' -H "Accept: $accept" \
+        --data-binary "@$body" "http://127.0.0.1:$port/embed")
+      [[ $code == 200 ]] || { head -c 400 "$WORK/$side.out"; echo
+        fail "$side POST /embed ($(basename "$body"), Accept $accept) -> $code"; }
+    done
+    cmp -s "$WORK/ctr.out" "$WORK/local.out" ||
+      fail "container and local answers differ: $(basename "$body"), Accept $accept ($(stat -c %s "$WORK/ctr.out") vs $(stat -c %s "$WORK/local.out") bytes)"
+    [[ -s $WORK/ctr.out ]] || fail "empty answer: $(basename "$body"), Accept $accept"
+    say "same $(stat -c %s "$WORK/ctr.out") bytes: $(basename "$body"), Accept $accept"
+    n=$((n + 1))
+  done
+done
+# The textbook octet-stream answer is 1*3*256 float32.
+printf '{"inputs":[[40,1101,257]]}' | curl -s -m 10 -o "$WORK/tb.bin" -H 'Content-Type: application/json' \
+  -H 'Accept: application/octet-stream' --data-binary @- "http://127.0.0.1:$CTR_PORT/embed"
+[[ $(stat -c %s "$WORK/tb.bin") == $((3 * 256 * 4)) ]] || fail "textbook octet-stream answer is not 3*256 float32"
+
+h_img=$(podman exec "$CTR" sha256sum /data/gpt2-256.safetensors 2>/dev/null | cut -d' ' -f1)
+h_loc=$(sha256sum "$TABLE" | cut -d' ' -f1)
+[[ -n $h_img && $h_img == "$h_loc" ]] || fail "table in the image ($h_img) differs from $TABLE ($h_loc)"
+say "table in the image is bit-identical to the local one (sha256 ${h_loc:0:16}...)"
+
+# Memory: RSS of the local server after serving (table pages are shared/page cache).
+rss=$(awk '/^VmRSS/ {print $2}' "/proc/$LPID/status" 2>/dev/null)
+say "local tokvec serve RSS after $n request pairs: ${rss:-?} kB"
+
+# --- 4. image hygiene and size ------------------------------------------------
+user=$(podman image inspect -f '{{.Config.User}}' "$IMG")
+[[ -n $user && $user != root && $user != 0 && $user != 0:0 ]] || fail "image runs as root (USER '$user')"
+podman exec "$CTR" sh -c 'id -u' | grep -qx 0 && fail "container process runs as uid 0"
+podman exec "$CTR" sh -c 'command -v cc || command -v gcc || command -v make || ls /usr/include/microhttpd.h' >/dev/null 2>&1 &&
+  fail "the runtime image contains a compiler, make or headers"
+[[ -z $(podman exec "$CTR" sh -c 'ls -A /var/lib/apt/lists 2>/dev/null') ]] || fail "apt lists left in the image"
+podman exec "$CTR" sh -c 'touch /probe-write' 2>/dev/null && fail "root filesystem is writable (--read-only ignored?)"
+pid1=$(podman exec "$CTR" cat /proc/1/cmdline | tr '\0' ' ')
+[[ $pid1 == /usr/local/bin/tokvec\ serve* ]] || fail "PID 1 is '$pid1', not tokvec serve"
+say "user $user, PID 1 = $pid1, no compiler/headers/apt lists, read-only root fs"
+
+base=$(podman image inspect -f '{{.Size}}' docker.io/library/debian:bookworm-slim)
+total=$(podman image inspect -f '{{.Size}}' "$IMG")
+tsize=$(stat -c %s "$TABLE")
+added=$((total - base - tsize))
+mb() { awk -v b="$1" 'BEGIN {printf "%.2f MB", b / 1e6}'; }
+say "image $(mb "$total") = base $(mb "$base") + table $(mb "$tsize") + tokvec $(mb "$added") (binary, libs, user)"
+podman history --format '{{.Size}}\t{{.CreatedBy}}' "$IMG" | awk -F'\t' '$1 != "0 B"' | cut -c1-110 |
+  sed 's/^/[container-test]   /'
+((added < 5000000)) || say "WARNING: tokvec adds $(mb "$added"), over the 5 MB goal"
+
+# --- 5. SIGTERM ---------------------------------------------------------------
+t0=$SECONDS
+podman stop -t 40 "$CTR" >/dev/null 2> >(noise)
+rc=$(podman inspect -f '{{.State.ExitCode}}' "$CTR")
+[[ $rc == 0 ]] || { podman logs "$CTR" 2>&1 | tail -n 10; fail "container exit code $rc after SIGTERM"; }
+say "SIGTERM -> exit 0 in $((SECONDS - t0))s"
+
+echo "container-test: PASS ($n byte-for-byte comparisons, image $(mb "$total"), tokvec adds $(mb "$added"))"

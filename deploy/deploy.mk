@@ -1,0 +1,30 @@
+# deploy/deploy.mk -- container and deployment targets (included by the top
+# Makefile). All need root; the container ones need podman, which
+# ../shared/tools/container-check.sh installs from Debian if missing.
+#
+#   make container-test  build the image, run container-check.sh, compare the
+#                        image's /embed bytes with the local build's
+#   make compose-test    N replicas behind nginx with podman-compose
+#   make deploy-check    validate deploy/k8s/*.yaml offline
+
+.PHONY: container-test compose-test deploy-check image
+
+CONTAINER_TOOLS ?= $(abspath ../shared/tools)
+IMAGE           ?= localhost/tokvec:latest
+REPLICAS        ?= 3
+
+container-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
+	TOKVEC_BIN=$(abspath $(BUILD)/tokvec) TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) \
+	  bash deploy/container-test.sh --tools $(CONTAINER_TOOLS)
+
+# The image alone (podman; docker works the same with the Dockerfile).
+image:
+	CONTAINERS_CONF=$${CONTAINERS_CONF:-/var/tmp/container-check/containers.conf} \
+	  podman build --pull=never --format docker --layers -t $(IMAGE) .
+
+compose-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
+	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) REPLICAS=$(REPLICAS) \
+	  bash deploy/compose-test.sh --tools $(CONTAINER_TOOLS)
+
+deploy-check:
+	$(PYTHON) deploy/check-manifests.py deploy/k8s/*.yaml
