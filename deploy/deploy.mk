@@ -26,5 +26,8 @@ compose-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
 	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) REPLICAS=$(REPLICAS) \
 	  bash deploy/compose-test.sh --tools $(CONTAINER_TOOLS)
 
+# Offline: no cluster, no kubectl (Debian's 1.20 client needs a server even
+# for --dry-run=client); python3-yaml from Debian.
 deploy-check:
-	$(PYTHON) deploy/check-manifests.py deploy/k8s/*.yaml
+	@tools/deps.sh python3 python3-yaml
+	$(PYTHON) deploy/check-manifests.py --self-test deploy/k8s/*.yaml

@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""check-manifests.py -- offline validation of deploy/k8s/*.yaml (make deploy-check).
+
+No cluster and no kubectl: Debian's kubernetes-client (1.20) needs a server
+even for --dry-run=client. This checks the fields that matter for tokvec:
+the shape of each object, the cross-references between them (selectors,
+ConfigMap, volumes, HPA target, probe ports) and the service's own rules
+(probes on /ready and /health, grace period above the drain timeout,
+read-only table, non-root, resources set, every TOKVEC_* key a real setting).
+
+  check-manifests.py FILE.yaml...        exit 0 = valid, 1 = errors listed
+  check-manifests.py --self-test FILE... also checks that broken variants fail
+
+Needs python3-yaml (Debian).
+"""
+import copy
+import os
+import re
+import sys
+
+try:
+    import yaml
+except ImportError:
+    sys.exit("check-manifests: python3-yaml missing (apt-get install python3-yaml)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONFIG_H = os.path.join(HERE, "..", "server", "config.h")
+
+API = {  # kind -> apiVersion a current cluster serves
+    "ConfigMap": "v1", "Service": "v1", "PersistentVolumeClaim": "v1", "Secret": "v1",
+    "Deployment": "apps/v1", "HorizontalPodAutoscaler": "autoscaling/v2",
+    "PodDisruptionBudget": "policy/v1",
+}
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DEFAULT_DRAIN = 30.0
+# Used when server/config.h cannot be read (the settings of contract section 3-5).
+FALLBACK_SETTINGS = {
+    "table", "position_path", "token_tensor", "position_tensor", "positional", "host",
+    "port", "threads", "max_body_bytes", "max_tokens", "max_batch", "max_queue",
+    "max_connections", "request_timeout", "max_inflight_bytes", "drain_timeout",
+    "api_key", "api_key_file", "cors_origin", "log_format", "log_level", "access_log",
+    "config",
+}
+
+
+def settings():
+    """TOKVEC_<NAME> env names, from the tv_config struct in server/config.h."""
+    names = set()
+    try:
+        text = open(CONFIG_H).read()
+        body = text[text.index("typedef struct tv_config"):]
+        body = body[:body.index("} tv_config;")]
+        for m in re.finditer(r"^\s*(?:char\s*\*|int64_t|double|int|bool)\s*(\w+)\s*;", body, re.M):
+            names.add(m.group(1))
+    except (OSError, ValueError):
+        pass
+    names = names or set(FALLBACK_SETTINGS)
+    if "config_path" in names:  # the file is --config / TOKVEC_CONFIG
+        names.discard("config_path")
+        names.add("config")
+    return {"TOKVEC_" + n.upper() for n in names}
+
+
+def quantity(q):
+    """Kubernetes quantity -> float (bytes or cores)."""
+    s = str(q)
+    m = re.fullmatch(r"([0-9.]+)(m|Ki|Mi|Gi|Ti|k|M|G|T)?", s)
+    if not m:
+        raise ValueError("bad quantity %r" % s)
+    mult = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+            "Ki": 1024, "Mi": 1024 ** 2, "Gi": 1024 ** 3, "Ti": 1024 ** 4}[m.group(2)]
+    return float(m.group(1)) * mult
+
+
+def get(d, path, default=None):
+    for k in path.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return default
+        d = d[k]
+    return d
+
+
+def check(docs):
+    """docs: list of (file, dict). Returns a list of error strings."""
+    errs = []
+
+    def err(where, msg):
+        errs.append("%s: %s" % (where, msg))
+
+    by_kind = {}
+    for f, d in docs:
+        where = f
+        if not isinstance(d, dict):
+            err(where, "not a mapping")
+            continue
+        kind, api, name = d.get("kind"), d.get("apiVersion"), get(d, "metadata.name")
+        where = "%s: %s/%s" % (f, kind, name)
+        if kind not in API:
+            err(where, "unexpected kind %r (known: %s)" % (kind, ", ".join(sorted(API))))
+            continue
+        if api != API[kind]:
+            err(where, "apiVersion %r, expected %r" % (api, API[kind]))
+        if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 63:
+            err(where, "metadata.name %r is not a DNS label" % (name,))
+        if (kind, name) in by_kind:
+            err(where, "defined twice")
+        by_kind[(kind, name)] = (where, d)
+
+    def objs(kind):
+        return [(k[1], v[0], v[1]) for k, v in by_kind.items() if k[0] == kind]
+
+    env_names = settings()
+    # --- ConfigMaps
+    cms = {}
+    for name, where, d in objs("ConfigMap"):
+        data = d.get("data") or {}
+        if not isinstance(data, dict):
+            err(where, "data is not a mapping")
+            continue
+        for k, v in data.items():
+            if not isinstance(v, str):
+                err(where, "data.%s must be a string (quote it), got %r" % (k, v))
+            if k.startswith("TOKVEC_") and k not in env_names:
+                err(where, "%s is not a tokvec setting (known: %s)" % (k, ", ".join(sorted(env_names))))
+            if k in ("TOKVEC_API_KEY",):
+                err(where, "%s belongs in a Secret, not a ConfigMap" % k)
+        cms[name] = data
+
+    pvcs = {name: d for name, where, d in objs("PersistentVolumeClaim")}
+    for name, where, d in objs("PersistentVolumeClaim"):
+        modes = get(d, "spec.accessModes") or []
+        if not modes:
+            err(where, "spec.accessModes missing")
+        try:
+            quantity(get(d, "spec.resources.requests.storage"))
+        except (ValueError, TypeError):
+            err(where, "spec.resources.requests.storage missing or bad")
+
+    # --- Deployments
+    deployments = {}
+    for name, where, d in objs("Deployment"):
+        deployments[name] = d
+        sel = get(d, "spec.selector.matchLabels") or {}
+        labels = get(d, "spec.template.metadata.labels") or {}
+        if not sel:
+            err(where, "spec.selector.matchLabels missing")
+        for k, v in sel.items():
+            if labels.get(k) != v:
+                err(where, "selector %s=%s does not match the pod template labels" % (k, v))
+        pod = get(d, "spec.template.spec") or {}
+        ctrs = pod.get("containers") or []
+        if not ctrs:
+            err(where, "no containers")
+            continue
+        env = {}
+        # envFrom ConfigMaps and plain env
+        vols = {v.get("name"): v for v in pod.get("volumes") or []}
+        for vname, v in vols.items():
+            claim = get(v, "persistentVolumeClaim.claimName")
+            if claim is not None:
+                if claim not in pvcs:
+                    err(where, "volume %s: PersistentVolumeClaim %s not defined" % (vname, claim))
+            cm = get(v, "configMap.name")
+            if cm is not None and cm not in cms:
+                err(where, "volume %s: ConfigMap %s not defined" % (vname, cm))
+        drain = DEFAULT_DRAIN
+        for c in ctrs:
+            cw = "%s container %s" % (where, c.get("name"))
+            if not c.get("image"):
+                err(cw, "image missing")
+            for ef in c.get("envFrom") or []:
+                cm = get(ef, "configMapRef.name")
+                if cm is not None:
+                    if cm not in cms:
+                        err(cw, "envFrom ConfigMap %s not defined" % cm)
+                    else:
+                        env.update(cms[cm])
+            for e in c.get("env") or []:
+                if "value" in e:
+                    env[e["name"]] = e["value"]
+                if e.get("name", "").startswith("TOKVEC_") and e["name"] not in env_names:
+                    err(cw, "env %s is not a tokvec setting" % e["name"])
+            if "TOKVEC_DRAIN_TIMEOUT" in env:
+                try:
+                    drain = float(env["TOKVEC_DRAIN_TIMEOUT"])
+                except ValueError:
+                    err(cw, "TOKVEC_DRAIN_TIMEOUT %r is not a number" % env["TOKVEC_DRAIN_TIMEOUT"])
+            ports = {p.get("name"): p.get("containerPort") for p in c.get("ports") or []}
+            if not ports:
+                err(cw, "no ports")
+            want_port = int(env.get("TOKVEC_PORT", 8080))
+            if want_port not in ports.values():
+                err(cw, "tokvec listens on %d (TOKVEC_PORT) but containerPort is %s"
+                    % (want_port, sorted(ports.values())))
+            if env.get("TOKVEC_HOST", "0.0.0.0") not in ("0.0.0.0", "::"):
+                err(cw, "TOKVEC_HOST=%s: probes and the Service cannot reach it" % env["TOKVEC_HOST"])
+            for probe, path in (("readinessProbe", "/ready"), ("livenessProbe", "/health")):
+                p = c.get(probe)
+                if not p:
+                    err(cw, "%s missing" % probe)
+                    continue
+                if get(p, "httpGet.path") != path:
+                    err(cw, "%s must GET %s, not %s" % (probe, path, get(p, "httpGet.path")))
+                port = get(p, "httpGet.port")
+                if not (port in ports or port in ports.values()):
+                    err(cw, "%s port %r is not a container port" % (probe, port))
+            res = c.get("resources") or {}
+            for what in ("cpu", "memory"):
+                r, l = get(res, "requests." + what), get(res, "limits." + what)
+                if r is None:
+                    err(cw, "resources.requests.%s missing" % what)
+                    continue
+                try:
+                    if l is not None and quantity(l) < quantity(r):
+                        err(cw, "limits.%s %s below requests.%s %s" % (what, l, what, r))
+                except ValueError as e:
+                    err(cw, "resources: %s" % e)
+            mem_lim = get(res, "limits.memory")
+            if mem_lim and "TOKVEC_MAX_INFLIGHT_BYTES" in env:
+                try:
+                    if int(env["TOKVEC_MAX_INFLIGHT_BYTES"]) >= quantity(mem_lim):
+                        err(cw, "TOKVEC_MAX_INFLIGHT_BYTES %s not below limits.memory %s"
+                            % (env["TOKVEC_MAX_INFLIGHT_BYTES"], mem_lim))
+                except ValueError:
+                    err(cw, "TOKVEC_MAX_INFLIGHT_BYTES %r is not an integer" % env["TOKVEC_MAX_INFLIGHT_BYTES"])
+            sc = c.get("securityContext") or {}
+            if sc.get("readOnlyRootFilesystem") is not True:
+                err(cw, "securityContext.readOnlyRootFilesystem should be true (tokvec writes nothing)")
+            if sc.get("allowPrivilegeEscalation") is not False:
+                err(cw, "securityContext.allowPrivilegeEscalation should be false")
+            if pod.get("securityContext", {}).get("runAsNonRoot") is not True and sc.get("runAsNonRoot") is not True:
+                err(cw, "runAsNonRoot should be true")
+            mounts = c.get("volumeMounts") or []
+            for m in mounts:
+                if m.get("name") not in vols:
+                    err(cw, "volumeMount %s: no such volume" % m.get("name"))
+            table = env.get("TOKVEC_TABLE")
+            if table and not table.startswith("/data/"):  # /data: the table in the image
+                holder = [m for m in mounts if table.startswith(m.get("mountPath", "//").rstrip("/") + "/")]
+                if not holder:
+                    err(cw, "TOKVEC_TABLE %s is on no volumeMount" % table)
+                for m in holder:
+                    if m.get("readOnly") is not True:
+                        err(cw, "the table mount %s must be readOnly" % m.get("mountPath"))
+            if table is None:
+                err(cw, "TOKVEC_TABLE not set (the image default is /data/gpt2-256.safetensors)")
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        pre = 0.0
+        for c in ctrs:
+            cmd = get(c, "lifecycle.preStop.exec.command") or []
+            if len(cmd) == 2 and cmd[0] == "sleep":
+                pre += float(cmd[1])
+        if not isinstance(grace, int) or grace <= drain + pre:
+            err(where, "terminationGracePeriodSeconds %s must exceed preStop %gs + drain timeout %gs"
+                % (grace, pre, drain))
+
+    # --- Services
+    for name, where, d in objs("Service"):
+        sel = get(d, "spec.selector") or {}
+        if not sel:
+            err(where, "spec.selector missing")
+        match = [dn for dn, dd in deployments.items()
+                 if all((get(dd, "spec.template.metadata.labels") or {}).get(k) == v for k, v in sel.items())]
+        if not match:
+            err(where, "selector %s matches no Deployment's pods" % sel)
+        for p in get(d, "spec.ports") or []:
+            tp = p.get("targetPort", p.get("port"))
+            ok = False
+            for dn in match:
+                for c in get(deployments[dn], "spec.template.spec.containers") or []:
+                    for cp in c.get("ports") or []:
+                        if tp in (cp.get("name"), cp.get("containerPort")):
+                            ok = True
+            if match and not ok:
+                err(where, "targetPort %r is no container port of %s" % (tp, ", ".join(match)))
+
+    # --- HPAs
+    for name, where, d in objs("HorizontalPodAutoscaler"):
+        ref = get(d, "spec.scaleTargetRef") or {}
+        if ref.get("kind") != "Deployment" or ref.get("name") not in deployments:
+            err(where, "scaleTargetRef %s/%s is not a Deployment defined here" % (ref.get("kind"), ref.get("name")))
+        elif ref.get("apiVersion") != "apps/v1":
+            err(where, "scaleTargetRef.apiVersion %r, expected apps/v1" % ref.get("apiVersion"))
+        lo, hi = get(d, "spec.minReplicas", 1), get(d, "spec.maxReplicas")
+        if not isinstance(hi, int) or not isinstance(lo, int) or not 1 <= lo <= hi:
+            err(where, "need 1 <= minReplicas (%s) <= maxReplicas (%s)" % (lo, hi))
+        metrics = get(d, "spec.metrics") or []
+        if not metrics:
+            err(where, "spec.metrics missing")
+        for m in metrics:
+            if m.get("type") == "Resource":
+                rname = get(m, "resource.name")
+                tgt = get(m, "resource.target") or {}
+                if tgt.get("type") == "Utilization":
+                    u = tgt.get("averageUtilization")
+                    if not isinstance(u, int) or not 1 <= u <= 100:
+                        err(where, "averageUtilization %r" % u)
+                    dep = deployments.get(ref.get("name"))
+                    for c in get(dep, "spec.template.spec.containers") or [] if dep else []:
+                        if get(c, "resources.requests." + str(rname)) is None:
+                            err(where, "Utilization of %s needs resources.requests.%s on container %s"
+                                % (rname, rname, c.get("name")))
+
+    # --- PodDisruptionBudgets
+    for name, where, d in objs("PodDisruptionBudget"):
+        sel = get(d, "spec.selector.matchLabels") or {}
+        if not any(all((get(dd, "spec.template.metadata.labels") or {}).get(k) == v for k, v in sel.items())
+                   for dd in deployments.values()):
+            err(where, "selector %s matches no Deployment's pods" % sel)
+
+    if not deployments:
+        errs.append("no Deployment found")
+    for kind in ("Service", "HorizontalPodAutoscaler", "ConfigMap"):
+        if not objs(kind):
+            errs.append("no %s found" % kind)
+    return errs
+
+
+def load(files):
+    docs = []
+    for f in files:
+        with open(f) as fh:
+            for d in yaml.safe_load_all(fh):
+                if d is not None:
+                    docs.append((os.path.relpath(f), d))
+    return docs
+
+
+def self_test(docs):
+    """Each mutation must make check() report an error."""
+    def dep(ds):
+        return next(d for _, d in ds if d.get("kind") == "Deployment")
+
+    def ctr(ds):
+        return dep(ds)["spec"]["template"]["spec"]["containers"][0]
+
+    def cm(ds):
+        return next(d for _, d in ds if d.get("kind") == "ConfigMap")
+
+    mutations = {
+        "grace period at the drain timeout": lambda ds: dep(ds)["spec"]["template"]["spec"].update(
+            terminationGracePeriodSeconds=30),
+        "readiness on /health": lambda ds: ctr(ds)["readinessProbe"]["httpGet"].update(path="/health"),
+        "unknown setting": lambda ds: cm(ds)["data"].update(TOKVEC_NO_SUCH_SETTING="1"),
+        "number not a string": lambda ds: cm(ds)["data"].update(TOKVEC_PORT=8080),
+        "table mount writable": lambda ds: ctr(ds)["volumeMounts"][0].update(readOnly=False),
+        "service selector typo": lambda ds: next(d for _, d in ds if d.get("kind") == "Service")[
+            "spec"]["selector"].update({"app.kubernetes.io/name": "tokvek"}),
+        "HPA target typo": lambda ds: next(d for _, d in ds if d.get("kind") == "HorizontalPodAutoscaler")[
+            "spec"]["scaleTargetRef"].update(name="tokvek"),
+        "no memory request": lambda ds: ctr(ds)["resources"]["requests"].pop("memory"),
+        "port mismatch": lambda ds: cm(ds)["data"].update(TOKVEC_PORT="9090"),
+        "api key in ConfigMap": lambda ds: cm(ds)["data"].update(TOKVEC_API_KEY="secret"),
+    }
+    bad = 0
+    for what, mutate in mutations.items():
+        ds = copy.deepcopy(docs)
+        try:
+            mutate(ds)
+        except (StopIteration, KeyError, IndexError) as e:
+            print("self-test: cannot apply %r (%r)" % (what, e))
+            bad += 1
+            continue
+        errs = check(ds)
+        if errs:
+            print("self-test: %-36s caught: %s" % (what, errs[0]))
+        else:
+            print("self-test: %-36s NOT CAUGHT" % what)
+            bad += 1
+    return bad
+
+
+def main(argv):
+    st = "--self-test" in argv
+    files = [a for a in argv if a != "--self-test"]
+    if not files:
+        sys.exit(__doc__)
+    docs = load(files)
+    errs = check(docs)
+    for e in errs:
+        print("deploy-check: " + e)
+    if errs:
+        print("deploy-check: FAIL, %d error(s) in %d object(s)" % (len(errs), len(docs)))
+        return 1
+    kinds = ", ".join("%s/%s" % (d["kind"], d["metadata"]["name"]) for _, d in docs)
+    print("deploy-check: OK, %d objects: %s" % (len(docs), kinds))
+    if st:
+        bad = self_test(docs)
+        if bad:
+            print("deploy-check: FAIL, %d broken variant(s) not caught" % bad)
+            return 1
+        print("deploy-check: self-test OK, every broken variant caught")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
