@@ -1,0 +1,158 @@
+/* embed.c -- the lookup: out[b][s] = tok[ids[b][s]] + pos[start + s].
+ *
+ * One float32 addition per element, the token value first, as PyTorch's
+ * tok_emb(ids) + pos_emb(arange) does. The float32 path over an aligned
+ * map reads rows in place and lets the compiler vectorize the add; other
+ * dtypes (and unaligned maps) widen a row into a stack scratch first.
+ * Reads the immutable table only: any number of threads at once.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define SCRATCH 1024 /* floats per chunk of a row */
+
+static int out_dtype(unsigned flags, tokvec_dtype *d)
+{
+    unsigned o = flags & (TOKVEC_EMBED_OUT_F16 | TOKVEC_EMBED_OUT_BF16);
+    if (flags & ~(unsigned)(TOKVEC_EMBED_NO_POSITIONS | TOKVEC_EMBED_OUT_F16 |
+                            TOKVEC_EMBED_OUT_BF16) ||
+        o == (TOKVEC_EMBED_OUT_F16 | TOKVEC_EMBED_OUT_BF16))
+        return TOKVEC_E_INVAL;
+    *d = o == TOKVEC_EMBED_OUT_F16    ? TOKVEC_F16
+         : o == TOKVEC_EMBED_OUT_BF16 ? TOKVEC_BF16
+                                      : TOKVEC_F32;
+    return 0;
+}
+
+size_t tokvec_embed_size(const tokvec_table *t, int64_t B, int64_t S,
+                         unsigned flags)
+{
+    tokvec_dtype d;
+    uint64_t n;
+    if (B < 1 || S < 1 || out_dtype(flags, &d) < 0 ||
+        __builtin_mul_overflow((uint64_t)B, (uint64_t)S, &n) ||
+        __builtin_mul_overflow(n, (uint64_t)t->info.dim, &n) ||
+        __builtin_mul_overflow(n, (uint64_t)tokvec_dtype_size(d), &n) ||
+        n > SIZE_MAX / 2)
+        return 0;
+    return (size_t)n;
+}
+
+static int uses_positions(const tokvec_table *t, unsigned flags)
+{
+    return !(flags & TOKVEC_EMBED_NO_POSITIONS) &&
+           t->info.positional != TOKVEC_POS_NONE;
+}
+
+int tokvec_embed_check(const tokvec_table *t, const int64_t *ids, int64_t B,
+                       int64_t S, int64_t start_position, unsigned flags,
+                       tokvec_embed_fault *fault)
+{
+    tokvec_embed_fault f = {-1, -1, -1};
+    tokvec_dtype d;
+    int rc = 0;
+
+    if (!t || !ids || B < 1 || S < 1 || out_dtype(flags, &d) < 0) {
+        rc = TOKVEC_E_INVAL;
+        goto out;
+    }
+    if (!tokvec_embed_size(t, B, S, flags)) {
+        rc = TOKVEC_E_TOO_LARGE;
+        goto out;
+    }
+    if (uses_positions(t, flags) &&
+        (start_position < 0 || start_position > t->info.context_length ||
+         S > t->info.context_length - start_position)) {
+        f.position = start_position < 0 ? 0 : t->info.context_length;
+        f.id = start_position < 0 ? start_position
+                                  : t->info.context_length - start_position;
+        rc = TOKVEC_E_POSITION_RANGE;
+        goto out;
+    }
+    int64_t V = t->info.vocab_size;
+    for (int64_t i = 0; i < B * S; i++) {
+        if (ids[i] < 0 || ids[i] >= V) {
+            f.batch = i / S;
+            f.position = i % S;
+            f.id = ids[i];
+            rc = TOKVEC_E_TOKEN_RANGE;
+            goto out;
+        }
+    }
+out:
+    if (fault)
+        *fault = f;
+    return rc;
+}
+
+/* dst[i] = a[i] + b[i]: plain loop, vectorized by the compiler. */
+static void add_f32(float *restrict dst, const float *restrict a,
+                    const float *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = a[i] + b[i];
+}
+
+int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
+                 int64_t S, int64_t start_position, unsigned flags,
+                 void *out)
+{
+    tokvec_dtype od = TOKVEC_F32;
+    int rc = tokvec_embed_check(t, ids, B, S, start_position, flags, NULL);
+    if (rc < 0)
+        return rc;
+    (void)out_dtype(flags, &od);
+    const size_t D = (size_t)t->info.dim;
+    const int pos_on = uses_positions(t, flags);
+    const size_t osz = tokvec_dtype_size(od);
+    unsigned char *o = out;
+
+    /* Fast path: float32 rows in place, float32 out. */
+    if (t->info.dtype == TOKVEC_F32 && t->aligned && od == TOKVEC_F32 ) {
+        float *dst = out;
+        for (int64_t b = 0; b < B; b++) {
+            for (int64_t s = 0; s < S; s++, dst += D) {
+                const float *tr =
+                    (const float *)(t->tok + (size_t)ids[b * S + s] *
+                                                 t->row_bytes);
+                if (!pos_on) {
+                    memcpy(dst, tr, D * 4);
+                    continue;
+                }
+                int64_t p = start_position + s;
+                const float *pr =
+                    t->sin_pos ? t->sin_pos + (size_t)p * D
+                               : (const float *)(t->pos +
+                                                 (size_t)p * t->row_bytes);
+                add_f32(dst, tr, pr, D);
+            }
+        }
+        return 0;
+    }
+
+    /* General path: widen chunks of a row into scratch, add, narrow. */
+    float tv[SCRATCH], pv[SCRATCH];
+    for (int64_t i = 0; i < B * S; i++) {
+        int64_t s = i % S;
+        tokvec_row tr, pr;
+        (void)tokvec_table_token_row(t, ids[i], &tr);
+        if (pos_on)
+            (void)tokvec_table_position_row(t, start_position + s, &pr);
+        for (size_t c = 0; c < D; c += SCRATCH) {
+            size_t k = D - c < SCRATCH ? D - c : SCRATCH;
+            size_t tsz = tokvec_dtype_size(tr.dtype);
+            tokvec_widen(tr.dtype, (const unsigned char *)tr.data + c * tsz,
+                         tv, k);
+            if (pos_on) {
+                size_t psz = tokvec_dtype_size(pr.dtype);
+                tokvec_widen(pr.dtype,
+                             (const unsigned char *)pr.data + c * psz, pv, k);
+                for (size_t j = 0; j < k; j++)
+                    tv[j] = tv[j] + pv[j];
+            }
+            tokvec_narrow(od, tv, o + ((size_t)i * D + c) * osz, k);
+        }
+    }
+    return 0;
+}
