@@ -1,0 +1,498 @@
+/* test_table.c -- opening and validating table files (contract section 2).
+ *
+ * Every validation rule has its own malformed file, written into a fresh
+ * temporary directory, and must give its specific error code and a message
+ * naming the file -- never a crash, never a leak (this suite also runs
+ * under ASan+UBSan). Good files: safetensors in F32/F16/BF16 at odd
+ * offsets, GPT-2-like files with many other tensors, .npy v1/v2/v3.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "tokvec_table.h"
+
+static char dir[] = "/tmp/tokvec-test-table-XXXXXX";
+static char path[256];
+
+/* Writes a safetensors file: header text (padded with `pad` spaces) and
+ * `data` bytes after it. Returns the path. */
+static const char *st_file(const char *header, size_t pad, const void *data,
+                           size_t n)
+{
+    snprintf(path, sizeof path, "%s/t.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint64_t len = strlen(header) + pad;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(len >> (8 * i));
+    fwrite(le, 1, 8, f);
+    fputs(header, f);
+    for (size_t i = 0; i < pad; i++)
+        fputc(' ', f);
+    if (n)
+        fwrite(data, 1, n, f);
+    fclose(f);
+    return path;
+}
+
+static const char *raw_file(const void *bytes, size_t n)
+{
+    snprintf(path, sizeof path, "%s/raw.bin", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+    return path;
+}
+
+/* Opens and expects code; the message must name the file. */
+static void expect(const char *p, const tokvec_table_opts *base, int code)
+{
+    char err[512] = "";
+    tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
+    o.errbuf = err;
+    o.errlen = sizeof err;
+    tokvec_table *t = (tokvec_table *)1;
+    int rc = tokvec_table_open(p, &o, &t);
+    if (rc != code)
+        fail_msg("%s: got %d (%s), want %d; message: %s", p, rc,
+                 tokvec_errname(rc), code, err);
+    if (code) {
+        assert_null(t);
+        assert_non_null(strstr(err, p));
+    } else {
+        tokvec_table_close(t);
+    }
+}
+
+static float data12[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+
+#define TOK(shape, off) \
+    "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":" shape \
+    ",\"data_offsets\":" off "}}"
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+static void open_rejects_file_shorter_than_length_prefix(void **s)
+{
+    (void)s;
+    expect(raw_file("\x10\0\0", 3), NULL, TOKVEC_E_TRUNCATED);
+}
+
+static void open_rejects_empty_file(void **s)
+{
+    (void)s;
+    expect(raw_file("", 0), NULL, TOKVEC_E_TRUNCATED);
+}
+
+static void open_rejects_header_beyond_file(void **s)
+{
+    (void)s;
+    unsigned char b[12] = {0xff, 0, 0, 0, 0, 0, 0, 0, '{', '}', ' ', ' '};
+    expect(raw_file(b, sizeof b), NULL, TOKVEC_E_HEADER_SIZE);
+}
+
+static void open_rejects_header_over_100_mb(void **s)
+{
+    (void)s;
+    unsigned char b[12] = {0, 0, 0, 0x10, 0, 0, 0, 0, '{', '}'}; /* 256 MiB */
+    expect(raw_file(b, sizeof b), NULL, TOKVEC_E_HEADER_SIZE);
+}
+
+static void open_rejects_bad_json(void **s)
+{
+    (void)s;
+    expect(st_file("{\"tok_emb.weight\": {", 0, NULL, 0), NULL,
+           TOKVEC_E_HEADER_JSON);
+}
+
+static void open_rejects_header_that_is_not_an_object(void **s)
+{
+    (void)s;
+    expect(st_file("[1,2,3]", 0, NULL, 0), NULL, TOKVEC_E_HEADER_JSON);
+}
+
+static void open_rejects_duplicate_keys(void **s)
+{
+    (void)s;
+    expect(st_file("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":"
+                   "[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+                   "\"data_offsets\":[0,4]}}",
+                   0, data12, 4),
+           NULL, TOKVEC_E_HEADER_JSON);
+}
+
+static void open_rejects_tensor_entry_missing_fields(void **s)
+{
+    (void)s;
+    expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4]}}",
+                   0, data12, 48),
+           NULL, TOKVEC_E_HEADER_JSON);
+}
+
+static void open_rejects_offsets_out_of_range(void **s)
+{
+    (void)s;
+    expect(st_file(TOK("[3,4]", "[0,52]"), 0, data12, 48), NULL,
+           TOKVEC_E_OFFSETS);
+}
+
+static void open_rejects_begin_after_end(void **s)
+{
+    (void)s;
+    expect(st_file(TOK("[3,4]", "[48,0]"), 0, data12, 48), NULL,
+           TOKVEC_E_OFFSETS);
+}
+
+static void open_rejects_size_mismatch(void **s)
+{
+    (void)s;
+    expect(st_file(TOK("[3,4]", "[0,44]"), 0, data12, 48), NULL,
+           TOKVEC_E_SIZE);
+}
+
+static void open_rejects_one_dimensional_token_tensor(void **s)
+{
+    (void)s;
+    expect(st_file(TOK("[12]", "[0,48]"), 0, data12, 48), NULL,
+           TOKVEC_E_RANK);
+}
+
+static void open_rejects_three_dimensional_token_tensor(void **s)
+{
+    (void)s;
+    expect(st_file(TOK("[2,3,2]", "[0,48]"), 0, data12, 48), NULL,
+           TOKVEC_E_RANK);
+}
+
+static void open_rejects_unknown_dtype(void **s)
+{
+    (void)s;
+    expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"F33\",\"shape\":[3,4],"
+                   "\"data_offsets\":[0,48]}}", 0, data12, 48),
+           NULL, TOKVEC_E_DTYPE);
+}
+
+static void open_rejects_integer_token_table(void **s)
+{
+    (void)s;
+    expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"I32\",\"shape\":[3,4],"
+                   "\"data_offsets\":[0,48]}}", 0, data12, 48),
+           NULL, TOKVEC_E_DTYPE);
+}
+
+static void open_rejects_dim_mismatch_between_tables(void **s)
+{
+    (void)s;
+    expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
+                   "\"data_offsets\":[0,32]},\"pos_emb.weight\":{\"dtype\":"
+                   "\"F32\",\"shape\":[2,2],\"data_offsets\":[32,48]}}",
+                   0, data12, 48),
+           NULL, TOKVEC_E_MISMATCH);
+}
+
+static void open_rejects_dtype_mismatch_between_tables(void **s)
+{
+    (void)s;
+    expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
+                   "\"data_offsets\":[0,32]},\"pos_emb.weight\":{\"dtype\":"
+                   "\"F16\",\"shape\":[2,4],\"data_offsets\":[32,48]}}",
+                   0, data12, 48),
+           NULL, TOKVEC_E_MISMATCH);
+}
+
+static void open_rejects_missing_token_tensor(void **s)
+{
+    (void)s;
+    expect(st_file("{\"other\":{\"dtype\":\"F32\",\"shape\":[3,4],"
+                   "\"data_offsets\":[0,48]}}", 0, data12, 48),
+           NULL, TOKVEC_E_NO_TENSOR);
+}
+
+static void open_rejects_missing_named_tensor(void **s)
+{
+    (void)s;
+    tokvec_table_opts o = {.token_tensor = "nope"};
+    expect(st_file(TOK("[3,4]", "[0,48]"), 0, data12, 48), &o,
+           TOKVEC_E_NO_TENSOR);
+}
+
+static void open_rejects_empty_table(void **s)
+{
+    (void)s;
+    expect(st_file(TOK("[0,4]", "[0,0]"), 0, data12, 0), NULL,
+           TOKVEC_E_EMPTY);
+}
+
+static void open_rejects_non_string_metadata(void **s)
+{
+    (void)s;
+    expect(st_file("{\"__metadata__\":{\"seed\":123},\"tok_emb.weight\":{"
+                   "\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":"
+                   "[0,48]}}", 0, data12, 48),
+           NULL, TOKVEC_E_METADATA);
+}
+
+static void open_rejects_missing_file_with_errno(void **s)
+{
+    (void)s;
+    char p[300];
+    snprintf(p, sizeof p, "%s/does-not-exist", dir);
+    expect(p, NULL, -2 /* -ENOENT */);
+}
+
+static void open_reads_unaligned_f32_f16_bf16_rows(void **s)
+{
+    (void)s;
+    /* Header length 13+pad chosen so data starts at an odd offset. */
+    uint16_t h16[4] = {0x3c00, 0xc000, 0x3800, 0x0001}; /* 1,-2,.5,2^-24 */
+    uint16_t b16[4] = {0x3f80, 0xc000, 0x3f00, 0x0001};
+    const struct {
+        const char *dt;
+        const void *data;
+        size_t n;
+        float want[4];
+    } c[] = {
+        {"F32", data12, 16, {1, 2, 3, 4}},
+        {"F16", h16, 8, {1, -2, 0.5f, 0x1p-24f}},
+        {"BF16", b16, 8, {1, -2, 0.5f, 0x1p-133f}},
+    };
+    for (int i = 0; i < 3; i++) {
+        char hdr[200];
+        snprintf(hdr, sizeof hdr,
+                 "{\"wte.weight\":{\"dtype\":\"%s\",\"shape\":[2,2],"
+                 "\"data_offsets\":[0,%zu]}}", c[i].dt, c[i].n);
+        size_t pad = (strlen(hdr) % 2) ? 0 : 1; /* odd data offset */
+        tokvec_table *t;
+        assert_int_equal(tokvec_table_open(st_file(hdr, pad, c[i].data,
+                                                   c[i].n), NULL, &t), 0);
+        tokvec_row r;
+        float got[2];
+        for (int row = 0; row < 2; row++) {
+            assert_int_equal(tokvec_table_token_row(t, row, &r), 0);
+            tokvec_row_to_f32(&r, got);
+            assert_memory_equal(got, c[i].want + 2 * row, sizeof got);
+        }
+        assert_int_equal(tokvec_table_token_row(t, 2, &r),
+                         TOKVEC_E_TOKEN_RANGE);
+        assert_int_equal(tokvec_table_token_row(t, -1, &r),
+                         TOKVEC_E_TOKEN_RANGE);
+        assert_int_equal(tokvec_table_get_info(t)->positional,
+                         TOKVEC_POS_NONE);
+        tokvec_table_close(t);
+    }
+}
+
+static void open_finds_gpt2_tensors_among_many_others(void **s)
+{
+    (void)s;
+    static float buf[64];
+    const char *hdr =
+        "{\"__metadata__\":{\"format\":\"pt\"},"
+        "\"h.0.attn.bias\":{\"dtype\":\"F32\",\"shape\":[1,1,2,2],"
+        "\"data_offsets\":[0,16]},"
+        "\"h.0.attn.c_attn.weight\":{\"dtype\":\"F32\",\"shape\":[2,6],"
+        "\"data_offsets\":[16,64]},"
+        "\"h.0.ln_1.bias\":{\"dtype\":\"F32\",\"shape\":[2],"
+        "\"data_offsets\":[64,72]},"
+        "\"step\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[72,80]},"
+        "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[4,2],"
+        "\"data_offsets\":[80,112]},"
+        "\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[6,2],"
+        "\"data_offsets\":[112,160]}}";
+    tokvec_table *t;
+    char err[256] = "";
+    tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+    int rc = tokvec_table_open(st_file(hdr, 3, buf, 160), &o, &t);
+    if (rc)
+        fail_msg("%s", err);
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    assert_string_equal(in->token_tensor, "wte.weight");
+    assert_string_equal(in->position_tensor, "wpe.weight");
+    assert_int_equal(in->vocab_size, 6);
+    assert_int_equal(in->context_length, 4);
+    assert_int_equal(in->positional, TOKVEC_POS_LEARNED);
+    assert_int_equal(tokvec_table_tensor_count(t), 6);
+    tokvec_table_close(t);
+}
+
+static void explicit_names_pick_the_tensors(void **s)
+{
+    (void)s;
+    const char *hdr =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+        "\"b\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[16,24]}}";
+    tokvec_table_opts o = {.token_tensor = "a", .position_tensor = "b"};
+    tokvec_table *t;
+    assert_int_equal(tokvec_table_open(st_file(hdr, 0, data12, 24), &o, &t),
+                     0);
+    assert_int_equal(tokvec_table_get_info(t)->context_length, 1);
+    tokvec_row r;
+    assert_int_equal(tokvec_table_position_row(t, 0, &r), 0);
+    assert_int_equal(tokvec_table_position_row(t, 1, &r),
+                     TOKVEC_E_POSITION_RANGE);
+    tokvec_table_close(t);
+}
+
+static void sinusoidal_metadata_computes_positions(void **s)
+{
+    (void)s;
+    const char *hdr =
+        "{\"__metadata__\":{\"positional\":\"sinusoidal\","
+        "\"context_length\":\"8\"},"
+        "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
+        "\"data_offsets\":[0,48]}}";
+    tokvec_table *t;
+    assert_int_equal(tokvec_table_open(st_file(hdr, 0, data12, 48), NULL, &t),
+                     0);
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    assert_int_equal(in->positional, TOKVEC_POS_SINUSOIDAL);
+    assert_int_equal(in->context_length, 8);
+    tokvec_row r;
+    float v[4];
+    assert_int_equal(tokvec_table_position_row(t, 3, &r), 0);
+    tokvec_row_to_f32(&r, v);
+    assert_true(v[0] == (float)sin(3.0));
+    assert_true(v[1] == (float)cos(3.0));
+    assert_true(v[2] == (float)sin(3.0 / 100.0));
+    assert_true(v[3] == (float)cos(3.0 / 100.0));
+    tokvec_table_close(t);
+}
+
+/* .npy: magic, version byte, header length (2 or 4 bytes), dict, data. */
+static const char *npy_file(const char *name, int major, const char *dict,
+                            const void *data, size_t n)
+{
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    size_t len = strlen(dict);
+    fwrite("\x93NUMPY", 1, 6, f);
+    fputc(major, f);
+    fputc(0, f);
+    fputc((int)(len & 0xff), f);
+    fputc((int)(len >> 8), f);
+    if (major > 1) {
+        fputc(0, f);
+        fputc(0, f);
+    }
+    fputs(dict, f);
+    fwrite(data, 1, n, f);
+    fclose(f);
+    return path;
+}
+
+#define NPY_DICT(descr, order, shape)                                     \
+    "{'descr': '" descr "', 'fortran_order': " order ", 'shape': " shape \
+    ", }\n"
+
+static void npy_versions_1_2_3_open(void **s)
+{
+    (void)s;
+    for (int v = 1; v <= 3; v++) {
+        tokvec_table *t;
+        const char *p = npy_file("tok.npy", v,
+                                 NPY_DICT("<f4", "False", "(3, 4)"), data12,
+                                 48);
+        assert_int_equal(tokvec_table_open(p, NULL, &t), 0);
+        assert_string_equal(tokvec_table_get_info(t)->format, "npy");
+        assert_int_equal(tokvec_table_get_info(t)->vocab_size, 3);
+        tokvec_table_close(t);
+    }
+}
+
+static void npy_with_position_file_is_learned(void **s)
+{
+    (void)s;
+    char tokp[256];
+    snprintf(tokp, sizeof tokp, "%s",
+             npy_file("tok.npy", 1, NPY_DICT("<f4", "False", "(2, 4)"),
+                      data12, 32));
+    const char *posp = npy_file("pos.npy", 1,
+                                NPY_DICT("<f4", "False", "(1, 4)"), data12,
+                                16);
+    tokvec_table_opts o = {.position_path = posp};
+    tokvec_table *t;
+    assert_int_equal(tokvec_table_open(tokp, &o, &t), 0);
+    assert_int_equal(tokvec_table_get_info(t)->positional,
+                     TOKVEC_POS_LEARNED);
+    assert_int_equal(tokvec_table_get_info(t)->context_length, 1);
+    tokvec_table_close(t);
+}
+
+static void npy_rejects_bad_magic_order_dtype_rank_and_size(void **s)
+{
+    (void)s;
+    /* Without the full magic a file is read as safetensors, whose length
+     * prefix is then absurd. */
+    expect(raw_file("\x93NUMPX\x01\x00\x00\x00", 10), NULL,
+           TOKVEC_E_HEADER_SIZE);
+    expect(npy_file("a.npy", 4, NPY_DICT("<f4", "False", "(3, 4)"), data12,
+                    48), NULL, TOKVEC_E_NPY);
+    expect(npy_file("b.npy", 1, NPY_DICT("<f4", "True", "(3, 4)"), data12,
+                    48), NULL, TOKVEC_E_NPY);
+    expect(npy_file("c.npy", 1, NPY_DICT(">f4", "False", "(3, 4)"), data12,
+                    48), NULL, TOKVEC_E_DTYPE);
+    expect(npy_file("d.npy", 1, NPY_DICT("<f4", "False", "(3, 2, 2)"),
+                    data12, 48), NULL, TOKVEC_E_RANK);
+    expect(npy_file("e.npy", 1, NPY_DICT("<f4", "False", "(3, 4)"), data12,
+                    44), NULL, TOKVEC_E_SIZE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(open_rejects_file_shorter_than_length_prefix),
+        cmocka_unit_test(open_rejects_empty_file),
+        cmocka_unit_test(open_rejects_header_beyond_file),
+        cmocka_unit_test(open_rejects_header_over_100_mb),
+        cmocka_unit_test(open_rejects_bad_json),
+        cmocka_unit_test(open_rejects_header_that_is_not_an_object),
+        cmocka_unit_test(open_rejects_duplicate_keys),
+        cmocka_unit_test(open_rejects_tensor_entry_missing_fields),
+        cmocka_unit_test(open_rejects_offsets_out_of_range),
+        cmocka_unit_test(open_rejects_begin_after_end),
+        cmocka_unit_test(open_rejects_size_mismatch),
+        cmocka_unit_test(open_rejects_one_dimensional_token_tensor),
+        cmocka_unit_test(open_rejects_three_dimensional_token_tensor),
+        cmocka_unit_test(open_rejects_unknown_dtype),
+        cmocka_unit_test(open_rejects_integer_token_table),
+        cmocka_unit_test(open_rejects_dim_mismatch_between_tables),
+        cmocka_unit_test(open_rejects_dtype_mismatch_between_tables),
+        cmocka_unit_test(open_rejects_missing_token_tensor),
+        cmocka_unit_test(open_rejects_missing_named_tensor),
+        cmocka_unit_test(open_rejects_empty_table),
+        cmocka_unit_test(open_rejects_non_string_metadata),
+        cmocka_unit_test(open_rejects_missing_file_with_errno),
+        cmocka_unit_test(open_reads_unaligned_f32_f16_bf16_rows),
+        cmocka_unit_test(open_finds_gpt2_tensors_among_many_others),
+        cmocka_unit_test(explicit_names_pick_the_tensors),
+        cmocka_unit_test(sinusoidal_metadata_computes_positions),
+        cmocka_unit_test(npy_versions_1_2_3_open),
+        cmocka_unit_test(npy_with_position_file_is_learned),
+        cmocka_unit_test(npy_rejects_bad_magic_order_dtype_rank_and_size),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
