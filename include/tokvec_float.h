@@ -37,7 +37,7 @@ void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n);
 void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n);
 
 /* Longest text tokvec_f32_format can write, without the NUL. */
-#define TOKVEC_F32_MAXLEN 16
+#define TOKVEC_F32_MAXLEN 24
 
 /* Writes the shortest decimal that reads back as exactly v, spelled as
  * numpy's repr of a numpy.float32 does: positional for 1e-4 <= |v| < 1e16
