@@ -66,7 +66,7 @@ $(BUILD)/libtokvec.a: $(CORE_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/tokvec: $(SERVER_OBJ) $(BUILD)/libtokvec.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -77,16 +77,16 @@ $(BUILD)/%.o: %.c
 CORE_TESTS   := $(filter $(patsubst core/%.c,$(BUILD)/test_%,$(CORE_SRC)),$(TESTS))
 SERVER_TESTS := $(filter-out $(CORE_TESTS),$(TESTS))
 $(CORE_TESTS): $(BUILD)/test_%: tests/test_%.c $(BUILD)/libtokvec.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
 $(SERVER_TESTS): $(BUILD)/test_%: tests/test_%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 $(BUILD)/bench/%: bench/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 
 # --- tests -----------------------------------------------------------------
 # Unit tests run from the top directory (they read $(GOLDEN)).

@@ -1,0 +1,302 @@
+/* encode.c -- response bodies (see encode.h): Accept negotiation, JSON with
+ * shortest round-trip floats written straight into the caller's buffer,
+ * base64, .npy headers and JSON error bodies. Sizes are bounded before
+ * anything is written. Pure functions; any thread.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "encode.h"
+
+const char *tv_content_type(tv_out_kind kind)
+{
+    switch (kind) {
+    case TV_OUT_RAW:
+        return "application/octet-stream";
+    case TV_OUT_NPY:
+        return "application/x-npy";
+    default:
+        return "application/json";
+    }
+}
+
+/* Media type of one Accept element -> kind, or -1 if unsupported. */
+static int kind_of(const char *t, size_t n)
+{
+    static const struct {
+        const char *name;
+        tv_out_kind kind;
+    } types[] = {
+        {"application/json", TV_OUT_JSON},
+        {"application/octet-stream", TV_OUT_RAW},
+        {"application/x-npy", TV_OUT_NPY},
+        {"*/*", TV_OUT_JSON},
+        {"application/*", TV_OUT_JSON},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strlen(types[i].name) == n && !strncasecmp(t, types[i].name, n))
+            return (int)types[i].kind;
+    return -1;
+}
+
+/* q=0 in the parameters of one element means "not acceptable". */
+static int q_is_zero(const char *p, const char *end)
+{
+    while (p < end) {
+        while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
+            p++;
+        if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+            p += 2;
+            while (p < end && (*p == '0' || *p == '.'))
+                p++;
+            return p == end || *p == ';' || *p == ' ';
+        }
+        while (p < end && *p != ';')
+            p++;
+    }
+    return 0;
+}
+
+int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
+                 tv_error *err)
+{
+    int kind = -1;
+    fmt->kind = TV_OUT_JSON;
+    fmt->dtype = TOKVEC_F32;
+    if (!accept || !*accept) {
+        kind = TV_OUT_JSON;
+    } else {
+        /* First supported type in list order wins. */
+        const char *p = accept;
+        while (*p && kind < 0) {
+            while (*p == ' ' || *p == '\t' || *p == ',')
+                p++;
+            const char *e = p;
+            while (*e && *e != ',')
+                e++;
+            const char *t = p, *te = p;
+            while (te < e && *te != ';' && *te != ' ' && *te != '\t')
+                te++;
+            if (te > t && !q_is_zero(te, e))
+                kind = kind_of(t, (size_t)(te - t));
+            p = e;
+        }
+    }
+    if (kind < 0)
+        return tv_error_set(err, 406, "not_acceptable",
+                            "cannot produce any type in Accept; supported: "
+                            "application/json, application/octet-stream, "
+                            "application/x-npy");
+    fmt->kind = (tv_out_kind)kind;
+    if (dtype_query && *dtype_query) {
+        if (!strcmp(dtype_query, "float32"))
+            fmt->dtype = TOKVEC_F32;
+        else if (!strcmp(dtype_query, "float16"))
+            fmt->dtype = TOKVEC_F16;
+        else if (!strcmp(dtype_query, "bfloat16"))
+            fmt->dtype = TOKVEC_BF16;
+        else
+            return tv_error_set(err, 400, "invalid_request",
+                                "dtype must be float32, float16 or bfloat16");
+        if (fmt->dtype != TOKVEC_F32 && fmt->kind == TV_OUT_JSON)
+            return tv_error_set(err, 400, "invalid_request",
+                                "dtype=%s needs Accept: "
+                                "application/octet-stream or "
+                                "application/x-npy; JSON is float32",
+                                dtype_query);
+    }
+    return 0;
+}
+
+/* JSON string escaping of s into out (bounded); returns bytes written. */
+static size_t json_escape(char *out, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    for (; *s && n + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            /* Non-ASCII is escaped byte-wise as \u00XX: always valid JSON,
+             * whatever bytes a message echoes. */
+            memcpy(out + n, "\\u00", 4);
+            out[n + 4] = hex[c >> 4];
+            out[n + 5] = hex[c & 15];
+            n += 6;
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    return n;
+}
+
+size_t tv_error_body(const tv_error *err, char *buf)
+{
+    size_t n = 0;
+    n += (size_t)sprintf(buf, "{\"error\":\"");
+    n += json_escape(buf + n, TV_ERROR_BODY_MAX - 64 - n, err->message);
+    n += (size_t)sprintf(buf + n, "\",\"error_type\":\"");
+    n += json_escape(buf + n, TV_ERROR_BODY_MAX - 4 - n,
+                     err->type ? err->type : "error");
+    buf[n++] = '"';
+    buf[n++] = '}';
+    buf[n] = '\0';
+    return n;
+}
+
+size_t tv_json_floats_bound(size_t n)
+{
+    if (n > SIZE_MAX / (TOKVEC_F32_MAXLEN + 2))
+        return 0;
+    return 2 + n * (TOKVEC_F32_MAXLEN + 1);
+}
+
+size_t tv_json_floats(char *buf, const float *x, size_t n)
+{
+    char *p = buf;
+    *p++ = '[';
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *p++ = ',';
+        float v = x[i];
+        if (v - v != 0) { /* NaN or infinity: JSON has neither */
+            memcpy(p, "null", 4);
+            p += 4;
+        } else {
+            p += tokvec_f32_format(v, p);
+        }
+    }
+    *p++ = ']';
+    return (size_t)(p - buf);
+}
+
+#define JSON_HEAD_MAX 128
+
+size_t tv_embed_json_bound(int64_t B, int64_t S, int64_t D, int base64)
+{
+    uint64_t n;
+    if (B < 1 || S < 1 || D < 1 ||
+        __builtin_mul_overflow((uint64_t)B, (uint64_t)S, &n) ||
+        __builtin_mul_overflow(n, (uint64_t)D, &n) || n > (SIZE_MAX >> 6))
+        return 0;
+    if (base64)
+        return JSON_HEAD_MAX + (n * 4 + 2) / 3 * 4 / 3 + 8 + 16;
+    /* per float: digits + comma; per row/sequence: brackets and commas. */
+    return JSON_HEAD_MAX + (size_t)n * (TOKVEC_F32_MAXLEN + 1) +
+           (size_t)(B * S) * 3 + (size_t)B * 3 + 8;
+}
+
+size_t tv_embed_json(char *buf, const float *x, int64_t B, int64_t S,
+                     int64_t D, int base64)
+{
+    char *p = buf;
+    p += sprintf(p, "{\"shape\":[%" PRId64 ",%" PRId64 ",%" PRId64
+                    "],\"dtype\":\"float32\",\"embeddings\":", B, S, D);
+    if (base64) {
+        *p++ = '"';
+        p += tv_base64(p, x, (size_t)(B * S * D) * 4);
+        *p++ = '"';
+    } else {
+        *p++ = '[';
+        for (int64_t b = 0; b < B; b++) {
+            if (b)
+                *p++ = ',';
+            *p++ = '[';
+            for (int64_t s = 0; s < S; s++) {
+                if (s)
+                    *p++ = ',';
+                p += tv_json_floats(p, x + (b * S + s) * D, (size_t)D);
+            }
+            *p++ = ']';
+        }
+        *p++ = ']';
+    }
+    *p++ = '}';
+    return (size_t)(p - buf);
+}
+
+size_t tv_token_json_bound(int64_t D)
+{
+    return 48 + tv_json_floats_bound((size_t)D);
+}
+
+size_t tv_token_json(char *buf, int64_t id, const float *x, int64_t D)
+{
+    char *p = buf;
+    p += sprintf(p, "{\"id\":%" PRId64 ",\"embedding\":", id);
+    p += tv_json_floats(p, x, (size_t)D);
+    *p++ = '}';
+    return (size_t)(p - buf);
+}
+
+size_t tv_base64(char *dst, const void *src, size_t n)
+{
+    static const char A[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = src;
+    char *p = dst;
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        p[0] = A[v >> 18];
+        p[1] = A[(v >> 12) & 63];
+        p[2] = A[(v >> 6) & 63];
+        p[3] = A[v & 63];
+        p += 4;
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        p[0] = A[v >> 18];
+        p[1] = A[(v >> 12) & 63];
+        p[2] = p[3] = '=';
+        p += 4;
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+        p[0] = A[v >> 18];
+        p[1] = A[(v >> 12) & 63];
+        p[2] = A[(v >> 6) & 63];
+        p[3] = '=';
+        p += 4;
+    }
+    return (size_t)(p - dst);
+}
+
+size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
+                     int64_t D)
+{
+    /* bfloat16 has no numpy dtype: its raw bits go out as '<u2'. */
+    const char *descr = dtype == TOKVEC_F32   ? "<f4"
+                        : dtype == TOKVEC_F16 ? "<f2"
+                                              : "<u2";
+    char dict[160];
+    int n = snprintf(dict, sizeof dict,
+                     "{'descr': '%s', 'fortran_order': False, 'shape': "
+                     "(%" PRId64 ", %" PRId64 ", %" PRId64 "), }",
+                     descr, B, S, D);
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+    size_t hlen = total - 10;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (char)(hlen & 0xff);
+    buf[9] = (char)(hlen >> 8);
+    memcpy(buf + 10, dict, (size_t)n);
+    memset(buf + 10 + n, ' ', hlen - (size_t)n - 1);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
+                 ...)
+{
+    va_list ap;
+    err->status = status;
+    err->type = type;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
