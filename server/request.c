@@ -1,0 +1,343 @@
+/* request.c -- POST /embed requests (see request.h): JSON bodies parsed
+ * with jansson, binary bodies of int32 ids, query options, and the checks
+ * against a table. Messages name what is wrong (key, batch index,
+ * position, id) and never echo raw client bytes. Any thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "request.h"
+#include "tokvec_embed.h"
+
+void tv_request_init(tv_request *r)
+{
+    memset(r, 0, sizeof *r);
+    r->positions = 1;
+}
+
+void tv_request_free(tv_request *r)
+{
+    free(r->ids);
+    r->ids = NULL;
+}
+
+tv_body_kind tv_body_kind_of(const char *ct)
+{
+    if (!ct || !*ct)
+        return TV_BODY_JSON;
+    size_t n = strcspn(ct, "; \t");
+    if (n == 16 && !strncasecmp(ct, "application/json", 16))
+        return TV_BODY_JSON;
+    if (n == 24 && !strncasecmp(ct, "application/octet-stream", 24))
+        return TV_BODY_BINARY;
+    return TV_BODY_UNSUPPORTED;
+}
+
+/* B and B*S against the limits, before anything is allocated. */
+static int check_shape(int64_t B, int64_t S, const tv_limits *lim,
+                       tv_error *err)
+{
+    int64_t n;
+    if (B > lim->max_batch)
+        return tv_error_set(err, 413, "payload_too_large",
+                            "batch of %" PRId64 " sequences is over "
+                            "max_batch %" PRId64, B, lim->max_batch);
+    if (__builtin_mul_overflow(B, S, &n) || n > lim->max_tokens)
+        return tv_error_set(err, 413, "payload_too_large",
+                            "%" PRId64 " x %" PRId64 " tokens is over "
+                            "max_tokens %" PRId64, B, S, lim->max_tokens);
+    return 0;
+}
+
+static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out,
+                 tv_error *err)
+{
+    if (!json_is_integer(v))
+        return tv_error_set(err, 400, "invalid_request",
+                            "token id at batch index %" PRId64
+                            ", position %" PRId64 " is not an integer",
+                            b, s);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
+                          tv_request *out, tv_error *err)
+{
+    json_error_t jerr;
+    json_t *root = NULL;
+    int rc = -1;
+    int64_t pad = 0;
+    int has_pad = 0;
+
+    tv_request_init(out);
+    if (len > lim->max_body_bytes)
+        return tv_error_set(err, 413, "payload_too_large",
+                            "body of %zu bytes is over max_body_bytes %zu",
+                            len, lim->max_body_bytes);
+    root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return tv_error_set(err, 400, "invalid_json",
+                            "body is not valid JSON: %s (line %d, column %d)",
+                            jerr.text, jerr.line, jerr.column);
+    if (!json_is_object(root)) {
+        tv_error_set(err, 400, "invalid_request",
+                     "body must be a JSON object with \"inputs\"");
+        goto out;
+    }
+    const char *key;
+    json_t *v, *inputs = NULL;
+    json_object_foreach(root, key, v)
+    {
+        if (!strcmp(key, "inputs")) {
+            inputs = v;
+        } else if (!strcmp(key, "start_position")) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"start_position\" must be a non-negative "
+                             "integer");
+                goto out;
+            }
+            out->start_position = json_integer_value(v);
+        } else if (!strcmp(key, "positions")) {
+            if (!json_is_boolean(v)) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"positions\" must be true or false");
+                goto out;
+            }
+            out->positions = json_is_true(v);
+        } else if (!strcmp(key, "pad_id")) {
+            if (json_is_null(v))
+                continue;
+            if (!json_is_integer(v)) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"pad_id\" must be an integer or null");
+                goto out;
+            }
+            pad = json_integer_value(v);
+            has_pad = 1;
+        } else if (!strcmp(key, "encoding_format")) {
+            const char *f = json_string_value(v);
+            if (f && !strcmp(f, "float")) {
+                out->base64 = 0;
+            } else if (f && !strcmp(f, "base64")) {
+                out->base64 = 1;
+            } else {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"encoding_format\" must be \"float\" or "
+                             "\"base64\"");
+                goto out;
+            }
+        } else {
+            char shown[64];
+            size_t n = strlen(key);
+            /* Name the key, shortened, ASCII only. */
+            for (size_t i = 0; i < sizeof shown - 1; i++)
+                shown[i] = i < n && key[i] >= 0x20 && key[i] < 0x7f
+                               ? key[i] : (i < n ? '?' : '\0');
+            shown[sizeof shown - 1] = '\0';
+            tv_error_set(err, 400, "invalid_request",
+                         "unknown key \"%s\" (known: inputs, start_position,"
+                         " positions, pad_id, encoding_format)", shown);
+            goto out;
+        }
+    }
+    if (!inputs) {
+        tv_error_set(err, 400, "invalid_request", "missing \"inputs\"");
+        goto out;
+    }
+    if (!json_is_array(inputs) || json_array_size(inputs) == 0) {
+        tv_error_set(err, 400, "invalid_request",
+                     "\"inputs\" must be a non-empty list of token ids or "
+                     "of sequences");
+        goto out;
+    }
+    int64_t B, S = 0;
+    json_t *first = json_array_get(inputs, 0);
+    if (!json_is_array(first)) { /* one sequence */
+        out->single = 1;
+        B = 1;
+        S = (int64_t)json_array_size(inputs);
+        if (check_shape(B, S, lim, err))
+            goto out;
+        out->ids = malloc((size_t)S * sizeof *out->ids);
+        if (!out->ids) {
+            tv_error_set(err, 500, "internal", "out of memory");
+            goto out;
+        }
+        for (int64_t s = 0; s < S; s++)
+            if (id_of(json_array_get(inputs, (size_t)s), 0, s,
+                      &out->ids[s], err))
+                goto out;
+    } else {
+        B = (int64_t)json_array_size(inputs);
+        int ragged = 0;
+        for (int64_t b = 0; b < B; b++) {
+            json_t *row = json_array_get(inputs, (size_t)b);
+            if (!json_is_array(row)) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"inputs\" mixes sequences and ids: batch "
+                             "index %" PRId64 " is not a list", b);
+                goto out;
+            }
+            int64_t n = (int64_t)json_array_size(row);
+            if (n == 0) {
+                tv_error_set(err, 400, "invalid_request",
+                             "sequence at batch index %" PRId64 " is empty",
+                             b);
+                goto out;
+            }
+            if (b && n != S)
+                ragged = 1;
+            if (n > S)
+                S = n;
+        }
+        if (ragged && !has_pad) {
+            tv_error_set(err, 422, "ragged_batch",
+                         "sequences have different lengths; set \"pad_id\" "
+                         "to right-pad them");
+            goto out;
+        }
+        if (check_shape(B, S, lim, err))
+            goto out;
+        out->ids = malloc((size_t)(B * S) * sizeof *out->ids);
+        if (!out->ids) {
+            tv_error_set(err, 500, "internal", "out of memory");
+            goto out;
+        }
+        for (int64_t b = 0; b < B; b++) {
+            json_t *row = json_array_get(inputs, (size_t)b);
+            int64_t n = (int64_t)json_array_size(row);
+            for (int64_t s = 0; s < S; s++) {
+                if (s >= n)
+                    out->ids[b * S + s] = pad;
+                else if (id_of(json_array_get(row, (size_t)s), b, s,
+                               &out->ids[b * S + s], err))
+                    goto out;
+            }
+        }
+    }
+    out->batch = B;
+    out->seq = S;
+    rc = 0;
+out:
+    json_decref(root);
+    if (rc)
+        tv_request_free(out);
+    return rc;
+}
+
+/* Strict non-negative decimal, no sign, no spaces; -1 on anything else. */
+static int64_t decimal(const char *s, size_t n)
+{
+    int64_t v = 0;
+    if (n == 0 || n > 18)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+int tv_request_parse_binary(const void *body, size_t len, const char *shape,
+                            const tv_limits *lim, tv_request *out,
+                            tv_error *err)
+{
+    tv_request_init(out);
+    if (len > lim->max_body_bytes)
+        return tv_error_set(err, 413, "payload_too_large",
+                            "body of %zu bytes is over max_body_bytes %zu",
+                            len, lim->max_body_bytes);
+    const char *comma = shape ? strchr(shape, ',') : NULL;
+    int64_t B = comma ? decimal(shape, (size_t)(comma - shape)) : -1;
+    int64_t S = comma ? decimal(comma + 1, strlen(comma + 1)) : -1;
+    if (B < 1 || S < 1)
+        return tv_error_set(err, 400, "invalid_request",
+                            "binary requests need X-Tokvec-Shape: B,S with "
+                            "positive integers");
+    if (check_shape(B, S, lim, err))
+        return -1;
+    if ((uint64_t)len != (uint64_t)(B * S) * 4)
+        return tv_error_set(err, 400, "invalid_request",
+                            "body is %zu bytes; shape %" PRId64 ",%" PRId64
+                            " needs %" PRId64 " int32 ids (%" PRId64
+                            " bytes)", len, B, S, B * S, B * S * 4);
+    out->ids = malloc((size_t)(B * S) * sizeof *out->ids);
+    if (!out->ids)
+        return tv_error_set(err, 500, "internal", "out of memory");
+    const unsigned char *p = body;
+    for (int64_t i = 0; i < B * S; i++, p += 4)
+        out->ids[i] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    out->batch = B;
+    out->seq = S;
+    return 0;
+}
+
+int tv_request_set_option(tv_request *r, const char *key, const char *value,
+                          tv_error *err)
+{
+    if (!value)
+        value = "";
+    if (!strcmp(key, "start_position")) {
+        int64_t v = decimal(value, strlen(value));
+        if (v < 0)
+            return tv_error_set(err, 400, "invalid_request",
+                                "start_position must be a non-negative "
+                                "integer");
+        r->start_position = v;
+    } else if (!strcmp(key, "positions")) {
+        if (!strcmp(value, "true") || !strcmp(value, "1"))
+            r->positions = 1;
+        else if (!strcmp(value, "false") || !strcmp(value, "0"))
+            r->positions = 0;
+        else
+            return tv_error_set(err, 400, "invalid_request",
+                                "positions must be true or false");
+    } else if (!strcmp(key, "dtype")) {
+        /* a response option: see tv_negotiate */
+    } else {
+        return tv_error_set(err, 400, "invalid_request",
+                            "unknown query option (known: start_position, "
+                            "positions, dtype)");
+    }
+    return 0;
+}
+
+int tv_request_check(const tv_request *r, const tokvec_table *t,
+                     tv_error *err)
+{
+    tokvec_embed_fault f;
+    unsigned flags = r->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    int rc = tokvec_embed_check(t, r->ids, r->batch, r->seq,
+                                r->start_position, flags, &f);
+    switch (rc) {
+    case 0:
+        return 0;
+    case TOKVEC_E_TOKEN_RANGE:
+        return tv_error_set(err, 422, "token_out_of_range",
+                            "token id %" PRId64 " at batch index %" PRId64
+                            ", position %" PRId64 " is out of range for "
+                            "vocab_size %" PRId64, f.id, f.batch, f.position,
+                            in->vocab_size);
+    case TOKVEC_E_POSITION_RANGE:
+        return tv_error_set(err, 422, "sequence_too_long",
+                            "start_position %" PRId64 " + sequence length %"
+                            PRId64 " exceeds context_length %" PRId64,
+                            r->start_position, r->seq, in->context_length);
+    case TOKVEC_E_TOO_LARGE:
+        return tv_error_set(err, 413, "payload_too_large",
+                            "response would be too large");
+    default:
+        return tv_error_set(err, 400, "invalid_request", "%s",
+                            tokvec_strerror(rc));
+    }
+}
