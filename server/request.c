@@ -33,6 +33,10 @@ tv_body_kind tv_body_kind_of(const char *ct)
     size_t n = strcspn(ct, "; \t");
     if (n == 16 && !strncasecmp(ct, "application/json", 16))
         return TV_BODY_JSON;
+    /* curl -d sends this by default; the contract's first example
+     * (curl -d '{"inputs":...}') must work, so it is read as JSON. */
+    if (n == 33 && !strncasecmp(ct, "application/x-www-form-urlencoded", 33))
+        return TV_BODY_JSON;
     if (n == 24 && !strncasecmp(ct, "application/octet-stream", 24))
         return TV_BODY_BINARY;
     return TV_BODY_UNSUPPORTED;

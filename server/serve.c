@@ -1,34 +1,96 @@
-/* serve.c -- `tokvec serve` and `tokvec probe`.
+/* serve.c -- `tokvec serve` (start-up, signals, reload, drain) and
+ * `tokvec probe`.
  *
- * This first version validates and describes the table (what `serve` will
- * serve) and implements the probe; the HTTP server lands with issue 4.
+ * Signals: SIGTERM, SIGINT and SIGHUP are blocked in every thread (the mask
+ * is set before any thread starts) and taken synchronously by the main
+ * thread with sigtimedwait, so no work ever runs in a signal handler.
+ * SIGPIPE is ignored (a client that goes away is an error code, not a
+ * death).
  */
 #include <errno.h>
 #include <netdb.h>
-#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
+#include "http.h"
+#include "log.h"
 
 int cmd_serve(int argc, char **argv)
 {
-    const char *table = "data/gpt2-256.safetensors";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            puts("usage: tokvec serve [--table FILE]");
+    tv_config cfg;
+    tv_server *srv = NULL;
+    char err[1024] = "", line[4096];
+    sigset_t set;
+
+    int rc = tv_config_load(&cfg, argc, argv, err, sizeof err);
+    if (rc != TV_CONFIG_OK) {
+        tv_config_free(&cfg);
+        if (rc == TV_CONFIG_HELP)
             return 0;
-        }
-        if (!strcmp(argv[i], "--table") && i + 1 < argc)
-            table = argv[++i];
+        fprintf(stderr, "tokvec: %s\n", err);
+        return 2;
     }
-    fprintf(stderr, "tokvec serve: the HTTP server is not built yet; "
-                    "describing the table it would serve\n");
-    char *args[] = {"inspect", (char *)table, NULL};
-    return cmd_inspect(2, args);
+    if (tv_log_setup(cfg.log_format, cfg.log_level) < 0) {
+        fprintf(stderr, "tokvec: bad log settings\n");
+        tv_config_free(&cfg);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    rc = tv_server_start(&cfg, &srv, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "tokvec: %s\n", err);
+        tv_log(TV_LOG_ERROR, "not started: %s", err);
+        tv_config_free(&cfg);
+        return rc == -2 ? 2 : 1;
+    }
+    tv_config_describe(&cfg, line, sizeof line);
+    tv_log(TV_LOG_INFO, "tokvec %s started: %s", TOKVEC_VERSION, line);
+    tv_log(TV_LOG_INFO,
+           "listening on http://%s:%lld -- try: curl -d "
+           "'{\"inputs\":[[40,1101,257]]}' http://%s:%lld/embed",
+           cfg.host, (long long)cfg.port,
+           strcmp(cfg.host, "0.0.0.0") ? cfg.host : "127.0.0.1",
+           (long long)cfg.port);
+
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig < 0)
+            continue; /* EINTR */
+        if (sig == SIGHUP) {
+            tv_log(TV_LOG_INFO, "SIGHUP: reloading %s", cfg.table);
+            tv_server_reload(srv);
+            continue;
+        }
+        tv_log(TV_LOG_INFO, "%s: draining (up to %g s)",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.drain_timeout);
+        size_t left = tv_server_drain(srv, cfg.drain_timeout);
+        if (left) {
+            /* Jobs still hold suspended connections: MHD cannot be stopped
+             * cleanly under them, so leave at once. */
+            tv_log(TV_LOG_WARN, "drain timeout: %zu requests unfinished; "
+                                "exiting", left);
+            _exit(0);
+        }
+        break;
+    }
+    tv_server_stop(srv);
+    tv_log(TV_LOG_INFO, "stopped");
+    tv_config_free(&cfg);
+    return 0;
 }
 
 /* GET over plain HTTP/1.0 with a 3 s budget; 0 on status 200. */

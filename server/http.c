@@ -1,0 +1,836 @@
+/* http.c -- routes of the contract on libmicrohttpd (http.h).
+ *
+ * A request's life: MHD calls handler() on its polling thread: first with
+ * the headers (route, method, auth and Content-Length are checked here, so
+ * an oversized body is refused before it is read), then with body pieces
+ * (appended up to max_body_bytes), then once more to finish. Cheap routes
+ * answer at once. POST /embed is parsed and validated on that thread, then
+ * becomes a job (pool.h): the connection is suspended, a libuv worker
+ * embeds and serializes into one buffer sized in advance, and the loop
+ * thread resumes the connection; handler() then queues that buffer as the
+ * response (no copy; freed by MHD through free_response()).
+ *
+ * The table: `current` is a refcounted holder guarded by table_lock. Each
+ * request that reads the table takes a reference and drops it when its
+ * body is built; SIGHUP swaps `current`, and the old table is closed by
+ * whoever drops its last reference. `draining` is atomic.
+ */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "encode.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "pool.h"
+#include "request.h"
+#include "tokvec_embed.h"
+#include "tokvec_table.h"
+
+typedef struct table_ref {
+    tokvec_table *t;
+    atomic_int refs;
+} table_ref;
+
+struct tv_server {
+    const tv_config *cfg;
+    struct MHD_Daemon *mhd;
+    tv_pool *pool;
+    pthread_mutex_t table_lock;
+    table_ref *current; /* guarded by table_lock */
+    atomic_int draining;
+    tv_limits lim;
+    tokvec_table_opts topts;
+};
+
+enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
+
+/* One per request; owned by MHD's connection (*con_cls), freed in
+ * completed(). While a job runs, only the worker touches out/out_len. */
+typedef struct req_ctx {
+    tv_server *s;
+    struct MHD_Connection *conn;
+    tv_route route;
+    int state;
+    struct timespec t0;
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int status;
+    uint64_t tokens, bytes;
+    /* /embed job */
+    tv_job job;
+    table_ref *ref;
+    tv_request req;
+    tv_format fmt;
+    int64_t dim;
+    char *out;
+    size_t out_len, reserved;
+    int failed;
+    char method[8]; /* for the access log */
+} req_ctx;
+
+/* --- table references ---------------------------------------------------- */
+
+static table_ref *ref_acquire(tv_server *s)
+{
+    pthread_mutex_lock(&s->table_lock);
+    table_ref *r = s->current;
+    atomic_fetch_add(&r->refs, 1);
+    pthread_mutex_unlock(&s->table_lock);
+    return r;
+}
+
+static void ref_release(table_ref *r)
+{
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        tokvec_table_close(r->t);
+        free(r);
+    }
+}
+
+static int open_table(tv_server *s, table_ref **out, char *err, size_t len)
+{
+    tokvec_table_opts o = s->topts;
+    o.errbuf = err;
+    o.errlen = len;
+    tokvec_table *t;
+    *out = NULL;
+    int rc = tokvec_table_open(s->cfg->table, &o, &t);
+    if (rc < 0)
+        return rc;
+    table_ref *r = malloc(sizeof *r);
+    if (!r) {
+        tokvec_table_close(t);
+        snprintf(err, len, "out of memory");
+        return -1;
+    }
+    r->t = t;
+    atomic_init(&r->refs, 1); /* the server's own reference */
+    *out = r;
+    return 0;
+}
+
+static void publish_table(const tokvec_table *t)
+{
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    tv_metrics_set_table(in->vocab_size, in->dim,
+                         tokvec_dtype_numpy_name(in->dtype),
+                         tokvec_positional_name(in->positional));
+}
+
+/* --- responses ----------------------------------------------------------- */
+
+static void common_headers(req_ctx *x, struct MHD_Response *r)
+{
+    const char *origin = x->s->cfg->cors_origin;
+    if (origin && *origin)
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+}
+
+static enum MHD_Result queue(req_ctx *x, int status, struct MHD_Response *r,
+                             const char *ctype, size_t len)
+{
+    if (!r)
+        return MHD_NO;
+    if (ctype)
+        MHD_add_response_header(r, "Content-Type", ctype);
+    common_headers(x, r);
+    x->status = status;
+    x->bytes = len;
+    x->state = ST_DONE;
+    enum MHD_Result ok = MHD_queue_response(x->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result reply_copy(req_ctx *x, int status, const char *ctype,
+                                  const char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    return queue(x, status, r, ctype, len);
+}
+
+static enum MHD_Result reply_error(req_ctx *x, const tv_error *e)
+{
+    char body[TV_ERROR_BODY_MAX];
+    size_t n = tv_error_body(e, body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        n, body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    if (e->status == 429 || e->status == 503)
+        MHD_add_response_header(r, "Retry-After", "1");
+    if (e->status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (e->status == 405) {
+        const char *allow = x->route == TV_ROUTE_EMBED ? "POST, OPTIONS"
+                                                       : "GET, HEAD, OPTIONS";
+        MHD_add_response_header(r, "Allow", allow);
+    }
+    return queue(x, e->status, r, "application/json", n);
+}
+
+static enum MHD_Result fail(req_ctx *x, int status, const char *type,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result fail(req_ctx *x, int status, const char *type,
+                            const char *fmt, ...)
+{
+    tv_error e = {.status = status, .type = type};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    return reply_error(x, &e);
+}
+
+/* Frees a job's response buffer once MHD is done with it. */
+typedef struct out_hold {
+    tv_pool *pool;
+    size_t reserved;
+    char *buf;
+} out_hold;
+
+static void free_response(void *cls)
+{
+    out_hold *h = cls;
+    free(h->buf);
+    tv_pool_release(h->pool, h->reserved);
+    free(h);
+}
+
+/* --- cheap routes ---------------------------------------------------------- */
+
+static enum MHD_Result route_info(req_ctx *x)
+{
+    const tv_config *c = x->s->cfg;
+    table_ref *ref = ref_acquire(x->s);
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    json_t *j = json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:{s:s, s:s?}, s:{s:I, s:I, "
+        "s:I, s:I, s:I, s:I}}",
+        "name", "tokvec", "version", TOKVEC_VERSION, "vocab_size",
+        (json_int_t)in->vocab_size, "dim", (json_int_t)in->dim,
+        "context_length", (json_int_t)in->context_length, "dtype",
+        tokvec_dtype_numpy_name(in->dtype), "positional",
+        tokvec_positional_name(in->positional), "tensors", "token",
+        in->token_tensor, "position", in->position_tensor, "limits",
+        "max_body_bytes", (json_int_t)c->max_body_bytes, "max_tokens",
+        (json_int_t)c->max_tokens, "max_batch", (json_int_t)c->max_batch,
+        "max_queue", (json_int_t)c->max_queue, "max_connections",
+        (json_int_t)c->max_connections, "max_inflight_bytes",
+        (json_int_t)c->max_inflight_bytes);
+    ref_release(ref);
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!text)
+        return fail(x, 500, "internal", "out of memory");
+    size_t n = strlen(text);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    return queue(x, 200, r, "application/json", n);
+}
+
+static enum MHD_Result route_token(req_ctx *x, const char *idtext)
+{
+    size_t n = strlen(idtext);
+    int64_t id = 0;
+    if (n == 0 || n > 18)
+        return fail(x, 400, "invalid_request",
+                    "token id must be a decimal integer of at most 18 "
+                    "digits");
+    for (size_t i = 0; i < n; i++) {
+        if (idtext[i] < '0' || idtext[i] > '9')
+            return fail(x, 400, "invalid_request",
+                        "token id must be a decimal integer");
+        id = id * 10 + (idtext[i] - '0');
+    }
+    table_ref *ref = ref_acquire(x->s);
+    tokvec_row row;
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    if (tokvec_table_token_row(ref->t, id, &row) < 0) {
+        int64_t v = in->vocab_size;
+        ref_release(ref);
+        return fail(x, 422, "token_out_of_range",
+                    "token id %" PRId64 " is out of range for vocab_size "
+                    "%" PRId64, id, v);
+    }
+    float *vec = malloc((size_t)row.dim * sizeof *vec);
+    char *buf = malloc(tv_token_json_bound(row.dim));
+    if (!vec || !buf) {
+        free(vec);
+        free(buf);
+        ref_release(ref);
+        return fail(x, 500, "internal", "out of memory");
+    }
+    tokvec_row_to_f32(&row, vec);
+    ref_release(ref);
+    size_t len = tv_token_json(buf, id, vec, row.dim);
+    free(vec);
+    x->tokens = 1;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+    return queue(x, 200, r, "application/json", len);
+}
+
+static enum MHD_Result route_metrics(req_ctx *x)
+{
+    size_t n;
+    char *text = tv_metrics_render(&n);
+    if (!text)
+        return fail(x, 500, "internal", "out of memory");
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    return queue(x, 200, r, "text/plain; version=0.0.4", n);
+}
+
+/* --- /embed ------------------------------------------------------------------ */
+
+/* Worker thread: embed into the response buffer and serialize. */
+static void embed_work(tv_job *job)
+{
+    req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
+    const tv_request *q = &x->req;
+    unsigned flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
+    const tokvec_table *t = x->ref->t;
+    int64_t B = q->batch, S = q->seq, D = x->dim;
+
+    if (x->fmt.kind != TV_OUT_JSON) {
+        if (x->fmt.dtype == TOKVEC_F16)
+            flags |= TOKVEC_EMBED_OUT_F16;
+        else if (x->fmt.dtype == TOKVEC_BF16)
+            flags |= TOKVEC_EMBED_OUT_BF16;
+        size_t hdr = 0, n = tokvec_embed_size(t, B, S, flags);
+        char npy[TV_NPY_HEADER_MAX];
+        if (x->fmt.kind == TV_OUT_NPY)
+            hdr = tv_npy_header(npy, x->fmt.dtype, B, S, D);
+        /* 64-byte aligned so the float32 rows are aligned after the npy
+         * header (a multiple of 64) as well. */
+        x->out = aligned_alloc(64, (hdr + n + 63) / 64 * 64);
+        if (!x->out) {
+            x->failed = 1;
+            return;
+        }
+        memcpy(x->out, npy, hdr);
+        if (tokvec_embed(t, q->ids, B, S, q->start_position, flags,
+                         x->out + hdr) < 0) {
+            x->failed = 1;
+            return;
+        }
+        x->out_len = hdr + n;
+        return;
+    }
+    size_t n = tokvec_embed_size(t, B, S, flags);
+    float *vec = aligned_alloc(64, (n + 63) / 64 * 64);
+    x->out = malloc(x->reserved);
+    if (!vec || !x->out ||
+        tokvec_embed(t, q->ids, B, S, q->start_position, flags, vec) < 0) {
+        free(vec);
+        x->failed = 1;
+        return;
+    }
+    x->out_len = tv_embed_json(x->out, vec, B, S, D, q->base64);
+    free(vec);
+}
+
+/* Loop thread: the body is built; let MHD call handler() again. */
+static void embed_done(tv_job *job)
+{
+    req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
+    ref_release(x->ref);
+    x->ref = NULL;
+    MHD_resume_connection(x->conn);
+}
+
+static enum MHD_Result embed_reply(req_ctx *x)
+{
+    if (x->failed || !x->out) {
+        free(x->out);
+        x->out = NULL;
+        tv_pool_release(x->s->pool, x->reserved);
+        return fail(x, 500, "internal", "could not build the response");
+    }
+    out_hold *h = malloc(sizeof *h);
+    if (!h) {
+        free(x->out);
+        x->out = NULL;
+        tv_pool_release(x->s->pool, x->reserved);
+        return fail(x, 500, "internal", "out of memory");
+    }
+    h->pool = x->s->pool;
+    h->reserved = x->reserved;
+    h->buf = x->out;
+    x->out = NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
+        x->out_len, h->buf, free_response, h);
+    if (!r) {
+        free_response(h);
+        return MHD_NO;
+    }
+    if (x->fmt.kind != TV_OUT_JSON) {
+        char shape[96];
+        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
+                 x->req.batch, x->req.seq, x->dim);
+        MHD_add_response_header(r, "X-Tokvec-Shape", shape);
+        MHD_add_response_header(r, "X-Tokvec-Dtype",
+                                tokvec_dtype_numpy_name(x->fmt.dtype));
+    }
+    return queue(x, 200, r, tv_content_type(x->fmt.kind), x->out_len);
+}
+
+typedef struct {
+    tv_request *req;
+    int json;
+    const char *dtype;
+    tv_error err;
+    int bad;
+} query_state;
+
+static enum MHD_Result on_query(void *cls, enum MHD_ValueKind kind,
+                                const char *key, const char *value)
+{
+    query_state *q = cls;
+    (void)kind;
+    if (!strcmp(key, "dtype")) {
+        q->dtype = value;
+        return MHD_YES;
+    }
+    if (q->json) {
+        tv_error_set(&q->err, 400, "invalid_request",
+                     "JSON requests take options in the body; only ?dtype= "
+                     "goes in the query");
+        q->bad = 1;
+        return MHD_NO;
+    }
+    if (tv_request_set_option(q->req, key, value, &q->err) < 0) {
+        q->bad = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result route_embed(req_ctx *x)
+{
+    struct MHD_Connection *c = x->conn;
+    tv_server *s = x->s;
+    tv_error e;
+
+    if (atomic_load(&s->draining))
+        return fail(x, 503, "draining", "the server is shutting down");
+    if (x->too_large)
+        return fail(x, 413, "payload_too_large",
+                    "body is over max_body_bytes %" PRId64,
+                    s->cfg->max_body_bytes);
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 "Content-Type");
+    tv_body_kind kind = tv_body_kind_of(ct);
+    if (kind == TV_BODY_UNSUPPORTED)
+        return fail(x, 415, "unsupported_media_type",
+                    "Content-Type must be application/json or "
+                    "application/octet-stream");
+    int rc = kind == TV_BODY_JSON
+                 ? tv_request_parse_json(x->body ? x->body : "", x->len,
+                                         &s->lim, &x->req, &e)
+                 : tv_request_parse_binary(
+                       x->body, x->len,
+                       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   "X-Tokvec-Shape"),
+                       &s->lim, &x->req, &e);
+    if (rc < 0)
+        return reply_error(x, &e);
+    query_state qs = {.req = &x->req, .json = kind == TV_BODY_JSON};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query, &qs);
+    if (qs.bad)
+        return reply_error(x, &qs.err);
+    if (tv_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 "Accept"),
+                     qs.dtype, &x->fmt, &e) < 0)
+        return reply_error(x, &e);
+
+    x->ref = ref_acquire(s);
+    if (tv_request_check(&x->req, x->ref->t, &e) < 0) {
+        ref_release(x->ref);
+        x->ref = NULL;
+        return reply_error(x, &e);
+    }
+    const tokvec_table_info *in = tokvec_table_get_info(x->ref->t);
+    x->dim = in->dim;
+    x->tokens = (uint64_t)(x->req.batch * x->req.seq);
+    size_t raw = tokvec_embed_size(x->ref->t, x->req.batch, x->req.seq, 0);
+    if (x->fmt.kind == TV_OUT_JSON)
+        x->reserved = tv_embed_json_bound(x->req.batch, x->req.seq, x->dim,
+                                          x->req.base64) + raw;
+    else
+        x->reserved = raw + TV_NPY_HEADER_MAX;
+    x->job.work = embed_work;
+    x->job.done = embed_done;
+    x->job.bytes = x->reserved;
+    if (tv_pool_reserve(s->pool) < 0) {
+        ref_release(x->ref);
+        x->ref = NULL;
+        return fail(x, 429, "overloaded",
+                    "the work queue is full (%" PRId64 " jobs); retry",
+                    s->cfg->max_queue);
+    }
+    x->state = ST_QUEUED;
+    MHD_suspend_connection(c);
+    tv_pool_push(s->pool, &x->job);
+    return MHD_YES;
+}
+
+/* --- dispatch ------------------------------------------------------------ */
+
+static tv_route route_of(const char *url)
+{
+    if (!strcmp(url, "/embed"))
+        return TV_ROUTE_EMBED;
+    if (!strncmp(url, "/tokens/", 8))
+        return TV_ROUTE_TOKENS;
+    if (!strcmp(url, "/info"))
+        return TV_ROUTE_INFO;
+    if (!strcmp(url, "/health"))
+        return TV_ROUTE_HEALTH;
+    if (!strcmp(url, "/ready"))
+        return TV_ROUTE_READY;
+    if (!strcmp(url, "/metrics"))
+        return TV_ROUTE_METRICS;
+    return TV_ROUTE_OTHER;
+}
+
+/* Constant-time comparison of the Authorization header with the key. */
+static int authorized(const tv_server *s, struct MHD_Connection *c)
+{
+    const char *key = s->cfg->api_key;
+    if (!key || !*key)
+        return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7))
+        return 0;
+    h += 7;
+    size_t hl = strlen(h), kl = strlen(key);
+    unsigned char diff = (unsigned char)(hl != kl);
+    for (size_t i = 0; i < kl; i++)
+        diff |= (unsigned char)(key[i] ^ (i < hl ? h[i] : 0));
+    return diff == 0;
+}
+
+static enum MHD_Result first_call(req_ctx *x, const char *url,
+                                  const char *method)
+{
+    tv_server *s = x->s;
+    int post = !strcmp(method, "POST");
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+    if (!strcmp(method, "OPTIONS") && x->route != TV_ROUTE_OTHER &&
+        s->cfg->cors_origin && *s->cfg->cors_origin) {
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (r) {
+            MHD_add_response_header(r, "Access-Control-Allow-Methods",
+                                    x->route == TV_ROUTE_EMBED
+                                        ? "POST, OPTIONS"
+                                        : "GET, HEAD, OPTIONS");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                    "Authorization, Content-Type, Accept, "
+                                    "X-Tokvec-Shape");
+            MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                    "X-Tokvec-Shape, X-Tokvec-Dtype");
+            MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+        }
+        return queue(x, 204, r, NULL, 0);
+    }
+    if (x->route == TV_ROUTE_OTHER)
+        return fail(x, 404, "not_found", "no such path; routes: POST /embed,"
+                    " GET /tokens/{id}, /info, /health, /ready, /metrics");
+    if (x->route == TV_ROUTE_EMBED ? !post : !get)
+        return fail(x, 405, "method_not_allowed", "%s is not allowed here",
+                    x->route == TV_ROUTE_EMBED ? "only POST" : "only GET");
+    if ((x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_TOKENS ||
+         x->route == TV_ROUTE_INFO) && !authorized(s, x->conn))
+        return fail(x, 401, "unauthorized",
+                    "missing or wrong Authorization: Bearer key");
+    if (post) {
+        const char *cl = MHD_lookup_connection_value(
+            x->conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (*end || n > (unsigned long long)s->cfg->max_body_bytes)
+                return fail(x, 413, "payload_too_large",
+                            "Content-Length is over max_body_bytes %" PRId64,
+                            s->cfg->max_body_bytes);
+        }
+    }
+    (void)url;
+    x->state = ST_BODY;
+    return MHD_YES;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
+                               const char *url, const char *method,
+                               const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls)
+{
+    tv_server *s = cls;
+    req_ctx *x = *con_cls;
+    (void)version;
+
+    if (!x) {
+        x = calloc(1, sizeof *x);
+        if (!x)
+            return MHD_NO;
+        x->s = s;
+        x->conn = c;
+        x->route = route_of(url);
+        snprintf(x->method, sizeof x->method, "%s", method);
+        tv_request_init(&x->req);
+        clock_gettime(CLOCK_MONOTONIC, &x->t0);
+        tv_metrics_inflight_add(1);
+        *con_cls = x;
+        return first_call(x, url, method);
+    }
+    if (x->state == ST_QUEUED) /* resumed: the job is done */
+        return embed_reply(x);
+    if (x->state == ST_DONE) {
+        *upload_size = 0; /* a response is queued; ignore the rest */
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (x->too_large)
+            return MHD_YES;
+        if (x->len + n > (size_t)s->cfg->max_body_bytes) {
+            x->too_large = 1;
+            return MHD_YES;
+        }
+        if (x->len + n + 1 > x->cap) {
+            size_t cap = x->cap ? x->cap : 4096;
+            while (cap < x->len + n + 1)
+                cap *= 2;
+            char *b = realloc(x->body, cap);
+            if (!b)
+                return MHD_NO;
+            x->body = b;
+            x->cap = cap;
+        }
+        memcpy(x->body + x->len, upload, n);
+        x->len += n;
+        return MHD_YES;
+    }
+    switch (x->route) {
+    case TV_ROUTE_EMBED:
+        return route_embed(x);
+    case TV_ROUTE_TOKENS:
+        return route_token(x, url + 8);
+    case TV_ROUTE_INFO:
+        return route_info(x);
+    case TV_ROUTE_HEALTH:
+        return reply_copy(x, 200, "application/json", "{\"status\":\"ok\"}",
+                          15);
+    case TV_ROUTE_READY:
+        if (atomic_load(&s->draining))
+            return reply_copy(x, 503, "application/json",
+                              "{\"status\":\"draining\"}", 21);
+        return reply_copy(x, 200, "application/json",
+                          "{\"status\":\"ready\"}", 18);
+    case TV_ROUTE_METRICS:
+        return route_metrics(x);
+    default:
+        return fail(x, 404, "not_found", "no such path");
+    }
+}
+
+/* MHD: the request is over (answered, or the client went away). */
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    req_ctx *x = *con_cls;
+    (void)cls;
+    (void)c;
+    if (!x)
+        return;
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - x->t0.tv_sec) +
+                  (double)(t1.tv_nsec - x->t0.tv_nsec) * 1e-9;
+    int status = x->status ? x->status : 500;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !x->status)
+        status = 400; /* the client broke off before an answer */
+    tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);
+    tv_metrics_inflight_add(-1);
+    if (x->s->cfg->access_log)
+        tv_log_access(x->method, tv_route_name(x->route), status,
+                      (long long)x->tokens, (long long)x->bytes,
+                      (long long)(secs * 1e6));
+    ref_release(x->ref);
+    tv_request_free(&x->req);
+    free(x->out);
+    free(x->body);
+    free(x);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    (void)cls;
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = '\0';
+    tv_log(TV_LOG_DEBUG, "libmicrohttpd: %s", msg);
+}
+
+/* --- lifecycle ------------------------------------------------------------- */
+
+int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
+                    size_t errlen)
+{
+    tv_server *s = calloc(1, sizeof *s);
+    int rc = -1;
+    *out = NULL;
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->cfg = cfg;
+    pthread_mutex_init(&s->table_lock, NULL);
+    s->lim.max_body_bytes = (size_t)cfg->max_body_bytes;
+    s->lim.max_tokens = cfg->max_tokens;
+    s->lim.max_batch = cfg->max_batch;
+    s->topts.token_tensor = *cfg->token_tensor ? cfg->token_tensor : NULL;
+    s->topts.position_tensor =
+        *cfg->position_tensor ? cfg->position_tensor : NULL;
+    s->topts.position_path = *cfg->position_path ? cfg->position_path : NULL;
+    if (tokvec_positional_parse(cfg->positional, &s->topts.positional) < 0)
+        s->topts.positional = TOKVEC_POS_AUTO;
+
+    if (open_table(s, &s->current, err, errlen) < 0) {
+        rc = -2;
+        goto fail;
+    }
+    publish_table(s->current->t);
+
+    int threads = (int)cfg->threads;
+    if (threads <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
+    int prc = tv_pool_start(&s->pool, threads, (size_t)cfg->max_queue,
+                            (size_t)cfg->max_inflight_bytes);
+    if (prc < 0) {
+        snprintf(err, errlen, "cannot start the worker pool: %s",
+                 uv_strerror(prc));
+        goto fail;
+    }
+
+    struct sockaddr_in sa4 = {.sin_family = AF_INET};
+    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6};
+    const struct sockaddr *sa;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (inet_pton(AF_INET, cfg->host, &sa4.sin_addr) == 1) {
+        sa4.sin_port = htons((uint16_t)cfg->port);
+        sa = (const struct sockaddr *)&sa4;
+    } else if (inet_pton(AF_INET6, cfg->host, &sa6.sin6_addr) == 1) {
+        sa6.sin6_port = htons((uint16_t)cfg->port);
+        sa = (const struct sockaddr *)&sa6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        snprintf(err, errlen, "--host '%s' is not an IPv4 or IPv6 address",
+                 cfg->host);
+        goto fail;
+    }
+    s->mhd = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, handler, s,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->request_timeout < 1 ? 1 : cfg->request_timeout),
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
+    if (!s->mhd) {
+        snprintf(err, errlen, "cannot listen on %s:%" PRId64
+                 " (address in use, or not permitted)", cfg->host, cfg->port);
+        goto fail;
+    }
+    *out = s;
+    return 0;
+fail:
+    tv_server_stop(s);
+    return rc;
+}
+
+int tv_server_reload(tv_server *s)
+{
+    char err[512] = "";
+    table_ref *fresh;
+    if (open_table(s, &fresh, err, sizeof err) < 0) {
+        tv_metrics_reload(0);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
+                             "%s", err);
+        return -1;
+    }
+    pthread_mutex_lock(&s->table_lock);
+    table_ref *old = s->current;
+    s->current = fresh;
+    pthread_mutex_unlock(&s->table_lock);
+    ref_release(old);
+    publish_table(fresh->t);
+    tv_metrics_reload(1);
+    const tokvec_table_info *in = tokvec_table_get_info(fresh->t);
+    tv_log(TV_LOG_INFO, "reloaded %s: vocab_size=%" PRId64 " dim=%" PRId64
+                        " dtype=%s positional=%s", in->path, in->vocab_size,
+           in->dim, tokvec_dtype_numpy_name(in->dtype),
+           tokvec_positional_name(in->positional));
+    return 0;
+}
+
+size_t tv_server_drain(tv_server *s, double timeout)
+{
+    atomic_store(&s->draining, 1);
+    if (s->mhd) {
+        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        size_t left = s->pool ? tv_pool_unfinished(s->pool) : 0;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double el = (double)(t.tv_sec - t0.tv_sec) +
+                    (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (left == 0 || el >= timeout)
+            return left;
+        usleep(5000);
+    }
+}
+
+void tv_server_stop(tv_server *s)
+{
+    if (!s)
+        return;
+    if (s->mhd)
+        MHD_stop_daemon(s->mhd); /* sends what is queued, closes the rest */
+    tv_pool_stop(s->pool);
+    ref_release(s->current);
+    pthread_mutex_destroy(&s->table_lock);
+    free(s);
+}
