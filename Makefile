@@ -21,7 +21,7 @@ TEST_LIBS := -lcmocka
 # Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
              libuv1-dev nettle-dev
-DEB_TEST  := libcmocka-dev python3 python3-numpy
+DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 
