@@ -1,156 +1,237 @@
-/* metrics.c -- counters and the duration histogram (metrics.h), rendered
- * as Prometheus text. Every update is a relaxed atomic add: no lock on the
- * request path. The table_info labels change only at start and reload and
- * are guarded by info_lock (set and render only).
+/* metrics.c -- counters, gauges and the request-duration histogram (see
+ * metrics.h), rendered in the Prometheus text format (version 0.0.4).
+ *
+ * Families, always rendered with # HELP and # TYPE even when empty:
+ *   tokvec_requests_total{route,code}         counter; a series appears
+ *       once it is nonzero. code is one of the codes[] below or "other".
+ *   tokvec_request_duration_seconds{route,le} histogram, per route (a
+ *       route's series appear after its first request), cumulative
+ *       _bucket, _sum (seconds), _count (= the +Inf bucket).
+ *   tokvec_tokens_total, tokvec_response_bytes_total   counters
+ *   tokvec_inflight_requests, tokvec_queue_depth         gauges
+ *   tokvec_reloads_total{result="ok"|"failed"}           counter (both)
+ *   tokvec_table_info{vocab_size,dim,dtype,positional} 1  gauge, once a
+ *       table was set.
+ *
+ * What must hold: the request path takes no lock -- every update is one
+ * relaxed C11 atomic add on a fixed, statically allocated slot. Renders
+ * read each slot once; the _count of a histogram is computed from the same
+ * bucket snapshot, so buckets are cumulative and end at _count even while
+ * other threads update (counters may move between families, never back).
+ *
+ * Threads: any thread may call any function. The table_info labels change
+ * only at start and reload: they live in info_labels, guarded by info_lock,
+ * which only tv_metrics_set_table and tv_metrics_render take.
  */
+#include <assert.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
 
-static const int codes[] = {200, 400, 401, 404, 405, 406, 413,
-                            415, 422, 429, 500, 503, 0 /* other */};
-#define NCODES (sizeof codes / sizeof codes[0])
-static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                 0.025,  0.05,  0.1,    0.25,  0.5,
-                                 1,      2.5,   5,      10};
-#define NBUCKETS (sizeof buckets / sizeof buckets[0])
+static const int codes[] = {200, 400, 401, 404, 405, 406, 408, 413,
+                            415, 422, 429, 500, 503, 504};
+enum { NCODES = sizeof codes / sizeof codes[0] }; /* slot NCODES = other */
 
-static atomic_ullong requests[TV_ROUTE_COUNT][NCODES];
-static atomic_ullong hist[NBUCKETS + 1]; /* per bucket, not cumulative */
-static atomic_ullong hist_sum_us, hist_count;
-static atomic_ullong tokens_total, bytes_total;
-static atomic_llong inflight, queue_depth;
-static atomic_ullong reloads_ok, reloads_failed;
+static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                0.025,  0.05,  0.1,    0.25,  0.5,
+                                1,      2.5,   5,      10};
+static const char *const bound_names[] = {
+    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+    "0.1",    "0.25",  "0.5",    "1",     "2.5",  "5",     "10"};
+enum { NBOUNDS = sizeof bounds / sizeof bounds[0] }; /* slot NBOUNDS = +Inf */
+
+static atomic_uint_fast64_t requests[TV_ROUTE_COUNT][NCODES + 1];
+static atomic_uint_fast64_t buckets[TV_ROUTE_COUNT][NBOUNDS + 1];
+static atomic_uint_fast64_t sum_ns[TV_ROUTE_COUNT];
+static atomic_uint_fast64_t tokens_total, bytes_total;
+static atomic_int_fast64_t inflight, queue_depth;
+static atomic_uint_fast64_t reloads_ok, reloads_failed;
 
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
-static char info_labels[256]; /* guarded by info_lock */
+static char info_labels[512]; /* guarded by info_lock; "" = no table yet */
+
+#define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
 const char *tv_route_name(tv_route r)
 {
-    static const char *const n[] = {"/embed",  "/tokens", "/info",
-                                    "/health", "/ready",  "/metrics",
-                                    "/openapi.json", "other"};
-    return r < TV_ROUTE_COUNT ? n[r] : "other";
+    static const char *const names[TV_ROUTE_COUNT] = {
+        [TV_ROUTE_EMBED] = "/embed",     [TV_ROUTE_TOKENS] = "/tokens",
+        [TV_ROUTE_INFO] = "/info",       [TV_ROUTE_HEALTH] = "/health",
+        [TV_ROUTE_READY] = "/ready",     [TV_ROUTE_METRICS] = "/metrics",
+        [TV_ROUTE_OPENAPI] = "/openapi.json", [TV_ROUTE_OTHER] = "other",
+    };
+    assert(r >= 0 && r < TV_ROUTE_COUNT);
+    return names[r];
 }
 
 void tv_metrics_request(tv_route r, int status, double seconds,
                         uint64_t tokens, uint64_t bytes)
 {
-    size_t c = NCODES - 1;
-    for (size_t i = 0; i + 1 < NCODES; i++)
+    assert(r >= 0 && r < TV_ROUTE_COUNT);
+    int c = NCODES;
+    for (int i = 0; i < NCODES; i++)
         if (codes[i] == status)
             c = i;
-    if (r >= TV_ROUTE_COUNT)
-        r = TV_ROUTE_OTHER;
-    atomic_fetch_add_explicit(&requests[r][c], 1, memory_order_relaxed);
-    size_t b = 0;
-    while (b < NBUCKETS && seconds > buckets[b])
+    ADD(requests[r][c], 1);
+
+    if (!(seconds >= 0)) /* negative or NaN: a clock step */
+        seconds = 0;
+    if (seconds > 1e9)
+        seconds = 1e9;
+    int b = 0;
+    while (b < NBOUNDS && seconds > bounds[b])
         b++;
-    atomic_fetch_add_explicit(&hist[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&hist_sum_us,
-                              (unsigned long long)(seconds * 1e6),
-                              memory_order_relaxed);
-    atomic_fetch_add_explicit(&hist_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&tokens_total, tokens, memory_order_relaxed);
-    atomic_fetch_add_explicit(&bytes_total, bytes, memory_order_relaxed);
+    ADD(buckets[r][b], 1);
+    ADD(sum_ns[r], (uint_fast64_t)llround(seconds * 1e9));
+    ADD(tokens_total, tokens);
+    ADD(bytes_total, bytes);
 }
 
-void tv_metrics_inflight_add(int d)
+void tv_metrics_inflight_add(int delta)
 {
-    atomic_fetch_add_explicit(&inflight, d, memory_order_relaxed);
+    ADD(inflight, delta);
 }
 
-void tv_metrics_queue_add(int d)
+void tv_metrics_queue_add(int delta)
 {
-    atomic_fetch_add_explicit(&queue_depth, d, memory_order_relaxed);
+    ADD(queue_depth, delta);
 }
 
 void tv_metrics_reload(int ok)
 {
-    atomic_fetch_add_explicit(ok ? &reloads_ok : &reloads_failed, 1,
-                              memory_order_relaxed);
+    ADD(*(ok ? &reloads_ok : &reloads_failed), 1);
+}
+
+/* A label value with \, " and newline escaped, as the format requires. */
+static void put_label(char *out, size_t len, size_t *pos, const char *v)
+{
+    for (; v && *v && *pos + 3 < len; v++) {
+        if (*v == '\\' || *v == '"') {
+            out[(*pos)++] = '\\';
+            out[(*pos)++] = *v;
+        } else if (*v == '\n') {
+            out[(*pos)++] = '\\';
+            out[(*pos)++] = 'n';
+        } else {
+            out[(*pos)++] = *v;
+        }
+    }
+    out[*pos] = '\0';
 }
 
 void tv_metrics_set_table(int64_t vocab_size, int64_t dim, const char *dtype,
                           const char *positional)
 {
+    char buf[sizeof info_labels];
+    size_t pos = (size_t)snprintf(buf, sizeof buf,
+                                  "vocab_size=\"%lld\",dim=\"%lld\",dtype=\"",
+                                  (long long)vocab_size, (long long)dim);
+    put_label(buf, sizeof buf - 32, &pos, dtype);
+    pos += (size_t)snprintf(buf + pos, sizeof buf - pos, "\",positional=\"");
+    put_label(buf, sizeof buf - 2, &pos, positional);
+    snprintf(buf + pos, sizeof buf - pos, "\"");
     pthread_mutex_lock(&info_lock);
-    snprintf(info_labels, sizeof info_labels,
-             "vocab_size=\"%lld\",dim=\"%lld\",dtype=\"%s\","
-             "positional=\"%s\"",
-             (long long)vocab_size, (long long)dim, dtype, positional);
+    memcpy(info_labels, buf, sizeof buf);
     pthread_mutex_unlock(&info_lock);
 }
 
-#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+static void family(FILE *f, const char *name, const char *type,
+                   const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
 
 char *tv_metrics_render(size_t *len)
 {
     char *buf = NULL;
-    size_t cap = 0;
-    FILE *f = open_memstream(&buf, &cap);
+    size_t size = 0;
+    char labels[sizeof info_labels];
+    FILE *f = open_memstream(&buf, &size);
     if (!f)
         return NULL;
-    fputs("# HELP tokvec_requests_total Requests answered, by route and "
-          "status.\n# TYPE tokvec_requests_total counter\n", f);
+
+    family(f, "tokvec_requests_total", "counter",
+           "Requests answered, by route and status code.");
     for (int r = 0; r < TV_ROUTE_COUNT; r++)
-        for (size_t c = 0; c < NCODES; c++) {
-            unsigned long long v = LOAD(requests[r][c]);
+        for (int c = 0; c <= NCODES; c++) {
+            uint_fast64_t v = LOAD(requests[r][c]);
             if (!v)
                 continue;
-            if (codes[c])
-                fprintf(f, "tokvec_requests_total{route=\"%s\",code=\"%d\"}"
-                           " %llu\n", tv_route_name((tv_route)r), codes[c], v);
-            else
-                fprintf(f, "tokvec_requests_total{route=\"%s\",code="
-                           "\"other\"} %llu\n", tv_route_name((tv_route)r),
-                        v);
+            char code[8];
+            snprintf(code, sizeof code, "%d", c < NCODES ? codes[c] : 0);
+            fprintf(f, "tokvec_requests_total{route=\"%s\",code=\"%s\"} %llu\n",
+                    tv_route_name((tv_route)r), c < NCODES ? code : "other",
+                    (unsigned long long)v);
         }
-    fputs("# HELP tokvec_request_duration_seconds Time from request to "
-          "response.\n# TYPE tokvec_request_duration_seconds histogram\n", f);
-    unsigned long long cum = 0;
-    for (size_t b = 0; b < NBUCKETS; b++) {
-        cum += LOAD(hist[b]);
-        fprintf(f, "tokvec_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                buckets[b], cum);
+
+    family(f, "tokvec_request_duration_seconds", "histogram",
+           "Time from a request's arrival to its last response byte "
+           "queued, by route.");
+    for (int r = 0; r < TV_ROUTE_COUNT; r++) {
+        uint_fast64_t snap[NBOUNDS + 1], total = 0;
+        for (int b = 0; b <= NBOUNDS; b++) {
+            snap[b] = LOAD(buckets[r][b]);
+            total += snap[b];
+        }
+        if (!total)
+            continue;
+        const char *route = tv_route_name((tv_route)r);
+        uint_fast64_t cum = 0;
+        for (int b = 0; b <= NBOUNDS; b++) {
+            cum += snap[b];
+            fprintf(f,
+                    "tokvec_request_duration_seconds_bucket{route=\"%s\","
+                    "le=\"%s\"} %llu\n",
+                    route, b < NBOUNDS ? bound_names[b] : "+Inf",
+                    (unsigned long long)cum);
+        }
+        fprintf(f, "tokvec_request_duration_seconds_sum{route=\"%s\"} %.9f\n",
+                route, (double)LOAD(sum_ns[r]) / 1e9);
+        fprintf(f, "tokvec_request_duration_seconds_count{route=\"%s\"} "
+                   "%llu\n", route, (unsigned long long)total);
     }
-    cum += LOAD(hist[NBUCKETS]);
-    fprintf(f, "tokvec_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-            cum);
-    fprintf(f, "tokvec_request_duration_seconds_sum %.6f\n",
-            (double)LOAD(hist_sum_us) / 1e6);
-    fprintf(f, "tokvec_request_duration_seconds_count %llu\n",
-            LOAD(hist_count));
-    fprintf(f, "# HELP tokvec_tokens_total Tokens embedded.\n"
-               "# TYPE tokvec_tokens_total counter\n"
-               "tokvec_tokens_total %llu\n", LOAD(tokens_total));
-    fprintf(f, "# HELP tokvec_response_bytes_total Response body bytes.\n"
-               "# TYPE tokvec_response_bytes_total counter\n"
-               "tokvec_response_bytes_total %llu\n", LOAD(bytes_total));
-    fprintf(f, "# HELP tokvec_inflight_requests Requests being served.\n"
-               "# TYPE tokvec_inflight_requests gauge\n"
-               "tokvec_inflight_requests %lld\n", LOAD(inflight));
-    fprintf(f, "# HELP tokvec_queue_depth Jobs waiting for a worker.\n"
-               "# TYPE tokvec_queue_depth gauge\n"
-               "tokvec_queue_depth %lld\n", LOAD(queue_depth));
-    fprintf(f, "# HELP tokvec_reloads_total Table reloads (SIGHUP).\n"
-               "# TYPE tokvec_reloads_total counter\n"
-               "tokvec_reloads_total{result=\"ok\"} %llu\n"
+
+    family(f, "tokvec_tokens_total", "counter",
+           "Token ids embedded (B*S of answered requests).");
+    fprintf(f, "tokvec_tokens_total %llu\n",
+            (unsigned long long)LOAD(tokens_total));
+    family(f, "tokvec_response_bytes_total", "counter",
+           "Response body bytes sent.");
+    fprintf(f, "tokvec_response_bytes_total %llu\n",
+            (unsigned long long)LOAD(bytes_total));
+    family(f, "tokvec_inflight_requests", "gauge",
+           "Requests being served now.");
+    fprintf(f, "tokvec_inflight_requests %lld\n", (long long)LOAD(inflight));
+    family(f, "tokvec_queue_depth", "gauge", "Jobs waiting for a worker.");
+    fprintf(f, "tokvec_queue_depth %lld\n", (long long)LOAD(queue_depth));
+    family(f, "tokvec_reloads_total", "counter",
+           "Table reloads (SIGHUP), by result.");
+    fprintf(f, "tokvec_reloads_total{result=\"ok\"} %llu\n"
                "tokvec_reloads_total{result=\"failed\"} %llu\n",
-            LOAD(reloads_ok), LOAD(reloads_failed));
+            (unsigned long long)LOAD(reloads_ok),
+            (unsigned long long)LOAD(reloads_failed));
+
     pthread_mutex_lock(&info_lock);
-    fprintf(f, "# HELP tokvec_table_info The table being served.\n"
-               "# TYPE tokvec_table_info gauge\n"
-               "tokvec_table_info{%s} 1\n", info_labels);
+    memcpy(labels, info_labels, sizeof labels);
     pthread_mutex_unlock(&info_lock);
-    if (fclose(f)) {
+    family(f, "tokvec_table_info", "gauge",
+           "The table being served; the value is always 1.");
+    if (labels[0])
+        fprintf(f, "tokvec_table_info{%s} 1\n", labels);
+
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed) {
         free(buf);
         return NULL;
     }
-    *len = cap;
+    if (len)
+        *len = size;
     return buf;
 }
