@@ -155,7 +155,8 @@ static void env_name(const setting *s, char *buf, size_t len)
 static const setting *find_key(const char *name, size_t n)
 {
     for (int i = 0; i < NSETTINGS; i++)
-        if (strlen(settings[i].name) == n && !strncmp(settings[i].name, name, n))
+        if (strlen(settings[i].name) == n &&
+            !strncmp(settings[i].name, name, n))
             return &settings[i];
     return NULL;
 }

@@ -42,9 +42,11 @@ typedef struct tv_config {
 
 enum { TV_CONFIG_OK = 0, TV_CONFIG_HELP = 1, TV_CONFIG_ERROR = -1 };
 
-/* Loads defaults, then the file, env and argv (argv[0] is "serve").
- * TV_CONFIG_HELP when --help was printed to stdout; TV_CONFIG_ERROR with a
- * one-line message in err (naming the flag/variable/key and the value). */
+/* Loads defaults, then the file, env and argv (argv[0] is "serve"; one
+ * non-flag argument is the table, as --table). TV_CONFIG_HELP when --help
+ * was printed to stdout; TV_CONFIG_ERROR with a one-line message in err
+ * (naming the flag/variable/key and the value). On HELP and ERROR cfg holds
+ * nothing; tv_config_free is safe after any return. */
 int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
                    size_t errlen);
 void tv_config_free(tv_config *cfg);

@@ -1,6 +1,6 @@
 /* metrics.h -- counters and the request-duration histogram, rendered in
  * Prometheus text format for GET /metrics. Names are part of the contract:
- *   tokvec_requests_total{route,code}   tokvec_request_duration_seconds
+ *   tokvec_requests_total{route,code}   tokvec_request_duration_seconds{route}
  *   tokvec_tokens_total                 tokvec_response_bytes_total
  *   tokvec_inflight_requests            tokvec_queue_depth
  *   tokvec_reloads_total{result}        tokvec_table_info{vocab_size,dim,
