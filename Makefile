@@ -127,6 +127,6 @@ clean:
 	rm -rf build build-san
 
 # Container/deployment and benchmark targets live beside their files.
--include deploy/deploy.mk bench/bench.mk
+-include deploy/deploy.mk bench/bench.mk tests/fuzz/fuzz.mk
 
 -include $(CORE_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(TESTS:=.d)
