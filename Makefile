@@ -34,7 +34,8 @@ CORE_SRC   := $(sort $(wildcard core/*.c))
 SERVER_SRC := $(sort $(wildcard server/*.c))
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+# docs/openapi.json is compiled in, served at GET /openapi.json.
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o
 # Everything of the server but main(), so tests can link it.
 SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
@@ -67,6 +68,18 @@ $(BUILD)/libtokvec.a: $(CORE_OBJ)
 
 $(BUILD)/tokvec: $(SERVER_OBJ) $(BUILD)/libtokvec.a
 	$(CC) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+
+$(BUILD)/gen/openapi.c: docs/openapi.json
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from docs/openapi.json by the Makefile. */'; \
+	   echo 'const char tv_openapi_json[] = {'; \
+	   od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	   echo '0};'; \
+	   echo 'const unsigned long tv_openapi_len = sizeof tv_openapi_json - 1;'; \
+	 } > $@
+
+$(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)

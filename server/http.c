@@ -38,6 +38,10 @@
 #include "tokvec_embed.h"
 #include "tokvec_table.h"
 
+/* docs/openapi.json, compiled in by the Makefile (build/gen/openapi.c). */
+extern const char tv_openapi_json[];
+extern const unsigned long tv_openapi_len;
+
 typedef struct table_ref {
     tokvec_table *t;
     atomic_int refs;
@@ -508,6 +512,8 @@ static tv_route route_of(const char *url)
         return TV_ROUTE_READY;
     if (!strcmp(url, "/metrics"))
         return TV_ROUTE_METRICS;
+    if (!strcmp(url, "/openapi.json"))
+        return TV_ROUTE_OPENAPI;
     return TV_ROUTE_OTHER;
 }
 
@@ -556,7 +562,8 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     }
     if (x->route == TV_ROUTE_OTHER)
         return fail(x, 404, "not_found", "no such path; routes: POST /embed,"
-                    " GET /tokens/{id}, /info, /health, /ready, /metrics");
+                    " GET /tokens/{id}, /info, /health, /ready, /metrics, "
+                    "/openapi.json");
     if (x->route == TV_ROUTE_EMBED ? !post : !get)
         return fail(x, 405, "method_not_allowed", "%s is not allowed here",
                     x->route == TV_ROUTE_EMBED ? "only POST" : "only GET");
@@ -651,6 +658,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
                           "{\"status\":\"ready\"}", 18);
     case TV_ROUTE_METRICS:
         return route_metrics(x);
+    case TV_ROUTE_OPENAPI:
+        return queue(x, 200,
+                     MHD_create_response_from_buffer(
+                         tv_openapi_len, (void *)tv_openapi_json,
+                         MHD_RESPMEM_PERSISTENT),
+                     "application/json", tv_openapi_len);
     default:
         return fail(x, 404, "not_found", "no such path");
     }
