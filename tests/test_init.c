@@ -23,6 +23,10 @@
 
 static json_t *golden;
 
+/* core/init.c: nonzero makes the vector path use the portable scalar code
+ * even where AVX2+FMA is available (internal; for this test). */
+extern int tokvec__init_force_scalar;
+
 static int load_golden(void **state)
 {
     (void)state;
@@ -146,6 +150,16 @@ static void default_table_pair_matches_torch_hash(void **state)
             seen_default = 1;
     }
     assert_true(seen_default);
+}
+
+static void scalar_path_gives_the_same_bits_as_avx2(void **state)
+{
+    /* Every golden case again through the portable code: both paths must
+     * reproduce torch's AVX2 kernel bit for bit. */
+    tokvec__init_force_scalar = 1;
+    every_golden_case_is_bit_exact(state);
+    default_table_pair_matches_torch_hash(state);
+    tokvec__init_force_scalar = 0;
 }
 
 static void golden_bin_files_equal_generated_bytes(void **state)
@@ -276,6 +290,7 @@ int main(void)
         cmocka_unit_test(mt19937_first_outputs_for_seed_123_match_torch),
         cmocka_unit_test(every_golden_case_is_bit_exact),
         cmocka_unit_test(default_table_pair_matches_torch_hash),
+        cmocka_unit_test(scalar_path_gives_the_same_bits_as_avx2),
         cmocka_unit_test(golden_bin_files_equal_generated_bytes),
         cmocka_unit_test(worked_numbers_of_the_spec_hold),
         cmocka_unit_test(small_path_caches_the_sine_value_across_tables),
