@@ -1,5 +1,13 @@
 # bench.mk -- `make bench`: benchmarks, never part of `make test`.
 # Included by the top Makefile (BUILD, DEFAULT_TABLE, PYTHON are set there).
+# bench/run.sh installs what it needs (wrk, nginx-light, gnuplot-nox, the
+# peer's python3-torch/fastapi/uvicorn) when run as root; bench/loadbench.py
+# writes bench/results/latest.md, latest.json and the PNG plots.
+#   make bench BENCH_QUICK=1            ~1 s a point, fewer sweep points
+#   make bench BENCH_ONLY=main,startup  some sections only
+BENCH_BINS := $(BUILD)/bench/embedbench \
+              $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
 .PHONY: bench
-bench: all $(DEFAULT_TABLE) $(BUILD)/bench/embedbench $(BUILD)/bench/floatbench
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) bench/run.sh
+bench: all $(DEFAULT_TABLE) $(BENCH_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
+	  BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) bench/run.sh

@@ -2,17 +2,59 @@
 # run.sh -- the benchmark driver behind `make bench`. Everything that is
 # compared is measured in this one run, so noise on this shared machine hits
 # both sides; read the ratios, not the absolute numbers.
+#
+#   core    embedbench (gather+add vs memcpy), floatbench (JSON float writer
+#           vs snprintf %.9g), tokvec vs torch init of the default table
+#   http    bench/loadbench.py: tokvec vs the PyTorch peer vs nginx under
+#           wrk, scaling sweeps, start-up time; writes bench/results/
+#
+# Env: BENCH_QUICK=1 (about 1 s a point, fewer sweep points),
+#      BENCH_ONLY=main,tokens,dim,conns,startup (sections of the HTTP part),
+#      TOKVEC_SHARED (default ../shared beside the checkout: peers, load).
 set -eu
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 TABLE=${TABLE:-data/gpt2-256.safetensors}
+OUT=${OUT:-bench/results}
 
+# --- tools: Debian packages, installed when root, else the command printed
+need=""
+command -v wrk >/dev/null 2>&1 || need="$need wrk"
+command -v nginx >/dev/null 2>&1 || need="$need nginx-light"
+command -v gnuplot >/dev/null 2>&1 || need="$need gnuplot-nox"
+"$PYTHON" -c "import torch" 2>/dev/null || need="$need python3-torch"
+"$PYTHON" -c "import fastapi" 2>/dev/null || need="$need python3-fastapi"
+"$PYTHON" -c "import uvicorn" 2>/dev/null || need="$need python3-uvicorn"
+if [ -n "$need" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "== installing:$need"
+        export DEBIAN_FRONTEND=noninteractive
+        # apt waits for the lock if another apt runs
+        apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null ||
+            echo "apt-get update failed; trying the install anyway" >&2
+        # shellcheck disable=SC2086
+        apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $need >/dev/null
+    else
+        echo "missing tools; as root run: apt-get install$need" >&2
+        exit 1
+    fi
+fi
+# wrk -c1024 needs as many descriptors (and the servers too)
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+mkdir -p "$BUILD/bench/work" "$OUT"
+CORE="$BUILD/bench/work/core.txt"
+{
 echo "== core lookup: gather+add of 32x128 ids vs memcpy of the same bytes"
 "$BUILD/bench/embedbench" "$TABLE" 32 128
 
 echo
 echo "== JSON float formatting (one core)"
-"$BUILD/bench/floatbench"
+if [ -x "$BUILD/bench/floatbench" ]; then
+    "$BUILD/bench/floatbench"
+else
+    echo "floatbench: not built (bench/floatbench.c missing) -- skipped"
+fi
 
 echo
 echo "== init of the default table (50257x256 + 1024x256, seed 123)"
@@ -33,3 +75,11 @@ PY
 else
     echo "torch: not installed (apt-get install python3-torch) -- skipped"
 fi
+} > "$CORE" 2>&1
+cat "$CORE"
+echo
+
+set -- --build "$BUILD" --table "$TABLE" --core "$CORE" --out "$OUT"
+[ "${BENCH_QUICK:-0}" = 1 ] && set -- "$@" --quick
+[ -n "${BENCH_ONLY:-}" ] && set -- "$@" --only "$BENCH_ONLY"
+exec "$PYTHON" bench/loadbench.py "$@"

@@ -1,0 +1,1227 @@
+#!/usr/bin/python3
+"""loadbench.py -- the HTTP half of `make bench` (bench/run.sh runs the core half
+first and hands its output over with --core).
+
+Starts, on free loopback ports:
+  tokvec   build/tokvec serve --table TABLE --access-log false
+  peer     the PyTorch + FastAPI peer (../shared/bench/peers/torch_fastapi.py,
+           python3 -m uvicorn --workers 2)
+  nginx    nginx-light with its own temporary config, serving static files of
+           exactly each response's bytes: the HTTP ceiling
+checks that tokvec and the peer answer the same bytes for the same body, then
+drives all three with wrk (the shared post.lua through bench/stats.lua),
+alternating targets point by point so the noise of this shared machine hits
+all of them alike. Then the scaling sweeps (tokens per request, dim,
+connections) and the start-up time vs table size.
+
+Writes a table to stdout and bench/results/latest.md (+ latest.json, PNG
+plots by gnuplot). Exit status 1 if tokvec and the peer disagree.
+
+  --quick    ~1 s per point, fewer sweep points (for development)
+"""
+import argparse
+import base64
+import http.client
+import json
+import os
+import platform
+import random
+import re
+import resource
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+SHARED = os.environ.get("TOKVEC_SHARED",
+                        os.path.join(TOP, "..", "shared"))
+LOAD = os.path.join(SHARED, "bench", "load")
+PEERS = os.path.join(SHARED, "bench", "peers")
+POST_LUA = os.path.abspath(os.path.join(LOAD, "post.lua"))
+STATS_LUA = os.path.join(TOP, "bench", "stats.lua")
+PY = "/usr/bin/python3"
+NPROC = os.cpu_count() or 1
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------- processes
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def port_free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def health_ok(port, path="/health", timeout=1.0):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    except OSError:
+        return False
+    try:
+        s.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: x\r\n\r\n")
+        data = s.recv(64)
+        return data.startswith(b"HTTP/1.") and data[9:12] == b"200"
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+class Proc:
+    """A server we start in its own session; stopped by its own pid/pgid."""
+
+    def __init__(self, name, cmd, port, cwd=None, env=None, logfile=None):
+        self.name, self.port = name, port
+        self.logf = open(logfile or os.devnull, "ab")
+        e = dict(os.environ)
+        e.update(env or {})
+        self.t0 = time.perf_counter()
+        self.p = subprocess.Popen(cmd, cwd=cwd, env=e, stdout=self.logf,
+                                  stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL,
+                                  start_new_session=True)
+
+    def wait_healthy(self, timeout, path="/health", poll=0.0005):
+        end = self.t0 + timeout
+        while time.perf_counter() < end:
+            if self.p.poll() is not None:
+                return None
+            if health_ok(self.port, path):
+                return time.perf_counter() - self.t0
+            time.sleep(poll)
+        return None
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+        self.logf.close()
+
+
+# --------------------------------------------------------------- requests
+def post(port, body, accept, path="/embed", timeout=120):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request("POST", path, body=body,
+              headers={"Content-Type": "application/json", "Accept": accept})
+    r = c.getresponse()
+    data = r.read()
+    hdr = {k.lower(): v for k, v in r.getheaders()}
+    c.close()
+    return r.status, hdr, data
+
+
+def body_file(workdir, name, B, S, vocab, seed, extra=None):
+    """A request body like the shared ones: random ids, no spaces."""
+    path = os.path.join(workdir, "bodies", name + ".json")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        rnd = random.Random(seed)
+        obj = {"inputs": [[rnd.randrange(vocab) for _ in range(S)]
+                          for _ in range(B)]}
+        obj.update(extra or {})
+        with open(path, "w") as f:
+            f.write(json.dumps(obj, separators=(",", ":")))
+    return path
+
+
+def with_extra(workdir, src, name, extra):
+    path = os.path.join(workdir, "bodies", name + ".json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    obj = json.load(open(src))
+    obj.update(extra)
+    with open(path, "w") as f:
+        f.write(json.dumps(obj, separators=(",", ":")))
+    return path
+
+
+def npy_data(b):
+    if not b.startswith(b"\x93NUMPY"):
+        raise ValueError("no npy magic")
+    major = b[6]
+    if major == 1:
+        hl, off = struct.unpack("<H", b[8:10])[0], 10
+    else:
+        hl, off = struct.unpack("<I", b[8:12])[0], 12
+    hdr = b[off:off + hl].decode("latin1")
+    return hdr, b[off + hl:]
+
+
+def f32(x):
+    return struct.pack("<f", x)
+
+
+def flat(x, out):
+    if isinstance(x, list):
+        for y in x:
+            flat(y, out)
+    else:
+        out.append(x)
+    return out
+
+
+# --------------------------------------------------------------- wrk
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def pg_cpu(pgid):
+    """CPU seconds (user+sys) of the live processes of process group pgid."""
+    tot = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = open("/proc/%s/stat" % d).read()
+        except OSError:
+            continue
+        f = st[st.rindex(")") + 2:].split()
+        if int(f[2]) == pgid:          # field 5: pgrp
+            tot += int(f[11]) + int(f[12])  # fields 14, 15: utime, stime
+    return tot / CLK
+
+
+def wrk(url, body, accept, conns, duration, threads=None, timeout=30,
+        pgid=None):
+    threads = threads or min(NPROC, conns)
+    env = dict(os.environ, POST_LUA=POST_LUA, BODY=os.path.abspath(body),
+               ACCEPT=accept)
+    cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % max(1, round(duration)),
+           "--timeout", "%ds" % timeout, "-s", STATS_LUA, url]
+    c0 = pg_cpu(pgid) if pgid else None
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                         timeout=duration + timeout + 60).stdout
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c1 = pg_cpu(pgid) if pgid else None
+    m = re.search(r"^TVSTATS (\{.*\})$", out, re.M)
+    if not m:
+        return None
+    s = json.loads(m.group(1))
+    sec = s["duration_us"] / 1e6
+    ok = s["requests"] - s["status"]
+    s["rps"] = ok / sec if sec > 0 else 0.0
+    s["errors"] = (s["status"] + s["connect"] + s["read"] + s["write"] +
+                   s["timeout"])
+    n = max(1, s["requests"])
+    s["client_cpu_us"] = 1e6 * (r1.ru_utime + r1.ru_stime - r0.ru_utime -
+                                r0.ru_stime) / n
+    s["server_cpu_us"] = 1e6 * (c1 - c0) / n if pgid else None
+    return s
+
+
+class Runner:
+    """Runs wrk points; keeps the best of the rounds for each key."""
+
+    def __init__(self, quick):
+        self.quick = quick
+        self.dur = 1.0 if quick else 3.0
+        self.rounds = 1 if quick else 2
+
+    pgids = {}  # url prefix -> process group of the server behind it
+
+    def wait_idle(self, limit=180):
+        """Until every server we watch is idle (< 10% of a core over 0.25 s):
+        requests wrk gave up on may still be running, and would steal the
+        next point's CPU."""
+        end = time.time() + limit
+        while time.time() < end:
+            pgs = list(set(self.pgids.values()))
+            c0 = [pg_cpu(p) for p in pgs]
+            time.sleep(0.25)
+            c1 = [pg_cpu(p) for p in pgs]
+            if all(b - a < 0.025 for a, b in zip(c0, c1)):
+                return
+        log("  (servers still busy after %d s)" % limit)
+
+    def point(self, url, body, accept, conns, dur=None, threads=None):
+        dur = dur or self.dur
+        pg = next((v for k, v in self.pgids.items() if url.startswith(k)),
+                  None)
+        self.wait_idle()
+        s = wrk(url, body, accept, conns, dur, threads, pgid=pg)
+        # Slow points (a few requests in the window): measure longer.
+        if s and s["requests"] < 8 and dur < 20:
+            self.wait_idle()
+            s = wrk(url, body, accept, conns, 20, threads, pgid=pg)
+            s["slow"] = True
+        return s
+
+    def register(self, proc):
+        if proc:
+            self.pgids["http://127.0.0.1:%d/" % proc.port] = proc.p.pid
+
+
+def better(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if a["rps"] >= b["rps"] else b
+
+
+# --------------------------------------------------------------- nginx
+class Nginx:
+    def __init__(self, port):
+        self.port = port
+        self.dir = tempfile.mkdtemp(prefix="tokvec-bench-nginx-")
+        os.chmod(self.dir, 0o755)
+        self.www = os.path.join(self.dir, "www")
+        os.mkdir(self.www)
+        os.chmod(self.www, 0o755)
+        d = self.dir
+        conf = """worker_processes %d;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+daemon off;
+worker_rlimit_nofile 8192;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %s/cb; proxy_temp_path %s/px;
+  fastcgi_temp_path %s/fc; uwsgi_temp_path %s/uw; scgi_temp_path %s/sc;
+  sendfile on; tcp_nopush on; tcp_nodelay on;
+  keepalive_requests 100000000; keepalive_timeout 300s;
+  client_body_buffer_size 1m; client_max_body_size 64m;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:%d backlog=4096;
+    root %s;
+    # POST to a static file: answer it as a GET would (the 405 -> 200 trick)
+    location / { error_page 405 =200 $uri; }
+  }
+}
+""" % (NPROC, d, d, d, d, d, d, d, port, self.www)
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(conf)
+        self.proc = Proc("nginx", ["nginx", "-p", d, "-e", d + "/error.log",
+                                   "-c", d + "/nginx.conf"], port,
+                         logfile=os.path.join(d, "out.log"))
+
+    def add(self, name, data):
+        p = os.path.join(self.www, name)
+        with open(p, "wb") as f:
+            f.write(data)
+        os.chmod(p, 0o644)
+        return "http://127.0.0.1:%d/%s" % (self.port, name)
+
+    def healthy(self):
+        self.add("health", b"ok")
+        end = time.time() + 10
+        while time.time() < end:
+            try:
+                st, _, _ = post(self.port, b"{}", "*/*", "/health", 2)
+                if st == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def stop(self):
+        self.proc.stop(signal.SIGQUIT)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------- servers
+def tokvec_cmd(binary, table, port):
+    return [binary, "serve", "--table", table, "--host", "127.0.0.1",
+            "--port", str(port), "--access-log", "false",
+            "--log-level", "warn"]
+
+
+def start_tokvec(binary, table, workdir, tag):
+    port = free_port()
+    p = Proc("tokvec", tokvec_cmd(binary, table, port), port,
+             logfile=os.path.join(workdir, "tokvec-%s.log" % tag))
+    if p.wait_healthy(30) is None:
+        log("!! tokvec did not answer /health (see %s)" %
+            os.path.join(workdir, "tokvec-%s.log" % tag))
+        p.stop()
+        return None
+    return p
+
+
+def start_peer(workdir, vocab=50257, dim=256, context=1024, port=None):
+    if port is None:
+        port = 18081 if port_free(18081) else free_port()
+    env = {"PEER_VOCAB": str(vocab), "PEER_DIM": str(dim),
+           "PEER_CONTEXT": str(context), "PEER_SEED": "123",
+           "OMP_NUM_THREADS": "1"}
+    p = Proc("peer", [PY, "-m", "uvicorn", "torch_fastapi:app", "--host",
+                      "127.0.0.1", "--port", str(port), "--workers", "2",
+                      "--log-level", "warning", "--no-access-log"],
+             port, cwd=PEERS, env=env,
+             logfile=os.path.join(workdir, "peer.log"))
+    t = p.wait_healthy(180, poll=0.05)
+    if t is None:
+        log("!! peer did not answer /health (see %s/peer.log)" % workdir)
+        p.stop()
+        return None, None
+    # uvicorn answers once the first worker is up; let the second come up.
+    time.sleep(2)
+    return p, t
+
+
+# --------------------------------------------------------------- formatting
+def fmt_rps(x):
+    if x is None:
+        return "n/a"
+    return "%.0f" % x if x >= 100 else "%.1f" % x
+
+
+def fmt_ms(us):
+    if us is None:
+        return "n/a"
+    ms = us / 1000.0
+    return "%.3f" % ms if ms < 1 else "%.2f" % ms if ms < 100 else "%.0f" % ms
+
+
+def fmt_us(us):
+    if us is None:
+        return "n/a"
+    return "%.0f" % us if us >= 10 else "%.1f" % us
+
+
+def fmt_ratio(a, b, pct=False):
+    if not a or not b:
+        return "n/a"
+    r = a / b
+    if pct:
+        return "%.0f%%" % (100 * r)
+    return "%.1fx" % r if r < 100 else "%.0fx" % r
+
+
+def fmt_bytes(n):
+    for u, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            v = n / k
+            return ("%.0f %s" if v >= 10 or v == int(v) else "%.1f %s") % (v, u)
+    return "%d B" % n
+
+
+def md_table(headers, rows):
+    w = [len(h) for h in headers]
+    for r in rows:
+        for i, c in enumerate(r):
+            w[i] = max(w[i], len(str(c)))
+    right = [i > 0 for i in range(len(headers))]
+
+    def line(cells):
+        out = []
+        for i, c in enumerate(cells):
+            c = str(c)
+            out.append(c.rjust(w[i]) if right[i] else c.ljust(w[i]))
+        return "| " + " | ".join(out) + " |"
+    sep = "|" + "|".join(("-" * (w[i] + 1) + ":") if right[i] else
+                         ("-" * (w[i] + 2)) for i in range(len(w))) + "|"
+    return "\n".join([line(headers), sep] + [line(r) for r in rows])
+
+
+# --------------------------------------------------------------- machine
+def machine():
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = "%.1f GiB" % (int(line.split()[1]) / 1048576)
+    except OSError:
+        pass
+    flags = ""
+    try:
+        txt = open("/proc/cpuinfo").read()
+        fl = re.search(r"^flags\s*:(.*)$", txt, re.M).group(1).split()
+        flags = " ".join(f for f in ("avx2", "avx512f", "f16c", "fma")
+                         if f in fl)
+    except (OSError, AttributeError):
+        pass
+    virt = ""
+    try:
+        virt = subprocess.run(["systemd-detect-virt"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        pass
+
+    def ver(cmd):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            return (r.stdout + r.stderr).strip().splitlines()[0]
+        except (OSError, IndexError):
+            return "?"
+    return {
+        "nproc": NPROC, "cpu": cpu, "flags": flags, "mem": mem,
+        "kernel": platform.release(), "virt": virt or "?",
+        "wrk": ver(["wrk", "--version"]), "nginx": ver(["nginx", "-v"]),
+        "python": platform.python_version(),
+        "torch": subprocess.run([PY, "-c", "import torch;print(torch.__version__)"],
+                                capture_output=True, text=True).stdout.strip() or "?",
+    }
+
+
+# --------------------------------------------------------------- core
+def parse_core(text):
+    """Numbers from bench/run.sh's core section (embedbench, floatbench,
+    init timings); missing ones stay None."""
+    c = {}
+
+    def g(pat, key, cast=float):
+        m = re.search(pat, text, re.M)
+        c[key] = cast(m.group(1)) if m else None
+    g(r"^memcpy\t([\d.]+) GB/s", "memcpy_gbs")
+    g(r"^embed f32\t([\d.]+) GB/s", "embed_gbs")
+    g(r"^embed f32\t[\d.]+ GB/s\t(\d+)% of memcpy", "embed_pct_memcpy")
+    g(r"^json\t([\d.]+) M floats/s", "json_mfs_embedbench")
+    g(r"^init \S+ \+ \S+\t([\d.]+) s", "init_s")
+    g(r"^torch init \S+ \+ \S+\t([\d.]+) s", "torch_init_s")
+    # floatbench: accept "<name> ... N M floats/s" lines; the tokvec writer
+    # is the line that does not mention snprintf/%.9g.
+    tok = snp = None
+    sect = text.split("== JSON float formatting", 1)
+    if len(sect) == 2:
+        body = sect[1].split("\n==", 1)[0]
+        for line in body.splitlines():
+            m = re.search(r"([\d.]+)\s*M\s*floats?/s", line)
+            if not m:
+                continue
+            v = float(m.group(1))
+            if re.search(r"snprintf|%\.9g|printf", line):
+                snp = v if snp is None else snp
+            elif tok is None:
+                tok = v
+    c["json_mfs"] = tok if tok is not None else c.get("json_mfs_embedbench")
+    c["snprintf_mfs"] = snp
+    return c
+
+
+def embedbench(build, table, B, S):
+    try:
+        out = subprocess.run([os.path.join(build, "bench", "embedbench"),
+                              table, str(B), str(S)], capture_output=True,
+                             text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_core(out)
+
+
+# --------------------------------------------------------------- plots
+def gnuplot(path, title, xlabel, ylabel, series, logx=True, logy=True,
+            extra=""):
+    """series: [(label, [(x, y), ...])]; one PNG."""
+    if not shutil.which("gnuplot"):
+        return False
+    lines = ["set terminal pngcairo size 900,560 font 'sans,10'",
+             "set output '%s'" % path, "set title '%s'" % title,
+             "set xlabel '%s'" % xlabel, "set ylabel '%s'" % ylabel,
+             "set grid", "set key outside right top"]
+    if logx:
+        lines.append("set logscale x 2" if logx == 2 else "set logscale x")
+    if logy:
+        lines.append("set logscale y")
+    lines.append(extra)
+    plots = []
+    for i, (label, pts) in enumerate(series):
+        pts = [(x, y) for x, y in pts if y]
+        if not pts:
+            continue
+        lines.append("$d%d << EOD" % i)
+        lines += ["%g %g" % p for p in pts]
+        lines.append("EOD")
+        plots.append("$d%d using 1:2 with linespoints lw 2 title '%s'" %
+                     (i, label))
+    if not plots:
+        return False
+    lines.append("plot " + ", ".join(plots))
+    r = subprocess.run(["gnuplot"], input="\n".join(lines), text=True,
+                       capture_output=True)
+    if r.returncode != 0:
+        log("gnuplot: " + r.stderr.strip())
+        return False
+    return True
+
+
+# --------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--table", default="data/gpt2-256.safetensors")
+    ap.add_argument("--core", help="file with bench/run.sh's core output")
+    ap.add_argument("--out", default=os.path.join(TOP, "bench", "results"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="main,tokens,dim,conns,startup",
+                    help="comma list of sections")
+    a = ap.parse_args()
+    only = set(a.only.split(","))
+    build = os.path.abspath(a.build)
+    binary = os.path.join(build, "tokvec")
+    table = os.path.abspath(a.table)
+    workdir = os.path.join(build, "bench", "work")
+    os.makedirs(workdir, exist_ok=True)
+    os.makedirs(a.out, exist_ok=True)
+    run = Runner(a.quick)
+    res = {"machine": machine(), "quick": a.quick, "started":
+           time.strftime("%Y-%m-%d %H:%M:%S %Z"), "points": {}}
+    core_text = open(a.core).read() if a.core and os.path.exists(a.core) else ""
+    core = parse_core(core_text)
+    res["core"] = core
+    failures = []
+    md = []  # sections of latest.md
+    t_start = time.time()
+
+    # ---- start servers --------------------------------------------------
+    ngx = Nginx(free_port())
+    if not ngx.healthy():
+        log("!! nginx did not start:", open(ngx.dir + "/error.log").read())
+    tv = start_tokvec(binary, table, workdir, "main")
+    peer, peer_t = start_peer(workdir)
+    for pr_ in (ngx.proc, tv, peer):
+        run.register(pr_)
+    res["peer_time_to_health_s"] = peer_t
+    tv_url = "http://127.0.0.1:%d/embed" % tv.port if tv else None
+    peer_url = "http://127.0.0.1:%d/embed" % peer.port if peer else None
+
+    JSON, RAW, NPY = ("application/json", "application/octet-stream",
+                      "application/x-npy")
+    b1x1 = body_file(workdir, "b1x1", 1, 1, 50257, 11)
+    b32 = os.path.join(LOAD, "b32x128.json")
+    b32_b64 = with_extra(workdir, b32, "b32x128_b64",
+                         {"encoding_format": "base64"})
+    workloads = [  # name, body, B, S
+        ("8x4", os.path.join(LOAD, "seed_8x4.json"), 8, 4),
+        ("32x128", b32, 32, 128),
+        ("4x1024", os.path.join(LOAD, "b4x1024.json"), 4, 1024),
+        ("1x1", b1x1, 1, 1),
+    ]
+
+    try:
+        # ---- correctness: same bytes ------------------------------------
+        checks = []
+        sizes = {}   # (workload, fmt) -> response bytes (tokvec's)
+        bodies = {}  # (workload, fmt) -> response bytes for nginx
+        if tv and peer:
+            for name, body, B, S in workloads:
+                data = open(body, "rb").read()
+                st1, h1, r1 = post(tv.port, data, RAW)
+                st2, h2, r2 = post(peer.port, data, RAW)
+                same = (st1 == st2 == 200 and r1 == r2 and
+                        h1.get("x-tokvec-shape") == h2.get("x-tokvec-shape"))
+                checks.append((name, "raw", "%d bytes" % len(r1),
+                               "identical" if same else
+                               "DIFFERENT (%s %d B vs %s %d B)" %
+                               (st1, len(r1), st2, len(r2))))
+                if not same:
+                    failures.append("raw %s differs" % name)
+                # JSON: numbers differ in spelling (peer prints doubles),
+                # never in value: compare as float32.
+                st1, _, j1 = post(tv.port, data, JSON)
+                st2, _, j2 = post(peer.port, data, JSON)
+                try:
+                    o1, o2 = json.loads(j1), json.loads(j2)
+                    v1 = flat(o1["embeddings"], [])
+                    v2 = flat(o2["embeddings"], [])
+                    same = (o1["shape"] == o2["shape"] and len(v1) == len(v2)
+                            and all(f32(x) == f32(y) for x, y in zip(v1, v2)))
+                except (ValueError, KeyError, TypeError):
+                    same = False
+                checks.append((name, "json", "%d bytes" % len(j1),
+                               "same float32 values" if same else
+                               "DIFFERENT"))
+                if not same:
+                    failures.append("json %s differs" % name)
+            # npy and base64 of 32x128 against tokvec's own raw bytes
+            data = open(b32, "rb").read()
+            _, _, raw = post(tv.port, data, RAW)
+            st, h, npy = post(tv.port, data, NPY)
+            try:
+                hdr, payload = npy_data(npy)
+                ok = st == 200 and payload == raw and "'<f4'" in hdr
+            except ValueError:
+                ok = False
+            checks.append(("32x128", "npy", "%d bytes" % len(npy),
+                           "data == raw" if ok else "DIFFERENT"))
+            if not ok:
+                failures.append("npy differs from raw")
+            st, h, b64 = post(tv.port, open(b32_b64, "rb").read(), JSON)
+            try:
+                ok = base64.b64decode(json.loads(b64)["embeddings"]) == raw
+            except (ValueError, KeyError, TypeError):
+                ok = False
+            checks.append(("32x128", "base64", "%d bytes" % len(b64),
+                           "decoded == raw" if ok else "DIFFERENT"))
+            if not ok:
+                failures.append("base64 differs from raw")
+        elif peer:
+            checks.append(("all", "-", "-", "tokvec not running: skipped"))
+
+        # response bodies (tokvec's if it runs, else the peer's) for nginx
+        def response(port, body, accept):
+            st, _, r = post(port, open(body, "rb").read(), accept)
+            return r if st == 200 else None
+        src_port = tv.port if tv else (peer.port if peer else None)
+        fmts = {"json": (JSON, None), "raw": (RAW, None), "npy": (NPY, None),
+                "base64": (JSON, b32_b64)}
+        for name, body, B, S in workloads:
+            for f in ("json", "raw") + (("npy", "base64") if name == "32x128"
+                                        else ()):
+                acc, alt = fmts[f]
+                if src_port is None:
+                    continue
+                r = response(src_port, alt or body, acc)
+                if r is not None:
+                    sizes[(name, f)] = len(r)
+                    bodies[(name, f)] = r
+
+        md.append("## Correctness: tokvec vs the peer, same request body\n\n" +
+                  md_table(["workload", "format", "tokvec response",
+                            "result"], checks))
+        log(md[-1])
+
+        # ---- main workloads ---------------------------------------------
+        if "main" in only:
+            log("\n== main workloads (%s s per point, best of %d rounds)" %
+                (run.dur, run.rounds))
+            ceil = {}
+            for name, body, B, S in workloads:
+                ceil[name] = embedbench(build, table, B, S)
+            res["ceilings"] = ceil
+            points = []  # (workload, fmt, target)
+            for name, body, B, S in workloads:
+                fl = ("json", "raw") + (("npy", "base64") if name == "32x128"
+                                        else ())
+                for f in fl:
+                    points.append((name, body, B, S, f))
+            main_res = {}
+            for rnd in range(run.rounds):
+                for name, body, B, S, f in points:
+                    acc, alt = fmts[f]
+                    bfile = alt or body
+                    lat = name == "1x1"
+                    conns = 1 if lat else 16
+                    targets = []
+                    if tv:
+                        targets.append(("tokvec", tv_url))
+                    if peer and f in ("json", "raw"):
+                        targets.append(("peer", peer_url))
+                    if (name, f) in bodies:
+                        targets.append(("nginx", ngx.add(
+                            "%s.%s" % (name, f), bodies[(name, f)])))
+                    if rnd % 2:
+                        targets.reverse()
+                    for tgt, url in targets:
+                        k = (name, f, tgt)
+                        if main_res.get(k) and main_res[k].get("slow"):
+                            continue  # one 20 s window is enough
+                        s = run.point(url, bfile, acc, conns)
+                        main_res[k] = better(main_res.get(k), s)
+                        log("  %-7s %-7s %-6s c=%-3d %9s req/s  p50 %s ms"
+                            "  p99 %s ms%s" % (
+                                name, f, tgt, conns,
+                                fmt_rps(s and s["rps"]),
+                                fmt_ms(s and s["p50"]), fmt_ms(s and s["p99"]),
+                                "  errors %d" % s["errors"] if s and
+                                s["errors"] else ""))
+            rows = []
+            for name, body, B, S in workloads:
+                for f in ("json", "raw", "npy", "base64"):
+                    if (name, f, "tokvec") not in main_res and \
+                       (name, f, "peer") not in main_res:
+                        continue
+                    size = sizes.get((name, f))
+                    ng = main_res.get((name, f, "nginx"))
+                    pr = main_res.get((name, f, "peer"))
+                    for tgt in ("tokvec", "peer", "nginx"):
+                        s = main_res.get((name, f, tgt))
+                        if s is None:
+                            continue
+                        gbs = s["rps"] * size / 1e9 if size else None
+                        cc = ceil.get(name, {})
+                        if f in ("raw", "npy") and cc.get("memcpy_gbs") and gbs:
+                            vs_core = "%.0f%% memcpy" % (
+                                100 * gbs / cc["memcpy_gbs"])
+                        elif f == "json" and core.get("json_mfs"):
+                            fl_s = s["rps"] * B * S * 256 / 1e6
+                            vs_core = "%.0f%% fmt" % (
+                                100 * fl_s / (core["json_mfs"] * NPROC))
+                        else:
+                            vs_core = ""
+                        rows.append([
+                            name, f, tgt, "c=1" if name == "1x1" else "c=16",
+                            fmt_rps(s["rps"]), fmt_ms(s["p50"]),
+                            fmt_ms(s["p99"]),
+                            "%.3f" % gbs if gbs is not None else "n/a",
+                            fmt_ratio(s["rps"], pr and pr["rps"])
+                            if tgt != "peer" else "",
+                            fmt_ratio(s["rps"], ng and ng["rps"], True)
+                            if tgt != "nginx" else "",
+                            vs_core if tgt == "tokvec" else "",
+                            fmt_us(s.get("server_cpu_us")),
+                            fmt_us(s.get("client_cpu_us")),
+                            str(s["errors"]) if s["errors"] else ""])
+                        res["points"]["main/%s/%s/%s" % (name, f, tgt)] = s
+            res["sizes"] = {"%s/%s" % k: v for k, v in sizes.items()}
+            sec = ("## Workloads (table %s, %s s per point, best of %d "
+                   "alternating rounds)\n\n" % (
+                       os.path.basename(table), run.dur, run.rounds) +
+                   md_table(["workload", "format", "server", "conns",
+                             "req/s", "p50 ms", "p99 ms", "GB/s body",
+                             "x peer", "% nginx", "vs core ceiling",
+                             "server CPU us/req", "wrk CPU us/req",
+                             "errors"], rows) +
+                   "\n\nnginx serves a static file of exactly the response "
+                   "bytes (sendfile) for the same POST: the HTTP ceiling. "
+                   "`%% memcpy`: body GB/s over one core's memcpy of the same "
+                   "bytes (embedbench); `%% fmt`: floats/s over the JSON "
+                   "writer's one-core rate x %d cores. CPU us/req: user+sys time of "
+                   "the server's processes (or of wrk) over the point, per "
+                   "request -- what each request costs, whoever is the "
+                   "bottleneck.\n" % NPROC)
+            md.append(sec)
+            res["main"] = {"%s/%s/%s" % k: v for k, v in main_res.items()}
+            log(sec)
+
+        # ---- tokens per request ----------------------------------------
+        if "tokens" in only:
+            shapes = ([(1, 1), (1, 64), (4, 1024), (64, 1024)] if a.quick
+                      else [(1, 1), (1, 4), (1, 16), (1, 64), (1, 256),
+                            (1, 1024), (4, 1024), (16, 1024), (64, 1024)])
+            log("\n== throughput vs tokens per request (c=8)")
+            rows, tok_res = [], {}
+            for B, S in shapes:
+                n = B * S
+                body = body_file(workdir, "t%dx%d" % (B, S), B, S, 50257,
+                                 1000 + n)
+                targets = []
+                if tv:
+                    targets.append(("tokvec", "raw", tv_url, RAW))
+                    if n <= 4096:
+                        targets.append(("tokvec", "json", tv_url, JSON))
+                if peer:
+                    targets.append(("peer", "raw", peer_url, RAW))
+                    if n <= 4096:
+                        targets.append(("peer", "json", peer_url, JSON))
+                if src_port is not None:
+                    r = response(src_port, body, RAW)
+                    if r is not None:
+                        targets.append(("nginx", "raw", ngx.add(
+                            "t%d.raw" % n, r), RAW))
+                for tgt, f, url, acc in targets:
+                    s = run.point(url, body, acc, 8)
+                    tok_res[(n, tgt, f)] = s
+                    res["points"]["tokens/%d/%s/%s" % (n, tgt, f)] = s
+                raw_b = n * 256 * 4
+
+                def g(t, f, key="rps"):
+                    s = tok_res.get((n, t, f))
+                    return s and s[key]
+                rows.append([
+                    "%d (%dx%d)" % (n, B, S), fmt_rps(g("tokvec", "raw")),
+                    "%.3f" % (g("tokvec", "raw") * raw_b / 1e9)
+                    if g("tokvec", "raw") else "n/a",
+                    fmt_ms(g("tokvec", "raw", "p99")),
+                    fmt_rps(g("tokvec", "json")),
+                    fmt_rps(g("peer", "raw")), fmt_rps(g("peer", "json")),
+                    fmt_rps(g("nginx", "raw")),
+                    fmt_ratio(g("tokvec", "raw"), g("peer", "raw")),
+                    fmt_ratio(g("tokvec", "json"), g("peer", "json")),
+                    fmt_ratio(g("tokvec", "raw"), g("nginx", "raw"), True)])
+                log("  " + " ".join(str(x) for x in rows[-1]))
+            sec = ("## Throughput vs tokens per request (dim 256, wrk -c8)"
+                   "\n\n" + md_table(
+                       ["tokens", "tokvec raw req/s", "raw GB/s",
+                        "raw p99 ms", "tokvec json req/s", "peer raw req/s",
+                        "peer json req/s", "nginx same bytes req/s",
+                        "raw x peer", "json x peer", "raw % nginx"], rows) +
+                   "\n\nJSON is measured up to 4096 tokens (1 M floats; larger "
+                   "responses take the peer, and tokvec's current float "
+                   "writer, seconds each).\n")
+            md.append(sec)
+            log(sec)
+            pl = os.path.join(a.out, "tokens.png")
+            xs = [B * S for B, S in shapes]
+
+            def series(t, f, conv=lambda s, n: s["rps"]):
+                return [(n, conv(tok_res[(n, t, f)], n))
+                        for n in xs if tok_res.get((n, t, f))]
+            gb = (lambda s, n: s["rps"] * n * 1024 / 1e9)
+            gnuplot(pl, "req/s vs tokens per request (dim 256, c=8)",
+                    "tokens per request", "requests/s",
+                    [("tokvec raw", series("tokvec", "raw")),
+                     ("tokvec json", series("tokvec", "json")),
+                     ("peer raw", series("peer", "raw")),
+                     ("peer json", series("peer", "json")),
+                     ("nginx same bytes", series("nginx", "raw"))])
+            gnuplot(os.path.join(a.out, "tokens_gbs.png"),
+                    "raw body GB/s vs tokens per request (dim 256, c=8)",
+                    "tokens per request", "GB/s",
+                    [("tokvec raw", series("tokvec", "raw", gb)),
+                     ("peer raw", series("peer", "raw", gb)),
+                     ("nginx same bytes", series("nginx", "raw", gb))])
+
+        # ---- connections ----------------------------------------------
+        if "conns" in only:
+            cl = [1, 16, 256] if a.quick else [1, 4, 16, 64, 256, 1024]
+            log("\n== throughput vs connections (8x4 raw)")
+            b8 = os.path.join(LOAD, "seed_8x4.json")
+            rows, cres = [], {}
+            ng_url = ngx.add("8x4.raw", bodies[("8x4", "raw")]) \
+                if ("8x4", "raw") in bodies else None
+            for c in cl:
+                for tgt, url in (("tokvec", tv_url), ("peer", peer_url),
+                                 ("nginx", ng_url)):
+                    if not url:
+                        continue
+                    s = run.point(url, b8, RAW, c)
+                    cres[(c, tgt)] = s
+                    res["points"]["conns/%d/%s" % (c, tgt)] = s
+
+                def g(t, key="rps"):
+                    s = cres.get((c, t))
+                    return s and s[key]
+
+                def e(t):
+                    s = cres.get((c, t))
+                    return str(s["errors"]) if s and s["errors"] else ""
+                rows.append([str(c), fmt_rps(g("tokvec")),
+                             fmt_ms(g("tokvec", "p50")),
+                             fmt_ms(g("tokvec", "p99")), e("tokvec"),
+                             fmt_rps(g("peer")), fmt_ms(g("peer", "p99")),
+                             e("peer"),
+                             fmt_rps(g("nginx")), fmt_ms(g("nginx", "p99")),
+                             fmt_ratio(g("tokvec"), g("peer")),
+                             fmt_ratio(g("tokvec"), g("nginx"), True)])
+                log("  " + " ".join(rows[-1]))
+            sec = ("## Throughput vs concurrent connections (8x4 raw, "
+                   "wrk -t%d)\n\n" % NPROC + md_table(
+                       ["conns", "tokvec req/s", "p50 ms", "p99 ms",
+                        "errors", "peer req/s", "peer p99 ms",
+                        "peer errors", "nginx req/s", "nginx p99 ms",
+                        "x peer", "% nginx"], rows) + "\n")
+            md.append(sec)
+            log(sec)
+
+            def series(t, key="rps", scale=1.0):
+                return [(c, cres[(c, t)][key] * scale) for c in cl
+                        if cres.get((c, t))]
+            gnuplot(os.path.join(a.out, "connections.png"),
+                    "req/s vs concurrent connections (8x4 raw)",
+                    "connections", "requests/s",
+                    [("tokvec", series("tokvec")), ("peer", series("peer")),
+                     ("nginx same bytes", series("nginx"))])
+            gnuplot(os.path.join(a.out, "connections_p99.png"),
+                    "p99 latency vs concurrent connections (8x4 raw)",
+                    "connections", "p99 latency (ms)",
+                    [("tokvec", series("tokvec", "p99", 1e-3)),
+                     ("peer", series("peer", "p99", 1e-3)),
+                     ("nginx same bytes", series("nginx", "p99", 1e-3))])
+    finally:
+        if tv:
+            tv.stop()
+        if peer:
+            peer.stop()
+
+    try:
+        # ---- dim ------------------------------------------------------
+        if "dim" in only:
+            dims = [256, 4096] if a.quick else [256, 768, 4096]
+            V = 16384
+            log("\n== throughput vs dim (vocab %d, 32x128, c=8)" % V)
+            rows, dres = [], {}
+            for D in dims:
+                tab = os.path.join(workdir, "tables", "v%d_d%d.safetensors"
+                                   % (V, D))
+                if not os.path.exists(tab):
+                    os.makedirs(os.path.dirname(tab), exist_ok=True)
+                    subprocess.run([binary, "init", "--vocab", str(V), "--dim",
+                                    str(D), "--context", "1024", "--seed",
+                                    "123", "-o", tab], check=True)
+                body = body_file(workdir, "d32x128_v%d" % V, 32, 128, V, 77)
+                t = start_tokvec(binary, tab, workdir, "d%d" % D)
+                p, _ = start_peer(workdir, vocab=V, dim=D)
+                run.register(t)
+                run.register(p)
+                try:
+                    turl = t and "http://127.0.0.1:%d/embed" % t.port
+                    purl = p and "http://127.0.0.1:%d/embed" % p.port
+                    same = None
+                    if t and p:
+                        bd = open(body, "rb").read()
+                        r1, r2 = post(t.port, bd, RAW), post(p.port, bd, RAW)
+                        same = r1[0] == 200 and r1[2] == r2[2]
+                        if not same:
+                            failures.append("raw dim %d differs" % D)
+                    src = t or p
+                    nurl = None
+                    if src:
+                        r = response(src.port, body, RAW)
+                        if r:
+                            nurl = ngx.add("d%d.raw" % D, r)
+                    floats = 32 * 128 * D
+                    tg = [("tokvec", "raw", turl, RAW),
+                          ("peer", "raw", purl, RAW)]
+                    if floats <= 1100000:
+                        tg += [("tokvec", "json", turl, JSON),
+                               ("peer", "json", purl, JSON)]
+                    tg.append(("nginx", "raw", nurl, RAW))
+                    for tgt, f, url, acc in tg:
+                        if url:
+                            s = run.point(url, body, acc, 8)
+                            dres[(D, tgt, f)] = s
+                            res["points"]["dim/%d/%s/%s" % (D, tgt, f)] = s
+                finally:
+                    if t:
+                        t.stop()
+                    if p:
+                        p.stop()
+
+                def g(t_, f, key="rps"):
+                    s = dres.get((D, t_, f))
+                    return s and s[key]
+                rb = 32 * 128 * D * 4
+                rows.append([str(D), fmt_bytes(V * D * 4),
+                             {None: "n/a", True: "identical",
+                              False: "DIFFERENT"}[same],
+                             fmt_rps(g("tokvec", "raw")),
+                             "%.3f" % (g("tokvec", "raw") * rb / 1e9)
+                             if g("tokvec", "raw") else "n/a",
+                             fmt_rps(g("tokvec", "json")),
+                             fmt_rps(g("peer", "raw")),
+                             fmt_rps(g("peer", "json")),
+                             fmt_rps(g("nginx", "raw")),
+                             fmt_ratio(g("tokvec", "raw"), g("peer", "raw")),
+                             fmt_ratio(g("tokvec", "json"),
+                                       g("peer", "json")),
+                             fmt_ratio(g("tokvec", "raw"), g("nginx", "raw"),
+                                       True)])
+                log("  " + " ".join(rows[-1]))
+            sec = ("## Throughput vs dim (vocab %d + 1024 learned positions, "
+                   "32x128 per request, wrk -c8)\n\n" % V + md_table(
+                       ["dim", "token table", "raw bytes", "tokvec raw req/s",
+                        "raw GB/s", "tokvec json req/s", "peer raw req/s",
+                        "peer json req/s", "nginx same bytes req/s",
+                        "raw x peer", "json x peer", "raw % nginx"], rows) +
+                   "\n\nJSON only up to ~1 M floats per response.\n")
+            md.append(sec)
+            log(sec)
+
+            def series(t_, f):
+                return [(D, dres[(D, t_, f)]["rps"]) for D in dims
+                        if dres.get((D, t_, f))]
+            gnuplot(os.path.join(a.out, "dim.png"),
+                    "req/s vs dim (32x128 per request, c=8)", "dim",
+                    "requests/s",
+                    [("tokvec raw", series("tokvec", "raw")),
+                     ("tokvec json", series("tokvec", "json")),
+                     ("peer raw", series("peer", "raw")),
+                     ("peer json", series("peer", "json")),
+                     ("nginx same bytes", series("nginx", "raw"))], logx=2)
+
+        # ---- start-up -------------------------------------------------
+        if "startup" in only:
+            mib = [1, 1024] if a.quick else [1, 16, 128, 1024]
+            reps = 3 if a.quick else 5
+            log("\n== start-up: exec to /health 200 vs table size")
+            rows, sres = [], {}
+            for m in mib:
+                V = m * 1024  # dim 256 f32: 1 KiB a row
+                tab = os.path.join(workdir, "tables", "start_%dMiB"
+                                   ".safetensors" % m)
+                if not os.path.exists(tab):
+                    os.makedirs(os.path.dirname(tab), exist_ok=True)
+                    subprocess.run([binary, "init", "--vocab", str(V), "--dim",
+                                    "256", "--positional", "none", "--seed",
+                                    "1", "-o", tab], check=True)
+                for mode in ("cold", "warm"):
+                    ts = []
+                    for _ in range(reps):
+                        if mode == "cold":
+                            fd = os.open(tab, os.O_RDONLY)
+                            os.posix_fadvise(fd, 0, 0,
+                                             os.POSIX_FADV_DONTNEED)
+                            os.close(fd)
+                        port = free_port()
+                        p = Proc("tokvec", tokvec_cmd(binary, tab, port),
+                                 port, logfile=os.path.join(
+                                     workdir, "tokvec-start.log"))
+                        t = p.wait_healthy(60)
+                        p.stop()
+                        if t is not None:
+                            ts.append(t)
+                    ts.sort()
+                    sres[(m, mode)] = ts[len(ts) // 2] if ts else None
+                res["points"]["startup/%dMiB" % m] = {
+                    "cold_s": sres[(m, "cold")], "warm_s": sres[(m, "warm")],
+                    "bytes": os.path.getsize(tab)}
+                rows.append([fmt_bytes(os.path.getsize(tab)),
+                             "%dx256" % V,
+                             fmt_ms(sres[(m, "cold")] and
+                                    sres[(m, "cold")] * 1e6),
+                             fmt_ms(sres[(m, "warm")] and
+                                    sres[(m, "warm")] * 1e6),
+                             fmt_ratio(sres[(m, "cold")],
+                                       sres[(mib[0], "cold")])])
+                log("  " + " ".join(rows[-1]))
+            sec = ("## Start-up: exec to first `/health` 200 vs table size "
+                   "(median of %d)\n\n" % reps + md_table(
+                       ["table file", "token table", "cold ms", "warm ms",
+                        "cold vs smallest"], rows) +
+                   "\n\ncold: the file's pages dropped from the page cache "
+                   "first (posix_fadvise DONTNEED on that file only). "
+                   "Polling interval 0.5 ms. The peer (torch import + "
+                   "init of 50257x256 + 1024x256, 2 workers) took %s s to "
+                   "its first /health 200.\n" % (
+                       "%.1f" % peer_t if peer_t else "n/a"))
+            md.append(sec)
+            log(sec)
+            gnuplot(os.path.join(a.out, "startup.png"),
+                    "tokvec time to first /health 200 vs table size",
+                    "table size (MiB)", "ms",
+                    [("cold page cache", [(m, sres[(m, "cold")] * 1e3)
+                                          for m in mib if sres[(m, "cold")]]),
+                     ("warm page cache", [(m, sres[(m, "warm")] * 1e3)
+                                          for m in mib if sres[(m, "warm")]])],
+                    logx=2, logy=False, extra="set yrange [0:*]")
+    finally:
+        ngx.stop()
+
+    # ---- goals ----------------------------------------------------------
+    M = res.get("main", {})
+
+    def rps(k):
+        s = M.get(k)
+        return s and s["rps"]
+
+    def goal(name, val, ok):
+        return [name, val, "n/a" if ok is None else ("met" if ok else
+                                                     "MISSED")]
+
+    def ratio_goal(name, a_, b_, need, pct=False):
+        if not a_ or not b_:
+            return goal(name, "n/a", None)
+        r = a_ / b_
+        return goal(name, ("%.0f%%" % (100 * r)) if pct else "%.1fx" % r,
+                    r >= need)
+    G = []
+    G.append(ratio_goal("8x4 JSON >= 20x peer req/s",
+                        rps("8x4/json/tokvec"), rps("8x4/json/peer"), 20))
+    G.append(ratio_goal("8x4 raw >= 10x peer req/s",
+                        rps("8x4/raw/tokvec"), rps("8x4/raw/peer"), 10))
+    G.append(ratio_goal("32x128 raw >= 3x peer req/s",
+                        rps("32x128/raw/tokvec"), rps("32x128/raw/peer"), 3))
+    G.append(ratio_goal("32x128 raw >= 80% of nginx, same bytes",
+                        rps("32x128/raw/tokvec"), rps("32x128/raw/nginx"),
+                        0.8, True))
+    G.append(ratio_goal("4x1024 JSON >= 50x peer req/s",
+                        rps("4x1024/json/tokvec"), rps("4x1024/json/peer"),
+                        50))
+    jm = core.get("json_mfs")
+    G.append(goal("JSON writer >= 40 M floats/s/core",
+                  "%.1f M/s" % jm if jm else "n/a", jm and jm >= 40))
+    sn = core.get("snprintf_mfs")
+    G.append(ratio_goal("JSON writer >= 5x snprintf %.9g", jm, sn, 5))
+    for f in ("raw", "json"):
+        a_ = M.get("1x1/%s/tokvec" % f)
+        b_ = M.get("1x1/%s/nginx" % f)
+        if a_ and b_:
+            r = a_["p99"] / b_["p99"] if b_["p99"] else 0
+            G.append(goal("1x1 %s p99 at c=1 within 2x of nginx" % f,
+                          "%s ms vs %s ms (%.1fx)" % (
+                              fmt_ms(a_["p99"]), fmt_ms(b_["p99"]), r),
+                          r <= 2))
+        else:
+            G.append(goal("1x1 %s p99 at c=1 within 2x of nginx" % f,
+                          "n/a", None))
+    s1 = res["points"].get("startup/1MiB")
+    s2 = res["points"].get("startup/1024MiB")
+    if s1 and s2 and s1["cold_s"] and s2["cold_s"]:
+        r = s2["cold_s"] / s1["cold_s"]
+        G.append(goal("1 GiB table time-to-health <= 1.5x of 1 MiB (cold)",
+                      "%.1f ms vs %.1f ms (%.2fx)" % (
+                          s2["cold_s"] * 1e3, s1["cold_s"] * 1e3, r),
+                      r <= 1.5))
+    else:
+        G.append(goal("1 GiB table time-to-health <= 1.5x of 1 MiB", "n/a",
+                      None))
+    ep = core.get("embed_pct_memcpy")
+    G.append(goal("core embed (32x128) >= 70% of memcpy",
+                  "%d%%" % ep if ep is not None else "n/a",
+                  ep >= 70 if ep is not None else None))
+    ti, tt = core.get("init_s"), core.get("torch_init_s")
+    G.append(goal("tokvec init faster than torch init (default table)",
+                  "%.3f s vs %.3f s" % (ti, tt) if ti and tt else "n/a",
+                  ti < tt if ti and tt else None))
+    res["goals"] = G
+    gsec = "## Goals\n\n" + md_table(["goal", "measured", "result"], G)
+    if failures:
+        gsec += "\n\n**Correctness failures:** " + "; ".join(failures)
+
+    mach = res["machine"]
+    head = ("# tokvec benchmarks\n\n"
+            "Generated by `make bench` (bench/run.sh, bench/loadbench.py) on %s"
+            "%s; took %.0f s.\n\n"
+            "Machine: %d cores (`nproc`), %s [%s], %s RAM, Linux %s, "
+            "virtualization: %s. %s, %s, Python %s, torch %s.\n\n"
+            "Everything below ran in one run on this machine, with wrk on "
+            "the same cores as the servers (2 threads), so absolute numbers "
+            "are low and noisy; read the ratios, which compare points "
+            "measured alternately in the same run. The peer is "
+            "`torch_fastapi.py` under uvicorn with 2 workers; tokvec runs "
+            "with its defaults (threads = cores) and `--access-log false`.\n"
+            % (res["started"], " (--quick)" if a.quick else "",
+               time.time() - t_start, mach["nproc"], mach["cpu"],
+               mach["flags"], mach["mem"], mach["kernel"], mach["virt"],
+               mach["wrk"], mach["nginx"], mach["python"], mach["torch"]))
+    core_sec = ("## Core (one thread): bench/run.sh\n\n```\n%s\n```\n" %
+                core_text.strip()) if core_text else ""
+    plots = [p for p in ("tokens.png", "tokens_gbs.png", "connections.png",
+                         "connections_p99.png", "dim.png", "startup.png")
+             if os.path.exists(os.path.join(a.out, p))]
+    psec = ("## Plots\n\n" + "\n".join("![%s](%s)" % (p[:-4], p)
+                                        for p in plots) + "\n") if plots else ""
+    doc = "\n\n".join(x for x in [head, gsec] + md + [core_sec, psec] if x)
+    with open(os.path.join(a.out, "latest.md"), "w") as f:
+        f.write(doc.rstrip() + "\n")
+    with open(os.path.join(a.out, "latest.json"), "w") as f:
+        json.dump(res, f, indent=1, default=str)
+    print()
+    print(gsec)
+    for s in md:
+        print()
+        print(s)
+    print("\nwritten: %s" % os.path.join(a.out, "latest.md"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
