@@ -42,6 +42,7 @@ TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test unit e2e sanitize sanitize-test run \
+        float-random \
         check-floats clean help
 .DEFAULT_GOAL := all
 
@@ -111,7 +112,12 @@ e2e: test-deps $(BUILD)/tokvec
 	@set -e; for t in $(sort $(wildcard tests/e2e/test_*.py)); do \
 	  echo "== $$t"; $(PYTHON) $$t --binary $(BUILD)/tokvec; done
 
-test: unit e2e sanitize-test
+# A randomized check of the float formatter: 10 million bit patterns round
+# trip exactly and are the shortest (all 2^32: make check-floats).
+float-random: $(BUILD)/tools/check_floats
+	$(BUILD)/tools/check_floats --random 10000000
+
+test: unit e2e float-random sanitize-test
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \

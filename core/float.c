@@ -201,6 +201,23 @@ typedef unsigned __int128 u128;
  * *exact says whether nothing was cut off. */
 static uint64_t scaled(uint64_t m, int e, int q, int *exact)
 {
+    if (q >= 0 && q <= 13) {
+        /* 5^13 < 2^31 and m < 2^27: the product fits in 64 bits. This is
+         * the common case (|v| from about 1e-4 to 1e3). */
+        uint64_t a = m * POW5[q][1];
+        int p = e + q;
+        if (p >= 0) {
+            *exact = 1;
+            return a << p;
+        }
+        int s = -p;
+        if (s >= 64) {
+            *exact = a == 0;
+            return 0;
+        }
+        *exact = (a & ((UINT64_C(1) << s) - 1)) == 0;
+        return a >> s;
+    }
     if (q >= 0) {
         u128 lo = (u128)m * POW5[q][1], hi = (u128)m * POW5[q][0];
         uint64_t l0 = (uint64_t)lo;
