@@ -1,0 +1,142 @@
+"""End-to-end tests of the tokvec CLI: init, inspect, lookup, convert, probe.
+
+Run: /usr/bin/python3 tests/e2e/test_cli.py --binary build/tokvec
+Standard library + numpy; torch-exactness of init itself is covered bit for
+bit by tests/test_init.c.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_contract as tc  # noqa: E402
+
+
+def run(*args, check=True):
+    r = subprocess.run([tc.BINARY] + list(args), capture_output=True,
+                       text=True, timeout=120)
+    if check and r.returncode:
+        raise AssertionError("%s: %s" % (args, r.stderr))
+    return r
+
+
+class CLI(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tokvec-cli-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def p(self, name):
+        return os.path.join(self.tmp, name)
+
+    def test_textbook_lookup_prints_numpy_repr(self):
+        run("init", "--vocab", "6", "--dim", "3", "--positional", "none",
+            "--seed", "123", "-o", self.p("six.safetensors"))
+        out = run("lookup", "--table", self.p("six.safetensors"), "3").stdout
+        self.assertEqual(json.loads(out)["embeddings"],
+                         [[[-0.401488, 0.96657157, -1.148144]]])
+        self.assertIn("[-0.401488,0.96657157,-1.148144]", out)
+
+    def test_inspect_hashes_and_picks(self):
+        t = self.p("t.safetensors")
+        run("init", "--vocab", "10", "--dim", "4", "--context", "5", "-o", t)
+        out = run("inspect", t).stdout
+        tensors = tc.read_safetensors(t)
+        for name, role in (("tok_emb.weight", "token"),
+                           ("pos_emb.weight", "position")):
+            h = hashlib.sha256(tensors[name].tobytes()).hexdigest()
+            line = [l for l in out.splitlines() if l.strip().startswith(name)]
+            self.assertEqual(len(line), 1, out)
+            self.assertIn(h, line[0])
+            self.assertIn("<- " + role, line[0])
+            self.assertIn("non-finite 0", line[0])
+
+    def test_init_dtypes_and_padding(self):
+        run("init", "--vocab", "8", "--dim", "4", "--context", "2",
+            "--padding-idx", "2", "-o", self.p("a.safetensors"))
+        tok = tc.read_safetensors(self.p("a.safetensors"))["tok_emb.weight"]
+        self.assertTrue((tok[2] == 0).all())
+        run("init", "--vocab", "8", "--dim", "4", "--context", "2",
+            "--dtype", "f16", "-o", self.p("h.safetensors"))
+        h = tc.read_safetensors(self.p("h.safetensors"))["tok_emb.weight"]
+        run("init", "--vocab", "8", "--dim", "4", "--context", "2",
+            "-o", self.p("f.safetensors"))
+        f = tc.read_safetensors(self.p("f.safetensors"))["tok_emb.weight"]
+        self.assertEqual(h.tobytes(), f.astype(np.float16).tobytes())
+
+    def test_convert_npy_pair_and_dtype(self):
+        tok = np.arange(40, dtype=np.float32).reshape(10, 4) / 7
+        pos = -np.arange(12, dtype=np.float32).reshape(3, 4) / 3
+        np.save(self.p("tok.npy"), tok)
+        np.save(self.p("pos.npy"), pos)
+        out = self.p("c.safetensors")
+        run("convert", self.p("tok.npy"), "--pos", self.p("pos.npy"),
+            "-o", out)
+        t = tc.read_safetensors(out)
+        self.assertEqual(t["tok_emb.weight"].tobytes(), tok.tobytes())
+        self.assertEqual(t["pos_emb.weight"].tobytes(), pos.tobytes())
+        j = json.loads(run("lookup", "--table", out, "--start-position", "1",
+                           "9", "0").stdout)
+        got = np.array(j["embeddings"], dtype=np.float32)
+        self.assertEqual(got.tobytes(),
+                         (tok[[9, 0]] + pos[1:3])[None].tobytes())
+        run("convert", out, "--dtype", "f16", "-o", self.p("c16.safetensors"))
+        t16 = tc.read_safetensors(self.p("c16.safetensors"))
+        self.assertEqual(t16["tok_emb.weight"].tobytes(),
+                         tok.astype(np.float16).tobytes())
+
+    def test_bad_input_exits_2_naming_the_file(self):
+        bad = self.p("bad.safetensors")
+        with open(bad, "wb") as f:
+            f.write(b"\x10" + b"\0" * 7 + b"{}")
+        for args in (("inspect", bad), ("lookup", "--table", bad, "1"),
+                     ("convert", bad, "-o", self.p("x.safetensors"))):
+            r = run(*args, check=False)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            self.assertIn(bad, r.stderr)
+        r = run("init", "--vocab", "x", "--dim", "3", "-o", "y", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--vocab", r.stderr)
+        run("init", "--vocab", "6", "--dim", "3", "-o", self.p("s.st"))
+        r = run("lookup", "--table", self.p("s.st"), "6", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("token id 6", r.stderr)
+
+    def test_help_everywhere(self):
+        for cmd in ("serve", "init", "inspect", "lookup", "convert",
+                    "probe"):
+            r = run(cmd, "--help")
+            self.assertIn("usage", r.stdout.lower())
+        self.assertIn("serve", run("--help").stdout)
+
+    def test_probe_exit_codes(self):
+        run("init", "--vocab", "6", "--dim", "3", "-o", self.p("s.st"))
+        s = tc.Server(self.p("s.st"))
+        try:
+            url = "http://127.0.0.1:%d" % s.port
+            self.assertEqual(run("probe", url + "/health").returncode, 0)
+            self.assertEqual(run("probe", url + "/nope",
+                                 check=False).returncode, 1)
+        finally:
+            s.stop()
+        self.assertEqual(run("probe", "http://127.0.0.1:%d/health"
+                             % tc.free_port(), check=False).returncode, 1)
+        self.assertEqual(run("probe", "ftp://x", check=False).returncode, 2)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default=tc.BINARY)
+    args, rest = ap.parse_known_args()
+    tc.BINARY = os.path.abspath(args.binary)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
