@@ -1,0 +1,97 @@
+# tests/fuzz/fuzz.mk -- fuzzing (libFuzzer, clang), regression replay and
+# the soak test. Included by the top Makefile.
+#
+#   make fuzz            build the targets, replay the corpora and
+#                        regressions, then fuzz each target FUZZ_SECONDS
+#                        (default 60) one after the other
+#   make fuzz-regress    build and replay tests/fuzz/corpus/<target>/ and
+#                        tests/fuzz/regress/<target>/ once (a few seconds)
+#   make fuzz-merge      fold what fuzzing found (build-fuzz/corpus/) into
+#                        the checked-in corpora, minimized
+#   make soak            mixed load for SOAK_SECONDS (default 600), checked
+#                        bit-exact against numpy; RSS and error counts
+#
+# The targets and the sources they test are compiled with clang and
+# -fsanitize=fuzzer,address,undefined into $(FUZZ_BUILD)/ (never mixed with
+# the gcc objects in $(BUILD)/). New corpus entries go to
+# $(FUZZ_BUILD)/corpus/<target>/; crashes to $(FUZZ_BUILD)/artifacts/.
+
+FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := request table config
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
+                -Iinclude -Iserver -Icore -MMD -MP $(FUZZ_SAN)
+FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/encode.c server/config.c \
+                server/log.c server/metrics.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+# Per-target libFuzzer options: input size bound, and dictionaries.
+FUZZ_OPTS_request := -max_len=8192 -dict=tests/fuzz/request.dict
+FUZZ_OPTS_table   := -max_len=16384 -dict=tests/fuzz/table.dict
+FUZZ_OPTS_config  := -max_len=4096 -dict=tests/fuzz/config.dict
+FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+                -print_final_stats=1
+
+SOAK_SECONDS ?= 600
+SOAK_THREADS ?= 6
+
+.PHONY: fuzz fuzz-build fuzz-regress fuzz-merge soak
+# Objects are not intermediates: keep them between runs.
+.SECONDARY: $(FUZZ_LIB_OBJ)
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:=.d)
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Each input once: the checked-in corpus and every regression input. Fails
+# on the first crash, leak or sanitizer report.
+fuzz-regress: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  files=$$(find tests/fuzz/corpus/$$t tests/fuzz/regress/$$t \
+	           -type f 2>/dev/null | sort); \
+	  n=$$(echo "$$files" | grep -c . || true); \
+	  echo "== fuzz-regress $$t: $$n inputs"; \
+	  [ "$$n" -gt 0 ] || continue; \
+	  echo "$$files" | xargs $(FUZZ_BUILD)/fuzz_$$t -runs=1 \
+	    -rss_limit_mb=2048 -malloc_limit_mb=1024 2>$(FUZZ_BUILD)/regress_$$t.log \
+	    || { tail -40 $(FUZZ_BUILD)/regress_$$t.log; exit 1; }; \
+	done
+
+# One target's run; $(1) is its name.
+define fuzz_one
+mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/artifacts/$(1); \
+echo "== fuzz $(1) for $(FUZZ_SECONDS) s"; \
+$(FUZZ_BUILD)/fuzz_$(1) $(FUZZ_BUILD)/corpus/$(1) tests/fuzz/corpus/$(1) \
+  $(FUZZ_OPTS_$(1)) $(FUZZ_COMMON) -max_total_time=$(FUZZ_SECONDS) \
+  -artifact_prefix=$(FUZZ_BUILD)/artifacts/$(1)/ \
+  2>$(FUZZ_BUILD)/fuzz_$(1).log \
+  || { tail -60 $(FUZZ_BUILD)/fuzz_$(1).log; exit 1; }; \
+grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss)' \
+  $(FUZZ_BUILD)/fuzz_$(1).log | sed 's/^/   $(1) /'
+endef
+
+fuzz: fuzz-regress
+	@set -e; $(foreach t,$(FUZZ_TARGETS),$(call fuzz_one,$(t));)
+
+# Adds to tests/fuzz/corpus/<t>/ only the found inputs that add coverage
+# (libFuzzer -merge=1 keeps what the first directory holds).
+fuzz-merge: fuzz-build
+	@set -e; $(foreach t,$(FUZZ_TARGETS), \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$(t); \
+	  $(FUZZ_BUILD)/fuzz_$(t) -merge=1 $(FUZZ_OPTS_$(t)) \
+	    tests/fuzz/corpus/$(t) $(FUZZ_BUILD)/corpus/$(t) 2>/dev/null; \
+	  echo "$(t): $$(ls tests/fuzz/corpus/$(t) | wc -l) corpus files";)
+
+soak: $(BUILD)/tokvec
+	$(PYTHON) tools/soak.py --binary $(BUILD)/tokvec \
+	  --seconds $(SOAK_SECONDS) --threads $(SOAK_THREADS)
