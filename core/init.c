@@ -8,8 +8,18 @@
  * hold: every operation is one IEEE float32 (or double, small path)
  * operation; the build uses -ffp-contract=off so nothing else is fused.
  *
+ * Speed: the generator is twisted and tempered a block of words at a time
+ * (AVX2 where available), and uniforms are drawn and transformed chunk by
+ * chunk so each chunk is still in L1 when BLOCK runs. Drawing a chunk and
+ * transforming it before drawing the next gives the same bits as torch's
+ * draw-everything-then-transform order, because BLOCK draws nothing.
+ * Whether the AVX2+FMA code runs is decided once per generator (CPU check
+ * in tokvec_rng_new); both codes give identical bits, which the tests check
+ * through tokvec__rng_force_scalar.
+ *
  * Threads: a tokvec_rng belongs to one thread at a time; no globals.
  */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -29,7 +39,10 @@ struct tokvec_rng {
     int idx;           /* next word of mt to temper; MT_N = twist first */
     int have_cached;   /* small path: Z present */
     double cached;     /* small path: r * sin(theta) of the last pair */
+    int simd;          /* use the AVX2+FMA code (CPU has it, not forced off) */
 };
+
+static int cpu_has_avx2_fma(void);
 
 void tokvec_rng_seed(tokvec_rng *rng, uint64_t seed)
 {
@@ -50,6 +63,7 @@ int tokvec_rng_new(uint64_t seed, tokvec_rng **out)
     if (!r)
         return -ENOMEM;
     tokvec_rng_seed(r, seed);
+    r->simd = cpu_has_avx2_fma();
     *out = r;
     return 0;
 }
@@ -59,11 +73,21 @@ void tokvec_rng_free(tokvec_rng *rng)
     free(rng);
 }
 
+/* Internal, for tests (declared there, not in the public header): nonzero
+ * makes this generator use the portable scalar code even where AVX2+FMA is
+ * available; zero goes back to what the CPU supports. The bits are the same
+ * either way. */
+void tokvec__rng_force_scalar(tokvec_rng *rng, int on)
+{
+    rng->simd = on ? 0 : cpu_has_avx2_fma();
+}
+
 #define MIX(a, b, c) \
     ((c) ^ ((((a) & 0x80000000u) | ((b) & 0x7fffffffu)) >> 1) ^ \
      (0x9908b0dfu & (0u - ((b) & 1u))))
 
-/* The reference twist, split so no index needs a modulo. */
+/* The reference twist, split so no index needs a modulo: words 0..226 mix
+ * with old words 397.., words 227..622 with the new words 0..395. */
 static void twist(uint32_t *mt)
 {
     int i = 0;
@@ -74,18 +98,50 @@ static void twist(uint32_t *mt)
     mt[MT_N - 1] = MIX(mt[MT_N - 1], mt[0], mt[MT_M - 1]);
 }
 
+static uint32_t temper(uint32_t y)
+{
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
 uint32_t tokvec_rng_u32(tokvec_rng *rng)
 {
     if (rng->idx >= MT_N) {
         twist(rng->mt);
         rng->idx = 0;
     }
-    uint32_t y = rng->mt[rng->idx++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
+    return temper(rng->mt[rng->idx++]);
+}
+
+/* Consumes k outputs without tempering them. */
+static void skip_outputs(tokvec_rng *rng, size_t k)
+{
+    while (k) {
+        if (rng->idx >= MT_N) {
+            twist(rng->mt);
+            rng->idx = 0;
+        }
+        size_t m = (size_t)(MT_N - rng->idx);
+        m = m < k ? m : k;
+        rng->idx += (int)m;
+        k -= m;
+    }
+}
+
+/* Float uniform of spec section 3 from one tempered output: 24 bits,
+ * exact in float32. */
+static float u24(uint32_t r)
+{
+    return (float)(r & 0xFFFFFFu) * 0x1p-24f;
+}
+
+static void uniforms_scalar(const uint32_t *mt, float *w, size_t m)
+{
+    for (size_t i = 0; i < m; i++)
+        w[i] = u24(temper(mt[i]));
 }
 
 /* --- vector path ---------------------------------------------------------- */
@@ -102,11 +158,6 @@ static uint32_t f_bits(float f)
     uint32_t b;
     memcpy(&b, &f, sizeof b);
     return b;
-}
-
-static float uniform_f(tokvec_rng *rng)
-{
-    return (float)(tokvec_rng_u32(rng) & 0xFFFFFFu) * 0x1p-24f;
 }
 
 /* Cephes logf as torch's AVX2 kernel computes it (spec section 4, LOG). */
@@ -182,7 +233,10 @@ static void sincos_cephes(float t, float *s_out, float *c_out)
     *c_out = bits_f(f_bits(C + 0.0f) ^ sgn_c);
 }
 
-/* BLOCK: 16 uniforms in, 16 normals out (lane j pairs d[j] and d[j+8]). */
+/* BLOCK: 16 uniforms in, 16 normals out (lane j pairs d[j] and d[j+8]).
+ * The output is the fma itself: with mean +0.0 it already turns a -0.0
+ * product into +0.0 (the spec's note), and with mean -0.0 it keeps -0.0 as
+ * torch's kernel does, so nothing is added after it. */
 static void block16(float *d, float mean, float std)
 {
     const float two_pi = bits_f(0x40c90fdb);
@@ -193,8 +247,8 @@ static void block16(float *d, float mean, float std)
         float theta = two_pi * d[j + 8];
         float S, C;
         sincos_cephes(theta, &S, &C);
-        d[j] = fmaf(radius * C, std, mean) + 0.0f;
-        d[j + 8] = fmaf(radius * S, std, mean) + 0.0f;
+        d[j] = fmaf(radius * C, std, mean);
+        d[j + 8] = fmaf(radius * S, std, mean);
     }
 }
 
@@ -288,51 +342,140 @@ AVX2 static void block16_avx2(float *d, float mean, float std)
     __m256 S, C;
     sincos8(theta, &S, &C);
     __m256 sd = _mm256_set1_ps(std), mn = _mm256_set1_ps(mean);
-    __m256 zero = _mm256_setzero_ps();
-    _mm256_storeu_ps(d, _mm256_add_ps(
-        _mm256_fmadd_ps(_mm256_mul_ps(radius, C), sd, mn), zero));
-    _mm256_storeu_ps(d + 8, _mm256_add_ps(
-        _mm256_fmadd_ps(_mm256_mul_ps(radius, S), sd, mn), zero));
+    _mm256_storeu_ps(d, _mm256_fmadd_ps(_mm256_mul_ps(radius, C), sd, mn));
+    _mm256_storeu_ps(d + 8, _mm256_fmadd_ps(_mm256_mul_ps(radius, S), sd, mn));
 }
+
+AVX2 static __m256i mix8(__m256i a, __m256i b, __m256i c)
+{
+    __m256i y = _mm256_or_si256(
+        _mm256_and_si256(a, _mm256_set1_epi32((int)0x80000000)),
+        _mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)));
+    __m256i mag = _mm256_and_si256(
+        _mm256_sub_epi32(_mm256_setzero_si256(),
+                         _mm256_and_si256(b, _mm256_set1_epi32(1))),
+        _mm256_set1_epi32((int)0x9908b0df));
+    return _mm256_xor_si256(_mm256_xor_si256(c, _mm256_srli_epi32(y, 1)),
+                            mag);
+}
+
+#define LD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define ST(p, v) _mm256_storeu_si256((__m256i *)(p), (v))
+
+/* twist() eight words at a time. Words 0..226 read only old words; words
+ * 227..622 read new words at least 220 back, all stored by then; each
+ * vector loads mt[i+1..i+8] before storing mt[i..i+7]. */
+AVX2 static void twist_avx2(uint32_t *mt)
+{
+    int i = 0;
+    for (; i + 8 <= MT_N - MT_M; i += 8)
+        ST(mt + i, mix8(LD(mt + i), LD(mt + i + 1), LD(mt + i + MT_M)));
+    for (; i < MT_N - MT_M; i++)
+        mt[i] = MIX(mt[i], mt[i + 1], mt[i + MT_M]);
+    for (; i + 8 <= MT_N - 1; i += 8)
+        ST(mt + i,
+           mix8(LD(mt + i), LD(mt + i + 1), LD(mt + i + MT_M - MT_N)));
+    for (; i < MT_N - 1; i++)
+        mt[i] = MIX(mt[i], mt[i + 1], mt[i + MT_M - MT_N]);
+    mt[MT_N - 1] = MIX(mt[MT_N - 1], mt[0], mt[MT_M - 1]);
+}
+
+/* uniforms_scalar() eight words at a time. */
+AVX2 static void uniforms_avx2(const uint32_t *mt, float *w, size_t m)
+{
+    size_t i = 0;
+    for (; i + 8 <= m; i += 8) {
+        __m256i y = LD(mt + i);
+        y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 11));
+        y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 7),
+                                    _mm256_set1_epi32((int)0x9d2c5680)));
+        y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 15),
+                                    _mm256_set1_epi32((int)0xefc60000)));
+        y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 18));
+        y = _mm256_and_si256(y, _mm256_set1_epi32(0xFFFFFF));
+        /* < 2^24: the conversion and the scaling are exact. */
+        _mm256_storeu_ps(w + i, _mm256_mul_ps(_mm256_cvtepi32_ps(y),
+                                              _mm256_set1_ps(0x1p-24f)));
+    }
+    uniforms_scalar(mt + i, w + i, m - i);
+}
+#undef LD
+#undef ST
 #endif
 
-/* Tests set this to check that both paths give the same bits. */
-int tokvec__init_force_scalar;
-
-static int use_avx2(void)
+static int cpu_has_avx2_fma(void)
 {
 #ifdef HAVE_AVX2_PATH
-    return !tokvec__init_force_scalar && __builtin_cpu_supports("avx2") &&
-           __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return 0;
 #endif
 }
 
-static void block16_any(int avx2, float *d, float mean, float std)
+/* The next n outputs of the generator as float uniforms, in order. */
+static void draw_uniforms(tokvec_rng *rng, float *w, size_t n)
 {
+    while (n) {
+        if (rng->idx >= MT_N) {
 #ifdef HAVE_AVX2_PATH
-    if (avx2) {
-        block16_avx2(d, mean, std);
-        return;
-    }
+            if (rng->simd)
+                twist_avx2(rng->mt);
+            else
 #endif
-    (void)avx2;
-    block16(d, mean, std);
+                twist(rng->mt);
+            rng->idx = 0;
+        }
+        size_t m = (size_t)(MT_N - rng->idx);
+        m = m < n ? m : n;
+#ifdef HAVE_AVX2_PATH
+        if (rng->simd)
+            uniforms_avx2(rng->mt + rng->idx, w, m);
+        else
+#endif
+            uniforms_scalar(rng->mt + rng->idx, w, m);
+        rng->idx += (int)m;
+        w += m;
+        n -= m;
+    }
 }
 
+/* BLOCK over the 16*nb values at d. */
+static void blocks(const tokvec_rng *rng, float *d, size_t nb, float mean,
+                   float std)
+{
+#ifdef HAVE_AVX2_PATH
+    if (rng->simd) {
+        for (size_t b = 0; b < nb; b++)
+            block16_avx2(d + 16 * b, mean, std);
+        return;
+    }
+#else
+    (void)rng;
+#endif
+    for (size_t b = 0; b < nb; b++)
+        block16(d + 16 * b, mean, std);
+}
+
+/* Uniforms drawn per chunk before BLOCK runs over them (16 KiB: L1). */
+#define CHUNK 4096
+
+/* Spec section 4. Phase 1 (draw n uniforms) and phase 2 (BLOCK over full
+ * blocks) are interleaved chunk by chunk, which gives the same bits since
+ * BLOCK draws nothing; the n % 16 uniforms of the partial block are drawn
+ * and dropped, then phase 3 redraws the last 16 slots. */
 static void normal_vector(tokvec_rng *rng, float *w, size_t n, float mean,
                           float std)
 {
-    int avx2 = use_avx2();
-    for (size_t i = 0; i < n; i++)
-        w[i] = uniform_f(rng);
-    for (size_t b = 0; b + 16 <= n; b += 16)
-        block16_any(avx2, w + b, mean, std);
+    size_t full = n - n % 16;
+    for (size_t i = 0; i < full; i += CHUNK) {
+        size_t m = full - i < CHUNK ? full - i : CHUNK;
+        draw_uniforms(rng, w + i, m);
+        blocks(rng, w + i, m / 16, mean, std);
+    }
     if (n % 16) {
-        for (size_t i = n - 16; i < n; i++)
-            w[i] = uniform_f(rng);
-        block16_any(avx2, w + n - 16, mean, std);
+        skip_outputs(rng, n % 16);
+        draw_uniforms(rng, w + n - 16, 16);
+        blocks(rng, w + n - 16, 1, mean, std);
     }
 }
 
@@ -368,6 +511,7 @@ static void normal_small(tokvec_rng *rng, float *w, size_t n, float mean,
 void tokvec_rng_normal(tokvec_rng *rng, float *out, size_t n, float mean,
                        float std)
 {
+    assert(rng && (out || n == 0));
     if (n >= 16)
         normal_vector(rng, out, n, mean, std);
     else
@@ -377,8 +521,11 @@ void tokvec_rng_normal(tokvec_rng *rng, float *out, size_t n, float mean,
 int tokvec_init_embedding(tokvec_rng *rng, float *out, int64_t rows,
                           int64_t dim, int64_t padding_idx)
 {
+    assert(rng && (out || rows == 0 || dim == 0));
     if (rows < 0 || dim < 0)
         return TOKVEC_E_INVAL;
+    if (dim && (uint64_t)rows > SIZE_MAX / sizeof *out / (uint64_t)dim)
+        return TOKVEC_E_TOO_LARGE;
     if (padding_idx != TOKVEC_NO_PADDING &&
         (padding_idx < -rows || padding_idx >= rows))
         return TOKVEC_E_INVAL;

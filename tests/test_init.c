@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -23,9 +24,12 @@
 
 static json_t *golden;
 
-/* core/init.c: nonzero makes the vector path use the portable scalar code
- * even where AVX2+FMA is available (internal; for this test). */
-extern int tokvec__init_force_scalar;
+/* core/init.c, internal (not in the public header): nonzero makes this
+ * generator use the portable scalar code even where AVX2+FMA is available,
+ * zero goes back to what the CPU supports. */
+void tokvec__rng_force_scalar(tokvec_rng *rng, int on);
+
+#define DIR "tests/golden/torch_init/"
 
 static int load_golden(void **state)
 {
@@ -59,10 +63,30 @@ static void hex_sha(struct sha256_ctx *c, char out[65])
         sprintf(out + 2 * i, "%02x", d[i]);
 }
 
-/* Runs one golden case: seed, then each table in order; checks each
- * table's hash and the hash of all of them together. Returns the number of
- * tables checked. */
-static int run_case(json_t *c)
+/* Compares n floats with the golden .bin file name (raw torch bytes). */
+static void check_bin(const char *name, const float *w, size_t n)
+{
+    char path[256];
+    snprintf(path, sizeof path, DIR "%s", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("%s: cannot open", path);
+    float *want = malloc(n * sizeof *want + 1);
+    assert_non_null(want);
+    size_t got = fread(want, sizeof *want, n, f);
+    int extra = fgetc(f);
+    fclose(f);
+    assert_int_equal(got, n);
+    assert_int_equal(extra, EOF);
+    assert_memory_equal(want, w, n * sizeof *w);
+    free(want);
+}
+
+/* Runs one golden case: seed, then each table in order, on the AVX2 path
+ * where the CPU has it (scalar = 0) or on the portable code (scalar = 1);
+ * checks each table's hash (and .bin file, if any) and the hash of all of
+ * them together. Returns the number of tables checked. */
+static int run_case(json_t *c, int scalar)
 {
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(c, "seed"));
     json_t *seedv = json_object_get(c, "seed");
@@ -70,6 +94,7 @@ static int run_case(json_t *c)
         fail_msg("seed not an integer");
     tokvec_rng *rng;
     assert_int_equal(tokvec_rng_new(seed, &rng), 0);
+    tokvec__rng_force_scalar(rng, scalar);
     struct sha256_ctx all;
     sha256_init(&all);
     size_t i;
@@ -93,10 +118,14 @@ static int run_case(json_t *c)
         char hex[65];
         hex_sha(&one, hex);
         if (strcmp(hex, json_string_value(json_object_get(t, "sha256"))))
-            fail_msg("case %s table %zu (%lldx%lld): sha256 %s, torch %s",
+            fail_msg("case %s table %zu (%lldx%lld, %s): sha256 %s, torch %s",
                      json_string_value(json_object_get(c, "name")), i,
-                     (long long)rows, (long long)cols, hex,
+                     (long long)rows, (long long)cols,
+                     scalar ? "scalar" : "auto", hex,
                      json_string_value(json_object_get(t, "sha256")));
+        json_t *file = json_object_get(t, "file");
+        if (file)
+            check_bin(json_string_value(file), w, n);
         free(w);
     }
     char hex[65];
@@ -124,60 +153,95 @@ static void mt19937_first_outputs_for_seed_123_match_torch(void **state)
     tokvec_rng_free(rng);
 }
 
-static void every_golden_case_is_bit_exact(void **state)
+static int cpu_has_avx2_path(void)
 {
-    (void)state;
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+static void every_golden_case(int scalar)
+{
     size_t i, tables = 0;
     json_t *c;
     json_array_foreach(json_object_get(golden, "cases"), i, c)
-        tables += (size_t)run_case(c);
+        tables += (size_t)run_case(c, scalar);
     assert_true(i >= 16);
     assert_true(tables >= 25);
 }
 
+static void every_golden_case_is_bit_exact_on_the_avx2_path(void **state)
+{
+    (void)state;
+    if (!cpu_has_avx2_path())
+        print_message("note: no AVX2+FMA on this CPU, the scalar code runs\n");
+    every_golden_case(0);
+}
+
+static void every_golden_case_is_bit_exact_on_the_scalar_path(void **state)
+{
+    (void)state;
+    every_golden_case(1);
+}
+
+/* The 50257x256 cases: all of them on the AVX2 path; on the scalar path
+ * only the default pair (its first table is the 50257x256 case, and the
+ * scalar code takes about 0.6 s for it). */
 static void default_table_pair_matches_torch_hash(void **state)
 {
     (void)state;
+    static const char dflt[] = "ce80d49003091759f85784574923b8d34a777c4aa7"
+                               "dde460edcb33088825819e";
     size_t i;
     json_t *c;
     int seen_default = 0;
     json_array_foreach(json_object_get(golden, "hash_only"), i, c)
     {
-        run_case(c);
+        run_case(c, 0);
         if (!strcmp(json_string_value(json_object_get(c, "sha256_all")),
-                    "ce80d49003091759f85784574923b8d34a777c4aa7dde460edcb33"
-                    "088825819e"))
+                    dflt)) {
             seen_default = 1;
+            run_case(c, 1);
+        }
     }
+    assert_true(i >= 3);
     assert_true(seen_default);
 }
 
-static void scalar_path_gives_the_same_bits_as_avx2(void **state)
-{
-    /* Every golden case again through the portable code: both paths must
-     * reproduce torch's AVX2 kernel bit for bit. */
-    tokvec__init_force_scalar = 1;
-    every_golden_case_is_bit_exact(state);
-    default_table_pair_matches_torch_hash(state);
-    tokvec__init_force_scalar = 0;
-}
-
-static void golden_bin_files_equal_generated_bytes(void **state)
+/* Beyond the golden sizes: every n from 16 to 200 (all tail lengths, tails
+ * overlapping one or two blocks), a chunk boundary of the vector path, and
+ * other mean/std, drawn one after another from one generator per path. */
+static void avx2_and_scalar_paths_give_identical_bits(void **state)
 {
     (void)state;
-    /* The .bin files are the raw torch weights; compare bytes directly
-     * (not only hashes) for the first case, the book's 6x3. */
-    FILE *f = fopen("tests/golden/torch_init/s123_6x3.t0.bin", "rb");
-    assert_non_null(f);
-    float want[18], got[18];
-    assert_int_equal(fread(want, 4, 18, f), 18);
-    fclose(f);
-    tokvec_rng *rng;
-    assert_int_equal(tokvec_rng_new(123, &rng), 0);
-    assert_int_equal(tokvec_init_embedding(rng, got, 6, 3, TOKVEC_NO_PADDING),
-                     0);
-    assert_memory_equal(want, got, sizeof want);
-    tokvec_rng_free(rng);
+    if (!cpu_has_avx2_path())
+        skip();
+    tokvec_rng *a, *b;
+    assert_int_equal(tokvec_rng_new(2024, &a), 0);
+    assert_int_equal(tokvec_rng_new(2024, &b), 0);
+    tokvec__rng_force_scalar(b, 1);
+    enum { MAX = 4096 * 2 + 37 };
+    float *x = malloc(MAX * sizeof *x), *y = malloc(MAX * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    static const float ms[][2] = {{0.0f, 1.0f}, {0.1f, 0.3f},
+                                  {-2.5f, 7.0f}, {-0.0f, 1.0f}};
+    for (size_t n = 16; n <= 200; n++) {
+        float mean = ms[n % 4][0], std = ms[n % 4][1];
+        tokvec_rng_normal(a, x, n, mean, std);
+        tokvec_rng_normal(b, y, n, mean, std);
+        assert_memory_equal(x, y, n * sizeof *x);
+    }
+    tokvec_rng_normal(a, x, MAX, 0.25f, 0.02f);
+    tokvec_rng_normal(b, y, MAX, 0.25f, 0.02f);
+    assert_memory_equal(x, y, MAX * sizeof *x);
+    assert_int_equal(tokvec_rng_u32(a), tokvec_rng_u32(b));
+    free(x);
+    free(y);
+    tokvec_rng_free(a);
+    tokvec_rng_free(b);
 }
 
 static void worked_numbers_of_the_spec_hold(void **state)
@@ -255,49 +319,117 @@ static void padding_row_is_positive_zero_and_draws_are_unchanged(void **state)
     tokvec_rng_free(b);
 }
 
-static void padding_index_outside_the_table_is_rejected(void **state)
-{
-    (void)state;
-    tokvec_rng *a;
-    float x[40];
-    assert_int_equal(tokvec_rng_new(9, &a), 0);
-    assert_int_equal(tokvec_init_embedding(a, x, 10, 4, 10), TOKVEC_E_INVAL);
-    assert_int_equal(tokvec_init_embedding(a, x, 10, 4, -11), TOKVEC_E_INVAL);
-    tokvec_rng_free(a);
-}
-
-static void mean_and_std_scale_the_vector_path(void **state)
+static void padding_index_minus_rows_is_the_first_row(void **state)
 {
     (void)state;
     tokvec_rng *a, *b;
-    float x[32], y[32];
-    assert_int_equal(tokvec_rng_new(1, &a), 0);
-    assert_int_equal(tokvec_rng_new(1, &b), 0);
-    tokvec_rng_normal(a, x, 32, 0.0f, 1.0f);
-    tokvec_rng_normal(b, y, 32, 2.0f, 0.5f);
-    /* std 0.5 and mean 2 are exact in float32: fma(r, 0.5, 2) of the same
-     * radius*angle product, checked for plausibility of every element. */
-    for (int i = 0; i < 32; i++)
-        assert_true(y[i] - 2.0f == x[i] * 0.5f ||
-                    y[i] == (float)((double)x[i] * 0.5 + 2.0));
+    float x[40], y[40];
+    assert_int_equal(tokvec_rng_new(9, &a), 0);
+    assert_int_equal(tokvec_rng_new(9, &b), 0);
+    assert_int_equal(tokvec_init_embedding(a, x, 10, 4, -10), 0);
+    assert_int_equal(tokvec_init_embedding(b, y, 10, 4, 0), 0);
+    assert_memory_equal(x, y, sizeof x);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(bits(x[i]), 0);
+    assert_int_not_equal(bits(x[4]), 0);
     tokvec_rng_free(a);
     tokvec_rng_free(b);
+}
+
+static void padding_index_outside_the_table_is_rejected_without_drawing(
+    void **state)
+{
+    (void)state;
+    tokvec_rng *a, *b;
+    float x[40];
+    assert_int_equal(tokvec_rng_new(9, &a), 0);
+    assert_int_equal(tokvec_rng_new(9, &b), 0);
+    assert_int_equal(tokvec_init_embedding(a, x, 10, 4, 10), TOKVEC_E_INVAL);
+    assert_int_equal(tokvec_init_embedding(a, x, 10, 4, -11), TOKVEC_E_INVAL);
+    assert_int_equal(tokvec_init_embedding(a, x, 1, 1, 1), TOKVEC_E_INVAL);
+    assert_int_equal(tokvec_rng_u32(a), tokvec_rng_u32(b));
+    tokvec_rng_free(a);
+    tokvec_rng_free(b);
+}
+
+static void vector_path_applies_std_and_mean_in_one_fused_step(void **state)
+{
+    (void)state;
+    /* With std 1 and mean 0 the outputs are radius*angle themselves; with
+     * other values they must be fmaf(radius*angle, std, mean), one
+     * rounding. 4096 values are enough for the unfused x*std+mean to differ
+     * somewhere, which shows the check can tell them apart. */
+    enum { N = 4096 };
+    const float mean = 0.1f, std = 0.3f;
+    static float x[N], y[N];
+    for (int scalar = 0; scalar < 2; scalar++) {
+        tokvec_rng *a, *b;
+        assert_int_equal(tokvec_rng_new(1, &a), 0);
+        assert_int_equal(tokvec_rng_new(1, &b), 0);
+        tokvec__rng_force_scalar(a, scalar);
+        tokvec__rng_force_scalar(b, scalar);
+        tokvec_rng_normal(a, x, N, 0.0f, 1.0f);
+        tokvec_rng_normal(b, y, N, mean, std);
+        int unfused_differs = 0;
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(bits(y[i]), bits(fmaf(x[i], std, mean)));
+            volatile float p = x[i] * std;
+            unfused_differs |= bits(p + mean) != bits(y[i]);
+        }
+        assert_true(unfused_differs);
+        tokvec_rng_free(a);
+        tokvec_rng_free(b);
+    }
+}
+
+static void small_path_scales_by_std(void **state)
+{
+    (void)state;
+    /* Doubling is exact in double and in float, so f32(2z) = 2 f32(z). */
+    tokvec_rng *a, *b;
+    float x[15], y[15];
+    assert_int_equal(tokvec_rng_new(77, &a), 0);
+    assert_int_equal(tokvec_rng_new(77, &b), 0);
+    tokvec_rng_normal(a, x, 15, 0.0f, 1.0f);
+    tokvec_rng_normal(b, y, 15, 0.0f, 2.0f);
+    for (int i = 0; i < 15; i++)
+        assert_int_equal(bits(y[i]), bits(2.0f * x[i]));
+    tokvec_rng_free(a);
+    tokvec_rng_free(b);
+}
+
+static void table_too_large_for_memory_is_rejected(void **state)
+{
+    (void)state;
+    tokvec_rng *a;
+    float x[1];
+    assert_int_equal(tokvec_rng_new(9, &a), 0);
+    assert_int_equal(tokvec_init_embedding(a, x, INT64_MAX, 2,
+                                           TOKVEC_NO_PADDING),
+                     TOKVEC_E_TOO_LARGE);
+    assert_int_equal(tokvec_init_embedding(a, x, -1, 2, TOKVEC_NO_PADDING),
+                     TOKVEC_E_INVAL);
+    tokvec_rng_free(a);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mt19937_first_outputs_for_seed_123_match_torch),
-        cmocka_unit_test(every_golden_case_is_bit_exact),
+        cmocka_unit_test(every_golden_case_is_bit_exact_on_the_avx2_path),
+        cmocka_unit_test(every_golden_case_is_bit_exact_on_the_scalar_path),
         cmocka_unit_test(default_table_pair_matches_torch_hash),
-        cmocka_unit_test(scalar_path_gives_the_same_bits_as_avx2),
-        cmocka_unit_test(golden_bin_files_equal_generated_bytes),
+        cmocka_unit_test(avx2_and_scalar_paths_give_identical_bits),
         cmocka_unit_test(worked_numbers_of_the_spec_hold),
         cmocka_unit_test(small_path_caches_the_sine_value_across_tables),
         cmocka_unit_test(only_the_low_32_bits_of_the_seed_matter),
         cmocka_unit_test(padding_row_is_positive_zero_and_draws_are_unchanged),
-        cmocka_unit_test(padding_index_outside_the_table_is_rejected),
-        cmocka_unit_test(mean_and_std_scale_the_vector_path),
+        cmocka_unit_test(padding_index_minus_rows_is_the_first_row),
+        cmocka_unit_test(
+            padding_index_outside_the_table_is_rejected_without_drawing),
+        cmocka_unit_test(vector_path_applies_std_and_mean_in_one_fused_step),
+        cmocka_unit_test(small_path_scales_by_std),
+        cmocka_unit_test(table_too_large_for_memory_is_rejected),
     };
     return cmocka_run_group_tests(tests, load_golden, free_golden);
 }
