@@ -1,4 +1,4 @@
-/* http.c -- routes of the contract on libmicrohttpd (http.h).
+/* http.c -- the routes of the contract on libmicrohttpd (http.h).
  *
  * A request's life: MHD calls handler() on its polling thread: first with
  * the headers (route, method, auth and Content-Length are checked here, so
@@ -6,14 +6,29 @@
  * (appended up to max_body_bytes), then once more to finish. Cheap routes
  * answer at once. POST /embed is parsed and validated on that thread, then
  * becomes a job (pool.h): the connection is suspended, a libuv worker
- * embeds and serializes into one buffer sized in advance, and the loop
- * thread resumes the connection; handler() then queues that buffer as the
- * response (no copy; freed by MHD through free_response()).
+ * embeds and serializes into one buffer sized in advance (binary bodies
+ * are written in place by tokvec_embed), and the loop thread resumes the
+ * connection; handler() then hands that buffer to MHD as the response
+ * (no copy; freed by MHD through free_response()). MHD's thread never
+ * waits for the work.
  *
- * The table: `current` is a refcounted holder guarded by table_lock. Each
- * request that reads the table takes a reference and drops it when its
- * body is built; SIGHUP swaps `current`, and the old table is closed by
- * whoever drops its last reference. `draining` is atomic.
+ * The table: `current` is a refcounted holder (table_ref). The pointer
+ * `current` is guarded by table_lock; `refs` is atomic. The server holds
+ * one reference to the current table; each /embed job takes one when it is
+ * created and gives it back when its response is freed (cheap routes hold
+ * one only while they run). SIGHUP swaps `current` under table_lock and
+ * drops the server's reference, so the old table is closed (unmapped) by
+ * whoever drops its last reference -- after the last response made from it
+ * is gone.
+ *
+ * Threads: a req_ctx belongs to MHD's polling thread, except while its job
+ * is queued or running: from tv_pool_push until embed_done() the worker
+ * owns out/out_len/failed and nobody else touches the context (the
+ * connection is suspended). The loop thread's MHD_resume_connection hands
+ * it back (the pool's mutex and MHD's resume lock order the writes).
+ * `draining` and `requests` are atomics; cfg, lim, topts never change
+ * after start. Lock order: table_lock, then the pool's lock (never held
+ * together today).
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -52,8 +67,9 @@ struct tv_server {
     struct MHD_Daemon *mhd;
     tv_pool *pool;
     pthread_mutex_t table_lock;
-    table_ref *current; /* guarded by table_lock */
-    atomic_int draining;
+    table_ref *current;   /* guarded by table_lock */
+    atomic_int draining;  /* set once by tv_server_drain_begin */
+    atomic_long requests; /* req_ctx alive: begun, response not yet sent */
     tv_limits lim;
     tokvec_table_opts topts;
 };
@@ -83,6 +99,7 @@ typedef struct req_ctx {
     size_t out_len, reserved;
     int failed;
     char method[8]; /* for the access log */
+    char path[256]; /* for the access log (cut if longer) */
 } req_ctx;
 
 /* --- table references ---------------------------------------------------- */
@@ -136,11 +153,31 @@ static void publish_table(const tokvec_table *t)
 
 /* --- responses ----------------------------------------------------------- */
 
+static int cors_on(const tv_server *s)
+{
+    return s->cfg->cors_origin && *s->cfg->cors_origin;
+}
+
 static void common_headers(req_ctx *x, struct MHD_Response *r)
 {
-    const char *origin = x->s->cfg->cors_origin;
-    if (origin && *origin)
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+    if (cors_on(x->s)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin",
+                                x->s->cfg->cors_origin);
+        if (strcmp(x->s->cfg->cors_origin, "*"))
+            MHD_add_response_header(r, "Vary", "Origin");
+    }
+    /* While draining, tell keep-alive clients to go elsewhere. */
+    if (atomic_load(&x->s->draining))
+        MHD_add_response_header(r, "Connection", "close");
+}
+
+/* The methods a route answers (the Allow header). */
+static const char *allowed(const req_ctx *x)
+{
+    int cors = cors_on(x->s);
+    if (x->route == TV_ROUTE_EMBED)
+        return cors ? "POST, OPTIONS" : "POST";
+    return cors ? "GET, HEAD, OPTIONS" : "GET, HEAD";
 }
 
 static enum MHD_Result queue(req_ctx *x, int status, struct MHD_Response *r,
@@ -179,11 +216,8 @@ static enum MHD_Result reply_error(req_ctx *x, const tv_error *e)
         MHD_add_response_header(r, "Retry-After", "1");
     if (e->status == 401)
         MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
-    if (e->status == 405) {
-        const char *allow = x->route == TV_ROUTE_EMBED ? "POST, OPTIONS"
-                                                       : "GET, HEAD, OPTIONS";
-        MHD_add_response_header(r, "Allow", allow);
-    }
+    if (e->status == 405)
+        MHD_add_response_header(r, "Allow", allowed(x));
     return queue(x, e->status, r, "application/json", n);
 }
 
@@ -202,11 +236,14 @@ static enum MHD_Result fail(req_ctx *x, int status, const char *type,
     return reply_error(x, &e);
 }
 
-/* Frees a job's response buffer once MHD is done with it. */
+/* What an /embed response owns until MHD is done with it (any MHD
+ * thread, once): the buffer, its reserved bytes and the table reference
+ * the request took when its job was created. */
 typedef struct out_hold {
     tv_pool *pool;
     size_t reserved;
     char *buf;
+    table_ref *ref;
 } out_hold;
 
 static void free_response(void *cls)
@@ -214,6 +251,7 @@ static void free_response(void *cls)
     out_hold *h = cls;
     free(h->buf);
     tv_pool_release(h->pool, h->reserved);
+    ref_release(h->ref);
     free(h);
 }
 
@@ -251,18 +289,24 @@ static enum MHD_Result route_info(req_ctx *x)
 
 static enum MHD_Result route_token(req_ctx *x, const char *idtext)
 {
-    size_t n = strlen(idtext);
+    /* Strict decimal: an optional '-', then 1 to 18 digits (no '+',
+     * spaces or hex); the path must end there. */
+    int neg = idtext[0] == '-';
+    const char *d = idtext + neg;
+    size_t n = strlen(d);
     int64_t id = 0;
     if (n == 0 || n > 18)
         return fail(x, 400, "invalid_request",
                     "token id must be a decimal integer of at most 18 "
                     "digits");
     for (size_t i = 0; i < n; i++) {
-        if (idtext[i] < '0' || idtext[i] > '9')
+        if (d[i] < '0' || d[i] > '9')
             return fail(x, 400, "invalid_request",
                         "token id must be a decimal integer");
-        id = id * 10 + (idtext[i] - '0');
+        id = id * 10 + (d[i] - '0');
     }
+    if (neg)
+        id = -id;
     table_ref *ref = ref_acquire(x->s);
     tokvec_row row;
     const tokvec_table_info *in = tokvec_table_get_info(ref->t);
@@ -355,8 +399,6 @@ static void embed_work(tv_job *job)
 static void embed_done(tv_job *job)
 {
     req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
-    ref_release(x->ref);
-    x->ref = NULL;
     MHD_resume_connection(x->conn);
 }
 
@@ -378,7 +420,9 @@ static enum MHD_Result embed_reply(req_ctx *x)
     h->pool = x->s->pool;
     h->reserved = x->reserved;
     h->buf = x->out;
+    h->ref = x->ref; /* the response keeps the table alive until freed */
     x->out = NULL;
+    x->ref = NULL;
     struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
         x->out_len, h->buf, free_response, h);
     if (!r) {
@@ -475,9 +519,19 @@ static enum MHD_Result route_embed(req_ctx *x)
     x->dim = in->dim;
     x->tokens = (uint64_t)(x->req.batch * x->req.seq);
     size_t raw = tokvec_embed_size(x->ref->t, x->req.batch, x->req.seq, 0);
+    size_t json = x->fmt.kind == TV_OUT_JSON
+                      ? tv_embed_json_bound(x->req.batch, x->req.seq, x->dim,
+                                            x->req.base64)
+                      : 0;
+    if (raw == 0 || (x->fmt.kind == TV_OUT_JSON && json == 0) ||
+        raw > SIZE_MAX - json - TV_NPY_HEADER_MAX - 64) {
+        ref_release(x->ref);
+        x->ref = NULL;
+        return fail(x, 413, "payload_too_large",
+                    "the response would be too large");
+    }
     if (x->fmt.kind == TV_OUT_JSON)
-        x->reserved = tv_embed_json_bound(x->req.batch, x->req.seq, x->dim,
-                                          x->req.base64) + raw;
+        x->reserved = json + raw;
     else
         x->reserved = raw + TV_NPY_HEADER_MAX;
     x->job.work = embed_work;
@@ -543,14 +597,12 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
     if (!strcmp(method, "OPTIONS") && x->route != TV_ROUTE_OTHER &&
-        s->cfg->cors_origin && *s->cfg->cors_origin) {
+        cors_on(s)) {
         struct MHD_Response *r =
             MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
         if (r) {
             MHD_add_response_header(r, "Access-Control-Allow-Methods",
-                                    x->route == TV_ROUTE_EMBED
-                                        ? "POST, OPTIONS"
-                                        : "GET, HEAD, OPTIONS");
+                                    allowed(x));
             MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                     "Authorization, Content-Type, Accept, "
                                     "X-Tokvec-Shape");
@@ -605,6 +657,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         x->conn = c;
         x->route = route_of(url);
         snprintf(x->method, sizeof x->method, "%s", method);
+        snprintf(x->path, sizeof x->path, "%s", url);
+        atomic_fetch_add(&s->requests, 1);
         tv_request_init(&x->req);
         clock_gettime(CLOCK_MONOTONIC, &x->t0);
         tv_metrics_inflight_add(1);
@@ -688,13 +742,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);
     tv_metrics_inflight_add(-1);
     if (x->s->cfg->access_log)
-        tv_log_access(x->method, tv_route_name(x->route), status,
+        tv_log_access(x->method, x->path, status,
                       (long long)x->tokens, (long long)x->bytes,
                       (long long)(secs * 1e6));
     ref_release(x->ref);
     tv_request_free(&x->req);
     free(x->out);
     free(x->body);
+    atomic_fetch_sub(&x->s->requests, 1);
     free(x);
     *con_cls = NULL;
 }
@@ -815,25 +870,46 @@ int tv_server_reload(tv_server *s)
     return 0;
 }
 
-size_t tv_server_drain(tv_server *s, double timeout)
+void tv_server_drain_begin(tv_server *s)
 {
-    atomic_store(&s->draining, 1);
-    if (s->mhd) {
-        MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-        if (fd != MHD_INVALID_SOCKET)
-            close(fd);
-    }
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        size_t left = s->pool ? tv_pool_unfinished(s->pool) : 0;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        double el = (double)(t.tv_sec - t0.tv_sec) +
-                    (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
-        if (left == 0 || el >= timeout)
-            return left;
-        usleep(5000);
-    }
+    if (atomic_exchange(&s->draining, 1))
+        return;
+    /* Close the listening socket: new connections are refused at once
+     * (a health probe sees that as not ready); connections already open
+     * keep being served, and there /ready answers 503 and new /embed work
+     * 503 draining, each with Connection: close. */
+    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+size_t tv_server_busy(tv_server *s, size_t *jobs)
+{
+    size_t j = tv_pool_unfinished(s->pool);
+    long r = atomic_load(&s->requests);
+    if (jobs)
+        *jobs = j;
+    return r > 0 ? (size_t)r : 0;
+}
+
+size_t tv_server_summary(tv_server *s, char *buf, size_t len)
+{
+    table_ref *ref = ref_acquire(s);
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    int n = snprintf(buf, len,
+                     "table %s (%s): vocab_size=%" PRId64 " dim=%" PRId64
+                     " dtype=%s positional=%s context_length=%" PRId64
+                     " token=%s position=%s",
+                     in->path, in->format, in->vocab_size, in->dim,
+                     tokvec_dtype_numpy_name(in->dtype),
+                     tokvec_positional_name(in->positional),
+                     in->context_length,
+                     *in->token_tensor ? in->token_tensor : "-",
+                     in->position_tensor ? in->position_tensor : "-");
+    ref_release(ref);
+    if (n < 0)
+        return 0;
+    return (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
 }
 
 void tv_server_stop(tv_server *s)

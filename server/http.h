@@ -1,7 +1,8 @@
 /* http.h -- the HTTP front end: libmicrohttpd daemon, routes, auth, limits,
  * and the current table (swapped atomically on reload).
  *
- * Threads: tv_server_* are called from the main thread only (serve.c).
+ * Threads: tv_server_start, _reload, _drain_begin, _summary and _stop are
+ * called from the main thread only (serve.c); tv_server_busy from any.
  * Requests run on MHD's polling thread (parse, validate, cheap routes) and
  * on libuv workers (embed + serialize, see pool.h); a request's connection
  * is suspended while its job runs and resumed from the loop thread.
@@ -27,12 +28,23 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
  * logs either way and counts tokvec_reloads_total. */
 int tv_server_reload(tv_server *s);
 
-/* Stops accepting connections, answers new work with 503 and /ready with
- * 503, waits for jobs in flight up to timeout seconds. Returns the number
- * of jobs still unfinished (0 = clean). */
-size_t tv_server_drain(tv_server *s, double timeout);
+/* Starts the shutdown: /ready answers 503, new /embed work 503 draining,
+ * and the listening socket is closed (new connections are refused;
+ * connections already open are still served). Idempotent. */
+void tv_server_drain_begin(tv_server *s);
 
-/* Stops the daemon and the pool, closes the table, frees. */
+/* Requests begun whose response has not been fully sent yet (the drain is
+ * over when this is 0); *jobs (if not NULL) gets the /embed jobs queued or
+ * running. Any thread. */
+size_t tv_server_busy(tv_server *s, size_t *jobs);
+
+/* One line describing the current table (path, format, sizes, dtype,
+ * positions, tensor names) for the start-up log. Returns its length. */
+size_t tv_server_summary(tv_server *s, char *buf, size_t len);
+
+/* Stops the daemon and the pool, closes the table, frees. Only once
+ * tv_server_busy() reports no jobs: MHD cannot be stopped under a suspended
+ * connection. NULL is a no-op. */
 void tv_server_stop(tv_server *s);
 
 #endif

@@ -1,8 +1,17 @@
-/* pool.c -- bounded FIFO in front of libuv's thread pool (pool.h).
+/* pool.c -- a bounded FIFO in front of libuv's thread pool (pool.h).
  *
- * Fields under `lock`: head, tail, waiting, inflight_bytes, stopping.
- * `unfinished` is atomic. The loop, the async handle and every uv_* call
- * belong to the loop thread, except uv_async_send (thread-safe).
+ * What must hold: at most `threads` jobs are inside libuv at once (so
+ * libuv's unbounded internal queue stays empty and `waiting` is the real
+ * backlog), at most max_queue jobs wait, and the bytes of jobs handed to
+ * libuv plus responses not yet freed stay under max_inflight unless a job
+ * runs alone.
+ *
+ * Threads and locks: `lock` guards head, tail, waiting, running,
+ * inflight_bytes and stopping; it is a leaf lock (nothing else is taken
+ * while it is held). `unfinished` is atomic. The loop, the async handle,
+ * `closed` and every uv_* call belong to the loop thread, except
+ * uv_async_send, which any thread may call. threads, max_queue and
+ * max_inflight never change after start.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,12 +27,17 @@ struct tv_pool {
     uv_async_t wake;
     pthread_t thread;
     pthread_mutex_t lock;
-    tv_job *head, *tail; /* waiting jobs, FIFO */
-    size_t waiting, max_queue;
-    size_t inflight_bytes, max_inflight;
-    int stopping;
+    tv_job *head, *tail;   /* waiting jobs, FIFO; lock */
+    size_t waiting;        /* jobs reserved, not yet handed to libuv; lock */
+    size_t running;        /* jobs inside libuv; lock */
+    size_t inflight_bytes; /* lock */
+    int stopping;          /* lock */
+    int closed;            /* loop thread only */
+    size_t threads, max_queue, max_inflight;
     atomic_size_t unfinished;
 };
+
+static void dispatch(tv_pool *p);
 
 static void work_cb(uv_work_t *req)
 {
@@ -31,29 +45,40 @@ static void work_cb(uv_work_t *req)
     job->work(job);
 }
 
+/* Loop thread. done() may free the job (it resumes the connection, whose
+ * completion frees the request holding it): the job is not touched after.
+ */
 static void after_cb(uv_work_t *req, int status)
 {
     tv_job *job = req->data;
     tv_pool *p = job->pool;
     (void)status; /* jobs are never cancelled */
-    atomic_fetch_sub(&p->unfinished, 1);
+    pthread_mutex_lock(&p->lock);
+    p->running--;
+    pthread_mutex_unlock(&p->lock);
     job->done(job);
+    atomic_fetch_sub(&p->unfinished, 1);
+    dispatch(p);
 }
 
-/* Loop thread: hand waiting jobs to libuv while their bytes fit. */
-static void on_wake(uv_async_t *h)
+/* Loop thread: hand waiting jobs to libuv while a worker is free and their
+ * bytes fit. */
+static void dispatch(tv_pool *p)
 {
-    tv_pool *p = h->data;
     for (;;) {
         pthread_mutex_lock(&p->lock);
         tv_job *job = p->head;
         if (p->stopping) {
             pthread_mutex_unlock(&p->lock);
-            uv_close((uv_handle_t *)&p->wake, NULL);
+            if (!p->closed) {
+                p->closed = 1;
+                uv_close((uv_handle_t *)&p->wake, NULL);
+            }
             return;
         }
-        if (!job || (p->inflight_bytes &&
-                     p->inflight_bytes + job->bytes > p->max_inflight)) {
+        if (!job || p->running >= p->threads ||
+            (p->inflight_bytes &&
+             p->inflight_bytes + job->bytes > p->max_inflight)) {
             pthread_mutex_unlock(&p->lock);
             return;
         }
@@ -61,13 +86,19 @@ static void on_wake(uv_async_t *h)
         if (!p->head)
             p->tail = NULL;
         p->waiting--;
+        p->running++;
         p->inflight_bytes += job->bytes;
         pthread_mutex_unlock(&p->lock);
         tv_metrics_queue_add(-1);
         job->req.data = job;
         if (uv_queue_work(&p->loop, &job->req, work_cb, after_cb) < 0)
-            abort(); /* only fails for a NULL callback: a programmer bug */
+            abort(); /* fails only for a NULL callback: a programmer bug */
     }
+}
+
+static void on_wake(uv_async_t *h)
+{
+    dispatch(h->data);
 }
 
 static void *loop_main(void *arg)
@@ -81,35 +112,48 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
                   size_t max_inflight_bytes)
 {
     char n[16];
-    int rc;
+    int rc = -ENOMEM, have_lock = 0, have_loop = 0, have_async = 0;
     tv_pool *p = calloc(1, sizeof *p);
     *out = NULL;
     if (!p)
-        return -ENOMEM;
+        goto out;
+    /* libuv clamps its pool to 1..1024; `running` must use the same. */
+    threads = threads < 1 ? 1 : threads > 1024 ? 1024 : threads;
     snprintf(n, sizeof n, "%d", threads);
-    setenv("UV_THREADPOOL_SIZE", n, 1);
+    if (setenv("UV_THREADPOOL_SIZE", n, 1) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    p->threads = (size_t)threads;
     p->max_queue = max_queue;
     p->max_inflight = max_inflight_bytes;
-    pthread_mutex_init(&p->lock, NULL);
-    if ((rc = uv_loop_init(&p->loop)) < 0) {
-        free(p);
-        return rc;
-    }
-    if ((rc = uv_async_init(&p->loop, &p->wake, on_wake)) < 0) {
-        uv_loop_close(&p->loop);
-        free(p);
-        return rc;
-    }
+    atomic_init(&p->unfinished, 0);
+    if ((rc = -pthread_mutex_init(&p->lock, NULL)) < 0)
+        goto out;
+    have_lock = 1;
+    if ((rc = uv_loop_init(&p->loop)) < 0)
+        goto out;
+    have_loop = 1;
+    if ((rc = uv_async_init(&p->loop, &p->wake, on_wake)) < 0)
+        goto out;
+    have_async = 1;
     p->wake.data = p;
-    if ((rc = pthread_create(&p->thread, NULL, loop_main, p)) != 0) {
-        uv_close((uv_handle_t *)&p->wake, NULL);
-        uv_run(&p->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&p->loop);
+    rc = -pthread_create(&p->thread, NULL, loop_main, p);
+out:
+    if (rc < 0 && p) {
+        if (have_async) {
+            uv_close((uv_handle_t *)&p->wake, NULL);
+            uv_run(&p->loop, UV_RUN_DEFAULT);
+        }
+        if (have_loop)
+            uv_loop_close(&p->loop);
+        if (have_lock)
+            pthread_mutex_destroy(&p->lock);
         free(p);
-        return -rc;
+        p = NULL;
     }
     *out = p;
-    return 0;
+    return rc;
 }
 
 int tv_pool_reserve(tv_pool *p)

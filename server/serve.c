@@ -1,11 +1,28 @@
 /* serve.c -- `tokvec serve` (start-up, signals, reload, drain) and
- * `tokvec probe`.
+ * `tokvec probe` (the container health check).
  *
- * Signals: SIGTERM, SIGINT and SIGHUP are blocked in every thread (the mask
- * is set before any thread starts) and taken synchronously by the main
- * thread with sigtimedwait, so no work ever runs in a signal handler.
- * SIGPIPE is ignored (a client that goes away is an error code, not a
- * death).
+ * Start-up is all or nothing: the settings and the table are validated
+ * completely before the socket opens; any failure is one line
+ * "tokvec: <message>" on stderr and exit 2 (bad settings or table) or 1
+ * (the port cannot be bound, out of memory).
+ *
+ * Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread starts
+ * (so every thread -- MHD's, the libuv loop, the workers -- inherits the
+ * mask) and taken synchronously by the main thread with sigwaitinfo /
+ * sigtimedwait. No code runs in a signal handler, so a reload (which opens
+ * and validates a file, allocates and logs) is ordinary main-thread code.
+ * SIGPIPE is ignored: a client that goes away is an error code, not a
+ * death.
+ *
+ * Shutdown (SIGTERM/SIGINT): tv_server_drain_begin closes the listening
+ * socket and turns /ready and new /embed work into 503; the main thread
+ * then waits until every request begun has been answered completely, up to
+ * drain_timeout seconds (a second SIGTERM/SIGINT stops waiting), and exits
+ * 0. If jobs are still running when the wait ends the process leaves with
+ * _exit(0) at once: MHD cannot be stopped under a suspended connection.
+ *
+ * Threads: everything here runs on the main thread; the server's own
+ * threads are described in http.h and pool.h.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -22,25 +39,68 @@
 #include "http.h"
 #include "log.h"
 
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static const char *signame(int sig)
+{
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
+}
+
+/* Waits for the requests in flight (see the file comment). Returns the
+ * number of /embed jobs still queued or running when it gave up. */
+static size_t drain(tv_server *srv, const sigset_t *set, double timeout)
+{
+    double t0 = now_seconds();
+    size_t jobs = 0, busy;
+    while ((busy = tv_server_busy(srv, &jobs)) > 0) {
+        double left = timeout - (now_seconds() - t0);
+        if (left <= 0) {
+            tv_log(TV_LOG_WARN,
+                   "drain timeout: %zu requests unanswered (%zu jobs)", busy,
+                   jobs);
+            break;
+        }
+        if (left > 0.02)
+            left = 0.02;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        int sig = sigtimedwait(set, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            tv_log(TV_LOG_WARN, "%s again: not waiting for %zu requests",
+                   signame(sig), busy);
+            break;
+        }
+        if (sig == SIGHUP)
+            tv_log(TV_LOG_INFO, "SIGHUP ignored while draining");
+    }
+    tv_server_busy(srv, &jobs);
+    return jobs;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     tv_config cfg;
     tv_server *srv = NULL;
-    char err[1024] = "", line[4096];
+    char err[1024] = "", line[4096], table[1024];
     sigset_t set;
+    int exit_code = 0;
 
     int rc = tv_config_load(&cfg, argc, argv, err, sizeof err);
     if (rc != TV_CONFIG_OK) {
-        tv_config_free(&cfg);
-        if (rc == TV_CONFIG_HELP)
-            return 0;
-        fprintf(stderr, "tokvec: %s\n", err);
-        return 2;
+        exit_code = rc == TV_CONFIG_HELP ? 0 : 2;
+        if (rc != TV_CONFIG_HELP)
+            fprintf(stderr, "tokvec: %s\n", err);
+        goto out;
     }
     if (tv_log_setup(cfg.log_format, cfg.log_level) < 0) {
-        fprintf(stderr, "tokvec: bad log settings\n");
-        tv_config_free(&cfg);
-        return 2;
+        fprintf(stderr, "tokvec: bad --log-format '%s' or --log-level '%s'\n",
+                cfg.log_format, cfg.log_level);
+        exit_code = 2;
+        goto out;
     }
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);
@@ -52,107 +112,168 @@ int cmd_serve(int argc, char **argv)
     rc = tv_server_start(&cfg, &srv, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "tokvec: %s\n", err);
-        tv_log(TV_LOG_ERROR, "not started: %s", err);
-        tv_config_free(&cfg);
-        return rc == -2 ? 2 : 1;
+        exit_code = rc == -2 ? 2 : 1;
+        goto out;
     }
     tv_config_describe(&cfg, line, sizeof line);
-    tv_log(TV_LOG_INFO, "tokvec %s started: %s", TOKVEC_VERSION, line);
+    tv_server_summary(srv, table, sizeof table);
+    tv_log(TV_LOG_INFO, "tokvec %s started: %s; %s", TOKVEC_VERSION, line,
+           table);
+    const char *host = strcmp(cfg.host, "0.0.0.0") && strcmp(cfg.host, "::")
+                           ? cfg.host
+                           : "127.0.0.1";
+    const char *lb = strchr(host, ':') ? "[" : "", *rb = *lb ? "]" : "";
     tv_log(TV_LOG_INFO,
-           "listening on http://%s:%lld -- try: curl -d "
-           "'{\"inputs\":[[40,1101,257]]}' http://%s:%lld/embed",
-           cfg.host, (long long)cfg.port,
-           strcmp(cfg.host, "0.0.0.0") ? cfg.host : "127.0.0.1",
+           "listening on http://%s%s%s:%lld -- try: curl -d "
+           "'{\"inputs\":[[40,1101,257]]}' http://%s%s%s:%lld/embed",
+           lb, host, rb, (long long)cfg.port, lb, host, rb,
            (long long)cfg.port);
 
     for (;;) {
-        siginfo_t si;
-        int sig = sigwaitinfo(&set, &si);
+        int sig = sigwaitinfo(&set, NULL);
         if (sig < 0)
             continue; /* EINTR */
         if (sig == SIGHUP) {
             tv_log(TV_LOG_INFO, "SIGHUP: reloading %s", cfg.table);
-            tv_server_reload(srv);
+            if (tv_server_reload(srv) < 0)
+                tv_log(TV_LOG_WARN, "still serving the previous table");
             continue;
         }
-        tv_log(TV_LOG_INFO, "%s: draining (up to %g s)",
-               sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.drain_timeout);
-        size_t left = tv_server_drain(srv, cfg.drain_timeout);
-        if (left) {
-            /* Jobs still hold suspended connections: MHD cannot be stopped
-             * cleanly under them, so leave at once. */
-            tv_log(TV_LOG_WARN, "drain timeout: %zu requests unfinished; "
-                                "exiting", left);
-            _exit(0);
-        }
+        tv_log(TV_LOG_INFO, "%s: draining (up to %g s)", signame(sig),
+               cfg.drain_timeout);
         break;
     }
+    tv_server_drain_begin(srv);
+    if (drain(srv, &set, cfg.drain_timeout) > 0) {
+        tv_log(TV_LOG_WARN, "exiting with jobs unfinished");
+        _exit(0);
+    }
     tv_server_stop(srv);
+    srv = NULL;
     tv_log(TV_LOG_INFO, "stopped");
+out:
+    tv_server_stop(srv);
     tv_config_free(&cfg);
+    return exit_code;
+}
+
+/* --- probe ----------------------------------------------------------------- */
+
+static void probe_usage(FILE *f)
+{
+    fputs("usage: tokvec probe http://HOST[:PORT][/PATH]\n"
+          "GETs the URL over plain HTTP/1.0 (3 s timeout) and exits 0 when\n"
+          "it answers 200, 1 otherwise (no answer, other status), 2 for a\n"
+          "bad URL. For container health checks: tokvec probe "
+          "http://127.0.0.1:8080/ready\n",
+          f);
+}
+
+/* Splits http://host[:port][/path] (host may be an [IPv6] literal).
+ * 0, or -1 for a URL probe cannot use. */
+static int split_url(const char *url, char *host, size_t hostlen, char *port,
+                     size_t portlen, const char **path)
+{
+    const char *u, *h, *hend, *p;
+    if (strncmp(url, "http://", 7))
+        return -1;
+    u = url + 7;
+    *path = strchr(u, '/');
+    const char *end = *path ? *path : u + strlen(u);
+    if (!*path)
+        *path = "/";
+    if (*u == '[') {
+        h = u + 1;
+        hend = memchr(h, ']', (size_t)(end - h));
+        if (!hend)
+            return -1;
+        p = hend + 1;
+    } else {
+        h = u;
+        hend = memchr(u, ':', (size_t)(end - u));
+        if (!hend)
+            hend = end;
+        p = hend;
+    }
+    if (hend == h || (size_t)(hend - h) >= hostlen || memchr(h, '@', (size_t)(hend - h)))
+        return -1;
+    memcpy(host, h, (size_t)(hend - h));
+    host[hend - h] = '\0';
+    if (p == end) {
+        snprintf(port, portlen, "80");
+        return 0;
+    }
+    if (*p != ':' || end - p < 2 || end - p > 6 || (size_t)(end - p) > portlen)
+        return -1;
+    long v = 0;
+    for (const char *c = p + 1; c < end; c++) {
+        if (*c < '0' || *c > '9')
+            return -1;
+        v = v * 10 + (*c - '0');
+    }
+    if (v < 1 || v > 65535)
+        return -1;
+    snprintf(port, portlen, "%ld", v);
     return 0;
 }
 
-/* GET over plain HTTP/1.0 with a 3 s budget; 0 on status 200. */
 int cmd_probe(int argc, char **argv)
 {
-    if (argc != 2 || !strcmp(argv[1], "--help")) {
-        fputs("usage: tokvec probe http://HOST:PORT/PATH\n"
-              "exits 0 when the URL answers 200 (container health checks)\n",
-              argc == 2 ? stdout : stderr);
-        return argc == 2 ? 0 : 2;
+    char host[256], port[8], req[2048], resp[64];
+    const char *path;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int fd = -1, rc = 1;
+
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        probe_usage(stdout);
+        return 0;
     }
-    char host[256], port[16] = "80";
-    const char *u = argv[1], *path;
-    if (strncmp(u, "http://", 7)) {
-        fprintf(stderr, "tokvec: probe: '%s' is not an http:// URL\n", u);
+    if (argc != 2) {
+        probe_usage(stderr);
         return 2;
     }
-    u += 7;
-    path = strchr(u, '/');
-    size_t hl = path ? (size_t)(path - u) : strlen(u);
-    if (!path)
-        path = "/";
-    const char *colon = memchr(u, ':', hl);
-    size_t nl = colon ? (size_t)(colon - u) : hl;
-    if (nl == 0 || nl >= sizeof host ||
-        (colon && (hl - nl - 1 == 0 || hl - nl - 1 >= sizeof port))) {
-        fprintf(stderr, "tokvec: probe: bad host or port in '%s'\n", argv[1]);
+    if (split_url(argv[1], host, sizeof host, port, sizeof port, &path) < 0) {
+        fprintf(stderr, "tokvec: probe: '%s' is not an http://HOST:PORT/PATH"
+                        " URL\n", argv[1]);
         return 2;
     }
-    memcpy(host, u, nl);
-    host[nl] = '\0';
-    if (colon) {
-        memcpy(port, colon + 1, hl - nl - 1);
-        port[hl - nl - 1] = '\0';
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n",
+                     path, host);
+    if (n < 0 || n >= (int)sizeof req || strpbrk(path, " \r\n")) {
+        fprintf(stderr, "tokvec: probe: bad path in '%s'\n", argv[1]);
+        return 2;
     }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
     if (getaddrinfo(host, port, &hints, &ai)) {
-        fprintf(stderr, "tokvec: probe: cannot resolve %s\n", host);
-        return 1;
+        fprintf(stderr, "tokvec: probe: cannot resolve '%s'\n", host);
+        goto out;
     }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), ok = 0;
-    struct timeval tv = {3, 0};
-    if (fd >= 0) {
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto out;
+    struct timeval tv = {3, 0}; /* connect, each write and each read */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+        send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+        goto out;
+    size_t got = 0;
+    while (got < 12) {
+        ssize_t r = recv(fd, resp + got, sizeof resp - 1 - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
     }
-    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-        char req[1024], resp[64];
-        int n = snprintf(req, sizeof req,
-                         "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, host);
-        if (n > 0 && n < (int)sizeof req && write(fd, req, (size_t)n) == n) {
-            ssize_t got = 0, r;
-            while (got < 12 && (r = read(fd, resp + got,
-                                         sizeof resp - 1 - (size_t)got)) > 0)
-                got += r;
-            resp[got > 0 ? got : 0] = '\0';
-            ok = got >= 12 && !strncmp(resp, "HTTP/1.", 7) &&
-                 !strncmp(resp + 8, " 200", 4);
-        }
-    }
+    resp[got] = '\0';
+    /* "HTTP/1.x 200" */
+    if (got >= 12 && !strncmp(resp, "HTTP/1.", 7) &&
+        !strncmp(resp + 8, " 200", 4))
+        rc = 0;
+out:
     if (fd >= 0)
         close(fd);
-    freeaddrinfo(ai);
-    return ok ? 0 : 1;
+    if (ai)
+        freeaddrinfo(ai);
+    return rc;
 }
