@@ -133,172 +133,205 @@ void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n)
 
 /* --- shortest round-trip digits ----------------------------------------
  *
- * For v = m2 * 2^e2, every decimal in the rounding interval
- * [(4*m2 - 2 or -1) * 2^(e2-2), (4*m2 + 2) * 2^(e2-2)] (bounds included
- * when m2 is even) reads back as v. Scaling by 10^q (q chosen so that an
- * ulp becomes 100..1000 units) with exact integer arithmetic -- 5^q from
- * the table below, 192-bit products -- gives floor values of the value and
- * both bounds plus whether they were exact. Then digits are removed while
- * the interval still holds a shorter number, and the last one is rounded
- * to nearest (ties to even): Ryu's digit loop (Adams 2018), here on exact
- * products instead of Ryu's truncated tables. Pure integer work; any thread.
+ * Our own implementation of Giulietti's Schubfach idea for float32. For
+ * v = c * 2^q, every real in the rounding interval [v - lo, v + ulp/2]
+ * (lo = ulp/2, or ulp/4 just above a power of two; bounds included when c
+ * is even, as round-to-nearest-even reading does) reads back as v. Pick k
+ * with 10^k <= interval width < 10^(k+1): then the interval holds at most
+ * one multiple of 10 * 10^k and at least one multiple of 10^k. With
+ * s = floor(v / 10^k) that makes the answer one of: the multiple of 10
+ * next to s if it is inside (one digit shorter), else s or s + 1 (the one
+ * inside, or the nearer when both are, ties to even). No loop.
+ *
+ * v / 10^k and both bounds are needed in quarter units, with a sticky bit
+ * saying "not an integer" (round to odd), so that comparisons with the
+ * integers 4s, 4(s+1), 40 floor(s/10) ... are exact. They come from one
+ * 64x64 -> 128-bit product c * g, g = ceil(10^-k * 2^r) in [2^63, 2^64)
+ * from the table below. The product overshoots the exact value by less
+ * than cb <= 2^27 (in its own units), which never reaches the bits above
+ * bit 27 when the exact value is an integer, so the sticky bit ignores the
+ * 27 lowest bits. That this is enough for every non-integer value is not
+ * argued here but checked: tools/check_floats --all runs all 2^32 patterns
+ * through an independent strtof round trip + shortest + nearest check.
+ *
+ * The table was generated with Python's exact integers:
+ *   for k in range(-45, 32):
+ *       x = Fraction(10) ** -k; e = floor(log2(x)) (exactly); r = 63 - e
+ *       g = ceil(x * 2**r)     # 2^63 <= g < 2^64, exact when k <= 0
+ * Pure integer work (no floating point except the 1e-4/1e16 switch); any
+ * thread.
  */
-static const uint64_t POW5[48][2] = {
-    {0x0000000000000000u, 0x0000000000000001u}, /* 5^0 */
-    {0x0000000000000000u, 0x0000000000000005u}, /* 5^1 */
-    {0x0000000000000000u, 0x0000000000000019u}, /* 5^2 */
-    {0x0000000000000000u, 0x000000000000007du}, /* 5^3 */
-    {0x0000000000000000u, 0x0000000000000271u}, /* 5^4 */
-    {0x0000000000000000u, 0x0000000000000c35u}, /* 5^5 */
-    {0x0000000000000000u, 0x0000000000003d09u}, /* 5^6 */
-    {0x0000000000000000u, 0x000000000001312du}, /* 5^7 */
-    {0x0000000000000000u, 0x000000000005f5e1u}, /* 5^8 */
-    {0x0000000000000000u, 0x00000000001dcd65u}, /* 5^9 */
-    {0x0000000000000000u, 0x00000000009502f9u}, /* 5^10 */
-    {0x0000000000000000u, 0x0000000002e90eddu}, /* 5^11 */
-    {0x0000000000000000u, 0x000000000e8d4a51u}, /* 5^12 */
-    {0x0000000000000000u, 0x0000000048c27395u}, /* 5^13 */
-    {0x0000000000000000u, 0x000000016bcc41e9u}, /* 5^14 */
-    {0x0000000000000000u, 0x000000071afd498du}, /* 5^15 */
-    {0x0000000000000000u, 0x0000002386f26fc1u}, /* 5^16 */
-    {0x0000000000000000u, 0x000000b1a2bc2ec5u}, /* 5^17 */
-    {0x0000000000000000u, 0x000003782dace9d9u}, /* 5^18 */
-    {0x0000000000000000u, 0x00001158e460913du}, /* 5^19 */
-    {0x0000000000000000u, 0x000056bc75e2d631u}, /* 5^20 */
-    {0x0000000000000000u, 0x0001b1ae4d6e2ef5u}, /* 5^21 */
-    {0x0000000000000000u, 0x000878678326eac9u}, /* 5^22 */
-    {0x0000000000000000u, 0x002a5a058fc295edu}, /* 5^23 */
-    {0x0000000000000000u, 0x00d3c21bcecceda1u}, /* 5^24 */
-    {0x0000000000000000u, 0x0422ca8b0a00a425u}, /* 5^25 */
-    {0x0000000000000000u, 0x14adf4b7320334b9u}, /* 5^26 */
-    {0x0000000000000000u, 0x6765c793fa10079du}, /* 5^27 */
-    {0x0000000000000002u, 0x04fce5e3e2502611u}, /* 5^28 */
-    {0x000000000000000au, 0x18f07d736b90be55u}, /* 5^29 */
-    {0x0000000000000032u, 0x7cb2734119d3b7a9u}, /* 5^30 */
-    {0x00000000000000fcu, 0x6f7c40458122964du}, /* 5^31 */
-    {0x00000000000004eeu, 0x2d6d415b85acef81u}, /* 5^32 */
-    {0x00000000000018a6u, 0xe32246c99c60ad85u}, /* 5^33 */
-    {0x0000000000007b42u, 0x6fab61f00de36399u}, /* 5^34 */
-    {0x000000000002684cu, 0x2e58e9b04570f1fdu}, /* 5^35 */
-    {0x00000000000c097cu, 0xe7bc90715b34b9f1u}, /* 5^36 */
-    {0x00000000003c2f70u, 0x86aed236c807a1b5u}, /* 5^37 */
-    {0x00000000012ced32u, 0xa16a1b11e8262889u}, /* 5^38 */
-    {0x0000000005e0a1fdu, 0x2712875988becaadu}, /* 5^39 */
-    {0x000000001d6329f1u, 0xc35ca4bfabb9f561u}, /* 5^40 */
-    {0x0000000092efd1b8u, 0xd0cf37be5aa1cae5u}, /* 5^41 */
-    {0x00000002deaf189cu, 0x140c16b7c528f679u}, /* 5^42 */
-    {0x0000000e596b7b0cu, 0x643c7196d9ccd05du}, /* 5^43 */
-    {0x00000047bf19673du, 0xf52e37f2410011d1u}, /* 5^44 */
-    {0x00000166bb7f0435u, 0xc9e717bb45005915u}, /* 5^45 */
-    {0x00000701a97b150cu, 0xf18376a85901bd69u}, /* 5^46 */
-    {0x000023084f676940u, 0xb7915149bd08b30du}, /* 5^47 */
+typedef struct {
+    uint64_t g; /* ceil(10^-k * 2^r) */
+    int r;
+} pow10_t;
 
+#define POW10_KMIN (-45) /* k = floor(log10(3/4 * 2^-148)) */
+static const pow10_t POW10[77] = {
+    {0xb35dbf821ae4f38cu, -86}, /* 10^45 */
+    {0x8f7e32ce7bea5c70u, -83}, /* 10^44 */
+    {0xe596b7b0c643c71au, -79}, /* 10^43 */
+    {0xb7abc627050305aeu, -76}, /* 10^42 */
+    {0x92efd1b8d0cf37bfu, -73}, /* 10^41 */
+    {0xeb194f8e1ae525feu, -69}, /* 10^40 */
+    {0xbc143fa4e250eb32u, -66}, /* 10^39 */
+    {0x96769950b50d88f5u, -63}, /* 10^38 */
+    {0xf0bdc21abb48db21u, -59}, /* 10^37 */
+    {0xc097ce7bc90715b4u, -56}, /* 10^36 */
+    {0x9a130b963a6c115du, -53}, /* 10^35 */
+    {0xf684df56c3e01bc7u, -49}, /* 10^34 */
+    {0xc5371912364ce306u, -46}, /* 10^33 */
+    {0x9dc5ada82b70b59eu, -43}, /* 10^32 */
+    {0xfc6f7c4045812297u, -39}, /* 10^31 */
+    {0xc9f2c9cd04674edfu, -36}, /* 10^30 */
+    {0xa18f07d736b90be6u, -33}, /* 10^29 */
+    {0x813f3978f8940985u, -30}, /* 10^28 */
+    {0xcecb8f27f4200f3au, -26}, /* 10^27 */
+    {0xa56fa5b99019a5c8u, -23}, /* 10^26 */
+    {0x84595161401484a0u, -20}, /* 10^25 */
+    {0xd3c21bcecceda100u, -16}, /* 10^24 */
+    {0xa968163f0a57b400u, -13}, /* 10^23 */
+    {0x878678326eac9000u, -10}, /* 10^22 */
+    {0xd8d726b7177a8000u, -6}, /* 10^21 */
+    {0xad78ebc5ac620000u, -3}, /* 10^20 */
+    {0x8ac7230489e80000u, 0}, /* 10^19 */
+    {0xde0b6b3a76400000u, 4}, /* 10^18 */
+    {0xb1a2bc2ec5000000u, 7}, /* 10^17 */
+    {0x8e1bc9bf04000000u, 10}, /* 10^16 */
+    {0xe35fa931a0000000u, 14}, /* 10^15 */
+    {0xb5e620f480000000u, 17}, /* 10^14 */
+    {0x9184e72a00000000u, 20}, /* 10^13 */
+    {0xe8d4a51000000000u, 24}, /* 10^12 */
+    {0xba43b74000000000u, 27}, /* 10^11 */
+    {0x9502f90000000000u, 30}, /* 10^10 */
+    {0xee6b280000000000u, 34}, /* 10^9 */
+    {0xbebc200000000000u, 37}, /* 10^8 */
+    {0x9896800000000000u, 40}, /* 10^7 */
+    {0xf424000000000000u, 44}, /* 10^6 */
+    {0xc350000000000000u, 47}, /* 10^5 */
+    {0x9c40000000000000u, 50}, /* 10^4 */
+    {0xfa00000000000000u, 54}, /* 10^3 */
+    {0xc800000000000000u, 57}, /* 10^2 */
+    {0xa000000000000000u, 60}, /* 10^1 */
+    {0x8000000000000000u, 63}, /* 10^0 */
+    {0xcccccccccccccccdu, 67}, /* 10^-1 */
+    {0xa3d70a3d70a3d70bu, 70}, /* 10^-2 */
+    {0x83126e978d4fdf3cu, 73}, /* 10^-3 */
+    {0xd1b71758e219652cu, 77}, /* 10^-4 */
+    {0xa7c5ac471b478424u, 80}, /* 10^-5 */
+    {0x8637bd05af6c69b6u, 83}, /* 10^-6 */
+    {0xd6bf94d5e57a42bdu, 87}, /* 10^-7 */
+    {0xabcc77118461cefdu, 90}, /* 10^-8 */
+    {0x89705f4136b4a598u, 93}, /* 10^-9 */
+    {0xdbe6fecebdedd5bfu, 97}, /* 10^-10 */
+    {0xafebff0bcb24aaffu, 100}, /* 10^-11 */
+    {0x8cbccc096f5088ccu, 103}, /* 10^-12 */
+    {0xe12e13424bb40e14u, 107}, /* 10^-13 */
+    {0xb424dc35095cd810u, 110}, /* 10^-14 */
+    {0x901d7cf73ab0acdau, 113}, /* 10^-15 */
+    {0xe69594bec44de15cu, 117}, /* 10^-16 */
+    {0xb877aa3236a4b44au, 120}, /* 10^-17 */
+    {0x9392ee8e921d5d08u, 123}, /* 10^-18 */
+    {0xec1e4a7db69561a6u, 127}, /* 10^-19 */
+    {0xbce5086492111aebu, 130}, /* 10^-20 */
+    {0x971da05074da7befu, 133}, /* 10^-21 */
+    {0xf1c90080baf72cb2u, 137}, /* 10^-22 */
+    {0xc16d9a0095928a28u, 140}, /* 10^-23 */
+    {0x9abe14cd44753b53u, 143}, /* 10^-24 */
+    {0xf79687aed3eec552u, 147}, /* 10^-25 */
+    {0xc612062576589ddbu, 150}, /* 10^-26 */
+    {0x9e74d1b791e07e49u, 153}, /* 10^-27 */
+    {0xfd87b5f28300ca0eu, 157}, /* 10^-28 */
+    {0xcad2f7f5359a3b3fu, 160}, /* 10^-29 */
+    {0xa2425ff75e14fc32u, 163}, /* 10^-30 */
+    {0x81ceb32c4b43fcf5u, 166}, /* 10^-31 */
 };
 
 typedef unsigned __int128 u128;
 
-/* floor(m * 2^e * 10^q) for the magnitudes used here (result < 2^63);
- * *exact says whether nothing was cut off. */
-static uint64_t scaled(uint64_t m, int e, int q, int *exact)
+/* Quarter units of x / 2^sh, rounded to odd from bit 27 up (see above). */
+static uint64_t rop(u128 x, int sh)
 {
-    if (q >= 0 && q <= 13) {
-        /* 5^13 < 2^31 and m < 2^27: the product fits in 64 bits. This is
-         * the common case (|v| from about 1e-4 to 1e3). */
-        uint64_t a = m * POW5[q][1];
-        int p = e + q;
-        if (p >= 0) {
-            *exact = 1;
-            return a << p;
-        }
-        int s = -p;
-        if (s >= 64) {
-            *exact = a == 0;
-            return 0;
-        }
-        *exact = (a & ((UINT64_C(1) << s) - 1)) == 0;
-        return a >> s;
-    }
-    if (q >= 0) {
-        u128 lo = (u128)m * POW5[q][1], hi = (u128)m * POW5[q][0];
-        uint64_t l0 = (uint64_t)lo;
-        u128 t = (lo >> 64) + (uint64_t)hi;
-        u128 top = ((u128)((uint64_t)(hi >> 64) + (uint64_t)(t >> 64)) << 64) |
-                   (uint64_t)t; /* bits 64..191 of m * 5^q */
-        int p = e + q;          /* remaining power of two */
-        if (p >= 0) {
-            *exact = 1;
-            return (uint64_t)(((top << 64) | l0) << p);
-        }
-        int s = -p;
-        if (s >= 64) {
-            s -= 64;
-            *exact = l0 == 0 && (s == 0 || (top & (((u128)1 << s) - 1)) == 0);
-            return (uint64_t)(top >> s);
-        }
-        *exact = (l0 & ((UINT64_C(1) << s) - 1)) == 0;
-        return (uint64_t)(top << (64 - s)) | (l0 >> s);
-    }
-    /* q < 0: m * 2^(e+q) / 5^-q, with e + q >= 0 here. */
-    u128 num = (u128)m << (e + q);
-    u128 den = ((u128)POW5[-q][0] << 64) | POW5[-q][1];
-    u128 r = num / den;
-    *exact = num - r * den == 0;
-    return (uint64_t)r;
+    uint64_t u = (uint64_t)(x >> 27);
+    int s = sh - 27;
+    return (u >> s) | ((u & ((UINT64_C(1) << s) - 1)) != 0);
 }
 
-/* Shortest digits of finite v != 0: *digits (no trailing zeros needed
- * removed here) times 10^*exp10. */
-static void shortest(uint32_t bits, uint64_t *digits, int *exp10)
+/* floor(a / 2^20) for a >= -(64 << 20), without shifting a negative. */
+static int floor_shift20(int32_t a)
+{
+    return (int)((uint32_t)(a + (64 << 20)) >> 20) - 64;
+}
+
+/* Shortest digits of finite v != 0 (nearest to v among the shortest, ties
+ * to even): returns d with v ~ d * 10^*exp10; d may end in zeros. */
+static uint32_t shortest(uint32_t bits, int *exp10)
 {
     uint32_t frac = bits & 0x7fffffu, ex = (bits >> 23) & 0xffu;
-    uint64_t m2;
-    int e2;
-    if (ex) {
-        m2 = frac | 0x800000u;
-        e2 = (int)ex - 150;
+    uint64_t c = ex ? frac | 0x800000u : frac;
+    int q = ex ? (int)ex - 150 : -149;
+    int k, lower;
+    if (frac == 0 && ex > 1) { /* just above a power of two: lo = ulp/4 */
+        k = floor_shift20(q * 315653 - 131237);
+        lower = 1;
     } else {
-        m2 = frac;
-        e2 = -149;
+        k = floor_shift20(q * 315653);
+        lower = 2;
     }
-    int even = (m2 & 1) == 0;
-    uint64_t mv = 4 * m2, mp = 4 * m2 + 2;
-    uint64_t mm = 4 * m2 - ((frac != 0 || ex <= 1) ? 2 : 1);
-    /* q = ceil(-e2 * log10(2)) + 2; 78913 / 2^18 approximates log10(2)
-     * closely enough for |e2| < 1650. */
-    int q = (int)(((int64_t)(-e2) * 78913 + ((1 << 18) - 1)) >> 18) + 2;
-    int ev, ep, em;
-    uint64_t vr = scaled(mv, e2 - 2, q, &ev);
-    uint64_t vp = scaled(mp, e2 - 2, q, &ep);
-    uint64_t vm = scaled(mm, e2 - 2, q, &em);
-    int vm_zeros = em, vr_zeros = ev, last = 0, removed = 0;
-    if (ep && !even)
-        vp--; /* the upper bound itself is excluded */
-    if (!em || !even)
-        vm_zeros = 0; /* vm itself is not a candidate */
-    if (vm_zeros || vr_zeros) {
-        while (vp / 10 > vm / 10) {
-            vm_zeros &= vm % 10 == 0;
-            vr_zeros &= last == 0;
-            last = (int)(vr % 10);
-            vr /= 10, vp /= 10, vm /= 10, removed++;
-        }
-        if (vm_zeros)
-            while (vm % 10 == 0) {
-                vr_zeros &= last == 0;
-                last = (int)(vr % 10);
-                vr /= 10, vp /= 10, vm /= 10, removed++;
-            }
-        if (vr_zeros && last == 5 && vr % 2 == 0)
-            last = 4; /* exactly halfway: round to even */
-        *digits = vr + ((vr == vm && !vm_zeros) || last >= 5);
+    const pow10_t *p = &POW10[k - POW10_KMIN];
+    int sh = p->r - q;
+    u128 pb = ((u128)c * p->g) << 2;
+    uint64_t vb = rop(pb, sh);
+    uint64_t vbl = rop(pb - (u128)p->g * (unsigned)lower, sh);
+    uint64_t vbr = rop(pb + ((u128)p->g << 1), sh);
+    uint64_t out = c & 1; /* odd c: the bounds themselves are excluded */
+    uint64_t s = vb >> 2;
+    uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
+    int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
+    *exp10 = k;
+    if (upin != wpin)
+        return (uint32_t)(upin ? sp10 : tp10);
+    uint64_t t = s + 1;
+    int uin = vbl + out <= s << 2, win = (t << 2) + out <= vbr;
+    if (uin != win)
+        return (uint32_t)(uin ? s : t);
+    /* Both inside: the nearer; vb against the midpoint 4s + 2. */
+    uint64_t mid = (s << 2) + 2;
+    return (uint32_t)(vb < mid || (vb == mid && (s & 1) == 0) ? s : t);
+}
+
+static const char DIGITS2[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233"
+    "34353637383940414243444546474849505152535455565758596061626364656667"
+    "6869707172737475767778798081828384858687888990919293949596979899";
+
+/* Writes the nd decimal digits of d (d < 10^nd) to out[0..nd). */
+static void put_digits(uint32_t d, int nd, char *out)
+{
+    char *e = out + nd;
+    while (d >= 100) {
+        uint32_t r = d % 100;
+        d /= 100;
+        e -= 2;
+        memcpy(e, DIGITS2 + 2 * r, 2);
+    }
+    if (d >= 10) {
+        e -= 2;
+        memcpy(e, DIGITS2 + 2 * d, 2);
     } else {
-        while (vp / 10 > vm / 10) {
-            last = (int)(vr % 10);
-            vr /= 10, vp /= 10, vm /= 10, removed++;
-        }
-        *digits = vr + (vr == vm || last >= 5);
+        *--e = (char)('0' + d);
     }
-    *exp10 = removed - q;
+}
+
+static int count_digits(uint32_t d)
+{
+    static const uint32_t P10[9] = {10,      100,      1000,      10000,
+                                    100000,  1000000,  10000000,  100000000,
+                                    1000000000};
+    int n = 1;
+    while (n < 10 && d >= P10[n - 1])
+        n++;
+    return n;
 }
 
 size_t tokvec_f32_format(float v, char *buf)
@@ -317,60 +350,56 @@ size_t tokvec_f32_format(float v, char *buf)
         memcpy(buf, "inf", 3);
         return 3;
     }
-    size_t n = 0;
+    char *o = buf;
     if (bits >> 31)
-        buf[n++] = '-';
+        *o++ = '-';
     if ((bits & 0x7fffffffu) == 0) {
-        memcpy(buf + n, "0.0", 3);
-        return n + 3;
+        memcpy(o, "0.0", 3);
+        return (size_t)(o - buf) + 3;
     }
-    uint64_t d;
     int e;
-    shortest(bits, &d, &e);
+    uint32_t d = shortest(bits, &e);
     while (d % 10 == 0) {
         d /= 10;
         e++;
     }
-    char dig[24];
-    int nd = 0;
-    for (uint64_t t = d; t; t /= 10)
-        dig[nd++] = (char)('0' + t % 10);
-    /* dig holds the digits backwards; value = 0.d1d2... * 10^(e + nd) */
+    int nd = count_digits(d);
     int e10 = e + nd - 1; /* exponent of the first digit */
+    char dig[12];
+    put_digits(d, nd, dig);
     double a = fabs((double)v);
-    if (a >= 1e-4 && a < 1e16) {
-        if (e10 >= 0) {
-            for (int i = 0; i <= e10; i++)
-                buf[n++] = i < nd ? dig[nd - 1 - i] : '0';
-            buf[n++] = '.';
-            if (nd > e10 + 1)
-                for (int i = e10 + 1; i < nd; i++)
-                    buf[n++] = dig[nd - 1 - i];
-            else
-                buf[n++] = '0';
-        } else {
-            buf[n++] = '0';
-            buf[n++] = '.';
-            for (int i = 0; i < -e10 - 1; i++)
-                buf[n++] = '0';
-            for (int i = 0; i < nd; i++)
-                buf[n++] = dig[nd - 1 - i];
+    if (a >= 1e-4 && a < 1e16) { /* numpy's positional range */
+        if (e10 < 0) {           /* 0.000ddd */
+            int z = -e10 - 1;
+            memcpy(o, "0.", 2);
+            memset(o + 2, '0', (size_t)z);
+            memcpy(o + 2 + z, dig, (size_t)nd);
+            o += 2 + z + nd;
+        } else if (nd <= e10 + 1) { /* ddd000.0 */
+            int z = e10 + 1 - nd;
+            memcpy(o, dig, (size_t)nd);
+            memset(o + nd, '0', (size_t)z);
+            memcpy(o + nd + z, ".0", 2);
+            o += nd + z + 2;
+        } else { /* ddd.ddd */
+            int i = e10 + 1;
+            memcpy(o, dig, (size_t)i);
+            o[i] = '.';
+            memcpy(o + i + 1, dig + i, (size_t)(nd - i));
+            o += nd + 1;
         }
-    } else {
-        buf[n++] = dig[nd - 1];
+    } else { /* d.ddde+XX, "1e-45" */
+        *o++ = dig[0];
         if (nd > 1) {
-            buf[n++] = '.';
-            for (int i = nd - 2; i >= 0; i--)
-                buf[n++] = dig[i];
+            *o++ = '.';
+            memcpy(o, dig + 1, (size_t)(nd - 1));
+            o += nd - 1;
         }
         int ae = e10 < 0 ? -e10 : e10;
-        buf[n++] = 'e';
-        buf[n++] = e10 < 0 ? '-' : '+';
-        if (ae >= 10)
-            buf[n++] = (char)('0' + ae / 10);
-        else
-            buf[n++] = '0';
-        buf[n++] = (char)('0' + ae % 10);
+        *o++ = 'e';
+        *o++ = e10 < 0 ? '-' : '+';
+        memcpy(o, DIGITS2 + 2 * ae, 2); /* |e10| <= 45 */
+        o += 2;
     }
-    return n;
+    return (size_t)(o - buf);
 }
