@@ -825,11 +825,15 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                  cfg->host);
         goto fail;
     }
+    double rt = cfg->request_timeout;
+    unsigned timeout_s = rt >= 1e6 ? 1000000u : (unsigned)rt;
+    if ((double)timeout_s < rt || timeout_s == 0)
+        timeout_s++;
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, handler, s,
         MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)(cfg->request_timeout < 1 ? 1 : cfg->request_timeout),
+        timeout_s, /* MHD counts whole seconds: rounded up */
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);

@@ -1,0 +1,894 @@
+"""End-to-end tests of `tokvec serve`: the HTTP contract (sections 3-6 of
+docs/contract.md) against the real binary on a free loopback port.
+
+Run: /usr/bin/python3 tests/e2e/test_server.py --binary build/tokvec
+     (`make e2e`; `make sanitize-test` runs it again on the ASan build).
+Needs: Python standard library + numpy; PyTorch is compared too when
+`import torch` works (skipped otherwise). About 15-25 s (longer under ASan).
+
+How: tables are made with `tokvec init` in a temp dir; expected values are
+computed independently by reading the safetensors file with numpy
+(tc.read_safetensors) and adding token + position rows in float32. Every
+comparison is bit for bit (tobytes), never approximate.
+
+What is covered:
+  Formats    every route; JSON numbers (each parses to the exact float32 and
+             is spelled as repr(np.float32)); base64; raw with X-Tokvec-*
+             headers and Content-Length; .npy via np.load; ?dtype=float16 /
+             bfloat16 (numpy's float16 rounding, a numpy bf16 RNE); batch
+             vs one sequence; start_position; positions false; pad_id;
+             binary request bodies with X-Tokvec-Shape and query options;
+             the contract's textbook example.
+  Errors     every status of the contract's table with its error_type and a
+             JSON body: 400 invalid_json / invalid_request, 404, 405 with
+             Allow, 406, 413 (Content-Length before the body is read, a
+             chunked body, max_tokens, max_batch), 415, 422
+             token_out_of_range (batch index, position and id named),
+             sequence_too_long, ragged_batch; /tokens/{id} edge cases.
+  Tables     f16, bf16, sinusoidal and position-less tables.
+  Operations --api-key / --api-key-file (health, ready, metrics public),
+             CORS off and on (preflight), access log, limits flags, config
+             precedence flag > env > file, bad settings / bad table exit 2
+             with one line, metrics names, 429 from a tiny --max-queue,
+             max_inflight_bytes holding work in the queue, SIGHUP with a good
+             file (new values; a request queued before the reload finishes
+             on the old table) and a corrupt one (old table keeps serving,
+             reloads_total{result="failed"} counts), SIGTERM drain (requests
+             in flight all answered completely, /ready and /embed 503 on an
+             open connection, new connections refused, exit code 0).
+
+Slow requests are made slow honestly: a JSON response of 4096 x 1024
+floats takes a worker ~0.3 s to format, and --threads 1 serializes them.
+Waiting points poll /metrics (tokvec_queue_depth, tokvec_inflight_requests)
+instead of sleeping for fixed times.
+"""
+import argparse
+import base64
+import http.client
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_contract as tc  # noqa: E402  (shared helpers)
+
+NUM = re.compile(r"-?(?:\d+\.\d+(?:e[+-]\d+)?|\d+e[+-]\d+|nan|inf)")
+
+
+def init(path, vocab, dim, *args):
+    subprocess.run([tc.BINARY, "init", "--vocab", str(vocab), "--dim",
+                    str(dim), "-o", path] + list(args), check=True,
+                   stdout=subprocess.DEVNULL)
+    return path
+
+
+def expected(t, ids, start=0, positions=True):
+    """out[b][s] = tok[ids[b][s]] + pos[start + s], in float32."""
+    ids = np.asarray(ids)
+    out = t["tok"][ids]
+    if positions and t.get("pos") is not None:
+        out = out + t["pos"][start:start + ids.shape[1]][None]
+    return out.astype(np.float32)
+
+
+def load(path):
+    raw = tc.read_safetensors(path, widen=True)
+    return {"tok": raw["tok_emb.weight"], "pos": raw.get("pos_emb.weight"),
+            "meta": raw["__metadata__"]}
+
+
+def wait_for(cond, timeout=20, what="condition"):
+    deadline = time.time() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.005)
+
+
+class Base(unittest.TestCase):
+    def assert_error(self, resp, status, etype, *needles):
+        st, hdr, body = resp
+        self.assertEqual(st, status, body)
+        self.assertTrue(hdr["Content-Type"].startswith("application/json"))
+        e = json.loads(body)
+        self.assertEqual(set(e), {"error", "error_type"})
+        self.assertEqual(e["error_type"], etype)
+        for n in needles:
+            self.assertIn(n, e["error"])
+        return hdr
+
+
+class Formats(Base):
+    """One server on a 1000 x 32 learned f32 table with small limits."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-")
+        p = init(os.path.join(cls.tmp, "t.safetensors"), 1000, 32,
+                 "--context", "16", "--seed", "123")
+        cls.t = load(p)
+        cls.srv = tc.Server(p, "--max-tokens", "64", "--max-batch", "8",
+                            "--max-body-bytes", "4096")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.tmp)
+
+    def exp(self, ids, start=0, positions=True):
+        return expected(self.t, ids, start, positions)
+
+    # -- JSON ------------------------------------------------------------
+    def test_json_numbers_are_exact_float32_spelled_as_numpy_repr(self):
+        ids = [[1, 2, 3], [999, 0, 7]]
+        st, hdr, body = self.srv.embed({"inputs": ids, "start_position": 4})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(hdr["Content-Type"], "application/json")
+        j = json.loads(body)
+        self.assertEqual(j["shape"], [2, 3, 32])
+        self.assertEqual(j["dtype"], "float32")
+        want = self.exp(ids, 4).ravel()
+        text = body.decode()
+        spelled = NUM.findall(text[text.index('"embeddings"'):])
+        self.assertEqual(len(spelled), want.size)
+        for s, v in zip(spelled, want):
+            self.assertEqual(np.float32(s).tobytes(), v.tobytes(), s)
+            self.assertEqual(s, repr(np.float32(v)).replace(
+                "np.float32(", "").rstrip(")"))
+
+    def test_one_sequence_is_a_batch_of_one(self):
+        one = self.srv.embed({"inputs": [5, 6, 7]})
+        batch = self.srv.embed({"inputs": [[5, 6, 7]]})
+        self.assertEqual(one[0], 200)
+        self.assertEqual(json.loads(one[2])["shape"], [1, 3, 32])
+        self.assertEqual(one[2], batch[2])
+
+    def test_base64(self):
+        ids = [[10, 20], [30, 40]]
+        st, hdr, body = self.srv.embed({"inputs": ids,
+                                        "encoding_format": "base64"})
+        j = json.loads(body)
+        self.assertEqual(j["shape"], [2, 2, 32])
+        self.assertEqual(base64.b64decode(j["embeddings"]),
+                         self.exp(ids).tobytes())
+
+    def test_textbook_example(self):
+        p = init(os.path.join(self.tmp, "book.safetensors"), 6, 3,
+                 "--positional", "none", "--seed", "123")
+        s = tc.Server(p)
+        try:
+            st, _, body = s.embed({"inputs": [3]})
+            self.assertIn(b'"embeddings":[[[-0.401488,0.96657157,-1.148144]]]',
+                          body)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    # -- binary responses --------------------------------------------------
+    def test_raw_float32_with_headers(self):
+        ids = [[10, 20, 30, 40], [1, 2, 3, 4]]
+        st, hdr, raw = self.srv.embed({"inputs": ids},
+                                      "application/octet-stream")
+        self.assertEqual(st, 200)
+        self.assertEqual(hdr["Content-Type"], "application/octet-stream")
+        self.assertEqual(hdr["X-Tokvec-Shape"], "2,4,32")
+        self.assertEqual(hdr["X-Tokvec-Dtype"], "float32")
+        self.assertEqual(int(hdr["Content-Length"]), len(raw))
+        self.assertEqual(raw, self.exp(ids).tobytes())
+
+    def test_npy_loads_with_numpy(self):
+        ids = [[10, 20, 30]]
+        for q, dt in (("", np.float32), ("?dtype=float16", np.float16)):
+            st, hdr, body = self.srv.embed({"inputs": ids},
+                                           "application/x-npy", q)
+            self.assertEqual(st, 200)
+            self.assertEqual(hdr["Content-Type"], "application/x-npy")
+            self.assertEqual(int(hdr["Content-Length"]), len(body))
+            a = np.load(io.BytesIO(body))
+            self.assertEqual(a.shape, (1, 3, 32))
+            self.assertEqual(a.dtype, dt)
+            self.assertEqual(a.tobytes(), self.exp(ids).astype(dt).tobytes())
+
+    def test_half_outputs_round_to_nearest_even(self):
+        ids = [[1, 2, 3], [4, 5, 6]]
+        want = self.exp(ids, 3)
+        body = {"inputs": ids, "start_position": 3}
+        st, hdr, b = self.srv.embed(body, "application/octet-stream",
+                                    "?dtype=float16")
+        self.assertEqual(hdr["X-Tokvec-Dtype"], "float16")
+        self.assertEqual(int(hdr["Content-Length"]), want.size * 2)
+        self.assertEqual(b, want.astype(np.float16).tobytes())
+        st, hdr, b = self.srv.embed(body, "application/octet-stream",
+                                    "?dtype=bfloat16")
+        self.assertEqual(hdr["X-Tokvec-Dtype"], "bfloat16")
+        self.assertEqual(b, tc.bf16_rne(want).tobytes())
+        # A half dtype is a binary-response option only.
+        self.assert_error(self.srv.embed(body, "application/json",
+                                         "?dtype=float16"),
+                          400, "invalid_request")
+        self.assert_error(self.srv.embed(body, "application/octet-stream",
+                                         "?dtype=int8"),
+                          400, "invalid_request")
+
+    def test_first_acceptable_type_wins(self):
+        st, hdr, _ = self.srv.embed({"inputs": [1]},
+                                    "text/html, application/x-npy, "
+                                    "application/json")
+        self.assertEqual(hdr["Content-Type"], "application/x-npy")
+        st, hdr, _ = self.srv.embed({"inputs": [1]}, "*/*")
+        self.assertEqual(hdr["Content-Type"], "application/json")
+
+    # -- request options ---------------------------------------------------
+    def test_start_position_positions_false_pad_id(self):
+        got = self.srv.embed({"inputs": [[3, 4]], "start_position": 14},
+                             "application/octet-stream")[2]
+        self.assertEqual(got, self.exp([[3, 4]], 14).tobytes())
+        got = self.srv.embed({"inputs": [[3, 4]], "positions": False},
+                             "application/octet-stream")[2]
+        self.assertEqual(got, self.exp([[3, 4]], positions=False).tobytes())
+        st, hdr, got = self.srv.embed({"inputs": [[3, 4, 5], [6]],
+                                       "pad_id": 9},
+                                      "application/octet-stream")
+        self.assertEqual(hdr["X-Tokvec-Shape"], "2,3,32")
+        self.assertEqual(got, self.exp([[3, 4, 5], [6, 9, 9]]).tobytes())
+
+    def test_binary_request_with_query_options(self):
+        ids = np.array([[7, 8, 9], [1, 0, 999]], dtype="<i4")
+        hdr = {"Content-Type": "application/octet-stream",
+               "X-Tokvec-Shape": "2,3", "Accept": "application/octet-stream"}
+        st, h, raw = self.srv.request("POST", "/embed?start_position=2",
+                                      ids.tobytes(), hdr)
+        self.assertEqual(st, 200, raw)
+        self.assertEqual(raw, self.exp(ids, 2).tobytes())
+        st, h, raw = self.srv.request("POST", "/embed?positions=false",
+                                      ids.tobytes(), hdr)
+        self.assertEqual(raw, self.exp(ids, positions=False).tobytes())
+        st, h, body = self.srv.request(
+            "POST", "/embed", ids.tobytes(),
+            {"Content-Type": "application/octet-stream",
+             "X-Tokvec-Shape": "2,3"})
+        self.assertEqual(np.array(json.loads(body)["embeddings"],
+                                  np.float32).tobytes(),
+                         self.exp(ids).tobytes())
+        # Errors of binary bodies.
+        self.assert_error(self.srv.request("POST", "/embed",
+                                           ids.tobytes()[:-4], hdr),
+                          400, "invalid_request")
+        self.assert_error(self.srv.request(
+            "POST", "/embed", ids.tobytes(),
+            {"Content-Type": "application/octet-stream"}),
+            400, "invalid_request")
+        self.assert_error(self.srv.request(
+            "POST", "/embed?bogus=1", ids.tobytes(), hdr),
+            400, "invalid_request", "query option")
+        bad = np.array([[7, 1000]], dtype="<i4")
+        self.assert_error(self.srv.request(
+            "POST", "/embed", bad.tobytes(),
+            dict(hdr, **{"X-Tokvec-Shape": "1,2"})),
+            422, "token_out_of_range", "1000")
+
+    # -- other routes ------------------------------------------------------
+    def test_tokens_route(self):
+        st, hdr, body = self.srv.get("/tokens/3")
+        self.assertEqual(st, 200)
+        j = json.loads(body)
+        self.assertEqual(j["id"], 3)
+        self.assertEqual(np.array(j["embedding"], np.float32).tobytes(),
+                         self.t["tok"][3].tobytes())
+        self.assertEqual(json.loads(self.srv.get("/tokens/999")[2])["id"],
+                         999)
+        self.assert_error(self.srv.get("/tokens/1000"), 422,
+                          "token_out_of_range", "1000")
+        self.assert_error(self.srv.get("/tokens/-1"), 422,
+                          "token_out_of_range", "-1")
+        for odd in ("", "abc", "1x", "+1", "0x10", "1.0", "%201",
+                    "9" * 40, "1/2"):
+            st, _, body = self.srv.get("/tokens/" + odd)
+            self.assertIn(st, (400, 404), odd)
+            self.assertIn(json.loads(body)["error_type"],
+                          ("invalid_request", "not_found"))
+
+    def test_info(self):
+        info = json.loads(self.srv.get("/info")[2])
+        self.assertEqual(info["name"], "tokvec")
+        self.assertRegex(info["version"], r"^\d+\.\d+\.\d+")
+        self.assertEqual((info["vocab_size"], info["dim"],
+                          info["context_length"], info["dtype"],
+                          info["positional"]),
+                         (1000, 32, 16, "float32", "learned"))
+        self.assertEqual(info["tensors"], {"token": "tok_emb.weight",
+                                           "position": "pos_emb.weight"})
+        lim = info["limits"]
+        self.assertEqual((lim["max_tokens"], lim["max_batch"],
+                          lim["max_body_bytes"]), (64, 8, 4096))
+        self.assertEqual(lim["max_queue"], 1024)
+
+    def test_health_ready_head(self):
+        st, hdr, body = self.srv.get("/health")
+        self.assertEqual((st, json.loads(body)), (200, {"status": "ok"}))
+        st, hdr, body = self.srv.get("/ready")
+        self.assertEqual((st, json.loads(body)), (200, {"status": "ready"}))
+        st, hdr, body = self.srv.request("HEAD", "/health")
+        self.assertEqual((st, body), (200, b""))
+
+    def test_metrics(self):
+        self.srv.embed({"inputs": [[1, 2, 3]]})
+        st, hdr, body = self.srv.get("/metrics")
+        self.assertEqual(st, 200)
+        self.assertTrue(hdr["Content-Type"].startswith("text/plain"))
+        self.assertIn("version=0.0.4", hdr["Content-Type"])
+        m = body.decode()
+        for name in ("tokvec_requests_total", "tokvec_request_duration_"
+                     "seconds_bucket", "tokvec_request_duration_seconds_sum",
+                     "tokvec_request_duration_seconds_count",
+                     "tokvec_tokens_total", "tokvec_response_bytes_total",
+                     "tokvec_inflight_requests", "tokvec_queue_depth",
+                     "tokvec_reloads_total", "tokvec_table_info"):
+            self.assertIn("\n" + name, m)
+        self.assertRegex(m, r'tokvec_requests_total\{route="/embed",'
+                            r'code="200"\} [1-9]')
+        self.assertRegex(m, r'tokvec_table_info\{[^}]*vocab_size="1000"'
+                            r'[^}]*\} 1')
+        t0 = self.srv.metric("tokvec_tokens_total")
+        self.srv.embed({"inputs": [[1, 2, 3, 4, 5]]})
+        self.assertEqual(self.srv.metric("tokvec_tokens_total"), t0 + 5)
+
+    # -- errors ------------------------------------------------------------
+    def test_400(self):
+        s = self.srv
+        js = {"Content-Type": "application/json"}
+        self.assert_error(s.request("POST", "/embed", b"{nope", js),
+                          400, "invalid_json")
+        self.assert_error(s.request("POST", "/embed", b"", js),
+                          400, "invalid_json")
+        for bad in ({"inputs": []}, {"inputs": [[]]}, {"inputs": [[1, 2.5]]},
+                    {"inputs": "1 2"}, {"inputs": [["1"]]}, {},
+                    {"inputs": [[1]], "start_position": -1},
+                    {"inputs": [[1]], "positions": "no"},
+                    {"inputs": [[1]], "encoding_format": "hex"}):
+            self.assert_error(s.embed(bad), 400, "invalid_request")
+        self.assert_error(s.embed({"inputs": [[1]], "extra": 1}), 400,
+                          "invalid_request", "extra")
+
+    def test_404_405(self):
+        self.assert_error(self.srv.get("/nope"), 404, "not_found")
+        self.assert_error(self.srv.get("/embed/x"), 404, "not_found")
+        hdr = self.assert_error(self.srv.get("/embed"), 405,
+                                "method_not_allowed")
+        self.assertEqual(hdr["Allow"], "POST")
+        for path in ("/health", "/ready", "/info", "/metrics", "/tokens/1"):
+            hdr = self.assert_error(self.srv.request("POST", path, b"{}"),
+                                    405, "method_not_allowed")
+            self.assertIn("GET", hdr["Allow"])
+        hdr = self.assert_error(self.srv.request("DELETE", "/embed"), 405,
+                                "method_not_allowed")
+        self.assertEqual(hdr["Allow"], "POST")
+        # CORS is off by default: no header, and OPTIONS is not a method.
+        st, hdr, _ = self.srv.get("/health")
+        self.assertNotIn("Access-Control-Allow-Origin", hdr)
+        self.assertEqual(self.srv.request("OPTIONS", "/embed")[0], 405)
+
+    def test_406_415(self):
+        self.assert_error(self.srv.embed({"inputs": [[1]]}, "text/html"),
+                          406, "not_acceptable")
+        self.assert_error(self.srv.embed({"inputs": [[1]]},
+                                         "application/json;q=0"),
+                          406, "not_acceptable")
+        for ct in ("text/plain", "application/xml",
+                   "multipart/form-data; boundary=x"):
+            self.assert_error(self.srv.request("POST", "/embed", b"{}",
+                                               {"Content-Type": ct}),
+                              415, "unsupported_media_type")
+
+    def test_413(self):
+        s = self.srv
+        self.assert_error(s.embed({"inputs": [[1] * 9] * 8}), 413,
+                          "payload_too_large")  # 72 tokens > 64
+        self.assert_error(s.embed({"inputs": [[1]] * 9}), 413,
+                          "payload_too_large")  # 9 rows > max_batch 8
+        self.assert_error(s.request("POST", "/embed", b" " * 5000,
+                                    {"Content-Type": "application/json"}),
+                          413, "payload_too_large")
+        # Chunked, no Content-Length: refused once past the limit.
+        c = s.connect()
+        try:
+            c.request("POST", "/embed", body=iter([b" " * 3000] * 3),
+                      headers={"Content-Type": "application/json"},
+                      encode_chunked=True)
+            r = c.getresponse()
+            self.assertEqual(r.status, 413)
+            self.assertEqual(json.loads(r.read())["error_type"],
+                             "payload_too_large")
+        finally:
+            c.close()
+
+    def test_413_is_sent_before_the_body_is_read(self):
+        with socket.create_connection(("127.0.0.1", self.srv.port)) as c:
+            c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: 1000000000\r\n"
+                      b"\r\n")
+            c.settimeout(5)
+            resp = b""
+            while b"\r\n\r\n" not in resp or not resp.endswith(b"}"):
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                resp += chunk
+        head, _, body = resp.partition(b"\r\n\r\n")
+        self.assertIn(b" 413 ", head.split(b"\r\n")[0])
+        self.assertEqual(json.loads(body)["error_type"], "payload_too_large")
+
+    def test_422(self):
+        s = self.srv
+        self.assert_error(s.embed({"inputs": [[1, 2], [3, 1000]]}), 422,
+                          "token_out_of_range", "1000", "batch index 1",
+                          "position 1")
+        self.assert_error(s.embed({"inputs": [[5, -1, 2]]}), 422,
+                          "token_out_of_range", "-1", "batch index 0",
+                          "position 1")
+        self.assert_error(s.embed({"inputs": [[1, 2]],
+                                   "start_position": 15}),
+                          422, "sequence_too_long")
+        self.assert_error(s.embed({"inputs": [[1] * 17]}), 422,
+                          "sequence_too_long")
+        # Without positions the context does not limit the sequence.
+        self.assertEqual(s.embed({"inputs": [[1] * 17],
+                                  "positions": False})[0], 200)
+        self.assert_error(s.embed({"inputs": [[1, 2], [3]]}), 422,
+                          "ragged_batch")
+
+
+class Tables(Base):
+    """Stored dtypes and kinds of positions, each read back exactly."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def serve(self, *init_args):
+        p = init(os.path.join(self.tmp, "t.safetensors"), 200, 16,
+                 *init_args)
+        return p, tc.Server(p)
+
+    def check(self, srv, t, ids, start=0):
+        st, hdr, raw = srv.embed({"inputs": ids, "start_position": start},
+                                 "application/octet-stream")
+        self.assertEqual(st, 200, raw)
+        self.assertEqual(raw, expected(t, ids, start).tobytes())
+
+    def test_half_tables_widen_exactly(self):
+        for dt, name in (("f16", "float16"), ("bf16", "bfloat16")):
+            p, s = self.serve("--dtype", dt, "--context", "8")
+            try:
+                t = load(p)
+                self.check(s, t, [[0, 199, 5], [7, 8, 9]], 2)
+                info = json.loads(s.get("/info")[2])
+                self.assertEqual(info["dtype"], name)
+            finally:
+                self.assertEqual(s.stop(), 0)
+
+    def test_sinusoidal(self):
+        p, s = self.serve("--positional", "sinusoidal", "--context", "64")
+        try:
+            t = load(p)
+            self.assertIsNone(t["pos"])
+            P, D = 64, 16
+            i = np.arange(D // 2, dtype=np.float64)
+            ang = (np.arange(P, dtype=np.float64)[:, None]
+                   / np.power(10000.0, 2 * i / D)[None, :])
+            pos = np.empty((P, D))
+            pos[:, 0::2], pos[:, 1::2] = np.sin(ang), np.cos(ang)
+            t["pos"] = pos.astype(np.float32)
+            self.check(s, t, [[1, 2, 3, 4]], 60)
+            info = json.loads(s.get("/info")[2])
+            self.assertEqual((info["positional"], info["context_length"]),
+                             ("sinusoidal", 64))
+            self.assert_error(s.embed({"inputs": [[1, 2]],
+                                       "start_position": 63}),
+                              422, "sequence_too_long")
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_no_positions(self):
+        p, s = self.serve("--positional", "none")
+        try:
+            t = load(p)
+            self.check(s, t, [[1, 2, 3]], 5000)
+            info = json.loads(s.get("/info")[2])
+            self.assertEqual(info["positional"], "none")
+            self.assertIsNone(info["tensors"].get("position"))
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+
+class Operations(Base):
+    """Auth, CORS, logs, settings, overload, reload and drain."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-ops-")
+        cls.small = init(os.path.join(cls.tmp, "small.safetensors"), 100, 8,
+                         "--context", "8")
+        # 4096 x 1024: a JSON response of every row takes ~0.3 s to format.
+        cls.big = init(os.path.join(cls.tmp, "big.safetensors"), 4096, 1024,
+                       "--context", "8", "--seed", "1")
+        cls.slow_body = json.dumps({"inputs": [list(range(4096))],
+                                    "positions": False})
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def slow(self, srv, out, accept="application/json", timeout=60):
+        """Starts one slow request in a thread; appends its result."""
+        def run():
+            try:
+                out.append(srv.request("POST", "/embed", self.slow_body,
+                                       {"Accept": accept}, timeout=timeout))
+            except Exception as e:  # recorded, and fails the test
+                out.append(e)
+        th = threading.Thread(target=run)
+        th.start()
+        return th
+
+    def assert_complete_slow_answer(self, r):
+        self.assertIsInstance(r, tuple, r)
+        st, hdr, body = r
+        self.assertEqual(st, 200, body[:200])
+        self.assertEqual(len(body), int(hdr["Content-Length"]))
+        self.assertTrue(body.startswith(b'{"shape":[1,4096,1024],'))
+        self.assertTrue(body.endswith(b"]]]}"))
+
+    # -- auth, CORS, logs ----------------------------------------------------
+    def test_api_key_and_key_file(self):
+        keyfile = os.path.join(self.tmp, "key")
+        with open(keyfile, "w") as f:
+            f.write("s3cret-key\n")
+        for args in (("--api-key", "s3cret-key"),
+                     ("--api-key-file", keyfile)):
+            s = tc.Server(self.small, *args)
+            try:
+                for h in ({}, {"Authorization": "Bearer wrong-key!"},
+                          {"Authorization": "Bearer s3cret-ke"},
+                          {"Authorization": "s3cret-key"},
+                          {"Authorization": "Basic s3cret-key"}):
+                    hdr = self.assert_error(s.embed({"inputs": [1]},
+                                                    headers=h),
+                                            401, "unauthorized")
+                    self.assertEqual(hdr["WWW-Authenticate"], "Bearer")
+                ok = {"Authorization": "Bearer s3cret-key"}
+                self.assertEqual(s.embed({"inputs": [1]}, headers=ok)[0],
+                                 200)
+                self.assertEqual(s.get("/info", ok)[0], 200)
+                self.assertEqual(s.get("/tokens/1", ok)[0], 200)
+                self.assert_error(s.get("/info"), 401, "unauthorized")
+                self.assert_error(s.get("/tokens/1"), 401, "unauthorized")
+                for p in ("/health", "/ready", "/metrics"):
+                    self.assertEqual(s.get(p)[0], 200, p)
+            finally:
+                self.assertEqual(s.stop(), 0)
+            self.assertNotIn("s3cret", s.stderr())
+
+    def test_cors(self):
+        s = tc.Server(self.small, "--cors-origin", "https://app.example",
+                      "--api-key", "k")
+        try:
+            st, hdr, _ = s.get("/health")
+            self.assertEqual(hdr["Access-Control-Allow-Origin"],
+                             "https://app.example")
+            st, hdr, _ = s.embed({"inputs": [1]})  # errors carry it too
+            self.assertEqual(st, 401)
+            self.assertEqual(hdr["Access-Control-Allow-Origin"],
+                             "https://app.example")
+            st, hdr, _ = s.request("OPTIONS", "/embed", headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization,"
+                                                  "content-type"})
+            self.assertIn(st, (200, 204))
+            self.assertIn("POST", hdr["Access-Control-Allow-Methods"])
+            self.assertIn("Authorization",
+                          hdr["Access-Control-Allow-Headers"])
+            self.assertEqual(hdr["Access-Control-Allow-Origin"],
+                             "https://app.example")
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_access_log(self):
+        s = tc.Server(self.small)
+        s.get("/tokens/5")
+        s.embed({"inputs": [[1, 2, 3]]})
+        s.get("/nope")
+        self.assertEqual(s.stop(), 0)
+        log = s.stderr()
+        self.assertRegex(log, r"method=GET path=/tokens/5 status=200 "
+                              r"tokens=1 bytes=[1-9]\d* duration_us=\d+")
+        self.assertRegex(log, r"method=POST path=/embed status=200 "
+                              r"tokens=3 bytes=[1-9]")
+        self.assertRegex(log, r"method=GET path=/nope status=404")
+        self.assertIn("listening on http://127.0.0.1:%d" % s.port, log)
+        self.assertIn("vocab_size=100", log)
+        s = tc.Server(self.small, "--access-log", "false",
+                      "--log-format", "json")
+        s.get("/tokens/5")
+        self.assertEqual(s.stop(), 0)
+        lines = s.stderr().splitlines()
+        self.assertTrue(lines)
+        for line in lines:
+            self.assertNotIn("tokens/5", json.loads(line)["msg"])
+
+    # -- settings ------------------------------------------------------------
+    def test_limit_flags_and_precedence(self):
+        cfg = os.path.join(self.tmp, "c.json")
+        with open(cfg, "w") as f:
+            json.dump({"max_tokens": 3, "max_batch": 3, "max_queue": 7,
+                       "max_body_bytes": 100}, f)
+        s = tc.Server(self.small, "--config", cfg, "--max-tokens", "5",
+                      env={"TOKVEC_MAX_TOKENS": "4",
+                           "TOKVEC_MAX_BATCH": "2"})
+        try:
+            lim = json.loads(s.get("/info")[2])["limits"]
+            self.assertEqual((lim["max_tokens"], lim["max_batch"],
+                              lim["max_queue"], lim["max_body_bytes"]),
+                             (5, 2, 7, 100))  # flag, env, file, file
+            self.assertEqual(s.embed({"inputs": [[1] * 5]})[0], 200)
+            self.assert_error(s.embed({"inputs": [[1] * 6]}), 413,
+                              "payload_too_large")
+            self.assert_error(s.embed({"inputs": [[1]] * 3}), 413,
+                              "payload_too_large")
+            self.assert_error(s.embed({"inputs": [1], "pad_id": None,
+                                       "positions": True,
+                                       "start_position": 0,
+                                       "encoding_format": "float" + " " * 50}
+                                      ), 413, "payload_too_large")
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_bad_start_is_one_line_and_exit_2(self):
+        r = subprocess.run([tc.BINARY, "serve", "--table", self.small,
+                            "--max-tokens", "zero"], capture_output=True,
+                           text=True, timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("max-tokens", r.stderr)
+        bad = os.path.join(self.tmp, "bad.safetensors")
+        with open(bad, "wb") as f:
+            f.write(b"\xff" * 20)
+        port = tc.free_port()
+        r = subprocess.run([tc.BINARY, "serve", "--table", bad, "--port",
+                            str(port)], capture_output=True, text=True,
+                           timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertTrue(r.stderr.startswith("tokvec: "))
+        self.assertIn(bad, r.stderr)
+        with self.assertRaises(OSError):  # never a partial start
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        s = tc.Server(self.small)
+        try:  # the port is taken: exit 1, one line
+            r = subprocess.run([tc.BINARY, "serve", "--table", self.small,
+                                "--port", str(s.port)], capture_output=True,
+                               text=True, timeout=10)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(str(s.port), r.stderr)
+        finally:
+            s.stop()
+
+    # -- overload ------------------------------------------------------------
+    def test_full_queue_answers_429(self):
+        s = tc.Server(self.big, "--threads", "1", "--max-queue", "1")
+        out = []
+        try:
+            a = self.slow(s, out)  # runs on the one worker
+            wait_for(lambda: s.metric("tokvec_inflight_requests") == 2
+                     and s.metric("tokvec_queue_depth") == 0,
+                     what="the first job to run")
+            b = self.slow(s, out)  # waits in the queue
+            wait_for(lambda: s.metric("tokvec_queue_depth") == 1,
+                     what="the second job to wait")
+            hdr = self.assert_error(s.embed({"inputs": [1]}), 429,
+                                    "overloaded")
+            self.assertEqual(hdr["Retry-After"], "1")
+            a.join()
+            b.join()
+            for r in out:
+                self.assert_complete_slow_answer(r)
+            self.assertEqual(s.embed({"inputs": [1]})[0], 200)
+            self.assertRegex(s.get("/metrics")[2].decode(),
+                             r'tokvec_requests_total\{route="/embed",'
+                             r'code="429"\} 1')
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_inflight_bytes_hold_work_in_the_queue(self):
+        # Two workers, but one response is over the byte budget: the
+        # second job waits although a worker is free, then runs.
+        s = tc.Server(self.big, "--threads", "2", "--max-inflight-bytes",
+                      "1MiB")
+        out = []
+        try:
+            a = self.slow(s, out)
+            wait_for(lambda: s.metric("tokvec_inflight_requests") == 2
+                     and s.metric("tokvec_queue_depth") == 0,
+                     what="the first job to run")
+            b = self.slow(s, out)
+            wait_for(lambda: s.metric("tokvec_queue_depth") == 1,
+                     what="the second job held back")
+            a.join()
+            b.join()
+            self.assertEqual(len(out), 2)
+            for r in out:
+                self.assert_complete_slow_answer(r)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    # -- reload --------------------------------------------------------------
+    def test_sighup_good_then_corrupt_file(self):
+        path = os.path.join(self.tmp, "live.safetensors")
+        init(path, 100, 8, "--context", "8", "--seed", "5")
+        old = load(path)
+        s = tc.Server(path)
+        try:
+            ids = [[1, 2, 3]]
+            acc = "application/octet-stream"
+            self.assertEqual(s.embed({"inputs": ids}, acc)[2],
+                             expected(old, ids).tobytes())
+            init(path + ".tmp", 100, 8, "--context", "8", "--seed", "6")
+            os.rename(path + ".tmp", path)
+            new = load(path)
+            s.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
+                     == 1, what="reload ok")
+            self.assertEqual(s.embed({"inputs": ids}, acc)[2],
+                             expected(new, ids).tobytes())
+            # A corrupt file: logged, counted, the new table keeps serving.
+            with open(path + ".tmp", "wb") as f:
+                f.write(b"\x08" + b"\0" * 7 + b"{broken")
+            os.rename(path + ".tmp", path)
+            s.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: s.metric(
+                'tokvec_reloads_total{result="failed"}') == 1,
+                what="reload failed")
+            self.assertEqual(s.embed({"inputs": ids}, acc)[2],
+                             expected(new, ids).tobytes())
+            self.assertEqual(s.get("/ready")[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        self.assertIn("reload", s.stderr())
+        self.assertIn(path, s.stderr())
+
+    def test_request_queued_before_reload_finishes_on_old_table(self):
+        path = os.path.join(self.tmp, "live-big.safetensors")
+        shutil.copy(self.big, path)
+        old = load(path)
+        s = tc.Server(path, "--threads", "1")
+        out, small = [], []
+        try:
+            a = self.slow(s, out)
+            wait_for(lambda: s.metric("tokvec_inflight_requests") == 2
+                     and s.metric("tokvec_queue_depth") == 0,
+                     what="the slow job to run")
+            ids = [[4095, 1, 2]]
+
+            def queued():
+                small.append(s.embed({"inputs": ids},
+                                     "application/octet-stream"))
+            b = threading.Thread(target=queued)
+            b.start()
+            wait_for(lambda: s.metric("tokvec_queue_depth") == 1,
+                     what="the small job to wait")
+            init(path + ".tmp", 4096, 1024, "--context", "8", "--seed", "2")
+            os.rename(path + ".tmp", path)
+            s.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
+                     == 1, what="reload ok")
+            a.join()
+            b.join()
+            self.assert_complete_slow_answer(out[0])
+            self.assertEqual(small[0][2], expected(old, ids).tobytes())
+            new = load(path)
+            self.assertEqual(s.embed({"inputs": ids},
+                                     "application/octet-stream")[2],
+                             expected(new, ids).tobytes())
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    # -- drain ---------------------------------------------------------------
+    def test_sigterm_drains_requests_in_flight(self):
+        s = tc.Server(self.big, "--threads", "1")
+        out = []
+        ready_conn = s.connect()
+        embed_conn = s.connect()
+        ready_conn.request("GET", "/ready")  # open keep-alive connections
+        self.assertEqual(ready_conn.getresponse().read(),
+                         b'{"status":"ready"}')
+        embed_conn.request("GET", "/health")
+        embed_conn.getresponse().read()
+        ts = [self.slow(s, out) for _ in range(3)]
+        wait_for(lambda: s.metric("tokvec_inflight_requests") == 4
+                 and s.metric("tokvec_queue_depth") == 2,
+                 what="three requests in flight")
+        s.proc.send_signal(signal.SIGTERM)
+
+        def refused():
+            try:
+                socket.create_connection(("127.0.0.1", s.port), 1).close()
+                return False
+            except OSError:
+                return True
+        wait_for(refused, what="the listening socket to close")
+        ready_conn.request("GET", "/ready")
+        r = ready_conn.getresponse()
+        self.assertEqual((r.status, json.loads(r.read())),
+                         (503, {"status": "draining"}))
+        embed_conn.request("POST", "/embed", '{"inputs":[1]}',
+                           {"Content-Type": "application/json"})
+        r = embed_conn.getresponse()
+        self.assertEqual(r.status, 503)
+        self.assertEqual(json.loads(r.read())["error_type"], "draining")
+        for t in ts:
+            t.join()
+        rc = s.proc.wait(timeout=60)
+        s.close_log()
+        self.assertEqual(rc, 0)
+        self.assertEqual(len(out), 3)
+        for r in out:
+            self.assert_complete_slow_answer(r)
+        self.assertIn("draining", s.stderr())
+        ready_conn.close()
+        embed_conn.close()
+
+    def test_sigint_with_nothing_in_flight_exits_0(self):
+        s = tc.Server(self.small)
+        self.assertEqual(s.stop(signal.SIGINT, timeout=10), 0)
+
+
+class Torch(unittest.TestCase):
+    def test_matches_pytorch_nn_embedding(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch not installed")
+        tmp = tempfile.mkdtemp()
+        try:
+            p = init(os.path.join(tmp, "t.safetensors"), 300, 64,
+                     "--context", "32", "--seed", "123")
+            s = tc.Server(p)
+            try:
+                torch.manual_seed(123)
+                tok = torch.nn.Embedding(300, 64)
+                pos = torch.nn.Embedding(32, 64)
+                ids = [[1, 2, 3, 299], [5, 6, 7, 8]]
+                with torch.no_grad():
+                    want = (tok(torch.tensor(ids))
+                            + pos(torch.arange(2, 6))).numpy()
+                raw = s.embed({"inputs": ids, "start_position": 2},
+                              "application/octet-stream")[2]
+                self.assertEqual(raw, want.tobytes())
+            finally:
+                self.assertEqual(s.stop(), 0)
+        finally:
+            shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default=tc.BINARY)
+    args, rest = ap.parse_known_args()
+    tc.BINARY = os.path.abspath(args.binary)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
