@@ -308,31 +308,37 @@ static enum MHD_Result route_token(req_ctx *x, const char *idtext)
     if (neg)
         id = -id;
     table_ref *ref = ref_acquire(x->s);
-    tokvec_row row;
     const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    struct MHD_Response *r = NULL;
+    enum MHD_Result ret;
+    float *vec = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    tokvec_row row;
     if (tokvec_table_token_row(ref->t, id, &row) < 0) {
-        int64_t v = in->vocab_size;
-        ref_release(ref);
-        return fail(x, 422, "token_out_of_range",
-                    "token id %" PRId64 " is out of range for vocab_size "
-                    "%" PRId64, id, v);
+        ret = fail(x, 422, "token_out_of_range",
+                   "token id %" PRId64 " is out of range [0, %" PRId64 ")",
+                   id, in->vocab_size);
+        goto out;
     }
-    float *vec = malloc((size_t)row.dim * sizeof *vec);
-    char *buf = malloc(tv_token_json_bound(row.dim));
-    if (!vec || !buf) {
-        free(vec);
+    vec = malloc((size_t)row.dim * sizeof *vec);
+    buf = malloc(tv_token_json_bound(row.dim));
+    if (vec && buf) {
+        tokvec_row_to_f32(&row, vec);
+        len = tv_token_json(buf, id, vec, row.dim);
+        r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+    }
+    if (!r) {
         free(buf);
-        ref_release(ref);
-        return fail(x, 500, "internal", "out of memory");
+        ret = fail(x, 500, "internal", "out of memory");
+        goto out;
     }
-    tokvec_row_to_f32(&row, vec);
-    ref_release(ref);
-    size_t len = tv_token_json(buf, id, vec, row.dim);
-    free(vec);
     x->tokens = 1;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
-    return queue(x, 200, r, "application/json", len);
+    ret = queue(x, 200, r, "application/json", len);
+out:
+    free(vec);
+    ref_release(ref);
+    return ret;
 }
 
 static enum MHD_Result route_metrics(req_ctx *x)
@@ -402,33 +408,26 @@ static void embed_done(tv_job *job)
     MHD_resume_connection(x->conn);
 }
 
+/* MHD's thread, after the job: hands the buffer to MHD (no copy). From
+ * here the response owns the buffer, the reserved bytes and the table
+ * reference (free_response gives them back); on failure they go at once. */
 static enum MHD_Result embed_reply(req_ctx *x)
 {
-    if (x->failed || !x->out) {
-        free(x->out);
-        x->out = NULL;
-        tv_pool_release(x->s->pool, x->reserved);
-        return fail(x, 500, "internal", "could not build the response");
-    }
-    out_hold *h = malloc(sizeof *h);
-    if (!h) {
-        free(x->out);
-        x->out = NULL;
-        tv_pool_release(x->s->pool, x->reserved);
-        return fail(x, 500, "internal", "out of memory");
-    }
-    h->pool = x->s->pool;
-    h->reserved = x->reserved;
-    h->buf = x->out;
-    h->ref = x->ref; /* the response keeps the table alive until freed */
+    struct MHD_Response *r = NULL;
+    out_hold *h = NULL;
+    if (x->failed || !x->out)
+        goto bad;
+    h = malloc(sizeof *h);
+    if (!h)
+        goto bad;
+    *h = (out_hold){.pool = x->s->pool, .reserved = x->reserved,
+                    .buf = x->out, .ref = x->ref};
+    r = MHD_create_response_from_buffer_with_free_callback_cls(
+        x->out_len, h->buf, free_response, h);
+    if (!r)
+        goto bad;
     x->out = NULL;
     x->ref = NULL;
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback_cls(
-        x->out_len, h->buf, free_response, h);
-    if (!r) {
-        free_response(h);
-        return MHD_NO;
-    }
     if (x->fmt.kind != TV_OUT_JSON) {
         char shape[96];
         snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
@@ -438,6 +437,12 @@ static enum MHD_Result embed_reply(req_ctx *x)
                                 tokvec_dtype_numpy_name(x->fmt.dtype));
     }
     return queue(x, 200, r, tv_content_type(x->fmt.kind), x->out_len);
+bad:
+    free(h);
+    free(x->out); /* the table reference goes in completed() */
+    x->out = NULL;
+    tv_pool_release(x->s->pool, x->reserved);
+    return fail(x, 500, "internal", "could not build the response");
 }
 
 typedef struct {
