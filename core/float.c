@@ -286,11 +286,15 @@ static uint32_t shortest(uint32_t bits, int *exp10)
     uint64_t vbr = rop(pb + ((u128)p->g << 1), sh);
     uint64_t out = c & 1; /* odd c: the bounds themselves are excluded */
     uint64_t s = vb >> 2;
-    uint64_t sp10 = s / 10 * 10, tp10 = sp10 + 10;
+    uint64_t s10 = s / 10, sp10 = s10 * 10, tp10 = sp10 + 10;
     int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
+    if (upin != wpin) { /* one digit shorter: d * 10^(k+1) */
+        *exp10 = k + 1;
+        return (uint32_t)(upin ? s10 : s10 + 1);
+    }
+    /* s or s + 1. Neither is a multiple of 10 here (it would have been
+     * sp10 or tp10, inside the interval), so d has no trailing zero. */
     *exp10 = k;
-    if (upin != wpin)
-        return (uint32_t)(upin ? sp10 : tp10);
     uint64_t t = s + 1;
     int uin = vbl + out <= s << 2, win = (t << 2) + out <= vbr;
     if (uin != win)
@@ -305,7 +309,8 @@ static const char DIGITS2[201] =
     "34353637383940414243444546474849505152535455565758596061626364656667"
     "6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Writes the nd decimal digits of d (d < 10^nd) to out[0..nd). */
+/* Writes the nd decimal digits of d (d < 10^nd) to out[0..nd), two at a
+ * time from the right. */
 static void put_digits(uint32_t d, int nd, char *out)
 {
     char *e = out + nd;
@@ -315,31 +320,36 @@ static void put_digits(uint32_t d, int nd, char *out)
         e -= 2;
         memcpy(e, DIGITS2 + 2 * r, 2);
     }
-    if (d >= 10) {
-        e -= 2;
-        memcpy(e, DIGITS2 + 2 * d, 2);
-    } else {
-        *--e = (char)('0' + d);
-    }
+    if (d >= 10)
+        memcpy(e - 2, DIGITS2 + 2 * d, 2);
+    else
+        e[-1] = (char)('0' + d);
 }
 
+/* Number of decimal digits of d >= 1 (at most 10). */
 static int count_digits(uint32_t d)
 {
-    static const uint32_t P10[9] = {10,      100,      1000,      10000,
-                                    100000,  1000000,  10000000,  100000000,
-                                    1000000000};
-    int n = 1;
-    while (n < 10 && d >= P10[n - 1])
-        n++;
-    return n;
+    static const uint32_t P10[10] = {1,      10,      100,      1000,
+                                     10000,  100000,  1000000,  10000000,
+                                     100000000, 1000000000};
+    int lg2 = 31 - __builtin_clz(d);
+    int n = (lg2 * 1233 >> 12) + 1; /* 1233 / 4096 ~ log10(2) */
+    return n + (n < 10 && d >= P10[n]);
 }
+
+/* |v| bit patterns: numpy prints positionally from the first float32
+ * >= 1e-4 (0x38d1b717 is 9.99999975e-05) up to, not including, the first
+ * float32 >= 1e16 (0x5a0e1bca is 10000000272564224). */
+#define POSITIONAL_MIN 0x38d1b718u
+#define POSITIONAL_END 0x5a0e1bcau
 
 size_t tokvec_f32_format(float v, char *buf)
 {
     uint32_t bits;
     memcpy(&bits, &v, 4);
-    if ((bits & 0x7f800000u) == 0x7f800000u) {
-        if (bits & 0x7fffffu) {
+    uint32_t abits = bits & 0x7fffffffu;
+    if (abits >= 0x7f800000u) {
+        if (abits > 0x7f800000u) {
             memcpy(buf, "nan", 3);
             return 3;
         }
@@ -353,53 +363,58 @@ size_t tokvec_f32_format(float v, char *buf)
     char *o = buf;
     if (bits >> 31)
         *o++ = '-';
-    if ((bits & 0x7fffffffu) == 0) {
+    if (abits == 0) {
         memcpy(o, "0.0", 3);
         return (size_t)(o - buf) + 3;
     }
     int e;
-    uint32_t d = shortest(bits, &e);
-    while (d % 10 == 0) {
+    uint32_t d = shortest(abits, &e);
+    while (d % 10 == 0) { /* only after a "one digit shorter" result */
         d /= 10;
         e++;
     }
     int nd = count_digits(d);
     int e10 = e + nd - 1; /* exponent of the first digit */
-    char dig[12];
-    put_digits(d, nd, dig);
-    double a = fabs((double)v);
-    if (a >= 1e-4 && a < 1e16) { /* numpy's positional range */
-        if (e10 < 0) {           /* 0.000ddd */
+    if (abits >= POSITIONAL_MIN && abits < POSITIONAL_END) {
+        if (e10 < 0) { /* 0.000ddd, at most 3 zeros */
             int z = -e10 - 1;
-            memcpy(o, "0.", 2);
-            memset(o + 2, '0', (size_t)z);
-            memcpy(o + 2 + z, dig, (size_t)nd);
-            o += 2 + z + nd;
+            o[0] = '0';
+            o[1] = '.';
+            o += 2;
+            for (int i = 0; i < z; i++)
+                *o++ = '0';
+            put_digits(d, nd, o);
+            o += nd;
         } else if (nd <= e10 + 1) { /* ddd000.0 */
-            int z = e10 + 1 - nd;
-            memcpy(o, dig, (size_t)nd);
-            memset(o + nd, '0', (size_t)z);
-            memcpy(o + nd + z, ".0", 2);
-            o += nd + z + 2;
-        } else { /* ddd.ddd */
-            int i = e10 + 1;
-            memcpy(o, dig, (size_t)i);
-            o[i] = '.';
-            memcpy(o + i + 1, dig + i, (size_t)(nd - i));
+            put_digits(d, nd, o);
+            o += nd;
+            for (int i = nd; i <= e10; i++)
+                *o++ = '0';
+            o[0] = '.';
+            o[1] = '0';
+            o += 2;
+        } else { /* ddd.ddd: digits one to the right, then move the
+                  * integer part back over the point's place */
+            put_digits(d, nd, o + 1);
+            for (int i = 0; i <= e10; i++)
+                o[i] = o[i + 1];
+            o[e10 + 1] = '.';
             o += nd + 1;
         }
-    } else { /* d.ddde+XX, "1e-45" */
-        *o++ = dig[0];
+    } else { /* d.ddde+XX, or de+XX for one digit ("1e-45") */
+        put_digits(d, nd, o + 1);
+        o[0] = o[1];
         if (nd > 1) {
-            *o++ = '.';
-            memcpy(o, dig + 1, (size_t)(nd - 1));
-            o += nd - 1;
+            o[1] = '.';
+            o += nd + 1;
+        } else {
+            o += 1;
         }
-        int ae = e10 < 0 ? -e10 : e10;
-        *o++ = 'e';
-        *o++ = e10 < 0 ? '-' : '+';
-        memcpy(o, DIGITS2 + 2 * ae, 2); /* |e10| <= 45 */
-        o += 2;
+        int ae = e10 < 0 ? -e10 : e10; /* <= 45 */
+        o[0] = 'e';
+        o[1] = e10 < 0 ? '-' : '+';
+        memcpy(o + 2, DIGITS2 + 2 * ae, 2);
+        o += 4;
     }
     return (size_t)(o - buf);
 }

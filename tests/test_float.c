@@ -1,8 +1,19 @@
 /* test_float.c -- dtypes: exact f16/bf16 widening for all 65,536 patterns,
  * round-to-nearest-even narrowing, and the shortest round-trip float32
- * text, compared byte for byte with numpy's repr (tests/golden/
- * float_repr.txt, generated with numpy 1.24) and checked to be shortest
- * and exact on millions of random bit patterns.
+ * text: compared byte for byte with numpy's repr (tests/golden/
+ * float_repr.txt), with edge cases written out, and checked on 2 million
+ * random bit patterns against glibc's exact printf/strtof (round trip,
+ * shortest, nearest, spelling), independently of the formatter.
+ *
+ * tests/golden/float_repr.txt: lines "hexbits repr(numpy.float32)" made
+ * with numpy 1.24.2 (/usr/bin/python3): signed zeros, subnormal and normal
+ * extremes, inf/nan, powers of ten +-3 ulps, both positional/scientific
+ * switchovers +-8 ulps, powers of two +-2 ulps, halfway ties in
+ * [2^21, 2^22), integers that need padding zeros, 400 floats next to a
+ * rounding-interval bound that is a short decimal (numpy includes the bound
+ * when the significand is even), random bit patterns, and normal(0,1) and
+ * normal(0,1e-3) values. Single-threaded; reads the golden file relative
+ * to the top directory (run from /work/main).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -184,7 +195,8 @@ static void format_spells_the_textbook_row(void **s)
     assert_memory_equal(got, "-inf", n);
 }
 
-/* Digits of the text (no sign, point, exponent), to count significance. */
+/* Significant digits of a formatted number: leading zeros, the point, the
+ * sign, the exponent and trailing zeros do not count ("100.0" has 1). */
 static int sig_digits(const char *t)
 {
     int n = 0, started = 0, zeros = 0;
@@ -204,34 +216,136 @@ static int sig_digits(const char *t)
     return n ? n : 1;
 }
 
+static int reads_back(const char *s, float v)
+{
+    float b = strtof(s, NULL);
+    return !memcmp(&b, &v, 4);
+}
+
+/* Whether m * 10^e reads back as v. */
+static int decimal_reads_back(unsigned long long m, int e, float v)
+{
+    char s[48];
+    snprintf(s, sizeof s, "%llue%d", m, e);
+    return reads_back(s, v);
+}
+
+/* Checks the text t (NUL-terminated) of a finite float v without using the
+ * formatter's algorithm: glibc's exact printf/strtof are the reference.
+ *   1. t reads back (strtof) as exactly v;
+ *   2. shortest: with k significant digits in t, none of the decimals with
+ *      k - 1 digits next to v (the nearest one, correctly rounded by
+ *      printf, and its neighbours on both sides) reads back as v;
+ *   3. nearest: if the k-digit decimal nearest to v reads back as v, t is
+ *      that decimal (numpy/Dragon4 pick the nearest; printf breaks exact
+ *      ties to even, as numpy does);
+ *   4. spelling: scientific exactly outside [1e-4, 1e16) (in double).
+ * Returns NULL when t passes, or what failed. */
+static const char *verify_text(float v, const char *t)
+{
+    char s[48];
+    if (!reads_back(t, v))
+        return "does not read back";
+    int k = sig_digits(t);
+    if (k > 1) {
+        float av = fabsf(v);
+        /* m: the k-1 digits of the nearest such decimal, times 10^e. */
+        snprintf(s, sizeof s, "%.*e", k - 2, fabs((double)v));
+        unsigned long long m = 0, lead = 1;
+        const char *p = s;
+        for (; *p != 'e'; p++)
+            if (*p >= '0' && *p <= '9')
+                m = m * 10 + (unsigned long long)(*p - '0');
+        int e = atoi(p + 1) - (k - 2);
+        for (int i = 0; i < k - 2; i++)
+            lead *= 10;
+        if (decimal_reads_back(m, e, av) || decimal_reads_back(m + 1, e, av))
+            return "not shortest";
+        if (m == lead ? decimal_reads_back(10 * m - 1, e - 1, av)
+                      : decimal_reads_back(m - 1, e, av))
+            return "not shortest";
+    }
+    snprintf(s, sizeof s, "%.*e", k - 1, (double)v);
+    if (reads_back(s, v) && strtod(s, NULL) != strtod(t, NULL))
+        return "not the nearest shortest";
+    double a = fabs((double)v);
+    int sci = strchr(t, 'e') != NULL;
+    if (sci != (a != 0 && (a < 1e-4 || a >= 1e16)))
+        return "positional/scientific switch";
+    return NULL;
+}
+
+static void verifier_rejects_long_far_and_misspelled_texts(void **s)
+{
+    (void)s;
+    float v = f_of(0x3eacbbc9); /* numpy: 0.3373702 */
+    assert_null(verify_text(v, "0.3373702"));
+    assert_non_null(verify_text(v, "0.33737019"));  /* exact, not shortest */
+    assert_non_null(verify_text(v, "0.3373703"));   /* another float */
+    assert_non_null(verify_text(v, "3.373702e-01")); /* wrong spelling */
+    /* 2097152.25: both 2097152.2 and 2097152.3 read back; the tie goes to
+     * the even digit, as numpy's Dragon4 does. */
+    assert_null(verify_text(2097152.25f, "2097152.2"));
+    assert_non_null(verify_text(2097152.25f, "2097152.3"));
+    assert_non_null(verify_text(-1.0f, "-1.00000001"));
+}
+
+/* Edge cases spelled by numpy 1.24 (repr(numpy.float32(x))), written out
+ * here so a failure names the case. */
+static void format_spells_edge_cases_as_numpy(void **s)
+{
+    (void)s;
+    static const struct {
+        uint32_t bits;
+        const char *text;
+    } cases[] = {
+        {0x00000000, "0.0"},             {0x80000000, "-0.0"},
+        {0x00000001, "1e-45"},           {0x80000001, "-1e-45"},
+        {0x00000002, "3e-45"},           {0x00000007, "1e-44"},
+        {0x007fffff, "1.1754942e-38"},   {0x00800000, "1.1754944e-38"},
+        {0x7f7fffff, "3.4028235e+38"},   {0xff7fffff, "-3.4028235e+38"},
+        {0x7f800000, "inf"},             {0xff800000, "-inf"},
+        {0x7fc00000, "nan"},             {0xffc00001, "nan"},
+        {0x38d1b717, "1e-04"},           {0x38d1b718, "0.000100000005"},
+        {0x38d1b716, "9.999999e-05"},    {0x3727c5ac, "1e-05"},
+        {0x5a0e1bc9, "9999999000000000.0"}, {0x5a0e1bca, "1e+16"},
+        {0x3f800000, "1.0"},             {0x42c80000, "100.0"},
+        {0x4ceb79a3, "123456790.0"},     {0x501502f9, "10000000000.0"},
+        {0x4b800000, "16777216.0"},      {0x4b800001, "16777218.0"},
+        {0x4a000001, "2097152.2"},       {0x4a000003, "2097152.8"},
+        {0x4a800001, "4194304.5"},       {0x3dcccccd, "0.1"},
+        {0x3eacbbc9, "0.3373702"},       {0x4d000050, "134219000.0"},
+    };
+    char got[TOKVEC_F32_MAXLEN + 1];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = tokvec_f32_format(f_of(cases[i].bits), got);
+        got[n] = '\0';
+        if (strcmp(got, cases[i].text))
+            fail_msg("%08x: got %s, numpy %s", cases[i].bits, got,
+                     cases[i].text);
+    }
+}
+
 static void format_round_trips_and_is_shortest_on_random_patterns(void **s)
 {
     (void)s;
     uint64_t x = 0x9E3779B97F4A7C15ull;
-    char got[32], shorter[40];
+    char got[TOKVEC_F32_MAXLEN + 1];
     long checked = 0;
-    for (long i = 0; i < 300000; i++) {
+    for (long i = 0; i < 2000000; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        float v = f_of((uint32_t)x);
+        float v = f_of((uint32_t)(x >> 16));
         if (!isfinite(v))
             continue;
         size_t n = tokvec_f32_format(v, got);
+        assert_true(n <= TOKVEC_F32_MAXLEN);
         got[n] = '\0';
-        float back = strtof(got, NULL);
-        if (b_of(back) != b_of(v))
-            fail_msg("%08x: %s reads back as %08x", b_of(v), got,
-                     b_of(back));
-        /* No decimal with one digit fewer reads back as v. */
-        int k = sig_digits(got);
-        if (k > 1) {
-            snprintf(shorter, sizeof shorter, "%.*e", k - 2, (double)v);
-            if (b_of(strtof(shorter, NULL)) == b_of(v))
-                fail_msg("%08x: %s is not shortest (%s)", b_of(v), got,
-                         shorter);
-        }
+        const char *why = verify_text(v, got);
+        if (why)
+            fail_msg("%08x: \"%s\" %s", b_of(v), got, why);
         checked++;
     }
-    assert_true(checked > 290000);
+    assert_true(checked > 1950000);
 }
 
 int main(void)
@@ -245,6 +359,8 @@ int main(void)
         cmocka_unit_test(dtype_names_parse_and_print),
         cmocka_unit_test(format_matches_numpy_repr_byte_for_byte),
         cmocka_unit_test(format_spells_the_textbook_row),
+        cmocka_unit_test(format_spells_edge_cases_as_numpy),
+        cmocka_unit_test(verifier_rejects_long_far_and_misspelled_texts),
         cmocka_unit_test(format_round_trips_and_is_shortest_on_random_patterns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,11 +1,14 @@
-/* check_floats.c -- checks tokvec_f32_format on float32 bit patterns: the
- * text reads back (strtof) as exactly the same bits, and no decimal with
- * one significant digit fewer does (so it is the shortest).
+/* check_floats.c -- checks tokvec_f32_format on float32 bit patterns
+ * against glibc's exact printf/strtof, independently of the formatter's
+ * algorithm: the text reads back as exactly the same bits, no decimal with
+ * one significant digit fewer does (shortest), it is the nearest such
+ * decimal when several are shortest, and it switches to scientific
+ * notation exactly where numpy does.
  *
  *   check_floats --all         every one of the 2^32 patterns (all cores)
- *   check_floats --random N    N random patterns
- * Prints progress and the number of failures; exit 1 on any failure.
- * Threads share nothing but an atomic failure counter.
+ *   check_floats --random N    N random patterns (xorshift, fixed seed)
+ * Prints progress (on a terminal) and the number of failures; exit 1 on any
+ * failure. Threads share nothing but two atomic counters.
  */
 #include <math.h>
 #include <pthread.h>
@@ -20,6 +23,8 @@
 
 static atomic_ullong failures, checked;
 
+/* Significant digits of a formatted number: leading zeros, the point, the
+ * sign, the exponent and trailing zeros do not count ("100.0" has 1). */
 static int sig_digits(const char *t)
 {
     int n = 0, started = 0, zeros = 0;
@@ -39,29 +44,78 @@ static int sig_digits(const char *t)
     return n ? n : 1;
 }
 
-/* 0 when the pattern passes (non-finite patterns pass trivially). */
-static int check(uint32_t bits)
+static int reads_back(const char *s, float v)
 {
-    float v, back;
-    char got[TOKVEC_F32_MAXLEN + 1], shorter[48];
+    float b = strtof(s, NULL);
+    return !memcmp(&b, &v, 4);
+}
+
+/* Whether m * 10^e reads back as v. */
+static int decimal_reads_back(unsigned long long m, int e, float v)
+{
+    char s[48];
+    snprintf(s, sizeof s, "%llue%d", m, e);
+    return reads_back(s, v);
+}
+
+/* Checks the text t (NUL-terminated) of a finite float v without using the
+ * formatter's algorithm: glibc's exact printf/strtof are the reference.
+ *   1. t reads back (strtof) as exactly v;
+ *   2. shortest: with k significant digits in t, none of the decimals with
+ *      k - 1 digits next to v (the nearest one, correctly rounded by
+ *      printf, and its neighbours on both sides) reads back as v;
+ *   3. nearest: if the k-digit decimal nearest to v reads back as v, t is
+ *      that decimal (numpy/Dragon4 pick the nearest; printf breaks exact
+ *      ties to even, as numpy does);
+ *   4. spelling: scientific exactly outside [1e-4, 1e16) (in double).
+ * Returns NULL when t passes, or what failed. */
+static const char *verify_text(float v, const char *t)
+{
+    char s[48];
+    if (!reads_back(t, v))
+        return "does not read back";
+    int k = sig_digits(t);
+    if (k > 1) {
+        float av = fabsf(v);
+        /* m: the k-1 digits of the nearest such decimal, times 10^e. */
+        snprintf(s, sizeof s, "%.*e", k - 2, fabs((double)v));
+        unsigned long long m = 0, lead = 1;
+        const char *p = s;
+        for (; *p != 'e'; p++)
+            if (*p >= '0' && *p <= '9')
+                m = m * 10 + (unsigned long long)(*p - '0');
+        int e = atoi(p + 1) - (k - 2);
+        for (int i = 0; i < k - 2; i++)
+            lead *= 10;
+        if (decimal_reads_back(m, e, av) || decimal_reads_back(m + 1, e, av))
+            return "not shortest";
+        if (m == lead ? decimal_reads_back(10 * m - 1, e - 1, av)
+                      : decimal_reads_back(m - 1, e, av))
+            return "not shortest";
+    }
+    snprintf(s, sizeof s, "%.*e", k - 1, (double)v);
+    if (reads_back(s, v) && strtod(s, NULL) != strtod(t, NULL))
+        return "not the nearest shortest";
+    double a = fabs((double)v);
+    int sci = strchr(t, 'e') != NULL;
+    if (sci != (a != 0 && (a < 1e-4 || a >= 1e16)))
+        return "positional/scientific switch";
+    return NULL;
+}
+
+/* NULL when the pattern passes (non-finite patterns pass trivially). */
+static const char *check(uint32_t bits, char *got)
+{
+    float v;
     memcpy(&v, &bits, 4);
+    got[0] = '\0';
     if (!isfinite(v))
-        return 0;
+        return NULL;
     size_t n = tokvec_f32_format(v, got);
     if (n > TOKVEC_F32_MAXLEN)
-        return 1;
+        return "too long";
     got[n] = '\0';
-    back = strtof(got, NULL);
-    if (memcmp(&back, &v, 4))
-        return 1;
-    int k = sig_digits(got);
-    if (k > 1) {
-        snprintf(shorter, sizeof shorter, "%.*e", k - 2, (double)v);
-        back = strtof(shorter, NULL);
-        if (!memcmp(&back, &v, 4))
-            return 1;
-    }
-    return 0;
+    return verify_text(v, got);
 }
 
 typedef struct {
@@ -72,24 +126,26 @@ typedef struct {
 static void *run(void *arg)
 {
     range_t *r = arg;
-    uint64_t x = 0x9E3779B97F4A7C15ull ^ r->begin, local = 0;
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ (r->begin * 0xD1B54A32D192ED03ull);
+    uint64_t local = 0;
+    char got[64];
     for (uint64_t i = r->begin; i < r->end; i += r->step) {
         uint32_t bits;
         if (r->random) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            bits = (uint32_t)x;
+            bits = (uint32_t)(x >> 16);
         } else {
             bits = (uint32_t)i;
         }
-        if (check(bits)) {
-            if (atomic_fetch_add(&failures, 1) < 10)
-                fprintf(stderr, "FAIL %08x\n", bits);
-        }
+        const char *why = check(bits, got);
+        if (why && atomic_fetch_add(&failures, 1) < 20)
+            fprintf(stderr, "FAIL %08x \"%s\": %s\n", bits, got, why);
         if (++local == 1u << 20) {
             unsigned long long c = atomic_fetch_add(&checked, local) + local;
             local = 0;
-            if (r->report && (c >> 20) % 256 == 0)
-                fprintf(stderr, "\r%llu M checked, %llu failures", c >> 20,
+            if (r->report && (c >> 20) % 64 == 0)
+                fprintf(stderr, "\r%llu M of %llu M checked, %llu failures",
+                        c >> 20, (unsigned long long)(r->end >> 20),
                         (unsigned long long)atomic_load(&failures));
         }
     }
@@ -122,7 +178,10 @@ int main(int argc, char **argv)
         /* Interleaved so every thread sees every magnitude. */
         r[t] = (range_t){(uint64_t)t, total, (uint64_t)nt, random,
                          isatty(2) && t == 0};
-        pthread_create(&th[t], NULL, run, &r[t]);
+        if (pthread_create(&th[t], NULL, run, &r[t])) {
+            fprintf(stderr, "check_floats: cannot start a thread\n");
+            return 2;
+        }
     }
     for (long t = 0; t < nt; t++)
         pthread_join(th[t], NULL);
