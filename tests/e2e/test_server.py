@@ -35,7 +35,8 @@ What is covered:
              on the old table) and a corrupt one (old table keeps serving,
              reloads_total{result="failed"} counts), SIGTERM drain (requests
              in flight all answered completely, /ready and /embed 503 on an
-             open connection, new connections refused, exit code 0).
+             open connection, new connections refused, exit code 0; the
+             drain timeout and a second SIGTERM end the wait, still 0).
 
 Slow requests are made slow honestly: a JSON response of 4096 x 1024
 floats takes a worker ~0.3 s to format, and --threads 1 serializes them.
@@ -852,6 +853,33 @@ class Operations(Base):
         self.assertIn("draining", s.stderr())
         ready_conn.close()
         embed_conn.close()
+
+    def test_drain_timeout_and_second_signal_end_the_wait(self):
+        # Four slow jobs on one worker take >= 1.2 s; the drain gives up
+        # after 0.1 s (or at a second SIGTERM) and the process exits 0.
+        for second_signal in (False, True):
+            timeout = "30" if second_signal else "0.1"
+            s = tc.Server(self.big, "--threads", "1", "--drain-timeout",
+                          timeout)
+            out = []
+            ts = [self.slow(s, out) for _ in range(4)]
+            wait_for(lambda: s.metric("tokvec_inflight_requests") == 5,
+                     what="four requests in flight")
+            t0 = time.time()
+            s.proc.send_signal(signal.SIGTERM)
+            if second_signal:
+                wait_for(lambda: "draining" in s.stderr(), what="draining")
+                s.proc.send_signal(signal.SIGTERM)
+            rc = s.proc.wait(timeout=30)
+            took = time.time() - t0
+            s.close_log()
+            for t in ts:
+                t.join()
+            self.assertEqual(rc, 0)
+            self.assertLess(took, 1.0, s.stderr())
+            self.assertTrue(any(not isinstance(r, tuple) for r in out))
+            self.assertIn("again" if second_signal else "drain timeout",
+                          s.stderr())
 
     def test_sigint_with_nothing_in_flight_exits_0(self):
         s = tc.Server(self.small)
