@@ -622,8 +622,9 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
                     " GET /tokens/{id}, /info, /health, /ready, /metrics, "
                     "/openapi.json");
     if (x->route == TV_ROUTE_EMBED ? !post : !get)
-        return fail(x, 405, "method_not_allowed", "%s is not allowed here",
-                    x->route == TV_ROUTE_EMBED ? "only POST" : "only GET");
+        return fail(x, 405, "method_not_allowed",
+                    "method %s is not allowed on %.64s (allowed: %s)",
+                    x->method, x->path, allowed(x));
     if ((x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_TOKENS ||
          x->route == TV_ROUTE_INFO) && !authorized(s, x->conn))
         return fail(x, 401, "unauthorized",
