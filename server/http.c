@@ -31,6 +31,7 @@
  * together today).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -829,12 +830,14 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     } else {
         snprintf(err, errlen, "--host '%s' is not an IPv4 or IPv6 address",
                  cfg->host);
+        rc = -2;
         goto fail;
     }
     double rt = cfg->request_timeout;
     unsigned timeout_s = rt >= 1e6 ? 1000000u : (unsigned)rt;
     if ((double)timeout_s < rt || timeout_s == 0)
         timeout_s++;
+    errno = 0;
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, handler, s,
         MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
@@ -844,8 +847,10 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
     if (!s->mhd) {
-        snprintf(err, errlen, "cannot listen on %s:%" PRId64
-                 " (address in use, or not permitted)", cfg->host, cfg->port);
+        int e = errno; /* from bind() or listen(), as MHD leaves it */
+        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
+                 cfg->host, cfg->port,
+                 e ? strerror(e) : "address in use or not permitted");
         goto fail;
     }
     *out = s;

@@ -17,9 +17,10 @@
 typedef struct tv_server tv_server;
 
 /* Opens the configured table, starts the pool and the daemon. On failure
- * err holds one line (the table error names the file) and returns -2 for a
- * bad table (exit 2) or -1 for anything else. cfg must outlive the server.
- */
+ * err holds one line (the table error names the file) and returns -2 for
+ * bad input -- the table or --host (exit 2) -- or -1 for anything else
+ * (the port cannot be bound, out of memory: exit 1). cfg must outlive the
+ * server. */
 int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                     size_t errlen);
 

@@ -680,6 +680,11 @@ class Operations(Base):
         self.assertIn(bad, r.stderr)
         with self.assertRaises(OSError):  # never a partial start
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        r = subprocess.run([tc.BINARY, "serve", "--table", self.small,
+                            "--host", "not-an-address"], capture_output=True,
+                           text=True, timeout=10)
+        self.assertEqual((r.returncode, len(r.stderr.splitlines())), (2, 1))
+        self.assertIn("not-an-address", r.stderr)
         s = tc.Server(self.small)
         try:  # the port is taken: exit 1, one line
             r = subprocess.run([tc.BINARY, "serve", "--table", self.small,
