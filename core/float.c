@@ -309,32 +309,46 @@ static const char DIGITS2[201] =
     "34353637383940414243444546474849505152535455565758596061626364656667"
     "6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Writes the nd decimal digits of d (d < 10^nd) to out[0..nd), two at a
- * time from the right. */
-static void put_digits(uint32_t d, int nd, char *out)
+/* Stores x at p as 8 bytes, least significant first. */
+static void store8(char *p, uint64_t x)
 {
-    char *e = out + nd;
-    while (d >= 100) {
-        uint32_t r = d % 100;
-        d /= 100;
-        e -= 2;
-        memcpy(e, DIGITS2 + 2 * r, 2);
-    }
-    if (d >= 10)
-        memcpy(e - 2, DIGITS2 + 2 * d, 2);
-    else
-        e[-1] = (char)('0' + d);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &x, 8);
+#else
+    for (int i = 0; i < 8; i++)
+        p[i] = (char)(x >> (8 * i));
+#endif
 }
 
-/* Number of decimal digits of d >= 1 (at most 10). */
+#define ZEROS8 UINT64_C(0x3030303030303030) /* "00000000" */
+
+/* The nd digits of 1 <= d < 10^9 as 16 characters, byte i = character i:
+ * the digits left-aligned, then '0's. Built in registers (two 4-digit
+ * lanes split into 2-digit and then 1-digit lanes by multiplication), so
+ * the caller stores whole words and never reads back narrow stores. */
+static u128 digits16(uint32_t d, int nd)
+{
+    uint32_t a = d / 100000000, b = d % 100000000;
+    uint64_t x = (b / 10000) | ((uint64_t)(b % 10000) << 32);
+    uint64_t q = ((x * 10486) >> 20) & UINT64_C(0x0000007f0000007f);
+    x = ((x - q * 100) << 16) | q; /* /100 exact below 43699 */
+    q = ((x * 103) >> 10) & UINT64_C(0x000f000f000f000f);
+    x = ((x - q * 10) << 8) | q; /* /10 exact below 179 */
+    u128 s = (u128)('0' + a) | ((u128)(x | ZEROS8) << 8) |
+             ((u128)ZEROS8 << 72);
+    int sh = 8 * (9 - nd);
+    u128 zeros = ((u128)ZEROS8 << 64) | ZEROS8;
+    return (s >> sh) | (zeros & ~(~(u128)0 >> sh));
+}
+
+/* Number of decimal digits of 1 <= d < 10^9. */
 static int count_digits(uint32_t d)
 {
-    static const uint32_t P10[10] = {1,      10,      100,      1000,
-                                     10000,  100000,  1000000,  10000000,
+    static const uint32_t P10[10] = {1,         10,        100,     1000,
+                                     10000,     100000,    1000000, 10000000,
                                      100000000, 1000000000};
-    int lg2 = 31 - __builtin_clz(d);
-    int n = (lg2 * 1233 >> 12) + 1; /* 1233 / 4096 ~ log10(2) */
-    return n + (n < 10 && d >= P10[n]);
+    int n = ((31 - __builtin_clz(d)) * 1233 >> 12) + 1; /* ~ log10(2) */
+    return n + (d >= P10[n]);
 }
 
 /* |v| bit patterns: numpy prints positionally from the first float32
@@ -343,6 +357,9 @@ static int count_digits(uint32_t d)
 #define POSITIONAL_MIN 0x38d1b718u
 #define POSITIONAL_END 0x5a0e1bcau
 
+/* All stores below have fixed sizes (a few moves, no loops) and stay
+ * inside buf[0..TOKVEC_F32_MAXLEN): the longest reach is sign + "0.000" +
+ * 16 bytes = 22. Bytes past the returned length may be overwritten. */
 size_t tokvec_f32_format(float v, char *buf)
 {
     uint32_t bits;
@@ -361,8 +378,8 @@ size_t tokvec_f32_format(float v, char *buf)
         return 3;
     }
     char *o = buf;
-    if (bits >> 31)
-        *o++ = '-';
+    *o = '-';
+    o += bits >> 31;
     if (abits == 0) {
         memcpy(o, "0.0", 3);
         return (size_t)(o - buf) + 3;
@@ -375,46 +392,37 @@ size_t tokvec_f32_format(float v, char *buf)
     }
     int nd = count_digits(d);
     int e10 = e + nd - 1; /* exponent of the first digit */
+    u128 dig = digits16(d, nd);
+    uint64_t w0 = (uint64_t)dig, w1 = (uint64_t)(dig >> 64);
     if (abits >= POSITIONAL_MIN && abits < POSITIONAL_END) {
-        if (e10 < 0) { /* 0.000ddd, at most 3 zeros */
-            int z = -e10 - 1;
-            o[0] = '0';
-            o[1] = '.';
-            o += 2;
-            for (int i = 0; i < z; i++)
-                *o++ = '0';
-            put_digits(d, nd, o);
-            o += nd;
-        } else if (nd <= e10 + 1) { /* ddd000.0 */
-            put_digits(d, nd, o);
-            o += nd;
-            for (int i = nd; i <= e10; i++)
-                *o++ = '0';
-            o[0] = '.';
-            o[1] = '0';
-            o += 2;
-        } else { /* ddd.ddd: digits one to the right, then move the
-                  * integer part back over the point's place */
-            put_digits(d, nd, o + 1);
-            for (int i = 0; i <= e10; i++)
-                o[i] = o[i + 1];
-            o[e10 + 1] = '.';
-            o += nd + 1;
+        if (e10 < 0) { /* 0.000ddd: -4 <= e10 <= -1 */
+            store8(o, UINT64_C(0x303030302e30)); /* "0.0000" */
+            o += 1 - e10;
+            store8(o, w0);
+            store8(o + 8, w1);
+            return (size_t)(o - buf) + (size_t)nd;
         }
-    } else { /* d.ddde+XX, or de+XX for one digit ("1e-45") */
-        put_digits(d, nd, o + 1);
-        o[0] = o[1];
-        if (nd > 1) {
-            o[1] = '.';
-            o += nd + 1;
-        } else {
-            o += 1;
+        if (nd <= e10 + 1) { /* ddd000.0: e10 <= 15, '0's from dig */
+            store8(o, w0);
+            store8(o + 8, w1);
+            o += e10 + 1;
+            memcpy(o, ".0", 2);
+            return (size_t)(o - buf) + 2;
         }
-        int ae = e10 < 0 ? -e10 : e10; /* <= 45 */
-        o[0] = 'e';
-        o[1] = e10 < 0 ? '-' : '+';
-        memcpy(o + 2, DIGITS2 + 2 * ae, 2);
-        o += 4;
+        /* ddd.ddd: e10 <= 7, at most 8 digits after the point */
+        store8(o, w0);
+        o[e10 + 1] = '.';
+        store8(o + e10 + 2, (uint64_t)(dig >> (8 * (e10 + 1))));
+        return (size_t)(o - buf) + (size_t)nd + 1;
     }
-    return (size_t)(o - buf);
+    /* d.ddde+XX, or de+XX for one digit ("1e-45") */
+    o[0] = (char)w0;
+    o[1] = '.';
+    store8(o + 2, (uint64_t)(dig >> 8));
+    o += nd > 1 ? nd + 1 : 1;
+    int ae = e10 < 0 ? -e10 : e10; /* <= 45 */
+    o[0] = 'e';
+    o[1] = e10 < 0 ? '-' : '+';
+    memcpy(o + 2, DIGITS2 + 2 * ae, 2);
+    return (size_t)(o - buf) + 4;
 }
