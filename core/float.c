@@ -264,7 +264,7 @@ static int floor_shift20(int32_t a)
 }
 
 /* Shortest digits of finite v != 0 (nearest to v among the shortest, ties
- * to even): returns d with v ~ d * 10^*exp10; d may end in zeros. */
+ * to even): returns d, not a multiple of 10, with v ~ d * 10^*exp10. */
 static uint32_t shortest(uint32_t bits, int *exp10)
 {
     uint32_t frac = bits & 0x7fffffu, ex = (bits >> 23) & 0xffu;
@@ -289,8 +289,14 @@ static uint32_t shortest(uint32_t bits, int *exp10)
     uint64_t s10 = s / 10, sp10 = s10 * 10, tp10 = sp10 + 10;
     int upin = vbl + out <= sp10 << 2, wpin = (tp10 << 2) + out <= vbr;
     if (upin != wpin) { /* one digit shorter: d * 10^(k+1) */
-        *exp10 = k + 1;
-        return (uint32_t)(upin ? s10 : s10 + 1);
+        uint32_t d = (uint32_t)(upin ? s10 : s10 + 1);
+        k++;
+        while (d % 10 == 0) { /* d >= 1: the bounds are positive */
+            d /= 10;
+            k++;
+        }
+        *exp10 = k;
+        return d;
     }
     /* s or s + 1. Neither is a multiple of 10 here (it would have been
      * sp10 or tp10, inside the interval), so d has no trailing zero. */
@@ -386,10 +392,6 @@ size_t tokvec_f32_format(float v, char *buf)
     }
     int e;
     uint32_t d = shortest(abits, &e);
-    while (d % 10 == 0) { /* only after a "one digit shorter" result */
-        d /= 10;
-        e++;
-    }
     int nd = count_digits(d);
     int e10 = e + nd - 1; /* exponent of the first digit */
     u128 dig = digits16(d, nd);
