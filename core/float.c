@@ -1,6 +1,15 @@
 /* float.c -- float dtypes: exact widening, round-to-nearest-even narrowing,
- * and shortest round-trip formatting of float32 as numpy's repr spells it.
- * Pure functions; any thread.
+ * and shortest round-trip formatting of float32 as numpy's repr spells it
+ * (the JSON writer's hot loop: ~35 M floats/s on one core here, about 5x
+ * snprintf("%.9g"); see bench/floatbench.c).
+ *
+ * What must hold: tokvec_f32_format gives, for every one of the 2^32
+ * patterns, the shortest decimal that strtof reads back as the same bits,
+ * the nearest one to v when several are shortest (ties to even), spelled
+ * byte for byte as numpy 1.24's repr(numpy.float32(v)). Checked by
+ * tests/test_float.c (golden numpy file, random patterns) and in full by
+ * tools/check_floats --all. Pure functions, no state, no allocation: any
+ * thread, any number at once.
  */
 #include <math.h>
 #include <stdio.h>
@@ -157,9 +166,9 @@ void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n)
  * The table was generated with Python's exact integers:
  *   for k in range(-45, 32):
  *       x = Fraction(10) ** -k; e = floor(log2(x)) (exactly); r = 63 - e
- *       g = ceil(x * 2**r)     # 2^63 <= g < 2^64, exact when k <= 0
- * Pure integer work (no floating point except the 1e-4/1e16 switch); any
- * thread.
+ *       g = ceil(x * 2**r)     # 2^63 <= g < 2^64, exact for -27 <= k <= 0
+ * numpy (Dragon4) also takes a bound when c is even: checked on 466,525
+ * floats whose numpy repr is exactly a bound. Pure integer work.
  */
 typedef struct {
     uint64_t g; /* ceil(10^-k * 2^r) */
