@@ -44,7 +44,8 @@ void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n);
  * and zero ("0.3373702", "1.0", "-0.0", "123456790.0"), scientific
  * otherwise ("1e-05", "3.4028235e+38", "1e-45"); "nan", "inf", "-inf" for
  * non-finite values. Writes no NUL; returns the length (<= TOKVEC_F32_MAXLEN).
- */
+ * buf must hold TOKVEC_F32_MAXLEN bytes: bytes past the returned length,
+ * within those, may be overwritten as scratch. */
 size_t tokvec_f32_format(float v, char *buf);
 
 #endif
