@@ -84,6 +84,13 @@ int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
         return tv_error_set(err, 413, "payload_too_large",
                             "body of %zu bytes is over max_body_bytes %zu",
                             len, lim->max_body_bytes);
+    /* jansson 2.14 skips a NUL byte after a number ("[1\0]" loads as
+     * [1]); a NUL is never valid JSON text outside a string either. */
+    const char *nul = len ? memchr(body, '\0', len) : NULL;
+    if (nul)
+        return tv_error_set(err, 400, "invalid_json",
+                            "body is not valid JSON: NUL byte at offset %zu",
+                            (size_t)(nul - body));
     root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return tv_error_set(err, 400, "invalid_json",
