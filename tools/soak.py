@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Soak test: mixed load on a real `tokvec serve` for a fixed time.
+
+Several client threads on keep-alive connections send a random mix of
+POST /embed (JSON float and base64, raw float32/float16/bfloat16, .npy,
+binary requests), expected errors (bad ids, ragged batches, bad JSON, too
+long sequences, unsupported types), GET /tokens/{id}, /info, /health and
+/metrics. A random sample of the successful answers (and every 10th by
+default) is checked bit for bit against the table read with numpy. RSS
+(/proc/PID/status VmRSS) is sampled throughout; after a warm-up the end
+value must stay flat: end <= start * 1.5 + 20 MB. Every answer must have
+the expected status; errors, mismatches and connection failures must all
+be 0. Exit 0 on success, 1 otherwise; a JSON summary goes to stdout.
+
+  /usr/bin/python3 tools/soak.py --binary build/tokvec --seconds 600
+  make soak SOAK_SECONDS=60
+"""
+import argparse
+import base64
+import http.client
+import io
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+VOCAB, DIM, CTX = 5000, 256, 1024
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    hdr = json.loads(data[8:8 + n])
+    out = {}
+    for name, t in hdr.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        dt = {"F32": "<f4", "F16": "<f2"}[t["dtype"]]
+        out[name] = np.frombuffer(data[8 + n + b:8 + n + e],
+                                  dtype=dt).reshape(t["shape"]).astype(
+                                      np.float32)
+    return out
+
+
+def bf16_rne(x):
+    b = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.counts = {}
+        self.errors = []
+        self.checked = 0
+        self.requests = 0
+
+    def add(self, kind):
+        with self.lock:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self.requests += 1
+
+    def error(self, msg):
+        with self.lock:
+            if len(self.errors) < 50:
+                self.errors.append(msg)
+            self.counts["ERROR"] = self.counts.get("ERROR", 0) + 1
+
+
+class Client:
+    def __init__(self, port, tok, pos, stats, rng, check_every):
+        self.port, self.tok, self.pos = port, tok, pos
+        self.stats, self.rng, self.check_every = stats, rng, check_every
+        self.conn = None
+        self.n = 0
+
+    def request(self, method, path, body=None, headers=None):
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                                       timeout=60)
+            try:
+                self.conn.request(method, path, body=body,
+                                  headers=headers or {})
+                r = self.conn.getresponse()
+                data = r.read()
+                if r.getheader("Connection", "").lower() == "close":
+                    self.conn.close()
+                    self.conn = None
+                return r.status, r, data
+            except (http.client.RemoteDisconnected, ConnectionResetError,
+                    BrokenPipeError) as e:
+                # a keep-alive connection the server closed between two
+                # requests: retry once on a fresh one, else it is an error
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        raise RuntimeError("unreachable")
+
+    def expect(self, kind, status, want, data):
+        self.stats.add(kind)
+        if status != want:
+            self.stats.error("%s: status %d, wanted %d: %r"
+                             % (kind, status, want, data[:200]))
+            return False
+        return True
+
+    def expected(self, ids, start, positions):
+        ids = np.asarray(ids)
+        out = self.tok[ids]
+        if positions:
+            S = ids.shape[-1]
+            out = out + self.pos[start:start + S]  # one float32 add
+        return out.astype(np.float32)
+
+    def check(self):
+        self.n += 1
+        return self.n % self.check_every == 0 or self.rng.random() < 0.02
+
+    def compare(self, kind, got, want):
+        with self.stats.lock:
+            self.stats.checked += 1
+        if got.shape != want.shape or got.tobytes() != want.tobytes():
+            self.stats.error("%s: values differ from numpy (shape %s vs %s)"
+                             % (kind, got.shape, want.shape))
+
+    def one(self):
+        r = self.rng
+        op = r.random()
+        B, S = r.randint(1, 8), r.randint(1, 64)
+        start = r.randint(0, CTX - S)
+        positions = r.random() < 0.8
+        ids = [[r.randrange(VOCAB) for _ in range(S)] for _ in range(B)]
+        body = {"inputs": ids}
+        if start:
+            body["start_position"] = start
+        if not positions:
+            body["positions"] = False
+        if op < 0.25:  # JSON float
+            st, _, data = self.request("POST", "/embed", json.dumps(body),
+                                       {"Content-Type": "application/json"})
+            if self.expect("json", st, 200, data) and self.check():
+                j = json.loads(data)
+                got = np.array(j["embeddings"], dtype=np.float32)
+                self.compare("json", got, self.expected(ids, start,
+                                                        positions))
+        elif op < 0.35:  # JSON base64
+            body["encoding_format"] = "base64"
+            st, _, data = self.request("POST", "/embed", json.dumps(body),
+                                       {"Content-Type": "application/json"})
+            if self.expect("base64", st, 200, data) and self.check():
+                j = json.loads(data)
+                got = np.frombuffer(base64.b64decode(j["embeddings"]),
+                                    "<f4").reshape(j["shape"])
+                self.compare("base64", got, self.expected(ids, start,
+                                                          positions))
+        elif op < 0.50:  # raw, maybe half precision
+            dtype = r.choice(["float32", "float16", "bfloat16"])
+            st, resp, data = self.request(
+                "POST", "/embed?dtype=" + dtype, json.dumps(body),
+                {"Content-Type": "application/json",
+                 "Accept": "application/octet-stream"})
+            if self.expect("raw", st, 200, data) and self.check():
+                want = self.expected(ids, start, positions)
+                if dtype == "float32":
+                    got = np.frombuffer(data, "<f4").reshape(B, S, DIM)
+                elif dtype == "float16":
+                    got = np.frombuffer(data, "<f2").reshape(B, S, DIM)
+                    want = want.astype("<f2")
+                else:
+                    got = np.frombuffer(data, "<u2").reshape(B, S, DIM)
+                    want = bf16_rne(want)
+                self.compare("raw-" + dtype, got, want)
+        elif op < 0.60:  # .npy
+            st, _, data = self.request(
+                "POST", "/embed", json.dumps(body),
+                {"Content-Type": "application/json",
+                 "Accept": "application/x-npy"})
+            if self.expect("npy", st, 200, data) and self.check():
+                got = np.load(io.BytesIO(data))
+                self.compare("npy", got, self.expected(ids, start,
+                                                       positions))
+        elif op < 0.70:  # binary request
+            flat = [i for row in ids for i in row]
+            q = "?start_position=%d&positions=%s" % (
+                start, "true" if positions else "false")
+            st, _, data = self.request(
+                "POST", "/embed" + q, struct.pack("<%di" % len(flat), *flat),
+                {"Content-Type": "application/octet-stream",
+                 "X-Tokvec-Shape": "%d,%d" % (B, S),
+                 "Accept": "application/octet-stream"})
+            if self.expect("binary", st, 200, data) and self.check():
+                got = np.frombuffer(data, "<f4").reshape(B, S, DIM)
+                self.compare("binary", got, self.expected(ids, start,
+                                                          positions))
+        elif op < 0.80:  # expected errors
+            e = r.randrange(6)
+            hdr = {"Content-Type": "application/json"}
+            if e == 0:
+                bad = dict(body, inputs=[[VOCAB + r.randrange(1000)]])
+                want, payload = 422, json.dumps(bad)
+            elif e == 1:
+                want, payload = 422, json.dumps({"inputs": [[1, 2], [3]]})
+            elif e == 2:
+                want, payload = 400, '{"inputs": [1, 2'
+            elif e == 3:
+                want, payload = 422, json.dumps({"inputs": [1, 2],
+                                                 "start_position": CTX - 1})
+            elif e == 4:
+                want, payload = 415, "{}"
+                hdr = {"Content-Type": "text/plain"}
+            else:
+                want, payload = 400, json.dumps({"inputs": [1.5]})
+            st, resp, data = self.request("POST", "/embed", payload, hdr)
+            if self.expect("error-%d" % want, st, want, data):
+                j = json.loads(data)
+                if not isinstance(j.get("error_type"), str):
+                    self.stats.error("error body without error_type: %r"
+                                     % data[:200])
+        elif op < 0.92:  # /tokens/{id}
+            i = r.randrange(VOCAB)
+            st, _, data = self.request("GET", "/tokens/%d" % i)
+            if self.expect("tokens", st, 200, data) and self.check():
+                got = np.array(json.loads(data)["embedding"],
+                               dtype=np.float32)
+                self.compare("tokens", got, self.tok[i])
+        else:
+            path = r.choice(["/info", "/health", "/metrics", "/ready"])
+            st, _, data = self.request("GET", path)
+            if self.expect(path, st, 200, data) and path == "/info":
+                j = json.loads(data)
+                if (j["vocab_size"], j["dim"]) != (VOCAB, DIM):
+                    self.stats.error("/info: wrong table %r" % j)
+
+
+def worker(port, tok, pos, stats, seed, deadline, check_every):
+    c = Client(port, tok, pos, stats, random.Random(seed), check_every)
+    while time.time() < deadline:
+        try:
+            c.one()
+        except Exception as e:  # noqa: BLE001 -- every failure counts
+            stats.error("client exception: %s: %s" % (type(e).__name__, e))
+            if c.conn:
+                c.conn.close()
+            c.conn = None
+            time.sleep(0.1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--binary", default="build/tokvec")
+    ap.add_argument("--seconds", type=float, default=600)
+    ap.add_argument("--threads", type=int, default=6)
+    ap.add_argument("--server-threads", type=int, default=2)
+    ap.add_argument("--warmup", type=float, default=None,
+                    help="seconds before the RSS baseline (default: 15%% of "
+                         "the run, at most 60)")
+    ap.add_argument("--check-every", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    warmup = args.warmup if args.warmup is not None else min(
+        60.0, args.seconds * 0.15)
+
+    tmp = tempfile.mkdtemp(prefix="tokvec-soak-")
+    table = os.path.join(tmp, "t.safetensors")
+    subprocess.run([args.binary, "init", "--vocab", str(VOCAB), "--dim",
+                    str(DIM), "--context", str(CTX), "--seed", "42", "-o",
+                    table], check=True, stdout=subprocess.DEVNULL)
+    t = read_safetensors(table)
+    tok, pos = t["tok_emb.weight"], t["pos_emb.weight"]
+
+    port = free_port()
+    log = open(os.path.join(tmp, "server.log"), "wb")
+    proc = subprocess.Popen(
+        [args.binary, "serve", "--table", table, "--port", str(port),
+         "--threads", str(args.server_threads), "--access-log", "false",
+         "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=log)
+    ok = False
+    for _ in range(400):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health")
+            ok = c.getresponse().status == 200
+            c.close()
+            if ok:
+                break
+        except OSError:
+            time.sleep(0.05)
+    if not ok:
+        print("server did not come up", file=sys.stderr)
+        proc.kill()
+        return 1
+
+    stats = Stats()
+    t0 = time.time()
+    deadline = t0 + args.seconds
+    threads = [threading.Thread(target=worker, args=(
+        port, tok, pos, stats, args.seed * 1000 + i, deadline,
+        args.check_every), daemon=True) for i in range(args.threads)]
+    for th in threads:
+        th.start()
+    samples = []
+    rss_start = None
+    next_report = t0 + 30
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(1)
+        now = time.time()
+        rss = rss_kb(proc.pid)
+        samples.append((round(now - t0, 1), rss))
+        if rss_start is None and now - t0 >= warmup:
+            rss_start = rss
+        if now >= next_report:
+            next_report = now + 30
+            print("soak: %4.0f s  %d requests  rss %d kB  errors %d"
+                  % (now - t0, stats.requests, rss,
+                     stats.counts.get("ERROR", 0)), file=sys.stderr)
+    for th in threads:
+        th.join(90)
+    alive = proc.poll() is None
+    rss_end = rss_kb(proc.pid) if alive else 0
+    if rss_start is None:
+        rss_start = samples[-1][1] if samples else 0
+    if alive:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = "killed"
+    else:
+        rc = proc.returncode
+    log.close()
+    limit = rss_start * 1.5 + 20 * 1024
+    rss_values = [s[1] for s in samples]
+    summary = {
+        "seconds": round(time.time() - t0, 1),
+        "client_threads": args.threads,
+        "requests": stats.requests,
+        "requests_per_s": round(stats.requests / max(1e-9, args.seconds), 1),
+        "by_kind": stats.counts,
+        "checked_bit_exact": stats.checked,
+        "errors": stats.counts.get("ERROR", 0),
+        "first_errors": stats.errors[:10],
+        "rss_kb": {"after_warmup": rss_start, "end": rss_end,
+                   "min": min(rss_values) if rss_values else 0,
+                   "max": max(rss_values) if rss_values else 0,
+                   "limit": int(limit)},
+        "server_exit": rc,
+    }
+    failed = []
+    if not alive:
+        failed.append("server died (exit %s)" % rc)
+    if summary["errors"]:
+        failed.append("%d errors" % summary["errors"])
+    if rss_end > limit:
+        failed.append("RSS grew: %d kB -> %d kB" % (rss_start, rss_end))
+    if stats.checked == 0:
+        failed.append("nothing was checked")
+    if rc not in (0, "killed") and alive:
+        failed.append("SIGTERM exit code %s" % rc)
+    summary["result"] = "FAIL: " + "; ".join(failed) if failed else "PASS"
+    print(json.dumps(summary, indent=1))
+    if failed:
+        with open(os.path.join(tmp, "server.log"), "rb") as f:
+            sys.stderr.write(f.read()[-3000:].decode("utf-8", "replace"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
