@@ -184,8 +184,8 @@ size_t tv_embed_json_bound(int64_t B, int64_t S, int64_t D, int base64)
         __builtin_mul_overflow((uint64_t)B, (uint64_t)S, &n) ||
         __builtin_mul_overflow(n, (uint64_t)D, &n) || n > (SIZE_MAX >> 6))
         return 0;
-    if (base64)
-        return JSON_HEAD_MAX + (n * 4 + 2) / 3 * 4 / 3 + 8 + 16;
+    if (base64) /* 4 characters per 3 bytes, the last group padded */
+        return JSON_HEAD_MAX + (n * 4 + 2) / 3 * 4 + 8;
     /* per float: digits + comma; per row/sequence: brackets and commas. */
     return JSON_HEAD_MAX + (size_t)n * (TOKVEC_F32_MAXLEN + 1) +
            (size_t)(B * S) * 3 + (size_t)B * 3 + 8;
