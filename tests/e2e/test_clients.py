@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(TOP, "clients", "python"))
 import tokvec  # noqa: E402
 
 BINARY = os.path.join(TOP, "build", "tokvec")
+TIME_SCALE = float(os.environ.get("TOKVEC_TEST_TIME_SCALE", "1"))
 
 
 def free_port():
@@ -41,7 +42,7 @@ class Server:
         self.proc = subprocess.Popen(
             [BINARY, "serve", "--table", table, "--port", str(self.port)]
             + list(args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 20
+        deadline = time.time() + 20 * TIME_SCALE
         while time.time() < deadline:
             try:
                 with urllib.request.urlopen(self.url + "/health", timeout=1):
@@ -55,7 +56,7 @@ class Server:
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=30 * TIME_SCALE)
         self.proc.stderr.close()
 
 

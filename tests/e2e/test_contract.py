@@ -32,6 +32,8 @@ import numpy as np
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 BINARY = os.path.join(TOP, "build", "tokvec")
+# Deadlines are multiplied by this (make valgrind runs the server ~20x slower).
+TIME_SCALE = float(os.environ.get("TOKVEC_TEST_TIME_SCALE", "1"))
 
 
 def free_port():
@@ -96,7 +98,7 @@ class Server:
             return f.read().decode(errors="replace")
 
     def wait_up(self):
-        deadline = time.time() + 20
+        deadline = time.time() + 20 * TIME_SCALE
         while time.time() < deadline:
             try:
                 if self.get("/health")[0] == 200:
@@ -112,7 +114,7 @@ class Server:
 
     def connect(self, timeout=30):
         return http.client.HTTPConnection("127.0.0.1", self.port,
-                                          timeout=timeout)
+                                          timeout=timeout * TIME_SCALE)
 
     def request(self, method, path, body=None, headers=None, timeout=30):
         c = self.connect(timeout)
@@ -149,7 +151,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            rc = self.proc.wait(timeout=timeout)
+            rc = self.proc.wait(timeout=timeout * TIME_SCALE)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

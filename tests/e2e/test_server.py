@@ -91,7 +91,7 @@ def load(path):
 
 
 def wait_for(cond, timeout=20, what="condition"):
-    deadline = time.time() + timeout
+    deadline = time.time() + timeout * tc.TIME_SCALE
     while True:
         v = cond()
         if v:

@@ -1,0 +1,13 @@
+#!/bin/sh
+# valgrind.sh -- stands in for build/tokvec in the end-to-end tests under
+# `make valgrind`: runs $TOKVEC_REAL_BINARY under memcheck. Any memory error
+# or definite leak makes the process exit 99, which every test that checks
+# the server's exit status (clean SIGTERM -> 0) reports as a failure; the
+# full report goes to $VALGRIND_LOG_DIR/tokvec.<pid>.log.
+: "${TOKVEC_REAL_BINARY:?set TOKVEC_REAL_BINARY to the tokvec binary}"
+: "${VALGRIND_LOG_DIR:=build/valgrind}"
+mkdir -p "$VALGRIND_LOG_DIR"
+exec valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
+  --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+  --track-fds=no --log-file="$VALGRIND_LOG_DIR/tokvec.%p.log" \
+  "$TOKVEC_REAL_BINARY" "$@"
