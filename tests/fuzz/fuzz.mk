@@ -19,6 +19,9 @@
 FUZZ_CC      ?= $(shell command -v clang-14 || command -v clang)
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
+# 0 = a random seed per run (libFuzzer's default). .ci/run fixes one so that
+# a CI failure replays the same way; longer runs by hand should not.
+FUZZ_SEED    ?= 0
 FUZZ_TARGETS := request table config
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
@@ -73,6 +76,7 @@ mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/artifacts/$(1); \
 echo "== fuzz $(1) for $(FUZZ_SECONDS) s"; \
 $(FUZZ_BUILD)/fuzz_$(1) $(FUZZ_BUILD)/corpus/$(1) tests/fuzz/corpus/$(1) \
   $(FUZZ_OPTS_$(1)) $(FUZZ_COMMON) -max_total_time=$(FUZZ_SECONDS) \
+  -seed=$(FUZZ_SEED) \
   -artifact_prefix=$(FUZZ_BUILD)/artifacts/$(1)/ \
   2>$(FUZZ_BUILD)/fuzz_$(1).log \
   || { tail -60 $(FUZZ_BUILD)/fuzz_$(1).log; exit 1; }; \
