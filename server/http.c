@@ -870,6 +870,20 @@ int tv_server_reload(tv_server *s)
                              "%s", err);
         return -1;
     }
+    /* Clients size their buffers by dim (and /info promised it): a table
+     * of another width needs a restart, not a reload. Reloads run on the main
+     * thread, the only one that swaps s->current: reading it needs no lock. */
+    int64_t dim_now = tokvec_table_get_info(s->current->t)->dim;
+    const tokvec_table_info *fi = tokvec_table_get_info(fresh->t);
+    if (fi->dim != dim_now) {
+        tv_metrics_reload(0);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
+                             "%s has dim %" PRId64 ", the serving table "
+                             "has dim %" PRId64 " (a new dim needs a "
+                             "restart)", fi->path, fi->dim, dim_now);
+        ref_release(fresh);
+        return -1;
+    }
     pthread_mutex_lock(&s->table_lock);
     table_ref *old = s->current;
     s->current = fresh;

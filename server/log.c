@@ -270,6 +270,42 @@ void tv_log(int level, const char *fmt, ...)
     emit(&l);
 }
 
+size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)
+{
+    char msg[MSG_MAX];
+    line l;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        snprintf(msg, sizeof msg, "(bad log format '%s')", fmt);
+    l.n = 0;
+    l.lim = LINE_MAX_ - TAIL;
+    l.cut = false;
+    if (fmt_json) {
+        put(&l, "{\"level\":\"fatal\",\"msg\":\"", 24);
+        put_json_str(&l, msg);
+        l.lim = LINE_MAX_;
+        l.cut = false;
+        put(&l, "\"}\n", 3);
+    } else {
+        put(&l, "fatal ", 6);
+        put_text_str(&l, msg, false);
+        l.lim = LINE_MAX_;
+        l.cut = false;
+        put(&l, "\n", 1);
+    }
+    if (len == 0)
+        return 0;
+    size_t n = l.n < len ? l.n : len - 1;
+    if (n && l.b[n - 1] != '\n')
+        l.b[n - 1] = '\n'; /* cut by a small buf: still one line */
+    memcpy(buf, l.b, n);
+    buf[n] = '\0';
+    return n;
+}
+
 void tv_log_access(const char *method, const char *path, int status,
                    long long tokens, long long bytes, long long micros)
 {

@@ -18,6 +18,14 @@ int tv_log_enabled(int level);
 void tv_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A fatal line for a signal handler to write later: formatted now, in the
+ * configured format (text "fatal <msg>", JSON {"level":"fatal","msg":..}),
+ * without a timestamp (formatting the time is not async-signal-safe).
+ * Writes at most len bytes including a NUL; returns the line's length, a
+ * newline included. The handler writes buf with one write(2). */
+size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The access log line: method, path, status, tokens, response bytes,
  * microseconds (text: key=value pairs; json: an object). */
 void tv_log_access(const char *method, const char *path, int status,

@@ -12,7 +12,10 @@
  * sigtimedwait. No code runs in a signal handler, so a reload (which opens
  * and validates a file, allocates and logs) is ordinary main-thread code.
  * SIGPIPE is ignored: a client that goes away is an error code, not a
- * death.
+ * death. The one handler is for SIGBUS (a table file truncated or rewritten
+ * in place under the mapping, SECURITY.md): it writes one prepared log line
+ * and lets the default action kill the process -- crash loudly rather than
+ * serve rows that changed underneath us.
  *
  * Shutdown (SIGTERM/SIGINT): tv_server_drain_begin closes the listening
  * socket and turns /ready and new /embed work into 503; the main thread
@@ -82,6 +85,36 @@ static size_t drain(tv_server *srv, const sigset_t *set, double timeout)
     return jobs;
 }
 
+/* Prepared before the handler is installed; the handler only write()s it.
+ * The table path never changes (a reload re-opens the same path). */
+static char bus_line[2048];
+static size_t bus_len;
+
+static void on_sigbus(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, bus_line, bus_len);
+    (void)w;
+    /* SA_RESETHAND: returning re-runs the faulting read, which now takes
+     * the default action (terminate, core per the system's policy). */
+}
+
+static void catch_sigbus(const char *table)
+{
+    bus_len = tv_log_prepare_fatal(
+        bus_line, sizeof bus_line,
+        "SIGBUS reading the memory-mapped table %s: the file was truncated "
+        "or rewritten in place while being served; exiting rather than "
+        "serve rows that changed underneath. Replace table files by rename "
+        "(then SIGHUP), never in place (SECURITY.md)", table);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigbus;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     tv_config cfg;
@@ -128,6 +161,7 @@ int cmd_serve(int argc, char **argv)
         exit_code = rc == -2 ? 2 : 1;
         goto out;
     }
+    catch_sigbus(cfg.table);
     tv_config_describe(&cfg, line, sizeof line);
     tv_server_summary(srv, table, sizeof table);
     tv_log(TV_LOG_INFO, "tokvec %s started: %s; %s", TOKVEC_VERSION, line,

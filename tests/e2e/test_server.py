@@ -37,6 +37,12 @@ What is covered:
              in flight all answered completely, /ready and /embed 503 on an
              open connection, new connections refused, exit code 0; the
              drain timeout and a second SIGTERM end the wait, still 0).
+  Faults     SIGHUP with a truncated, cut, corrupt, empty or wrong-dim file
+             (old table keeps serving, each counted as failed); a SIGHUP
+             storm under load (every answer bit-exact from one table or the
+             other); SIGTERM under load (every request the server took,
+             by its access log, reached its client complete); a table
+             truncated in place (one fatal log line, then death by SIGBUS).
 
 Slow requests are made slow honestly: a JSON response of 4096 x 1024
 floats takes a worker ~0.3 s to format, and --threads 1 serializes them.
@@ -917,6 +923,214 @@ class Torch(unittest.TestCase):
                 self.assertEqual(s.stop(), 0)
         finally:
             shutil.rmtree(tmp)
+
+
+class Faults(Base):
+    """Bad reloads, SIGHUP storms and SIGTERM under load, a table file
+    truncated in place (SIGBUS: one fatal log line, then the signal)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-faults-")
+        cls.a = init(os.path.join(cls.tmp, "a.safetensors"), 1000, 32,
+                     "--context", "16", "--seed", "5")
+        cls.b = init(os.path.join(cls.tmp, "b.safetensors"), 1000, 32,
+                     "--context", "16", "--seed", "6")
+        cls.ta, cls.tb = load(cls.a), load(cls.b)
+        cls.ids = [[1, 999, 3, 4], [7, 0, 500, 2]]
+        cls.want = {expected(cls.ta, cls.ids).tobytes(): "a",
+                    expected(cls.tb, cls.ids).tobytes(): "b"}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def replace(self, live, src):
+        """Puts a copy of src at live by rename, as operators must."""
+        shutil.copy(src, live + ".tmp")
+        os.rename(live + ".tmp", live)
+
+    def test_bad_replacements_keep_the_old_table_serving(self):
+        live = os.path.join(self.tmp, "live.safetensors")
+        self.replace(live, self.a)
+        with open(self.a, "rb") as f:
+            good = f.read()
+        wide = init(os.path.join(self.tmp, "wide.safetensors"), 1000, 64,
+                    "--context", "16", "--seed", "5")
+        with open(wide, "rb") as f:
+            wide = f.read()
+        bad = {
+            "truncated": good[:len(good) // 2],
+            "header cut": good[:20],
+            "corrupt header": good[:8] + b"[" + good[9:],
+            "empty": b"",
+            "wrong dim": wide,
+        }
+        s = tc.Server(live)
+        acc = "application/octet-stream"
+        want_a = expected(self.ta, self.ids).tobytes()
+        try:
+            for n, (what, data) in enumerate(bad.items(), 1):
+                with open(live + ".tmp", "wb") as f:
+                    f.write(data)
+                os.rename(live + ".tmp", live)
+                s.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: s.metric(
+                    'tokvec_reloads_total{result="failed"}') == n,
+                    what="reload of the %s file to fail" % what)
+                self.assertEqual(s.embed({"inputs": self.ids}, acc)[2],
+                                 want_a, what)
+                self.assertEqual(json.loads(s.get("/info")[2])["dim"], 32)
+            self.assertIn("has dim 64, the serving table has dim 32",
+                          s.stderr())
+            # And a good file still reloads after all that.
+            self.replace(live, self.b)
+            s.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
+                     == 1, what="the good reload")
+            self.assertEqual(s.embed({"inputs": self.ids}, acc)[2],
+                             expected(self.tb, self.ids).tobytes())
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_sighup_storm_under_load_every_answer_from_one_table(self):
+        live = os.path.join(self.tmp, "storm.safetensors")
+        self.replace(live, self.a)
+        s = tc.Server(live)
+        stop = threading.Event()
+        seen, bad = {"a": 0, "b": 0}, []
+        body = json.dumps({"inputs": self.ids})
+
+        def client():
+            c = s.connect()
+            while not stop.is_set():
+                try:
+                    c.request("POST", "/embed", body,
+                              {"Accept": "application/octet-stream"})
+                    r = c.getresponse()
+                    data = r.read()
+                except Exception as e:  # noqa: BLE001 -- recorded
+                    bad.append(repr(e))
+                    c.close()
+                    c = s.connect()
+                    continue
+                which = self.want.get(data) if r.status == 200 else None
+                if which is None:
+                    bad.append((r.status, data[:100]))
+                else:
+                    seen[which] += 1
+            c.close()
+        ts = [threading.Thread(target=client) for _ in range(4)]
+        for t in ts:
+            t.start()
+        try:
+            for i in range(60):
+                self.replace(live, self.b if i % 2 == 0 else self.a)
+                s.proc.send_signal(signal.SIGHUP)
+                time.sleep(0.02)
+            wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
+                     >= 1, what="reloads")
+            time.sleep(0.2)
+        finally:
+            stop.set()
+            for t in ts:
+                t.join()
+            rc = s.stop()
+        self.assertEqual(bad, [])
+        self.assertGreater(seen["a"], 0)
+        self.assertGreater(seen["b"], 0)
+        self.assertEqual(rc, 0)
+        self.assertNotIn("failed", s.stderr())
+
+    def test_sigterm_under_load_answers_every_accepted_request(self):
+        """Clients on fresh connections keep posting; SIGTERM comes. Every
+        request the server took (one access-log line each) reached its
+        client complete and correct (200 with every byte, or a 503
+        draining JSON); the only other outcome allowed is a connection the
+        server never took (refused, or reset before any response byte)."""
+        s = tc.Server(self.a, "--threads", "2")
+        body = json.dumps({"inputs": self.ids * 32})  # 64 x 4 rows
+        want = expected(self.ta, self.ids * 32).tobytes()
+        outcomes, bad = {"200": 0, "503": 0, "not taken": 0}, []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def client():
+            while not stop.is_set():
+                c = http.client.HTTPConnection("127.0.0.1", s.port,
+                                               timeout=30)
+                try:
+                    c.request("POST", "/embed", body,
+                              {"Accept": "application/octet-stream"})
+                    r = c.getresponse()
+                except (ConnectionRefusedError, ConnectionResetError,
+                        http.client.RemoteDisconnected, BrokenPipeError):
+                    with lock:
+                        outcomes["not taken"] += 1
+                    if s.proc.poll() is not None:
+                        return
+                    continue
+                finally:
+                    pass
+                try:
+                    data = r.read()
+                except Exception as e:  # noqa: BLE001 -- a cut response
+                    bad.append(("cut", repr(e)))
+                    continue
+                finally:
+                    c.close()
+                with lock:
+                    if r.status == 200 and data == want:
+                        outcomes["200"] += 1
+                    elif r.status == 503 and \
+                            json.loads(data)["error_type"] == "draining":
+                        outcomes["503"] += 1
+                    else:
+                        bad.append((r.status, len(data)))
+        ts = [threading.Thread(target=client) for _ in range(6)]
+        for t in ts:
+            t.start()
+        wait_for(lambda: outcomes["200"] >= 200, what="load")
+        s.proc.send_signal(signal.SIGTERM)
+        rc = s.proc.wait(timeout=60 * tc.TIME_SCALE)
+        stop.set()
+        for t in ts:
+            t.join()
+        s.close_log()
+        self.assertEqual(rc, 0)
+        self.assertEqual(bad, [])
+        log = [ln for ln in s.stderr().splitlines()
+               if " path=/embed " in ln]
+        self.assertEqual(len(log), outcomes["200"] + outcomes["503"],
+                         (outcomes, len(log)))
+        self.assertEqual(
+            sum(" status=200 " in ln for ln in log), outcomes["200"])
+
+    def test_table_truncated_in_place_is_one_fatal_line_and_sigbus(self):
+        import resource
+        live = os.path.join(self.tmp, "inplace.safetensors")
+        init(live, 4096, 1024, "--context", "8", "--seed", "1")  # 16 MiB
+        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # no core file
+        try:
+            s = tc.Server(live)
+        finally:
+            resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+        self.assertEqual(s.get("/tokens/4000")[0], 200)
+        os.truncate(live, 4096)  # what `cp` over a live table can do
+        with self.assertRaises((ConnectionError, http.client.HTTPException,
+                                OSError)):
+            s.get("/tokens/4001")
+        rc = s.proc.wait(timeout=30 * tc.TIME_SCALE)
+        s.close_log()
+        self.assertEqual(rc, -signal.SIGBUS)
+        err = s.stderr()
+        line = [ln for ln in err.splitlines() if "SIGBUS" in ln]
+        self.assertEqual(len(line), 1, err[-2000:])
+        self.assertTrue(line[0].startswith("fatal SIGBUS reading the "
+                                           "memory-mapped table " + live),
+                        line[0])
+        self.assertIn("by rename", line[0])
 
 
 if __name__ == "__main__":
