@@ -96,8 +96,8 @@ typedef struct req_ctx {
     tv_request req;
     tv_format fmt;
     int64_t dim;
-    char *out;
-    size_t out_len, reserved;
+    char *out;      /* from tv_pool_buf_get(out_cap) */
+    size_t out_len, out_cap, reserved;
     int failed;
     char method[8]; /* for the access log */
     char path[256]; /* for the access log (cut if longer) */
@@ -244,13 +244,14 @@ typedef struct out_hold {
     tv_pool *pool;
     size_t reserved;
     char *buf;
+    size_t cap; /* as given to tv_pool_buf_get */
     table_ref *ref;
 } out_hold;
 
 static void free_response(void *cls)
 {
     out_hold *h = cls;
-    free(h->buf);
+    tv_pool_buf_free(h->pool, h->buf, h->cap);
     tv_pool_release(h->pool, h->reserved);
     ref_release(h->ref);
     free(h);
@@ -375,7 +376,8 @@ static void embed_work(tv_job *job)
             hdr = tv_npy_header(npy, x->fmt.dtype, B, S, D);
         /* 64-byte aligned so the float32 rows are aligned after the npy
          * header (a multiple of 64) as well. */
-        x->out = aligned_alloc(64, (hdr + n + 63) / 64 * 64);
+        x->out_cap = hdr + n;
+        x->out = tv_pool_buf_get(x->s->pool, x->out_cap);
         if (!x->out) {
             x->failed = 1;
             return;
@@ -390,16 +392,17 @@ static void embed_work(tv_job *job)
         return;
     }
     size_t n = tokvec_embed_size(t, B, S, flags);
-    float *vec = aligned_alloc(64, (n + 63) / 64 * 64);
-    x->out = malloc(x->reserved);
+    float *vec = tv_pool_buf_get(x->s->pool, n);
+    x->out_cap = tv_embed_json_bound(B, S, D, q->base64);
+    x->out = tv_pool_buf_get(x->s->pool, x->out_cap);
     if (!vec || !x->out ||
         tokvec_embed(t, q->ids, B, S, q->start_position, flags, vec) < 0) {
-        free(vec);
+        tv_pool_buf_free(x->s->pool, vec, n);
         x->failed = 1;
         return;
     }
     x->out_len = tv_embed_json(x->out, vec, B, S, D, q->base64);
-    free(vec);
+    tv_pool_buf_free(x->s->pool, vec, n);
 }
 
 /* Loop thread: the body is built; let MHD call handler() again. */
@@ -422,7 +425,7 @@ static enum MHD_Result embed_reply(req_ctx *x)
     if (!h)
         goto bad;
     *h = (out_hold){.pool = x->s->pool, .reserved = x->reserved,
-                    .buf = x->out, .ref = x->ref};
+                    .buf = x->out, .cap = x->out_cap, .ref = x->ref};
     r = MHD_create_response_from_buffer_with_free_callback_cls(
         x->out_len, h->buf, free_response, h);
     if (!r)
@@ -440,8 +443,8 @@ static enum MHD_Result embed_reply(req_ctx *x)
     return queue(x, 200, r, tv_content_type(x->fmt.kind), x->out_len);
 bad:
     free(h);
-    free(x->out); /* the table reference goes in completed() */
-    x->out = NULL;
+    tv_pool_buf_free(x->s->pool, x->out, x->out_cap);
+    x->out = NULL; /* the table reference goes in completed() */
     tv_pool_release(x->s->pool, x->reserved);
     return fail(x, 500, "internal", "could not build the response");
 }
@@ -754,7 +757,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       (long long)(secs * 1e6));
     ref_release(x->ref);
     tv_request_free(&x->req);
-    free(x->out);
+    tv_pool_buf_free(x->s->pool, x->out, x->out_cap);
     free(x->body);
     atomic_fetch_sub(&x->s->requests, 1);
     free(x);

@@ -7,7 +7,8 @@
  * runs alone.
  *
  * Threads and locks: `lock` guards head, tail, waiting, running,
- * inflight_bytes and stopping; it is a leaf lock (nothing else is taken
+ * inflight_bytes and stopping; `buf_lock` guards the buffer cache (bufs,
+ * nbufs, buf_bytes). Both are leaf locks (nothing else is taken
  * while it is held). `unfinished` is atomic. The loop, the async handle,
  * `closed` and every uv_* call belong to the loop thread, except
  * uv_async_send, which any thread may call. threads, max_queue and
@@ -16,8 +17,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "metrics.h"
 #include "pool.h"
@@ -35,6 +38,12 @@ struct tv_pool {
     int closed;            /* loop thread only */
     size_t threads, max_queue, max_inflight;
     atomic_size_t unfinished;
+    pthread_mutex_t buf_lock;
+    struct {
+        void *p;
+        size_t size;
+    } bufs[16];           /* cached mappings; buf_lock */
+    size_t nbufs, buf_bytes; /* buf_lock */
 };
 
 static void dispatch(tv_pool *p);
@@ -130,6 +139,10 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
     atomic_init(&p->unfinished, 0);
     if ((rc = -pthread_mutex_init(&p->lock, NULL)) < 0)
         goto out;
+    if ((rc = -pthread_mutex_init(&p->buf_lock, NULL)) < 0) {
+        pthread_mutex_destroy(&p->lock);
+        goto out;
+    }
     have_lock = 1;
     if ((rc = uv_loop_init(&p->loop)) < 0)
         goto out;
@@ -147,8 +160,10 @@ out:
         }
         if (have_loop)
             uv_loop_close(&p->loop);
-        if (have_lock)
+        if (have_lock) {
             pthread_mutex_destroy(&p->lock);
+            pthread_mutex_destroy(&p->buf_lock);
+        }
         free(p);
         p = NULL;
     }
@@ -218,6 +233,70 @@ void tv_pool_stop(tv_pool *p)
     uv_async_send(&p->wake);
     pthread_join(p->thread, NULL);
     uv_loop_close(&p->loop);
+    for (size_t i = 0; i < p->nbufs; i++)
+        munmap(p->bufs[i].p, p->bufs[i].size);
     pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->buf_lock);
     free(p);
+}
+
+/* --- response buffers ---------------------------------------------------- */
+
+#define BUF_BIG ((size_t)1 << 20)
+
+/* The mapping size for n >= BUF_BIG: the next power of two (0 if none). */
+static size_t buf_size(size_t n)
+{
+    size_t c = BUF_BIG;
+    while (c < n) {
+        if (c > SIZE_MAX / 2)
+            return 0;
+        c <<= 1;
+    }
+    return c;
+}
+
+void *tv_pool_buf_get(tv_pool *p, size_t n)
+{
+    if (n < BUF_BIG)
+        return aligned_alloc(64, (n + 63) / 64 * 64);
+    size_t c = buf_size(n);
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&p->buf_lock);
+    for (size_t i = 0; i < p->nbufs; i++) {
+        if (p->bufs[i].size == c) {
+            void *b = p->bufs[i].p;
+            p->bufs[i] = p->bufs[--p->nbufs];
+            p->buf_bytes -= c;
+            pthread_mutex_unlock(&p->buf_lock);
+            return b;
+        }
+    }
+    pthread_mutex_unlock(&p->buf_lock);
+    void *b = mmap(NULL, c, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return b == MAP_FAILED ? NULL : b;
+}
+
+void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
+{
+    if (!buf)
+        return;
+    if (n < BUF_BIG) {
+        free(buf);
+        return;
+    }
+    size_t c = buf_size(n);
+    pthread_mutex_lock(&p->buf_lock);
+    if (p->nbufs < sizeof p->bufs / sizeof p->bufs[0] &&
+        p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
+        p->bufs[p->nbufs].p = buf;
+        p->bufs[p->nbufs++].size = c;
+        p->buf_bytes += c;
+        buf = NULL;
+    }
+    pthread_mutex_unlock(&p->buf_lock);
+    if (buf)
+        munmap(buf, c);
 }
