@@ -764,6 +764,40 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* MHD: percent-decoding of the path and query (as MHD's own, "%HH"),
+ * except that "%00" stays as it is: a decoded NUL would end the C string
+ * and hide what follows ("/tokens/1%00x" would read as "/tokens/1"), so
+ * the parsers see the literal "%00" and reject it. Never lengthens s. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
+            (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
+            *w++ = (char)(hi << 4 | lo);
+            r += 2;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
@@ -848,6 +882,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         timeout_s, /* MHD counts whole seconds: rounded up */
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
     if (!s->mhd) {
         int e = errno; /* from bind() or listen(), as MHD leaves it */

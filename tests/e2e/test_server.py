@@ -302,8 +302,12 @@ class Formats(Base):
                           "token_out_of_range", "1000")
         self.assert_error(self.srv.get("/tokens/-1"), 422,
                           "token_out_of_range", "-1")
+        # Percent-decoding is MHD's, except that %00 is never decoded (a
+        # NUL would cut the path short: "1%00" must not read as "1").
+        self.assertEqual(json.loads(self.srv.get("/tokens/%33")[2])["id"],
+                         3)
         for odd in ("", "abc", "1x", "+1", "0x10", "1.0", "%201",
-                    "9" * 40, "1/2"):
+                    "9" * 40, "1/2", "1%00", "1%00x", "%00", "1%0"):
             st, _, body = self.srv.get("/tokens/" + odd)
             self.assertIn(st, (400, 404), odd)
             self.assertIn(json.loads(body)["error_type"],
