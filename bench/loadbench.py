@@ -506,21 +506,13 @@ def parse_core(text):
     g(r"^json\t([\d.]+) M floats/s", "json_mfs_embedbench")
     g(r"^init \S+ \+ \S+\t([\d.]+) s", "init_s")
     g(r"^torch init \S+ \+ \S+\t([\d.]+) s", "torch_init_s")
-    # floatbench: accept "<name> ... N M floats/s" lines; the tokvec writer
-    # is the line that does not mention snprintf/%.9g.
+    # floatbench: "json floats normal(0,1) <TAB>tokvec N M/s<TAB>snprintf
+    # %.9g N M/s<TAB>ratio Rx"; the normal(0,1) line is the embedding case.
     tok = snp = None
-    sect = text.split("== JSON float formatting", 1)
-    if len(sect) == 2:
-        body = sect[1].split("\n==", 1)[0]
-        for line in body.splitlines():
-            m = re.search(r"([\d.]+)\s*M\s*floats?/s", line)
-            if not m:
-                continue
-            v = float(m.group(1))
-            if re.search(r"snprintf|%\.9g|printf", line):
-                snp = v if snp is None else snp
-            elif tok is None:
-                tok = v
+    m = re.search(r"^json floats normal\S*\s+tokvec ([\d.]+) M/s\s+"
+                  r"snprintf %\.9g ([\d.]+) M/s", text, re.M)
+    if m:
+        tok, snp = float(m.group(1)), float(m.group(2))
     c["json_mfs"] = tok if tok is not None else c.get("json_mfs_embedbench")
     c["snprintf_mfs"] = snp
     return c
