@@ -55,7 +55,7 @@ help:
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make bench        benchmarks (not part of test)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
-	@echo "make check-floats all 2^32 float32 patterns through the formatter"
+	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
 	@echo "make clean"
 
 deps:
@@ -137,9 +137,11 @@ valgrind: test-deps $(BUILD)/tokvec
 	 echo "valgrind: $$n tokvec processes, 0 errors, no definite leaks"
 
 # A randomized check of the float formatter: 10 million bit patterns round
-# trip exactly and are the shortest (all 2^32: make check-floats).
+# trip exactly and are the shortest (all 2^32: make check-floats); and all
+# 2^32 patterns through the bulk float16/bfloat16 narrowing (~15 s).
 float-random: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --random 10000000
+	$(BUILD)/tools/check_floats --narrow
 
 test: unit e2e float-random sanitize-test
 
@@ -165,6 +167,7 @@ run: all $(DEFAULT_TABLE)
 # --- benchmarks and long checks (not part of test) -------------------------
 check-floats: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --all
+	$(BUILD)/tools/check_floats --narrow
 
 clean:
 	rm -rf build build-san

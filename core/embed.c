@@ -3,7 +3,9 @@
  * One float32 addition per element, the token value first, as PyTorch's
  * tok_emb(ids) + pos_emb(arange) does. The float32 path over an aligned
  * map reads rows in place and lets the compiler vectorize the add; other
- * dtypes (and unaligned maps) widen a row into a stack scratch first.
+ * dtypes (and unaligned maps) widen chunks of a row into stack scratch,
+ * and half-precision outputs narrow the float32 sum (core/float.c's bulk
+ * conversions, vectorized).
  * Reads the immutable table only: any number of threads at once.
  */
 #include <string.h>
@@ -99,6 +101,19 @@ static void add_f32(float *restrict dst, const float *restrict a,
         dst[i] = a[i] + b[i];
 }
 
+/* Floats [c, c + k) of a row: in place when the row is aligned float32,
+ * else widened into scratch. */
+static const float *row_chunk(const tokvec_row *r, size_t c, size_t k,
+                              float *scratch)
+{
+    if (r->dtype == TOKVEC_F32 && ((uintptr_t)r->data & 3u) == 0)
+        return (const float *)r->data + c;
+    tokvec_widen(r->dtype,
+                 (const unsigned char *)r->data + c * tokvec_dtype_size(r->dtype),
+                 scratch, k);
+    return scratch;
+}
+
 int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
                  int64_t S, int64_t start_position, unsigned flags,
                  void *out)
@@ -142,27 +157,32 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
         return 0;
     }
 
-    /* General path: widen chunks of a row into scratch, add, narrow. */
-    float tv[SCRATCH], pv[SCRATCH];
+    /* General path, a chunk of a row at a time: float32 rows are read in
+     * place when aligned, others widened into scratch; the sum goes to
+     * scratch and is narrowed (or copied) into out. */
+    float tv[SCRATCH], pv[SCRATCH], sv[SCRATCH];
     for (int64_t i = 0; i < B * S; i++) {
         int64_t s = i % S;
         tokvec_row tr, pr;
         (void)tokvec_table_token_row(t, ids[i], &tr);
         if (pos_on)
             (void)tokvec_table_position_row(t, start_position + s, &pr);
+        if (i + 4 < B * S) { /* rows are random: ask for a later one early */
+            tokvec_row nr;
+            (void)tokvec_table_token_row(t, ids[i + 4], &nr);
+            size_t nb = D * tokvec_dtype_size(nr.dtype);
+            for (size_t off = 0; off < nb; off += 64)
+                __builtin_prefetch((const char *)nr.data + off);
+        }
         for (size_t c = 0; c < D; c += SCRATCH) {
             size_t k = D - c < SCRATCH ? D - c : SCRATCH;
-            size_t tsz = tokvec_dtype_size(tr.dtype);
-            tokvec_widen(tr.dtype, (const unsigned char *)tr.data + c * tsz,
-                         tv, k);
+            const float *tp = row_chunk(&tr, c, k, tv);
+            const float *sum = tp;
             if (pos_on) {
-                size_t psz = tokvec_dtype_size(pr.dtype);
-                tokvec_widen(pr.dtype,
-                             (const unsigned char *)pr.data + c * psz, pv, k);
-                for (size_t j = 0; j < k; j++)
-                    tv[j] = tv[j] + pv[j];
+                add_f32(sv, tp, row_chunk(&pr, c, k, pv), k);
+                sum = sv;
             }
-            tokvec_narrow(od, tv, o + ((size_t)i * D + c) * osz, k);
+            tokvec_narrow(od, sum, o + ((size_t)i * D + c) * osz, k);
         }
     }
     return 0;

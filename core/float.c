@@ -20,6 +20,12 @@
 #include "tokvec_error.h"
 #include "tokvec_float.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define HAVE_F16C_PATH 1
+#endif
+
 size_t tokvec_dtype_size(tokvec_dtype d)
 {
     return d == TOKVEC_F32 ? 4 : 2;
@@ -111,14 +117,130 @@ uint16_t tokvec_f32_to_f16(float f)
     return sign | (uint16_t)((m - 0x38000000u) >> 13);
 }
 
+/* Bulk conversion works in blocks of 8 values. A block holding a NaN is
+ * converted by the scalar functions above, so NaN payloads come out
+ * exactly as they define, whatever the hardware does with them; every
+ * other block goes through F16C (x86 with the feature, checked once at
+ * run time) or fixed-size loops over 8 lanes that the compiler turns into
+ * vector code. Both give exactly the scalar result: RNE is what the
+ * hardware does with the default MXCSR, which nothing here changes
+ * (checked on all 2^32 patterns by tools/check_floats --narrow). */
+#define BLOCK 8
+
+/* BLOCK little-endian 16-bit values to or from bytes. */
+static void store_le16(unsigned char *p, const uint16_t *h)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, h, BLOCK * 2);
+#else
+    for (int j = 0; j < BLOCK; j++) {
+        p[2 * j] = (unsigned char)h[j];
+        p[2 * j + 1] = (unsigned char)(h[j] >> 8);
+    }
+#endif
+}
+
+static void load_le16(uint16_t *h, const unsigned char *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(h, p, BLOCK * 2);
+#else
+    for (int j = 0; j < BLOCK; j++)
+        h[j] = (uint16_t)(p[2 * j] | (p[2 * j + 1] << 8));
+#endif
+}
+
+static int f32_block_has_nan(const float *src)
+{
+    int nan = 0;
+    for (int j = 0; j < BLOCK; j++)
+        nan |= (to_bits(src[j]) & 0x7fffffffu) > 0x7f800000u;
+    return nan;
+}
+
+#ifdef HAVE_F16C_PATH
+
+__attribute__((target("avx,f16c"))) static void
+widen_f16_hw(const unsigned char *p, float *dst, size_t n)
+{
+    const __m128i mag = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+    for (size_t i = 0; i + BLOCK <= n; i += BLOCK) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * i));
+        /* |h| > inf as signed 16-bit lanes (both sides below 0x8000) */
+        if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, mag), inf))) {
+            for (int j = 0; j < BLOCK; j++)
+                dst[i + j] = tokvec_f16_to_f32((uint16_t)(
+                    p[2 * (i + j)] | (p[2 * (i + j) + 1] << 8)));
+            continue;
+        }
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+}
+
+__attribute__((target("avx,f16c"))) static void
+narrow_f16_hw(const float *src, unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i + BLOCK <= n; i += BLOCK) {
+        __m256 v = _mm256_loadu_ps(src + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
+            for (int j = 0; j < BLOCK; j++) {
+                uint16_t h = tokvec_f32_to_f16(src[i + j]);
+                p[2 * (i + j)] = (unsigned char)h;
+                p[2 * (i + j) + 1] = (unsigned char)(h >> 8);
+            }
+            continue;
+        }
+        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT |
+                                        _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(p + 2 * i), h);
+    }
+}
+
+static int have_f16c(void)
+{
+    static int cached = -1; /* benign race: every thread computes the same */
+    int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (c < 0) {
+        /* CPUID.1:ECX bits 27 (OSXSAVE), 28 (AVX), 29 (F16C), and the OS
+         * saving YMM state (XCR0 bits 1 and 2). */
+        unsigned a, b, cx, d;
+        c = 0;
+        if (__get_cpuid(1, &a, &b, &cx, &d) && (cx >> 27 & 7u) == 7u) {
+            unsigned lo, hi;
+            __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            c = (lo & 6u) == 6u;
+        }
+        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
+    }
+    return c;
+}
+#endif
+
 void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n)
 {
     const unsigned char *p = src;
+    size_t i = 0;
     if (from == TOKVEC_F32) {
         memcpy(dst, src, n * 4);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
+    if (from == TOKVEC_BF16) {
+        for (; i + BLOCK <= n; i += BLOCK) {
+            uint16_t h[BLOCK];
+            uint32_t w[BLOCK];
+            load_le16(h, p + 2 * i);
+            for (int j = 0; j < BLOCK; j++)
+                w[j] = (uint32_t)h[j] << 16;
+            memcpy(dst + i, w, sizeof w);
+        }
+    }
+#ifdef HAVE_F16C_PATH
+    else if (have_f16c()) {
+        widen_f16_hw(p, dst, n);
+        i = n - n % BLOCK;
+    }
+#endif
+    for (; i < n; i++) {
         uint16_t h = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
         dst[i] = from == TOKVEC_F16 ? tokvec_f16_to_f32(h)
                                     : tokvec_bf16_to_f32(h);
@@ -128,11 +250,34 @@ void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n)
 void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n)
 {
     unsigned char *p = dst;
+    size_t i = 0;
     if (to == TOKVEC_F32) {
         memcpy(dst, src, n * 4);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
+    if (to == TOKVEC_BF16) {
+        for (; i + BLOCK <= n; i += BLOCK) {
+            uint32_t w[BLOCK];
+            uint16_t h[BLOCK];
+            memcpy(w, src + i, sizeof w);
+            if (f32_block_has_nan(src + i)) {
+                for (int j = 0; j < BLOCK; j++)
+                    h[j] = tokvec_f32_to_bf16(src[i + j]);
+            } else {
+                for (int j = 0; j < BLOCK; j++)
+                    h[j] = (uint16_t)((w[j] + 0x7fffu + ((w[j] >> 16) & 1u))
+                                      >> 16);
+            }
+            store_le16(p + 2 * i, h);
+        }
+    }
+#ifdef HAVE_F16C_PATH
+    else if (have_f16c()) {
+        narrow_f16_hw(src, p, n);
+        i = n - n % BLOCK;
+    }
+#endif
+    for (; i < n; i++) {
         uint16_t h = to == TOKVEC_F16 ? tokvec_f32_to_f16(src[i])
                                       : tokvec_f32_to_bf16(src[i]);
         p[2 * i] = (unsigned char)h;

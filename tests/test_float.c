@@ -141,6 +141,64 @@ static void bulk_conversions_work_unaligned(void **s)
     assert_true(back[0] == 1 && back[1] == -2 && back[2] == 0.5f);
 }
 
+/* The bulk functions take a vector path (8 values at a time, F16C where
+ * the CPU has it) with scalar tails and scalar blocks around NaNs: on any
+ * length, alignment and mix of values they must give exactly the scalar
+ * functions' bits. All 2^32 patterns: tools/check_floats --narrow. */
+static void bulk_conversions_equal_the_scalar_ones_bit_for_bit(void **s)
+{
+    (void)s;
+    enum { N = 4099 }; /* not a multiple of 8 */
+    static float src[N];
+    static unsigned char h[2 * N + 1];
+    static float back[N];
+    uint64_t x = 0x243F6A8885A308D3u;
+    for (int round = 0; round < 1024; round++) {
+        for (int i = 0; i < N; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint32_t b = (uint32_t)(x >> 20);
+            if (round % 4 == 1) /* near the f16 range, ties included */
+                b = 0x33000000u + (uint32_t)(x >> 40) % 0x14800000u;
+            if (round % 4 == 2 && i % 97 == 0) /* NaNs and infinities */
+                b = (b & 0x80000000u) | 0x7f800000u | (b & 0x3u);
+            memcpy(&src[i], &b, 4);
+        }
+        size_t off = (size_t)round % 2, n = N - (size_t)round % 9;
+        for (int d = 0; d < 2; d++) {
+            tokvec_dtype dt = d ? TOKVEC_BF16 : TOKVEC_F16;
+            tokvec_narrow(dt, src, h + off, n);
+            for (size_t i = 0; i < n; i++) {
+                uint16_t want = d ? tokvec_f32_to_bf16(src[i])
+                                  : tokvec_f32_to_f16(src[i]);
+                uint16_t got =
+                    (uint16_t)(h[off + 2 * i] | (h[off + 2 * i + 1] << 8));
+                if (got != want)
+                    fail_msg("%s of %08x at %zu: got %04x want %04x",
+                             tokvec_dtype_name(dt), b_of(src[i]), i, got,
+                             want);
+            }
+        }
+    }
+    for (int d = 0; d < 2; d++) { /* every 16-bit pattern, odd offset */
+        tokvec_dtype dt = d ? TOKVEC_BF16 : TOKVEC_F16;
+        for (uint32_t base = 0; base < 65536; base += 4096) {
+            for (uint32_t j = 0; j < 4096; j++) {
+                h[1 + 2 * j] = (unsigned char)(base + j);
+                h[2 + 2 * j] = (unsigned char)((base + j) >> 8);
+            }
+            tokvec_widen(dt, h + 1, back, 4096);
+            for (uint32_t j = 0; j < 4096; j++) {
+                uint16_t v = (uint16_t)(base + j);
+                float want = d ? tokvec_bf16_to_f32(v) : tokvec_f16_to_f32(v);
+                if (b_of(back[j]) != b_of(want))
+                    fail_msg("%s %04x: got %08x want %08x",
+                             tokvec_dtype_name(dt), v, b_of(back[j]),
+                             b_of(want));
+            }
+        }
+    }
+}
+
 static void dtype_names_parse_and_print(void **s)
 {
     (void)s;
@@ -356,6 +414,7 @@ int main(void)
         cmocka_unit_test(narrowing_inverts_widening_for_all_patterns),
         cmocka_unit_test(narrowing_rounds_halfway_cases_to_even),
         cmocka_unit_test(bulk_conversions_work_unaligned),
+        cmocka_unit_test(bulk_conversions_equal_the_scalar_ones_bit_for_bit),
         cmocka_unit_test(dtype_names_parse_and_print),
         cmocka_unit_test(format_matches_numpy_repr_byte_for_byte),
         cmocka_unit_test(format_spells_the_textbook_row),

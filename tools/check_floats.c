@@ -7,6 +7,9 @@
  *
  *   check_floats --all         every one of the 2^32 patterns (all cores)
  *   check_floats --random N    N random patterns (xorshift, fixed seed)
+ *   check_floats --narrow      every pattern through the bulk float16 and
+ *                              bfloat16 narrowing (tokvec_narrow, vector
+ *                              path), against the scalar functions
  * Prints progress (on a terminal) and the number of failures; exit 1 on any
  * failure. Threads share nothing but two atomic counters.
  */
@@ -120,8 +123,41 @@ static const char *check(uint32_t bits, char *got)
 
 typedef struct {
     uint64_t begin, end, step;
-    int random, report;
+    int random, report, narrow;
 } range_t;
+
+/* Thread t of nt: blocks of 2^16 consecutive patterns (every 2^16-th
+ * block), each narrowed in bulk at an odd byte offset and compared with
+ * the scalar conversion. */
+static void *run_narrow(void *arg)
+{
+    range_t *r = arg;
+    enum { BLK = 1 << 16 };
+    static _Thread_local float src[BLK];
+    static _Thread_local unsigned char out[2 * BLK + 1];
+    for (uint64_t blk = r->begin; blk < r->end; blk += r->step) {
+        for (uint32_t j = 0; j < BLK; j++) {
+            uint32_t b = (uint32_t)(blk * BLK + j);
+            memcpy(&src[j], &b, 4);
+        }
+        for (int d = 0; d < 2; d++) {
+            tokvec_dtype dt = d ? TOKVEC_BF16 : TOKVEC_F16;
+            tokvec_narrow(dt, src, out + 1, BLK);
+            for (uint32_t j = 0; j < BLK; j++) {
+                uint16_t want = d ? tokvec_f32_to_bf16(src[j])
+                                  : tokvec_f32_to_f16(src[j]);
+                uint16_t got = (uint16_t)(out[1 + 2 * j] |
+                                          (out[2 + 2 * j] << 8));
+                if (got != want && atomic_fetch_add(&failures, 1) < 20)
+                    fprintf(stderr, "FAIL %s of %08x: %04x, scalar %04x\n",
+                            tokvec_dtype_name(dt),
+                            (uint32_t)(blk * BLK + j), got, want);
+            }
+        }
+        atomic_fetch_add(&checked, BLK);
+    }
+    return NULL;
+}
 
 static void *run(void *arg)
 {
@@ -156,15 +192,20 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
     uint64_t total;
-    int random;
+    int random, narrow = 0;
     if (argc == 2 && !strcmp(argv[1], "--all")) {
         total = UINT64_C(1) << 32;
         random = 0;
+    } else if (argc == 2 && !strcmp(argv[1], "--narrow")) {
+        total = UINT64_C(1) << 16; /* blocks of 2^16 patterns */
+        random = 0;
+        narrow = 1;
     } else if (argc == 3 && !strcmp(argv[1], "--random")) {
         total = strtoull(argv[2], NULL, 10);
         random = 1;
     } else {
-        fprintf(stderr, "usage: check_floats --all | --random N\n");
+        fprintf(stderr,
+                "usage: check_floats --all | --random N | --narrow\n");
         return 2;
     }
     long nt = sysconf(_SC_NPROCESSORS_ONLN);
@@ -177,8 +218,8 @@ int main(int argc, char **argv)
     for (long t = 0; t < nt; t++) {
         /* Interleaved so every thread sees every magnitude. */
         r[t] = (range_t){(uint64_t)t, total, (uint64_t)nt, random,
-                         isatty(2) && t == 0};
-        if (pthread_create(&th[t], NULL, run, &r[t])) {
+                         isatty(2) && t == 0, narrow};
+        if (pthread_create(&th[t], NULL, narrow ? run_narrow : run, &r[t])) {
             fprintf(stderr, "check_floats: cannot start a thread\n");
             return 2;
         }
