@@ -42,7 +42,7 @@ struct tv_pool {
     struct {
         void *p;
         size_t size;
-    } bufs[16];           /* cached mappings; buf_lock */
+    } bufs[TV_POOL_BUF_SLOTS]; /* cached mappings; buf_lock */
     size_t nbufs, buf_bytes; /* buf_lock */
 };
 
@@ -242,7 +242,8 @@ void tv_pool_stop(tv_pool *p)
 
 /* --- response buffers ---------------------------------------------------- */
 
-#define BUF_BIG ((size_t)1 << 20)
+#define BUF_BIG ((size_t)1 << 16)
+#define BUF_PER_SIZE 8 /* cached buffers of one size at most */
 
 /* The mapping size for n >= BUF_BIG: the next power of two (0 if none). */
 static size_t buf_size(size_t n)
@@ -287,9 +288,13 @@ void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
         free(buf);
         return;
     }
-    size_t c = buf_size(n);
+    size_t c = buf_size(n), same = 0;
     pthread_mutex_lock(&p->buf_lock);
-    if (p->nbufs < sizeof p->bufs / sizeof p->bufs[0] &&
+    for (size_t i = 0; i < p->nbufs; i++)
+        same += p->bufs[i].size == c;
+    /* Per-size limit: a burst of one size cannot take every slot from
+     * the others. */
+    if (p->nbufs < TV_POOL_BUF_SLOTS && same < BUF_PER_SIZE &&
         p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
         p->bufs[p->nbufs].p = buf;
         p->bufs[p->nbufs++].size = c;
