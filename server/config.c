@@ -90,7 +90,7 @@ static const setting settings[] = {
     {"max_connections", T_INT, OFF(max_connections), 1, 1048576, "1024",
      NULL, "open client connections"},
     {"request_timeout", T_SECS, OFF(request_timeout), 0.001, 86400, "30s",
-     NULL, "time allowed for one request"},
+     NULL, "time to send one whole request (and the idle limit)"},
     {"max_inflight_bytes", T_SIZE, OFF(max_inflight_bytes), 1, 64 * TiB,
      "1GiB", NULL, "bytes of responses being built or sent at once"},
     {"drain_timeout", T_SECS, OFF(drain_timeout), 0, 86400, "30s", NULL,

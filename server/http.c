@@ -29,6 +29,19 @@
  * `draining` and `requests` are atomics; cfg, lim, topts never change
  * after start. Lock order: table_lock, then the pool's lock (never held
  * together today).
+ *
+ * Request deadline: MHD's own timeout counts inactivity only, so a client
+ * sending a header byte every few seconds would keep its connection (and
+ * one of max_connections) forever. Each connection therefore has a
+ * conn_watch (MHD's socket context): from the moment it opens, or its
+ * previous response is done, the next request -- headers and body -- must
+ * arrive within request_timeout. The reaper thread checks the watches a few
+ * times per timeout and shuts down (shutdown(2), never close) the socket of
+ * a late one; MHD then sees EOF and closes it on its own thread. The list is
+ * guarded by watch_lock; `deadline` is atomic (MHD's thread arms and
+ * disarms it, the reaper reads it). MHD calls the CLOSED notification
+ * before it closes the fd, and it unlinks under watch_lock, so the reaper
+ * never shuts down a descriptor number that was reused.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,10 +77,24 @@ typedef struct table_ref {
     atomic_int refs;
 } table_ref;
 
+/* One per connection (MHD's socket context); see "Request deadline". */
+typedef struct conn_watch {
+    struct conn_watch *prev, *next; /* guarded by tv_server.watch_lock */
+    int fd;
+    atomic_llong deadline_ms; /* CLOCK_MONOTONIC ms; 0 = not reading */
+    atomic_int timed_out;     /* set by the reaper */
+} conn_watch;
+
 struct tv_server {
     const tv_config *cfg;
     struct MHD_Daemon *mhd;
     tv_pool *pool;
+    pthread_mutex_t watch_lock;
+    pthread_cond_t reaper_wake;
+    conn_watch watches; /* list head, guarded by watch_lock */
+    int reaper_stop;    /* guarded by watch_lock */
+    int reaper_started;
+    pthread_t reaper;
     pthread_mutex_t table_lock;
     table_ref *current;   /* guarded by table_lock */
     atomic_int draining;  /* set once by tv_server_drain_begin */
@@ -82,6 +110,7 @@ enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
 typedef struct req_ctx {
     tv_server *s;
     struct MHD_Connection *conn;
+    conn_watch *watch; /* NULL if it could not be allocated */
     tv_route route;
     int state;
     struct timespec t0;
@@ -102,6 +131,100 @@ typedef struct req_ctx {
     char method[8]; /* for the access log */
     char path[256]; /* for the access log (cut if longer) */
 } req_ctx;
+
+/* --- request deadline ---------------------------------------------------- */
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long deadline_span_ms(const tv_server *s)
+{
+    double ms = s->cfg->request_timeout * 1e3;
+    return ms < 1 ? 1 : (long long)ms;
+}
+
+/* MHD's thread: the connection waits for a request (on) or has one in
+ * full (off). */
+static void watch_arm(tv_server *s, conn_watch *w, int on)
+{
+    if (w)
+        atomic_store(&w->deadline_ms, on ? now_ms() + deadline_span_ms(s)
+                                         : 0);
+}
+
+/* MHD: a connection opened or is about to be closed (MHD's thread). */
+static void on_connection(void *cls, struct MHD_Connection *c,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    tv_server *s = cls;
+    conn_watch *w = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(w = calloc(1, sizeof *w)))
+            return; /* unwatched: MHD's inactivity timeout still applies */
+        w->fd = ci->connect_fd;
+        watch_arm(s, w, 1);
+        pthread_mutex_lock(&s->watch_lock);
+        w->prev = &s->watches;
+        w->next = s->watches.next;
+        w->next->prev = w;
+        s->watches.next = w;
+        pthread_mutex_unlock(&s->watch_lock);
+        *socket_context = w;
+    } else if (w) {
+        pthread_mutex_lock(&s->watch_lock);
+        w->prev->next = w->next;
+        w->next->prev = w->prev;
+        pthread_mutex_unlock(&s->watch_lock);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+/* The reaper thread: a few times per request_timeout (10 ms .. 1 s), shuts
+ * down the sockets whose deadline has passed. */
+static void *reaper_main(void *arg)
+{
+    tv_server *s = arg;
+    long long period = deadline_span_ms(s) / 4;
+    period = period < 10 ? 10 : period > 1000 ? 1000 : period;
+    pthread_mutex_lock(&s->watch_lock);
+    while (!s->reaper_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += (time_t)(period / 1000);
+        until.tv_nsec += (long)(period % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->reaper_wake, &s->watch_lock, &until);
+        long long now = now_ms();
+        int cut = 0;
+        for (conn_watch *w = s->watches.next; w != &s->watches;
+             w = w->next) {
+            long long d = atomic_load(&w->deadline_ms);
+            if (d && now >= d &&
+                atomic_compare_exchange_strong(&w->deadline_ms, &d, 0)) {
+                atomic_store(&w->timed_out, 1);
+                shutdown(w->fd, SHUT_RDWR);
+                cut++;
+            }
+        }
+        if (cut)
+            tv_log(TV_LOG_INFO, "closed %d connection%s that did not send "
+                   "a whole request within request_timeout (%gs)", cut,
+                   cut == 1 ? "" : "s", s->cfg->request_timeout);
+    }
+    pthread_mutex_unlock(&s->watch_lock);
+    return NULL;
+}
 
 /* --- table references ---------------------------------------------------- */
 
@@ -665,6 +788,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
             return MHD_NO;
         x->s = s;
         x->conn = c;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        x->watch = ci ? ci->socket_context : NULL;
         x->route = route_of(url);
         snprintf(x->method, sizeof x->method, "%s", method);
         snprintf(x->path, sizeof x->path, "%s", url);
@@ -704,6 +830,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         x->len += n;
         return MHD_YES;
     }
+    watch_arm(s, x->watch, 0); /* the whole request is in */
     switch (x->route) {
     case TV_ROUTE_EMBED:
         return route_embed(x);
@@ -748,7 +875,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                   (double)(t1.tv_nsec - x->t0.tv_nsec) * 1e-9;
     int status = x->status ? x->status : 500;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !x->status)
-        status = 400; /* the client broke off before an answer */
+        /* cut by the request deadline, or the client broke off */
+        status = x->watch && atomic_load(&x->watch->timed_out) ? 408 : 400;
+    watch_arm(x->s, x->watch, 1); /* the next request's time starts */
     tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);
     tv_metrics_inflight_add(-1);
     if (x->s->cfg->access_log)
@@ -823,6 +952,13 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     }
     s->cfg = cfg;
     pthread_mutex_init(&s->table_lock, NULL);
+    pthread_mutex_init(&s->watch_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->reaper_wake, &ca);
+    pthread_condattr_destroy(&ca);
+    s->watches.next = s->watches.prev = &s->watches;
     s->lim.max_body_bytes = (size_t)cfg->max_body_bytes;
     s->lim.max_tokens = cfg->max_tokens;
     s->lim.max_batch = cfg->max_batch;
@@ -874,6 +1010,11 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     unsigned timeout_s = rt >= 1e6 ? 1000000u : (unsigned)rt;
     if ((double)timeout_s < rt || timeout_s == 0)
         timeout_s++;
+    if ((errno = pthread_create(&s->reaper, NULL, reaper_main, s)) != 0) {
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+        goto fail;
+    }
+    s->reaper_started = 1;
     errno = 0;
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, handler, s,
@@ -881,6 +1022,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         timeout_s, /* MHD counts whole seconds: rounded up */
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
@@ -985,6 +1127,15 @@ void tv_server_stop(tv_server *s)
         return;
     if (s->mhd)
         MHD_stop_daemon(s->mhd); /* sends what is queued, closes the rest */
+    if (s->reaper_started) {
+        pthread_mutex_lock(&s->watch_lock);
+        s->reaper_stop = 1;
+        pthread_cond_signal(&s->reaper_wake);
+        pthread_mutex_unlock(&s->watch_lock);
+        pthread_join(s->reaper, NULL);
+    }
+    pthread_cond_destroy(&s->reaper_wake);
+    pthread_mutex_destroy(&s->watch_lock);
     tv_pool_stop(s->pool);
     ref_release(s->current);
     pthread_mutex_destroy(&s->table_lock);

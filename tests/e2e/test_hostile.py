@@ -669,6 +669,148 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
 
+class RequestDeadline(unittest.TestCase):
+    """request_timeout bounds the time to send one whole request: slow
+    tricklers that fill every connection slot are cut at it, so others get
+    in; a kept-alive client that is quick on each request is never cut."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-deadline-")
+        table = os.path.join(cls.tmp, "t.safetensors")
+        subprocess.run([BINARY, "init", "--vocab", "100", "--dim", "8",
+                        "--context", "8", "-o", table], check=True,
+                       stdout=subprocess.DEVNULL)
+        cls.port = free_port()
+        cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
+        cls.proc = subprocess.Popen(
+            [BINARY, "serve", "--table", table, "--port", str(cls.port),
+             "--max-connections", "20", "--request-timeout", "1"],
+            stdout=subprocess.DEVNULL, stderr=cls.log)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if Hostile.health.__func__(cls) == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("server did not come up")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.rc = cls.proc.wait(timeout=40)
+        cls.log.close()
+        if cls.rc != 0:
+            Hostile.sanitizer_report = True
+            with open(os.path.join(cls.tmp, "server.log"), "rb") as f:
+                print(f.read()[-2000:].decode("utf-8", "replace"),
+                      file=sys.stderr)
+
+    def status_counts(self):
+        got, _ = raw_exchange(self.port, b"GET /metrics HTTP/1.1\r\n"
+                              b"Host: x\r\nConnection: close\r\n\r\n")
+        out = {}
+        for line in got[0][2].decode().splitlines():
+            if line.startswith("tokvec_requests_total{"):
+                code = line.split('code="')[1].split('"')[0]
+                out[code] = out.get(code, 0) + int(line.split()[-1])
+        return out
+
+    def test_header_tricklers_holding_every_slot_are_cut(self):
+        socks = []
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", self.port))
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            socks.append(s)
+        time.sleep(0.2)
+        t0, answered = time.time(), None
+        while time.time() - t0 < 5 * SLOW and answered is None:
+            for s in socks:  # a header byte from each every 0.1 s
+                try:
+                    s.send(b"a")
+                except OSError:
+                    pass
+            try:
+                got, _ = raw_exchange(self.port, b"GET /health HTTP/1.1\r\n"
+                                      b"Host: x\r\n\r\n", timeout=0.3)
+                if got and got[0][0] == 200:
+                    answered = time.time() - t0
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.assertIsNotNone(answered, "no slot freed in 5 s")
+        cut = 0
+        for s in socks:
+            s.settimeout(2 * SLOW)
+            try:
+                cut += s.recv(100) == b""
+            except OSError:  # reset: also cut
+                cut += 1
+            s.close()
+        self.assertEqual(cut, 20)
+
+    def test_a_trickled_body_is_cut_and_counted_408(self):
+        before = self.status_counts().get("408", 0)
+        s = socket.create_connection(("127.0.0.1", self.port))
+        s.sendall(post(b'{"inputs":[1]}' + b" " * 100)[:-90])
+        t0, closed = time.time(), False
+        s.settimeout(0.1)
+        while time.time() - t0 < 4 * SLOW:
+            try:
+                s.send(b" ")
+                if s.recv(100) == b"":
+                    closed = True
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                closed = True
+                break
+        took = time.time() - t0
+        s.close()
+        self.assertTrue(closed)
+        self.assertGreater(took, 0.9)
+        self.assertEqual(self.status_counts().get("408", 0), before + 1)
+
+    def test_a_trickler_after_a_quick_request_is_cut_too(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertIn(b" 200 ", s.recv(65536))
+        s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+        t0, closed = time.time(), False
+        s.settimeout(0.1)
+        while time.time() - t0 < 4 * SLOW and not closed:
+            try:
+                s.send(b"a")
+                closed = s.recv(100) == b""
+            except socket.timeout:
+                pass
+            except OSError:
+                closed = True
+        s.close()
+        self.assertTrue(closed, "a second request trickled for 4 s")
+
+    def test_a_quick_keep_alive_client_outlives_the_timeout(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        buf, n = b"", 0
+        t0 = time.time()
+        while time.time() - t0 < 2.5:  # 2.5 x request_timeout
+            s.sendall(post('{"inputs":[1,2]}'))
+            got = []
+            while not got:
+                chunk = s.recv(65536)
+                self.assertTrue(chunk, "closed after %d requests" % n)
+                buf += chunk
+                got, buf = parse_responses(buf)
+            self.assertEqual(got[0][0], 200)
+            n += 1
+            time.sleep(0.3)
+        s.close()
+        self.assertGreaterEqual(n, 5)
+
+
 def main():
     global BINARY, SLOW
     ap = argparse.ArgumentParser()
