@@ -450,11 +450,16 @@ static int embedding_dtype(const tokvec_table_opts *o, const char *path,
     return 0;
 }
 
+/* At most 2^28 floats (1 GiB; e.g. 8192 x 32768) of sinusoidal positions
+ * are computed at open: a context_length in a file's metadata cannot make
+ * open allocate and compute without bound. */
+#define SINUSOIDAL_MAX_FLOATS ((uint64_t)1 << 28)
+
 static int make_sinusoidal(tokvec_table *t)
 {
     int64_t C = t->info.context_length, D = t->info.dim;
     uint64_t n;
-    if (!mul_ok((uint64_t)C, (uint64_t)D, &n) || n > ((uint64_t)1 << 31))
+    if (!mul_ok((uint64_t)C, (uint64_t)D, &n) || n > SINUSOIDAL_MAX_FLOATS)
         return TOKVEC_E_TOO_LARGE;
     t->sin_pos = malloc((size_t)n * sizeof(float));
     if (!t->sin_pos)
@@ -595,8 +600,10 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
                                      ? t->meta_context
                                      : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
         if ((rc = make_sinusoidal(t)) < 0) {
-            fail(o, path, rc, "cannot compute sinusoidal positions: %s",
-                 tokvec_strerror(rc));
+            fail(o, path, rc, "cannot compute sinusoidal positions for "
+                 "context_length %" PRId64 " x dim %" PRId64 ": %s%s",
+                 t->info.context_length, t->info.dim, tokvec_strerror(rc),
+                 rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 floats)" : "");
             goto out;
         }
     }

@@ -381,6 +381,23 @@ static void sinusoidal_metadata_computes_positions(void **s)
     tokvec_table_close(t);
 }
 
+static void sinusoidal_positions_past_2_28_floats_are_refused(void **s)
+{
+    (void)s;
+    const char *hdr =
+        "{\"__metadata__\":{\"positional\":\"sinusoidal\","
+        "\"context_length\":\"67108865\"},"
+        "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
+        "\"data_offsets\":[0,48]}}";
+    char err[256] = "";
+    tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_table *t = (tokvec_table *)1;
+    assert_int_equal(tokvec_table_open(st_file(hdr, 0, data12, 48), &o, &t),
+                     TOKVEC_E_TOO_LARGE);
+    assert_null(t);
+    assert_non_null(strstr(err, "context_length 67108865 x dim 4"));
+}
+
 /* .npy: magic, version byte, header length (2 or 4 bytes), dict, data. */
 static const char *npy_file(const char *name, int major, const char *dict,
                             const void *data, size_t n)
@@ -490,6 +507,7 @@ int main(void)
         cmocka_unit_test(open_finds_gpt2_tensors_among_many_others),
         cmocka_unit_test(explicit_names_pick_the_tensors),
         cmocka_unit_test(sinusoidal_metadata_computes_positions),
+        cmocka_unit_test(sinusoidal_positions_past_2_28_floats_are_refused),
         cmocka_unit_test(npy_versions_1_2_3_open),
         cmocka_unit_test(npy_with_position_file_is_learned),
         cmocka_unit_test(npy_rejects_bad_magic_order_dtype_rank_and_size),
