@@ -28,6 +28,7 @@ typedef struct tv_config {
     int64_t max_batch;          /* 4096 */
     int64_t max_queue;          /* 1024 */
     int64_t max_connections;    /* 1024 */
+    int64_t max_connections_per_ip; /* 0 = no limit */
     double request_timeout;     /* 30 s */
     int64_t max_inflight_bytes; /* 1 GiB */
     double drain_timeout;       /* 30 s */

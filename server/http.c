@@ -1019,7 +1019,9 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     s->mhd = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, handler, s,
         MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections_per_ip, /* 0: none */
+        MHD_OPTION_CONNECTION_TIMEOUT,
         timeout_s, /* MHD counts whole seconds: rounded up */
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,

@@ -104,6 +104,7 @@ static void defaults_follow_the_contract(void **state)
     assert_int_equal(c.max_batch, 4096);
     assert_int_equal(c.max_queue, 1024);
     assert_int_equal(c.max_connections, 1024);
+    assert_int_equal(c.max_connections_per_ip, 0);
     assert_true(c.request_timeout == 30.0);
     assert_int_equal(c.max_inflight_bytes, 1LL << 30);
     assert_true(c.drain_timeout == 30.0);
@@ -565,7 +566,7 @@ static void help_prints_every_setting_to_stdout(void **state)
             fail_msg("--help lacks %s or %s", flag, env);
         count++;
     }
-    assert_int_equal(count, 22);
+    assert_int_equal(count, 23);
     assert_non_null(strstr(text, "TOKVEC_CONFIG"));
     assert_non_null(strstr(text, "ignored"));
     assert_non_null(strstr(text, "16MiB"));

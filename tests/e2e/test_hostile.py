@@ -811,6 +811,52 @@ class RequestDeadline(unittest.TestCase):
         self.assertGreaterEqual(n, 5)
 
 
+class PerAddressLimit(unittest.TestCase):
+    """--max-connections-per-ip: past it, the address's new connections are
+    closed at once; a slot frees when one of them closes."""
+
+    def test_connections_past_the_per_address_limit_are_closed(self):
+        tmp = tempfile.mkdtemp(prefix="tokvec-perip-")
+        table = os.path.join(tmp, "t.safetensors")
+        subprocess.run([BINARY, "init", "--vocab", "100", "--dim", "8",
+                        "--context", "8", "-o", table], check=True,
+                       stdout=subprocess.DEVNULL)
+        port = free_port()
+        proc = subprocess.Popen(
+            [BINARY, "serve", "--table", table, "--port", str(port),
+             "--max-connections-per-ip", "3"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 20
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port)).close()
+                    break
+                except OSError:
+                    self.assertLess(time.time(), deadline)
+                    time.sleep(0.05)
+            time.sleep(0.2)  # let the probe's slot go
+            health = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+            held = []
+            for _ in range(3):
+                s = socket.create_connection(("127.0.0.1", port), timeout=5)
+                s.sendall(health)
+                self.assertIn(b" 200 ", s.recv(65536))
+                held.append(s)
+            got, closed = raw_exchange(port, health, timeout=5)
+            self.assertEqual((got, closed), ([], True))
+            held.pop().close()
+            time.sleep(0.2)
+            got, _ = raw_exchange(port, health, timeout=5)
+            self.assertEqual(got[0][0], 200)
+            for s in held:
+                s.close()
+        finally:
+            proc.terminate()
+            self.assertEqual(proc.wait(timeout=30), 0)
+            subprocess.run(["rm", "-rf", tmp])
+
+
 def main():
     global BINARY, SLOW
     ap = argparse.ArgumentParser()
