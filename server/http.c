@@ -217,10 +217,14 @@ static void *reaper_main(void *arg)
                 cut++;
             }
         }
-        if (cut)
+        if (cut) { /* not under watch_lock: a slow stderr must not stall
+                    * MHD's thread on it */
+            pthread_mutex_unlock(&s->watch_lock);
             tv_log(TV_LOG_INFO, "closed %d connection%s that did not send "
                    "a whole request within request_timeout (%gs)", cut,
                    cut == 1 ? "" : "s", s->cfg->request_timeout);
+            pthread_mutex_lock(&s->watch_lock);
+        }
     }
     pthread_mutex_unlock(&s->watch_lock);
     return NULL;
