@@ -158,42 +158,95 @@ static int f32_block_has_nan(const float *src)
     return nan;
 }
 
-#ifdef HAVE_F16C_PATH
-
-__attribute__((target("avx,f16c"))) static void
-widen_f16_hw(const unsigned char *p, float *dst, size_t n)
+/* Values [i, n) one at a time by the scalar functions: the tails, and the
+ * blocks holding a NaN. */
+static void widen_scalar(tokvec_dtype from, const unsigned char *p,
+                         float *dst, size_t i, size_t n)
 {
-    const __m128i mag = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
-    for (size_t i = 0; i + BLOCK <= n; i += BLOCK) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * i));
-        /* |h| > inf as signed 16-bit lanes (both sides below 0x8000) */
-        if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, mag), inf))) {
-            for (int j = 0; j < BLOCK; j++)
-                dst[i + j] = tokvec_f16_to_f32((uint16_t)(
-                    p[2 * (i + j)] | (p[2 * (i + j) + 1] << 8)));
-            continue;
-        }
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    for (; i < n; i++) {
+        uint16_t h = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
+        dst[i] = from == TOKVEC_F16 ? tokvec_f16_to_f32(h)
+                                    : tokvec_bf16_to_f32(h);
     }
 }
 
-__attribute__((target("avx,f16c"))) static void
-narrow_f16_hw(const float *src, unsigned char *p, size_t n)
+static void narrow_scalar(tokvec_dtype to, const float *src,
+                          unsigned char *p, size_t i, size_t n)
 {
-    for (size_t i = 0; i + BLOCK <= n; i += BLOCK) {
-        __m256 v = _mm256_loadu_ps(src + i);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
-            for (int j = 0; j < BLOCK; j++) {
-                uint16_t h = tokvec_f32_to_f16(src[i + j]);
-                p[2 * (i + j)] = (unsigned char)h;
-                p[2 * (i + j) + 1] = (unsigned char)(h >> 8);
-            }
+    for (; i < n; i++) {
+        uint16_t h = to == TOKVEC_F16 ? tokvec_f32_to_f16(src[i])
+                                      : tokvec_f32_to_bf16(src[i]);
+        p[2 * i] = (unsigned char)h;
+        p[2 * i + 1] = (unsigned char)(h >> 8);
+    }
+}
+
+/* The whole blocks of n values; each returns how many values it did. */
+static size_t widen_bf16_blocks(const unsigned char *p, float *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        uint16_t h[BLOCK];
+        uint32_t w[BLOCK];
+        load_le16(h, p + 2 * i);
+        for (int j = 0; j < BLOCK; j++)
+            w[j] = (uint32_t)h[j] << 16;
+        memcpy(dst + i, w, sizeof w);
+    }
+    return i;
+}
+
+static size_t narrow_bf16_blocks(const float *src, unsigned char *p,
+                                 size_t n)
+{
+    size_t i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        if (f32_block_has_nan(src + i)) {
+            narrow_scalar(TOKVEC_BF16, src, p, i, i + BLOCK);
             continue;
         }
-        __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT |
-                                        _MM_FROUND_NO_EXC);
-        _mm_storeu_si128((__m128i *)(p + 2 * i), h);
+        uint32_t w[BLOCK];
+        uint16_t h[BLOCK];
+        memcpy(w, src + i, sizeof w);
+        for (int j = 0; j < BLOCK; j++)
+            h[j] = (uint16_t)((w[j] + 0x7fffu + ((w[j] >> 16) & 1u)) >> 16);
+        store_le16(p + 2 * i, h);
     }
+    return i;
+}
+
+#ifdef HAVE_F16C_PATH
+
+__attribute__((target("avx,f16c"))) static size_t
+widen_f16_hw(const unsigned char *p, float *dst, size_t n)
+{
+    const __m128i mag = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+    size_t i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(p + 2 * i));
+        /* |h| > inf as signed 16-bit lanes (both sides below 0x8000) */
+        if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, mag), inf)))
+            widen_scalar(TOKVEC_F16, p, dst, i, i + BLOCK);
+        else
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+    return i;
+}
+
+__attribute__((target("avx,f16c"))) static size_t
+narrow_f16_hw(const float *src, unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        __m256 v = _mm256_loadu_ps(src + i);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+            narrow_scalar(TOKVEC_F16, src, p, i, i + BLOCK);
+        else
+            _mm_storeu_si128((__m128i *)(p + 2 * i),
+                             _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT |
+                                                    _MM_FROUND_NO_EXC));
+    }
+    return i;
 }
 
 static int have_f16c(void)
@@ -224,65 +277,29 @@ void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n)
         memcpy(dst, src, n * 4);
         return;
     }
-    if (from == TOKVEC_BF16) {
-        for (; i + BLOCK <= n; i += BLOCK) {
-            uint16_t h[BLOCK];
-            uint32_t w[BLOCK];
-            load_le16(h, p + 2 * i);
-            for (int j = 0; j < BLOCK; j++)
-                w[j] = (uint32_t)h[j] << 16;
-            memcpy(dst + i, w, sizeof w);
-        }
-    }
+    if (from == TOKVEC_BF16)
+        i = widen_bf16_blocks(p, dst, n);
 #ifdef HAVE_F16C_PATH
-    else if (have_f16c()) {
-        widen_f16_hw(p, dst, n);
-        i = n - n % BLOCK;
-    }
+    else if (have_f16c())
+        i = widen_f16_hw(p, dst, n);
 #endif
-    for (; i < n; i++) {
-        uint16_t h = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
-        dst[i] = from == TOKVEC_F16 ? tokvec_f16_to_f32(h)
-                                    : tokvec_bf16_to_f32(h);
-    }
+    widen_scalar(from, p, dst, i, n);
 }
 
 void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n)
 {
-    unsigned char *p = dst;
     size_t i = 0;
     if (to == TOKVEC_F32) {
         memcpy(dst, src, n * 4);
         return;
     }
-    if (to == TOKVEC_BF16) {
-        for (; i + BLOCK <= n; i += BLOCK) {
-            uint32_t w[BLOCK];
-            uint16_t h[BLOCK];
-            memcpy(w, src + i, sizeof w);
-            if (f32_block_has_nan(src + i)) {
-                for (int j = 0; j < BLOCK; j++)
-                    h[j] = tokvec_f32_to_bf16(src[i + j]);
-            } else {
-                for (int j = 0; j < BLOCK; j++)
-                    h[j] = (uint16_t)((w[j] + 0x7fffu + ((w[j] >> 16) & 1u))
-                                      >> 16);
-            }
-            store_le16(p + 2 * i, h);
-        }
-    }
+    if (to == TOKVEC_BF16)
+        i = narrow_bf16_blocks(src, dst, n);
 #ifdef HAVE_F16C_PATH
-    else if (have_f16c()) {
-        narrow_f16_hw(src, p, n);
-        i = n - n % BLOCK;
-    }
+    else if (have_f16c())
+        i = narrow_f16_hw(src, dst, n);
 #endif
-    for (; i < n; i++) {
-        uint16_t h = to == TOKVEC_F16 ? tokvec_f32_to_f16(src[i])
-                                      : tokvec_f32_to_bf16(src[i]);
-        p[2 * i] = (unsigned char)h;
-        p[2 * i + 1] = (unsigned char)(h >> 8);
-    }
+    narrow_scalar(to, src, dst, i, n);
 }
 
 /* --- shortest round-trip digits ----------------------------------------
