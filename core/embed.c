@@ -101,6 +101,15 @@ static void add_f32(float *restrict dst, const float *restrict a,
         dst[i] = a[i] + b[i];
 }
 
+/* Rows are random: the lookups ask for the row 4 ahead early. */
+#define PREFETCH_AHEAD 4
+
+static void prefetch_bytes(const void *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += 64)
+        __builtin_prefetch((const char *)p + off);
+}
+
 /* Floats [c, c + k) of a row: in place when the row is aligned float32,
  * else widened into scratch. */
 static const float *row_chunk(const tokvec_row *r, size_t c, size_t k,
@@ -136,12 +145,11 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
                 const float *tr =
                     (const float *)(t->tok + (size_t)ids[b * S + s] *
                                                  t->row_bytes);
-                /* Rows are random: ask for the next one early. */
-                if (b * S + s + 4 < B * S)
-                    for (size_t off = 0; off < t->row_bytes; off += 64)
-                        __builtin_prefetch(t->tok +
-                                               (size_t)ids[b * S + s + 4] *
-                                                   t->row_bytes + off);
+                if (b * S + s + PREFETCH_AHEAD < B * S)
+                    prefetch_bytes(t->tok + (size_t)ids[b * S + s +
+                                                        PREFETCH_AHEAD] *
+                                                t->row_bytes,
+                                   t->row_bytes);
                 if (!pos_on) {
                     memcpy(dst, tr, D * 4);
                     continue;
@@ -167,12 +175,10 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
         (void)tokvec_table_token_row(t, ids[i], &tr);
         if (pos_on)
             (void)tokvec_table_position_row(t, start_position + s, &pr);
-        if (i + 4 < B * S) { /* rows are random: ask for a later one early */
+        if (i + PREFETCH_AHEAD < B * S) {
             tokvec_row nr;
-            (void)tokvec_table_token_row(t, ids[i + 4], &nr);
-            size_t nb = D * tokvec_dtype_size(nr.dtype);
-            for (size_t off = 0; off < nb; off += 64)
-                __builtin_prefetch((const char *)nr.data + off);
+            (void)tokvec_table_token_row(t, ids[i + PREFETCH_AHEAD], &nr);
+            prefetch_bytes(nr.data, D * tokvec_dtype_size(nr.dtype));
         }
         for (size_t c = 0; c < D; c += SCRATCH) {
             size_t k = D - c < SCRATCH ? D - c : SCRATCH;
