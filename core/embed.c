@@ -117,9 +117,9 @@ static const float *row_chunk(const tokvec_row *r, size_t c, size_t k,
 {
     if (r->dtype == TOKVEC_F32 && ((uintptr_t)r->data & 3u) == 0)
         return (const float *)r->data + c;
-    tokvec_widen(r->dtype,
-                 (const unsigned char *)r->data + c * tokvec_dtype_size(r->dtype),
-                 scratch, k);
+    size_t esz = tokvec_dtype_size(r->dtype);
+    tokvec_widen(r->dtype, (const unsigned char *)r->data + c * esz, scratch,
+                 k);
     return scratch;
 }
 

@@ -41,11 +41,13 @@
  * limit, so no request that takes less than request_timeout is cut.) The
  * deadline is off from the moment an answer is queued or the whole request
  * is in. The reaper thread checks the watches a few times per timeout and
- * shuts down (shutdown(2), never close) the socket of a late one; MHD then sees EOF and closes it on its own thread. The list is
- * guarded by watch_lock; `deadline` is atomic (MHD's thread arms and
- * disarms it, the reaper reads it). MHD calls the CLOSED notification
- * before it closes the fd, and it unlinks under watch_lock, so the reaper
- * never shuts down a descriptor number that was reused.
+ * shuts down (shutdown(2), never close) the socket of a late one; MHD then
+ * sees EOF and closes it on its own thread. The list is guarded by
+ * watch_lock; `deadline_ms` is atomic (MHD's thread arms and disarms it,
+ * the reaper reads it and takes it back to 0 when it cuts). MHD calls the
+ * CLOSED notification before it closes the fd, and it unlinks under
+ * watch_lock, so the reaper never shuts down a descriptor number that was
+ * reused.
  */
 #include <arpa/inet.h>
 #include <errno.h>
