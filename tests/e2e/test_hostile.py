@@ -136,32 +136,45 @@ def post(body, ctype="application/json", extra=b"", path=b"/embed"):
     return head + body
 
 
+def health(port):
+    got, _ = raw_exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n", timeout=5)
+    return got[0][0] if got else None
+
+
+def start_server(tmp, serve_args, stderr, vocab=100, dim=8, ctx=8,
+                 init_args=()):
+    """Makes a table in tmp, starts `tokvec serve` on it on a free port
+    with serve_args and waits for /health. Returns (proc, port, table)."""
+    table = os.path.join(tmp, "t.safetensors")
+    subprocess.run([BINARY, "init", "--vocab", str(vocab), "--dim",
+                    str(dim), "--context", str(ctx), *init_args, "-o",
+                    table], check=True, stdout=subprocess.DEVNULL)
+    port = free_port()
+    proc = subprocess.Popen(
+        [BINARY, "serve", "--table", table, "--port", str(port),
+         *serve_args], stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            if health(port) == 200:
+                return proc, port, table
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("server did not come up")
+
+
 class Hostile(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.nofile = raise_nofile(4096)  # inherited by the server
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-hostile-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([BINARY, "init", "--vocab", str(VOCAB), "--dim",
-                        str(DIM), "--context", str(CTX), "--seed", "7",
-                        "-o", cls.table], check=True,
-                       stdout=subprocess.DEVNULL)
-        cls.port = free_port()
         cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
-        cls.proc = subprocess.Popen(
-            [BINARY, "serve", "--table", cls.table, "--port", str(cls.port),
-             "--threads", "2", "--max-connections", "1200",
-             "--access-log", "false", "--log-level", "warn"],
-            stdout=subprocess.DEVNULL, stderr=cls.log)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                if cls.health() == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("server did not come up")
+        cls.proc, cls.port, _ = start_server(
+            cls.tmp, ["--threads", "2", "--max-connections", "1200",
+                      "--access-log", "false", "--log-level", "warn"],
+            cls.log, VOCAB, DIM, CTX, ["--seed", "7"])
         # Warm up every path once, then take the baseline RSS.
         for _ in range(20):
             cls.embed_ok()
@@ -220,9 +233,7 @@ class Hostile(unittest.TestCase):
 
     @classmethod
     def health(cls):
-        got, _ = raw_exchange(cls.port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
-                              b"Connection: close\r\n\r\n", timeout=5)
-        return got[0][0] if got else None
+        return health(cls.port)
 
     @classmethod
     def embed_ok(cls, timeout=10):
@@ -680,25 +691,10 @@ class RequestDeadline(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-deadline-")
-        table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([BINARY, "init", "--vocab", "100", "--dim", "8",
-                        "--context", "8", "-o", table], check=True,
-                       stdout=subprocess.DEVNULL)
-        cls.port = free_port()
         cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
-        cls.proc = subprocess.Popen(
-            [BINARY, "serve", "--table", table, "--port", str(cls.port),
-             "--max-connections", "20", "--request-timeout", "1"],
-            stdout=subprocess.DEVNULL, stderr=cls.log)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                if Hostile.health.__func__(cls) == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("server did not come up")
+        cls.proc, cls.port, _ = start_server(
+            cls.tmp, ["--max-connections", "20", "--request-timeout", "1"],
+            cls.log)
 
     @classmethod
     def tearDownClass(cls):
@@ -839,25 +835,10 @@ class PerAddressLimit(unittest.TestCase):
 
     def test_connections_past_the_per_address_limit_are_closed(self):
         tmp = tempfile.mkdtemp(prefix="tokvec-perip-")
-        table = os.path.join(tmp, "t.safetensors")
-        subprocess.run([BINARY, "init", "--vocab", "100", "--dim", "8",
-                        "--context", "8", "-o", table], check=True,
-                       stdout=subprocess.DEVNULL)
-        port = free_port()
-        proc = subprocess.Popen(
-            [BINARY, "serve", "--table", table, "--port", str(port),
-             "--max-connections-per-ip", "3"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc, port, _ = start_server(tmp, ["--max-connections-per-ip", "3"],
+                                     subprocess.DEVNULL)
         try:
-            deadline = time.time() + 20
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port)).close()
-                    break
-                except OSError:
-                    self.assertLess(time.time(), deadline)
-                    time.sleep(0.05)
-            health = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+            probe = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
 
             def hold_three():
                 # until the probe's slot is free: three answered connections
@@ -868,7 +849,7 @@ class PerAddressLimit(unittest.TestCase):
                             s = socket.create_connection(("127.0.0.1", port),
                                                          timeout=5)
                             held.append(s)
-                            s.sendall(health)
+                            s.sendall(probe)
                             if b" 200 " not in s.recv(65536):
                                 raise OSError("not answered")
                         return held
@@ -879,11 +860,11 @@ class PerAddressLimit(unittest.TestCase):
                         time.sleep(0.05)
             deadline = time.time() + 10 * SLOW
             held = hold_three()
-            got, closed = raw_exchange(port, health, timeout=5)
+            got, closed = raw_exchange(port, probe, timeout=5)
             self.assertEqual((got, closed), ([], True))
             held.pop().close()
             while True:  # the freed slot is taken again
-                got, _ = raw_exchange(port, health, timeout=5)
+                got, _ = raw_exchange(port, probe, timeout=5)
                 if got:
                     break
                 self.assertLess(time.time(), deadline)
