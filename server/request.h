@@ -65,6 +65,29 @@ tv_body_kind tv_body_kind_of(const char *content_type);
 int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
                           tv_request *out, tv_error *err);
 
+/* The two halves of tv_request_parse_json, exposed for the differential
+ * fuzz target (tests/fuzz/fuzz_ids.c) and the benchmark (bench/idbench.c);
+ * the server calls tv_request_parse_json, which tries the fast one first.
+ *
+ * tv_request_parse_json_slow: jansson, every shape, every error message
+ * (what tv_request_parse_json does when the fast path declines).
+ *
+ * tv_request_parse_json_fast: the common /embed shape only -- an object
+ * with "inputs" (list of lists of integers, or one flat list), and
+ * optionally "start_position", "positions", "pad_id", "encoding_format",
+ * in any order, unescaped keys, integers as jansson reads them. Returns 0
+ * with *out exactly what the slow parser gives, or TV_FAST_FALLBACK (*out
+ * init'ed, nothing held) for anything else: every error, every limit
+ * (413) case and every unusual but valid body is left to the slow parser.
+ * It never allocates per id; what it allocates is bounded by
+ * lim->max_tokens ids and lim->max_batch rows. */
+enum { TV_FAST_FALLBACK = 1 };
+int tv_request_parse_json_slow(const char *body, size_t len,
+                               const tv_limits *lim, tv_request *out,
+                               tv_error *err);
+int tv_request_parse_json_fast(const char *body, size_t len,
+                               const tv_limits *lim, tv_request *out);
+
 /* Parses a binary body: shape "B,S" (X-Tokvec-Shape) and B*S int32 LE ids.
  */
 int tv_request_parse_binary(const void *body, size_t len, const char *shape,
