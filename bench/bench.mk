@@ -5,9 +5,15 @@
 # writes bench/results/latest.md, latest.json and the PNG plots.
 #   make bench BENCH_QUICK=1            ~1 s a point, fewer sweep points
 #   make bench BENCH_ONLY=main,startup  some sections only
-BENCH_BINS := $(BUILD)/bench/embedbench \
+BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
 .PHONY: bench
 bench: all $(DEFAULT_TABLE) $(BENCH_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
 	  BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) bench/run.sh
+
+# httpload: the HTTP load generator for Unix sockets (wrk has none), a
+# client only, so it links none of the server.
+$(BUILD)/bench/httpload: bench/httpload.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
