@@ -22,7 +22,8 @@ FUZZ_SECONDS ?= 60
 # 0 = a random seed per run (libFuzzer's default). .ci/run fixes one so that
 # a CI failure replays the same way; longer runs by hand should not.
 FUZZ_SEED    ?= 0
-FUZZ_TARGETS := request table config
+# ids: the fast JSON id parser against jansson, differential (fuzz_ids.c)
+FUZZ_TARGETS := request table config ids
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
@@ -35,6 +36,7 @@ FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_OPTS_request := -max_len=8192 -dict=tests/fuzz/request.dict
 FUZZ_OPTS_table   := -max_len=16384 -dict=tests/fuzz/table.dict
 FUZZ_OPTS_config  := -max_len=4096 -dict=tests/fuzz/config.dict
+FUZZ_OPTS_ids     := -max_len=8192 -dict=tests/fuzz/ids.dict
 FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                 -print_final_stats=1
 
