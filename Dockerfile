@@ -7,8 +7,8 @@
 # Two stages on debian:bookworm-slim. The build stage compiles build/tokvec
 # and makes the default table (torch.manual_seed(123), 50257x256 token table
 # + 1024x256 learned positions, 52 MB). The runtime stage adds to the base
-# only the three shared libraries tokvec needs that bookworm-slim lacks
-# (libmicrohttpd12, libjansson4, libuv1; libnettle8 and libgnutls30 are
+# only the two shared libraries tokvec needs that bookworm-slim lacks
+# (libmicrohttpd12, libjansson4; libnettle8 and libgnutls30 are
 # already in the base), the stripped binary and the table. No compiler, no
 # headers, no apt lists; runs as a non-root user; tokvec writes nothing at
 # run time, so a read-only root filesystem works.
@@ -23,9 +23,9 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
-        libmicrohttpd-dev libjansson-dev libuv1-dev nettle-dev \
+        libmicrohttpd-dev libjansson-dev nettle-dev \
  && mkdir -p /debs && cd /debs \
- && apt-get download libmicrohttpd12 libjansson4 libuv1 \
+ && apt-get download libmicrohttpd12 libjansson4 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -15,12 +15,12 @@ CFLAGS    ?= $(OPT) -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) $(WARN) -MMD -MP \
              -Iinclude -Iserver $(SANFLAGS)
 LDFLAGS   += -pthread $(SANFLAGS)
-LIBS      := -lmicrohttpd -ljansson -luv -lnettle -lm
+LIBS      := -lmicrohttpd -ljansson -lnettle -lm
 TEST_LIBS := -lcmocka
 
 # Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
-             libuv1-dev nettle-dev
+             nettle-dev
 DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined

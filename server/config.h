@@ -22,7 +22,9 @@ typedef struct tv_config {
     char *positional;      /* auto|learned|sinusoidal|none */
     char *host;            /* 127.0.0.1 */
     int64_t port;          /* 8080 */
-    int64_t threads;       /* 0 = number of cores */
+    int64_t threads;       /* workers; 0 = number of cores */
+    int64_t http_threads;  /* HTTP threads per listener; 0 = threads */
+    char *unix_socket;     /* "" = none; else also serve on this path */
     int64_t max_body_bytes;     /* 16 MiB */
     int64_t max_tokens;         /* 65536 */
     int64_t max_batch;          /* 4096 */

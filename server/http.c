@@ -1,16 +1,24 @@
 /* http.c -- the routes of the contract on libmicrohttpd (http.h).
  *
- * A request's life: MHD calls handler() on its polling thread: first with
- * the headers (route, method, auth and Content-Length are checked here, so
- * an oversized body is refused before it is read), then with body pieces
- * (appended up to max_body_bytes), then once more to finish. Cheap routes
- * answer at once. POST /embed is parsed and validated on that thread, then
- * becomes a job (pool.h): the connection is suspended, a libuv worker
- * embeds and serializes into one buffer sized in advance (binary bodies
- * are written in place by tokvec_embed), and the loop thread resumes the
- * connection; handler() then hands that buffer to MHD as the response
- * (no copy; freed by MHD through free_response()). MHD's thread never
- * waits for the work.
+ * Threads: MHD runs N polling threads per listener (tv-http-0..N-1 for
+ * TCP, tv-unix-0..N-1 for --unix-socket), each with its own epoll and its
+ * own connections; a connection stays on the thread that accepted it.
+ * Workers (tv-work-0..M-1, pool.h) build /embed replies; tv-reaper enforces
+ * the request deadline and trims idle memory. Nothing per request runs on
+ * a thread that exists once.
+ *
+ * A request's life: MHD calls handler() on the connection's HTTP thread:
+ * first with the headers (route, method, auth and Content-Length are
+ * checked here, so an oversized body is refused before it is read), then
+ * with body pieces (appended up to max_body_bytes), then once more to
+ * finish. Cheap routes answer at once. POST /embed is parsed and validated
+ * on that thread, then becomes a job (pool.h): the connection is
+ * suspended, a worker embeds and serializes into one buffer sized in
+ * advance (binary bodies are written in place by tokvec_embed) and resumes
+ * the connection itself; handler() then runs again on the HTTP thread and
+ * hands that buffer to MHD as the response (no copy; freed by MHD through
+ * free_response()). Two hand-offs in all (HTTP thread -> worker -> HTTP
+ * thread), each timed in tokvec_job_phase_seconds_total.
  *
  * The table: `current` is a refcounted holder (table_ref). The pointer
  * `current` is guarded by table_lock; `refs` is atomic. The server holds
@@ -21,11 +29,11 @@
  * whoever drops its last reference -- after the last response made from it
  * is gone.
  *
- * Threads: a req_ctx belongs to MHD's polling thread, except while its job
- * is queued or running: from tv_pool_push until embed_done() the worker
- * owns out/out_len/failed and nobody else touches the context (the
- * connection is suspended). The loop thread's MHD_resume_connection hands
- * it back (the pool's mutex and MHD's resume lock order the writes).
+ * Ownership: a req_ctx belongs to its connection's HTTP thread, except
+ * while its job is queued or running: from tv_pool_push until embed_done()
+ * the worker owns out/out_len/failed/t_* and nobody else touches the
+ * context (the connection is suspended). The worker's MHD_resume_connection
+ * hands it back (the pool's mutex and MHD's resume lock order the writes).
  * `draining` and `requests` are atomics; cfg, lim, topts never change
  * after start. Lock order: table_lock, then the pool's lock (never held
  * together today).
@@ -62,6 +70,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,7 +104,9 @@ typedef struct conn_watch {
 
 struct tv_server {
     const tv_config *cfg;
-    struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd;      /* TCP: tv-http-0..N-1 */
+    struct MHD_Daemon *mhd_unix; /* --unix-socket: tv-unix-0..N-1, or NULL */
+    int unix_bound;              /* we created cfg->unix_socket: unlink it */
     tv_pool *pool;
     pthread_mutex_t watch_lock;
     pthread_cond_t reaper_wake;
@@ -101,6 +114,7 @@ struct tv_server {
     int reaper_stop;    /* guarded by watch_lock */
     int reaper_started;
     pthread_t reaper;
+    unsigned http_threads; /* per daemon: tv-http-N (and tv-unix-N) */
     pthread_mutex_t table_lock;
     table_ref *current;   /* guarded by table_lock */
     atomic_int draining;  /* set once by tv_server_drain_begin */
@@ -134,17 +148,23 @@ typedef struct req_ctx {
     char *out;      /* from tv_pool_buf_get(out_cap) */
     size_t out_len, out_cap, reserved;
     int failed;
+    long long t_push, t_start, t_end; /* ns, for tokvec_job_phase_* */
     char method[8]; /* for the access log */
     char path[256]; /* for the access log (cut if longer) */
 } req_ctx;
 
 /* --- request deadline ---------------------------------------------------- */
 
-static long long now_ms(void)
+static long long now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long now_ms(void)
+{
+    return now_ns() / 1000000;
 }
 
 /* Idle (at most request_timeout) plus the request itself. */
@@ -194,13 +214,14 @@ static void on_connection(void *cls, struct MHD_Connection *c,
     }
 }
 
-/* The reaper thread: a few times per request_timeout (10 ms .. 1 s), shuts
- * down the sockets whose deadline has passed. */
+/* The reaper thread (tv-reaper): a few times per request_timeout (10 ms ..
+ * 0.5 s), shuts down the sockets whose deadline has passed; twice a second
+ * it gives idle cached memory back (tv_pool_trim). */
 static void *reaper_main(void *arg)
 {
     tv_server *s = arg;
-    long long period = deadline_span_ms(s) / 8;
-    period = period < 10 ? 10 : period > 1000 ? 1000 : period;
+    long long period = deadline_span_ms(s) / 8, last_trim = now_ms();
+    period = period < 10 ? 10 : period > 500 ? 500 : period;
     pthread_mutex_lock(&s->watch_lock);
     while (!s->reaper_stop) {
         struct timespec until;
@@ -230,6 +251,13 @@ static void *reaper_main(void *arg)
             tv_log(TV_LOG_INFO, "closed %d connection%s that did not send "
                    "a whole request within 2 x request_timeout (%gs)", cut,
                    cut == 1 ? "" : "s", s->cfg->request_timeout);
+            pthread_mutex_lock(&s->watch_lock);
+        }
+        if (now - last_trim >= 500) { /* not under watch_lock either:
+                                       * munmap and malloc_trim take time */
+            pthread_mutex_unlock(&s->watch_lock);
+            tv_pool_trim(s->pool, now);
+            last_trim = now;
             pthread_mutex_lock(&s->watch_lock);
         }
     }
@@ -492,14 +520,22 @@ static enum MHD_Result route_metrics(req_ctx *x)
 /* --- /embed ------------------------------------------------------------------ */
 
 /* Worker thread: embed into the response buffer and serialize. */
+static void embed_compute(req_ctx *x);
 static void embed_work(tv_job *job)
 {
     req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
+    embed_compute(x);
+    x->t_end = now_ns();
+}
+
+static void embed_compute(req_ctx *x)
+{
     const tv_request *q = &x->req;
     unsigned flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
     const tokvec_table *t = x->ref->t;
     int64_t B = q->batch, S = q->seq, D = x->dim;
 
+    x->t_start = now_ns();
     if (x->fmt.kind != TV_OUT_JSON) {
         if (x->fmt.dtype == TOKVEC_F16)
             flags |= TOKVEC_EMBED_OUT_F16;
@@ -540,7 +576,9 @@ static void embed_work(tv_job *job)
     tv_pool_buf_free(x->s->pool, vec, n);
 }
 
-/* Loop thread: the body is built; let MHD call handler() again. */
+/* The same worker, right after: the body is built; let the connection's
+ * HTTP thread call handler() again. From MHD_resume_connection on, the
+ * worker must not touch the context. */
 static void embed_done(tv_job *job)
 {
     req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
@@ -554,6 +592,9 @@ static enum MHD_Result embed_reply(req_ctx *x)
 {
     struct MHD_Response *r = NULL;
     out_hold *h = NULL;
+    tv_metrics_job((double)(x->t_start - x->t_push) * 1e-9,
+                   (double)(x->t_end - x->t_start) * 1e-9,
+                   (double)(now_ns() - x->t_end) * 1e-9);
     if (x->failed || !x->out)
         goto bad;
     h = malloc(sizeof *h);
@@ -690,6 +731,7 @@ static enum MHD_Result route_embed(req_ctx *x)
     }
     x->state = ST_QUEUED;
     MHD_suspend_connection(c);
+    x->t_push = now_ns();
     tv_pool_push(s->pool, &x->job);
     return MHD_YES;
 }
@@ -952,6 +994,159 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* --- lifecycle ------------------------------------------------------------- */
 
+/* Thread ids of this process whose name starts with prefix, sorted; at
+ * most cap. */
+static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
+{
+    DIR *d = opendir("/proc/self/task");
+    size_t n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL && n < cap;) {
+        char path[300], comm[32] = "";
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        if (!strncmp(comm, prefix, strlen(prefix)))
+            tids[n++] = (pid_t)atol(e->d_name);
+    }
+    closedir(d);
+    for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen */
+        for (size_t j = i; j > 0 && tids[j - 1] > tids[j]; j--) {
+            pid_t t = tids[j];
+            tids[j] = tids[j - 1];
+            tids[j - 1] = t;
+        }
+    return n;
+}
+
+/* Names the polling threads of the daemon just started stem-0..N-1. MHD
+ * names its threads "MHD-worker" / "MHD-single" itself, from inside each
+ * new thread, and does not hand out their pthread_t: so wait (up to 2 s)
+ * until all `expect` of them carry MHD's name -- after that MHD never
+ * renames them -- then rename each through /proc/self/task/TID/comm, which
+ * is what pthread_setname_np does for another thread of the process. Run
+ * once per daemon, before the next one starts. */
+static void name_http_threads(const char *stem, size_t expect)
+{
+    pid_t tids[1024];
+    size_t n = 0;
+    for (int i = 0; i < 2000; i++) {
+        if ((n = threads_named("MHD-", tids, 1024)) >= expect)
+            break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char path[64], name[32];
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm",
+                 (long)tids[i]);
+        snprintf(name, sizeof name, "%s-%zu", stem, i); /* cut to 15 */
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs(name, f);
+            fclose(f);
+        }
+    }
+}
+
+/* Starts one MHD daemon with the server's handlers and s->http_threads
+ * polling threads (each with its own epoll), on address sa or on the
+ * listening socket fd (sa NULL); names its threads stem-0..N-1. NULL on
+ * failure (errno as MHD leaves it). */
+static struct MHD_Daemon *start_daemon(tv_server *s, const char *stem,
+                                       unsigned flags,
+                                       const struct sockaddr *sa, int fd,
+                                       unsigned per_ip)
+{
+    const tv_config *cfg = s->cfg;
+    double rt = cfg->request_timeout;
+    unsigned timeout_s = rt >= 1e6 ? 1000000u : (unsigned)rt;
+    if ((double)timeout_s < rt || timeout_s == 0)
+        timeout_s++; /* MHD counts whole seconds: rounded up */
+    struct MHD_OptionItem where[] = {
+        sa ? (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)sa}
+           : (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, sa ? (uint16_t)cfg->port : 0, NULL, NULL, handler, s,
+        MHD_OPTION_ARRAY, where,
+        MHD_OPTION_THREAD_POOL_SIZE, s->http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, /* 0: none */
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
+    if (d) {
+        int e = errno;
+        name_http_threads(stem, s->http_threads);
+        errno = e;
+    }
+    return d;
+}
+
+/* A listening Unix domain socket at path, for MHD. A stale socket file
+ * (nobody accepts on it) is replaced; a live one or any other file is an
+ * error. 0, -2 (bad path: exit 2) or -1 (exit 1), with err filled. */
+static int unix_listen(const char *path, int *out, char *err, size_t errlen)
+{
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    struct stat st;
+    *out = -1;
+    if (strlen(path) >= sizeof sun.sun_path) {
+        snprintf(err, errlen, "--unix-socket '%s' is longer than %zu bytes",
+                 path, sizeof sun.sun_path - 1);
+        return -2;
+    }
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create a Unix socket: %s",
+                 strerror(errno));
+        return -1;
+    }
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "--unix-socket '%s' exists and is not a "
+                     "socket", path);
+            close(fd);
+            return -2;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int live = probe >= 0 &&
+                   connect(probe, (struct sockaddr *)&sun, sizeof sun) == 0;
+        if (probe >= 0)
+            close(probe);
+        if (live) {
+            snprintf(err, errlen, "--unix-socket '%s' is in use by another "
+                     "server", path);
+            close(fd);
+            return -1;
+        }
+        unlink(path); /* stale: left by a process that died */
+    }
+    if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
+        listen(fd, 1024) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot listen on the Unix socket %s: %s",
+                 path, strerror(e));
+        close(fd);
+        return e == ENOENT || e == ENOTDIR || e == EACCES ? -2 : -1;
+    }
+    *out = fd;
+    return 0;
+}
+
+
 int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                     size_t errlen)
 {
@@ -996,9 +1191,15 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                             (size_t)cfg->max_inflight_bytes);
     if (prc < 0) {
         snprintf(err, errlen, "cannot start the worker pool: %s",
-                 uv_strerror(prc));
+                 strerror(-prc));
         goto fail;
     }
+    /* HTTP threads: as many as workers unless set; MHD gives each a share
+     * of max_connections, so never more threads than connections. */
+    int64_t http = cfg->http_threads > 0 ? cfg->http_threads : threads;
+    if (http > cfg->max_connections)
+        http = cfg->max_connections;
+    s->http_threads = (unsigned)http;
 
     struct sockaddr_in sa4 = {.sin_family = AF_INET};
     struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6};
@@ -1018,34 +1219,46 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         rc = -2;
         goto fail;
     }
-    double rt = cfg->request_timeout;
-    unsigned timeout_s = rt >= 1e6 ? 1000000u : (unsigned)rt;
-    if ((double)timeout_s < rt || timeout_s == 0)
-        timeout_s++;
+    int ufd = -1;
+    if (*cfg->unix_socket) {
+        int urc = unix_listen(cfg->unix_socket, &ufd, err, errlen);
+        if (urc < 0) {
+            rc = urc;
+            goto fail;
+        }
+        s->unix_bound = 1;
+    }
     if ((errno = pthread_create(&s->reaper, NULL, reaper_main, s)) != 0) {
         snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+        if (ufd >= 0)
+            close(ufd);
         goto fail;
     }
+    pthread_setname_np(s->reaper, "tv-reaper");
     s->reaper_started = 1;
     errno = 0;
-    s->mhd = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, handler, s,
-        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections_per_ip, /* 0: none */
-        MHD_OPTION_CONNECTION_TIMEOUT,
-        timeout_s, /* MHD counts whole seconds: rounded up */
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
+    s->mhd = start_daemon(s, "tv-http", flags, sa, -1,
+                          (unsigned)cfg->max_connections_per_ip);
     if (!s->mhd) {
         int e = errno; /* from bind() or listen(), as MHD leaves it */
         snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
                  cfg->host, cfg->port,
                  e ? strerror(e) : "address in use or not permitted");
+        if (ufd >= 0)
+            close(ufd);
         goto fail;
+    }
+    if (ufd >= 0) {
+        /* No addresses on a Unix socket: no per-address limit. */
+        s->mhd_unix = start_daemon(s, "tv-unix",
+                                   flags & ~(unsigned)MHD_USE_IPv6, NULL,
+                                   ufd, 0);
+        if (!s->mhd_unix) {
+            snprintf(err, errlen, "cannot serve on the Unix socket %s",
+                     cfg->unix_socket);
+            close(ufd);
+            goto fail;
+        }
     }
     *out = s;
     return 0;
@@ -1104,6 +1317,13 @@ void tv_server_drain_begin(tv_server *s)
     MHD_socket fd = MHD_quiesce_daemon(s->mhd);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    if (s->mhd_unix) {
+        fd = MHD_quiesce_daemon(s->mhd_unix);
+        if (fd != MHD_INVALID_SOCKET)
+            close(fd);
+        unlink(s->cfg->unix_socket); /* new clients: ENOENT at once */
+        s->unix_bound = 0;
+    }
 }
 
 size_t tv_server_busy(tv_server *s, size_t *jobs)
@@ -1141,6 +1361,10 @@ void tv_server_stop(tv_server *s)
         return;
     if (s->mhd)
         MHD_stop_daemon(s->mhd); /* sends what is queued, closes the rest */
+    if (s->mhd_unix)
+        MHD_stop_daemon(s->mhd_unix);
+    if (s->unix_bound)
+        unlink(s->cfg->unix_socket);
     if (s->reaper_started) {
         pthread_mutex_lock(&s->watch_lock);
         s->reaper_stop = 1;

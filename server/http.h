@@ -3,9 +3,10 @@
  *
  * Threads: tv_server_start, _reload, _drain_begin, _summary and _stop are
  * called from the main thread only (serve.c); tv_server_busy from any.
- * Requests run on MHD's polling thread (parse, validate, cheap routes) and
- * on libuv workers (embed + serialize, see pool.h); a request's connection
- * is suspended while its job runs and resumed from the loop thread.
+ * Requests run on MHD's N HTTP threads per listener (I/O, parse, validate,
+ * cheap routes; tv-http-N, tv-unix-N) and on the worker pool (embed +
+ * serialize, tv-work-N, see pool.h); a request's connection is suspended
+ * while its job runs and resumed by the worker that ran it.
  */
 #ifndef TV_HTTP_H
 #define TV_HTTP_H

@@ -1,170 +1,140 @@
-/* pool.c -- a bounded FIFO in front of libuv's thread pool (pool.h).
+/* pool.c -- the worker pool and the response-buffer cache (pool.h).
  *
- * What must hold: at most `threads` jobs are inside libuv at once (so
- * libuv's unbounded internal queue stays empty and `waiting` is the real
- * backlog), at most max_queue jobs wait, and the bytes of jobs handed to
- * libuv plus responses not yet freed stay under max_inflight unless a job
- * runs alone.
+ * What must hold: at most `threads` jobs run at once (one per worker), at
+ * most max_queue jobs wait, and the bytes of running jobs plus responses
+ * not yet freed stay under max_inflight unless a job runs alone. A job is
+ * taken by the first free worker, which runs work() and done() itself, so
+ * a job crosses threads twice in all: the HTTP thread pushes it, the worker
+ * resumes the connection.
  *
- * Threads and locks: `lock` guards head, tail, waiting, running,
- * inflight_bytes and stopping; `buf_lock` guards the buffer cache (bufs,
- * nbufs, buf_bytes). Both are leaf locks (nothing else is taken
- * while it is held). `unfinished` is atomic. The loop, the async handle,
- * `closed` and every uv_* call belong to the loop thread, except
- * uv_async_send, which any thread may call. threads, max_queue and
+ * Threads and locks: `lock` guards head, tail, waiting, idle, inflight_bytes
+ * and stopping; workers sleep on `ready` (signalled by push, by release when
+ * a job waits, and by a worker that leaves more work behind). `buf_lock`
+ * guards the buffer cache (bufs, nbufs, buf_bytes) and the trim state.
+ * Both are leaf locks (nothing else is taken while one is held).
+ * `unfinished` and `activity` are atomic. threads, max_queue and
  * max_inflight never change after start.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "metrics.h"
 #include "pool.h"
 
 struct tv_pool {
-    uv_loop_t loop;
-    uv_async_t wake;
-    pthread_t thread;
     pthread_mutex_t lock;
+    pthread_cond_t ready;
     tv_job *head, *tail;   /* waiting jobs, FIFO; lock */
-    size_t waiting;        /* jobs reserved, not yet handed to libuv; lock */
-    size_t running;        /* jobs inside libuv; lock */
+    size_t waiting;        /* jobs reserved, not yet taken by a worker */
+    size_t idle;           /* workers asleep on `ready`; lock */
     size_t inflight_bytes; /* lock */
     int stopping;          /* lock */
-    int closed;            /* loop thread only */
-    size_t threads, max_queue, max_inflight;
+    size_t threads, started, max_queue, max_inflight;
+    pthread_t *tids;       /* main thread only */
     atomic_size_t unfinished;
+    atomic_ulong activity; /* jobs ever pushed: tells trim the pool worked */
     pthread_mutex_t buf_lock;
     struct {
         void *p;
         size_t size;
+        long long since; /* CLOCK_MONOTONIC ms when cached */
     } bufs[TV_POOL_BUF_SLOTS]; /* cached mappings; buf_lock */
-    size_t nbufs, buf_bytes; /* buf_lock */
+    size_t nbufs, buf_bytes;   /* buf_lock */
+    unsigned long seen_activity; /* buf_lock: activity at the last trim */
+    long long quiet_since;       /* buf_lock: when activity last moved */
+    int heap_trimmed;            /* buf_lock: malloc_trim done since */
 };
 
-static void dispatch(tv_pool *p);
-
-static void work_cb(uv_work_t *req)
+static long long mono_ms(void)
 {
-    tv_job *job = req->data;
-    job->work(job);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Loop thread. done() may free the job (it resumes the connection, whose
- * completion frees the request holding it): the job is not touched after.
- */
-static void after_cb(uv_work_t *req, int status)
+/* Under lock: the first waiting job may start now. */
+static int can_start(const tv_pool *p)
 {
-    tv_job *job = req->data;
-    tv_pool *p = job->pool;
-    (void)status; /* jobs are never cancelled */
+    const tv_job *job = p->head;
+    return job && (!p->inflight_bytes ||
+                   p->inflight_bytes + job->bytes <= p->max_inflight);
+}
+
+static void *worker_main(void *arg)
+{
+    tv_pool *p = arg;
     pthread_mutex_lock(&p->lock);
-    p->running--;
-    pthread_mutex_unlock(&p->lock);
-    job->done(job);
-    atomic_fetch_sub(&p->unfinished, 1);
-    dispatch(p);
-}
-
-/* Loop thread: hand waiting jobs to libuv while a worker is free and their
- * bytes fit. */
-static void dispatch(tv_pool *p)
-{
     for (;;) {
-        pthread_mutex_lock(&p->lock);
+        if (p->stopping)
+            break;
+        if (!can_start(p)) {
+            p->idle++;
+            pthread_cond_wait(&p->ready, &p->lock);
+            p->idle--;
+            continue;
+        }
         tv_job *job = p->head;
-        if (p->stopping) {
-            pthread_mutex_unlock(&p->lock);
-            if (!p->closed) {
-                p->closed = 1;
-                uv_close((uv_handle_t *)&p->wake, NULL);
-            }
-            return;
-        }
-        if (!job || p->running >= p->threads ||
-            (p->inflight_bytes &&
-             p->inflight_bytes + job->bytes > p->max_inflight)) {
-            pthread_mutex_unlock(&p->lock);
-            return;
-        }
         p->head = job->next;
         if (!p->head)
             p->tail = NULL;
         p->waiting--;
-        p->running++;
         p->inflight_bytes += job->bytes;
+        /* More work may fit: pass the wake-up on rather than leave a
+         * job waiting beside a sleeping worker. */
+        if (p->idle && can_start(p))
+            pthread_cond_signal(&p->ready);
         pthread_mutex_unlock(&p->lock);
         tv_metrics_queue_add(-1);
-        job->req.data = job;
-        if (uv_queue_work(&p->loop, &job->req, work_cb, after_cb) < 0)
-            abort(); /* fails only for a NULL callback: a programmer bug */
+        job->work(job);
+        job->done(job); /* may free the job: not touched after */
+        atomic_fetch_sub(&p->unfinished, 1);
+        pthread_mutex_lock(&p->lock);
     }
-}
-
-static void on_wake(uv_async_t *h)
-{
-    dispatch(h->data);
-}
-
-static void *loop_main(void *arg)
-{
-    tv_pool *p = arg;
-    uv_run(&p->loop, UV_RUN_DEFAULT);
+    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
 int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
                   size_t max_inflight_bytes)
 {
-    char n[16];
-    int rc = -ENOMEM, have_lock = 0, have_loop = 0, have_async = 0;
+    int rc = -ENOMEM;
     tv_pool *p = calloc(1, sizeof *p);
     *out = NULL;
     if (!p)
-        goto out;
-    /* libuv clamps its pool to 1..1024; `running` must use the same. */
+        return rc;
     threads = threads < 1 ? 1 : threads > 1024 ? 1024 : threads;
-    snprintf(n, sizeof n, "%d", threads);
-    if (setenv("UV_THREADPOOL_SIZE", n, 1) < 0) {
-        rc = -errno;
-        goto out;
-    }
     p->threads = (size_t)threads;
     p->max_queue = max_queue;
     p->max_inflight = max_inflight_bytes;
     atomic_init(&p->unfinished, 0);
-    if ((rc = -pthread_mutex_init(&p->lock, NULL)) < 0)
+    atomic_init(&p->activity, 0);
+    p->quiet_since = mono_ms();
+    p->heap_trimmed = 1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->buf_lock, NULL);
+    pthread_cond_init(&p->ready, NULL);
+    p->tids = calloc(p->threads, sizeof *p->tids);
+    if (!p->tids)
         goto out;
-    if ((rc = -pthread_mutex_init(&p->buf_lock, NULL)) < 0) {
-        pthread_mutex_destroy(&p->lock);
-        goto out;
+    for (size_t i = 0; i < p->threads; i++) {
+        char name[16];
+        if ((rc = -pthread_create(&p->tids[i], NULL, worker_main, p)) < 0)
+            goto out;
+        p->started++;
+        snprintf(name, sizeof name, "tv-work-%u", (unsigned)i % 1024u);
+        pthread_setname_np(p->tids[i], name);
     }
-    have_lock = 1;
-    if ((rc = uv_loop_init(&p->loop)) < 0)
-        goto out;
-    have_loop = 1;
-    if ((rc = uv_async_init(&p->loop, &p->wake, on_wake)) < 0)
-        goto out;
-    have_async = 1;
-    p->wake.data = p;
-    rc = -pthread_create(&p->thread, NULL, loop_main, p);
+    rc = 0;
 out:
-    if (rc < 0 && p) {
-        if (have_async) {
-            uv_close((uv_handle_t *)&p->wake, NULL);
-            uv_run(&p->loop, UV_RUN_DEFAULT);
-        }
-        if (have_loop)
-            uv_loop_close(&p->loop);
-        if (have_lock) {
-            pthread_mutex_destroy(&p->lock);
-            pthread_mutex_destroy(&p->buf_lock);
-        }
-        free(p);
+    if (rc < 0) {
+        tv_pool_stop(p);
         p = NULL;
     }
     *out = p;
@@ -187,16 +157,17 @@ int tv_pool_reserve(tv_pool *p)
 
 void tv_pool_push(tv_pool *p, tv_job *job)
 {
-    job->pool = p;
     job->next = NULL;
+    atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
     if (p->tail)
         p->tail->next = job;
     else
         p->head = job;
     p->tail = job;
+    if (p->idle)
+        pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);
-    uv_async_send(&p->wake);
 }
 
 void tv_pool_release(tv_pool *p, size_t bytes)
@@ -204,10 +175,9 @@ void tv_pool_release(tv_pool *p, size_t bytes)
     pthread_mutex_lock(&p->lock);
     p->inflight_bytes -= bytes < p->inflight_bytes ? bytes
                                                    : p->inflight_bytes;
-    int more = p->head != NULL && !p->stopping;
+    if (p->idle && can_start(p))
+        pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);
-    if (more)
-        uv_async_send(&p->wake);
 }
 
 size_t tv_pool_waiting(tv_pool *p)
@@ -229,12 +199,14 @@ void tv_pool_stop(tv_pool *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->stopping = 1;
+    pthread_cond_broadcast(&p->ready);
     pthread_mutex_unlock(&p->lock);
-    uv_async_send(&p->wake);
-    pthread_join(p->thread, NULL);
-    uv_loop_close(&p->loop);
+    for (size_t i = 0; i < p->started; i++)
+        pthread_join(p->tids[i], NULL);
+    free(p->tids);
     for (size_t i = 0; i < p->nbufs; i++)
         munmap(p->bufs[i].p, p->bufs[i].size);
+    pthread_cond_destroy(&p->ready);
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->buf_lock);
     free(p);
@@ -265,7 +237,8 @@ void *tv_pool_buf_get(tv_pool *p, size_t n)
     if (!c)
         return NULL;
     pthread_mutex_lock(&p->buf_lock);
-    for (size_t i = 0; i < p->nbufs; i++) {
+    /* The most recently cached of the size: the others age out. */
+    for (size_t i = p->nbufs; i-- > 0;) {
         if (p->bufs[i].size == c) {
             void *b = p->bufs[i].p;
             p->bufs[i] = p->bufs[--p->nbufs];
@@ -289,6 +262,7 @@ void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
         return;
     }
     size_t c = buf_size(n), same = 0;
+    long long now = mono_ms();
     pthread_mutex_lock(&p->buf_lock);
     for (size_t i = 0; i < p->nbufs; i++)
         same += p->bufs[i].size == c;
@@ -297,6 +271,7 @@ void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
     if (p->nbufs < TV_POOL_BUF_SLOTS && same < BUF_PER_SIZE &&
         p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
         p->bufs[p->nbufs].p = buf;
+        p->bufs[p->nbufs].since = now;
         p->bufs[p->nbufs++].size = c;
         p->buf_bytes += c;
         buf = NULL;
@@ -304,4 +279,53 @@ void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
     pthread_mutex_unlock(&p->buf_lock);
     if (buf)
         munmap(buf, c);
+}
+
+size_t tv_pool_cached_bytes(tv_pool *p)
+{
+    pthread_mutex_lock(&p->buf_lock);
+    size_t n = p->buf_bytes;
+    pthread_mutex_unlock(&p->buf_lock);
+    return n;
+}
+
+size_t tv_pool_trim(tv_pool *p, long long now_ms)
+{
+    struct {
+        void *p;
+        size_t size;
+    } drop[TV_POOL_BUF_SLOTS];
+    size_t ndrop = 0, bytes = 0;
+    int heap = 0;
+    unsigned long act =
+        atomic_load_explicit(&p->activity, memory_order_relaxed);
+    pthread_mutex_lock(&p->buf_lock);
+    for (size_t i = 0; i < p->nbufs;) {
+        if (now_ms - p->bufs[i].since >= TV_POOL_BUF_IDLE_MS) {
+            drop[ndrop].p = p->bufs[i].p;
+            drop[ndrop++].size = p->bufs[i].size;
+            p->buf_bytes -= p->bufs[i].size;
+            p->bufs[i] = p->bufs[--p->nbufs];
+        } else {
+            i++;
+        }
+    }
+    if (act != p->seen_activity) {
+        p->seen_activity = act;
+        p->quiet_since = now_ms;
+        p->heap_trimmed = 0;
+    } else if (!p->heap_trimmed &&
+               now_ms - p->quiet_since >= TV_POOL_BUF_IDLE_MS) {
+        p->heap_trimmed = heap = 1;
+    }
+    pthread_mutex_unlock(&p->buf_lock);
+    for (size_t i = 0; i < ndrop; i++) {
+        munmap(drop[i].p, drop[i].size);
+        bytes += drop[i].size;
+    }
+    /* Request bodies and small replies live in malloc's per-thread arenas;
+     * after a quiet spell, hand their free pages back too. */
+    if (heap)
+        malloc_trim(0);
+    return bytes;
 }

@@ -7,8 +7,8 @@
  * (the port cannot be bound, out of memory).
  *
  * Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread starts
- * (so every thread -- MHD's, the libuv loop, the workers -- inherits the
- * mask) and taken synchronously by the main thread with sigwaitinfo /
+ * (so every thread -- MHD's HTTP threads, the workers, the reaper --
+ * inherits the mask) and taken synchronously by the main thread with sigwaitinfo /
  * sigtimedwait. No code runs in a signal handler, so a reload (which opens
  * and validates a file, allocates and logs) is ordinary main-thread code.
  * SIGPIPE is ignored: a client that goes away is an error code, not a

@@ -1,0 +1,417 @@
+"""End-to-end tests of the server's threads and listeners: HTTP threads
+(--http-threads), workers (--threads), the Unix socket (--unix-socket) and
+memory given back after idle.
+
+Run: /usr/bin/python3 tests/e2e/test_threads.py --binary build/tokvec
+     (`make e2e`; `make sanitize-test` and `make valgrind` run it again).
+
+How the tests make sure every HTTP thread is involved: libmicrohttpd gives
+each of its N polling threads max_connections / N connections at most, so
+with --max-connections equal to a multiple of --http-threads and that many
+connections open at once, every HTTP thread holds its share. Waits poll
+/metrics (over the Unix socket when every TCP slot is taken), never fixed
+sleeps.
+
+What is covered:
+  names      every thread is named by role: tv-http-N, tv-unix-N,
+             tv-work-N, tv-reaper, and the main thread (tokvec).
+  spread     many concurrent kept-alive connections over every HTTP thread,
+             JSON and raw, every answer bit-exact against numpy.
+  suspended  every HTTP thread holding suspended /embed connections while a
+             SIGHUP swaps the table and a SIGTERM drains: every request
+             answered completely from the table it started on, exit 0.
+  unix       every route over the Unix socket, the same bytes as over TCP;
+             the socket file is removed on exit and on drain; a stale file
+             is replaced, a live one or a non-socket is refused.
+  idle       RSS (anonymous) grows during a burst of large replies and
+             falls back within a few seconds of idle.
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_contract as tc  # noqa: E402  (shared helpers)
+from test_server import expected, init, load, wait_for  # noqa: E402
+
+RAW = "application/octet-stream"
+UNDER_VALGRIND = bool(os.environ.get("VALGRIND_LOG_DIR"))
+
+
+class UnixConnection(http.client.HTTPConnection):
+    """http.client over AF_UNIX (what a same-host pipeline would use)."""
+
+    def __init__(self, path, timeout=30):
+        super().__init__("localhost", timeout=timeout * tc.TIME_SCALE)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+def unix_request(path, method, url, body=None, headers=None, timeout=30):
+    c = UnixConnection(path, timeout)
+    try:
+        c.request(method, url, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def unix_metric(path, name):
+    text = unix_request(path, "GET", "/metrics")[2].decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def thread_names(pid):
+    names = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # the thread ended meanwhile
+    return sorted(names)
+
+
+def rss_anon_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    raise AssertionError("no RssAnon in /proc/%d/status" % pid)
+
+
+class Threads(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-threads-")
+        cls.table = init(os.path.join(cls.tmp, "t.safetensors"), 1000, 64,
+                         "--context", "64", "--seed", "7")
+        cls.t = load(cls.table)
+        # 4096 x 1024: a JSON reply of all 4096 rows takes a worker ~0.3 s
+        # to format; --threads 1 makes the others wait, suspended.
+        cls.big = init(os.path.join(cls.tmp, "big.safetensors"), 4096, 1024,
+                       "--context", "8", "--seed", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def sock_path(self, name):
+        return os.path.join(self.tmp, name)
+
+    # -- names ---------------------------------------------------------------
+    def test_every_thread_is_named_by_role(self):
+        path = self.sock_path("names.sock")
+        s = tc.Server(self.table, "--threads", "3", "--http-threads", "2",
+                      "--unix-socket", path)
+        try:
+            names = thread_names(s.proc.pid)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        want = sorted(["tv-http-0", "tv-http-1", "tv-unix-0", "tv-unix-1",
+                       "tv-work-0", "tv-work-1", "tv-work-2", "tv-reaper"])
+        # The main thread keeps the process's name (valgrind's differs).
+        others = [n for n in names if not n.startswith("tv-")]
+        self.assertEqual(len(others), 1, names)
+        self.assertEqual(sorted(n for n in names if n.startswith("tv-")),
+                         want)
+
+    def test_http_threads_default_to_threads(self):
+        s = tc.Server(self.table, "--threads", "3")
+        try:
+            names = thread_names(s.proc.pid)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        self.assertEqual([n for n in names if n.startswith("tv-http-")],
+                         ["tv-http-0", "tv-http-1", "tv-http-2"])
+
+    # -- spread --------------------------------------------------------------
+    def test_concurrent_connections_on_every_http_thread_are_bit_exact(self):
+        # 4 HTTP threads x 3 connections each: 12 connections open at once
+        # fill every thread's share, so every thread serves.
+        s = tc.Server(self.table, "--threads", "2", "--http-threads", "4",
+                      "--max-connections", "12", "--access-log", "false")
+        errors, done = [], []
+        start = threading.Barrier(12)
+        per_conn = 6 if UNDER_VALGRIND else 30
+
+        def client(k):
+            rnd = random.Random(k)
+            c = s.connect()
+            try:
+                start.wait(timeout=30 * tc.TIME_SCALE)
+                for i in range(per_conn):
+                    B, S = rnd.randint(1, 4), rnd.randint(1, 16)
+                    ids = [[rnd.randrange(1000) for _ in range(S)]
+                           for _ in range(B)]
+                    sp = rnd.randrange(64 - S + 1)
+                    want = expected(self.t, ids, sp)
+                    accept = RAW if (k + i) % 2 else "application/json"
+                    c.request("POST", "/embed",
+                              json.dumps({"inputs": ids,
+                                          "start_position": sp}),
+                              {"Content-Type": "application/json",
+                               "Accept": accept})
+                    r = c.getresponse()
+                    body = r.read()
+                    if r.status != 200:
+                        errors.append((k, i, r.status, body[:200]))
+                        return
+                    if accept == RAW:
+                        got = np.frombuffer(body, "<f4").reshape(want.shape)
+                    else:
+                        got = np.array(json.loads(body)["embeddings"],
+                                       dtype=np.float32)
+                    if got.tobytes() != want.tobytes():
+                        errors.append((k, i, "values differ"))
+                        return
+                done.append(k)
+            except Exception as e:  # recorded, fails the test
+                errors.append((k, repr(e)))
+            finally:
+                c.close()
+        try:
+            ts = [threading.Thread(target=client, args=(k,))
+                  for k in range(12)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(errors, [])
+            self.assertEqual(sorted(done), list(range(12)))
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    # -- suspended connections through reload and drain ---------------------
+    def test_reload_and_drain_with_suspended_connections_on_every_thread(self):
+        # One worker, 4 HTTP threads x 2 connections: 8 slow /embed
+        # requests fill every TCP slot, one runs and 7 wait suspended (so
+        # every HTTP thread holds at least one). /metrics goes over the
+        # Unix socket, which has its own slots.
+        path = os.path.join(self.tmp, "live.safetensors")
+        shutil.copy(self.big, path)
+        sock = self.sock_path("suspended.sock")
+        s = tc.Server(path, "--threads", "1", "--http-threads", "4",
+                      "--max-connections", "8", "--unix-socket", sock,
+                      "--access-log", "false")
+        ids = list(range(4096))
+        body = json.dumps({"inputs": [ids], "positions": False})
+        old = load(path)
+        want = expected(old, [ids], positions=False)
+        out = [None] * 8
+
+        def slow(k):
+            try:
+                out[k] = s.request("POST", "/embed", body,
+                                   {"Accept": RAW}, timeout=120)
+            except Exception as e:  # recorded, fails the test
+                out[k] = e
+        ts = [threading.Thread(target=slow, args=(k,)) for k in range(8)]
+        try:
+            for t in ts:
+                t.start()
+            # 8 open (+1: this /metrics request itself), 7 queued.
+            wait_for(lambda: unix_metric(sock, "tokvec_inflight_requests")
+                     == 9 and unix_metric(sock, "tokvec_queue_depth") == 7,
+                     what="8 requests in, 7 of them suspended in the queue")
+            init(path + ".tmp", 4096, 1024, "--context", "8", "--seed", "2")
+            os.rename(path + ".tmp", path)
+            s.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: unix_metric(
+                sock, 'tokvec_reloads_total{result="ok"}') == 1,
+                what="the reload")
+            self.assertGreaterEqual(
+                unix_metric(sock, "tokvec_queue_depth"), 1)
+            s.proc.send_signal(signal.SIGTERM)
+            for t in ts:
+                t.join()
+            rc = s.proc.wait(timeout=120 * tc.TIME_SCALE)
+            s.close_log()
+            self.assertEqual(rc, 0, s.stderr())
+            for r in out:
+                self.assertIsInstance(r, tuple, r)
+                st, hdr, data = r
+                self.assertEqual(st, 200, data[:200])
+                self.assertEqual(len(data), int(hdr["Content-Length"]))
+                # Each answer comes from the table its request started on.
+                self.assertEqual(data, want.tobytes())
+            self.assertFalse(os.path.exists(sock))
+        finally:
+            if s.proc.poll() is None:
+                s.stop()
+
+    # -- the Unix socket -----------------------------------------------------
+    def test_every_route_answers_the_same_over_the_unix_socket(self):
+        sock = self.sock_path("routes.sock")
+        s = tc.Server(self.table, "--unix-socket", sock, "--threads", "2")
+        try:
+            self.assertTrue(os.path.exists(sock))
+            body = json.dumps({"inputs": [[1, 2, 3], [4, 5, 6]],
+                               "start_position": 2})
+            cases = [
+                ("GET", "/health", None, {}),
+                ("GET", "/ready", None, {}),
+                ("GET", "/info", None, {}),
+                ("GET", "/openapi.json", None, {}),
+                ("GET", "/tokens/3", None, {}),
+                ("GET", "/tokens/1000", None, {}),
+                ("GET", "/nope", None, {}),
+                ("DELETE", "/embed", None, {}),
+                ("POST", "/embed", body, {}),
+                ("POST", "/embed", body, {"Accept": RAW}),
+                ("POST", "/embed", body, {"Accept": "application/x-npy"}),
+                ("POST", "/embed", "{", {}),
+                ("POST", "/embed", body, {"Content-Type": "text/csv"}),
+            ]
+            for method, url, b, h in cases:
+                tcp = s.request(method, url, b, h)
+                uds = unix_request(sock, method, url, b, h)
+                self.assertEqual(uds[0], tcp[0], (method, url))
+                self.assertEqual(uds[2], tcp[2], (method, url))
+                self.assertEqual(uds[1].get("Content-Type"),
+                                 tcp[1].get("Content-Type"))
+            st, _, data = unix_request(sock, "POST", "/embed", body,
+                                       {"Accept": RAW})
+            self.assertEqual(data, expected(self.t, [[1, 2, 3], [4, 5, 6]],
+                                            2).tobytes())
+            st, _, m = unix_request(sock, "GET", "/metrics")
+            self.assertEqual(st, 200)
+            self.assertIn(b"tokvec_requests_total", m)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        self.assertFalse(os.path.exists(sock), "socket file left behind")
+
+    def test_stale_socket_file_is_replaced(self):
+        sock = self.sock_path("stale.sock")
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(sock)
+        stale.close()  # the file stays; nobody accepts on it
+        s = tc.Server(self.table, "--unix-socket", sock)
+        try:
+            self.assertEqual(unix_request(sock, "GET", "/health")[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_live_socket_or_other_file_is_refused_at_start(self):
+        sock = self.sock_path("live.sock")
+        s = tc.Server(self.table, "--unix-socket", sock)
+        try:
+            r = subprocess.run([tc.BINARY, "serve", "--table", self.table,
+                                "--port", str(tc.free_port()),
+                                "--unix-socket", sock],
+                               capture_output=True, text=True,
+                               timeout=60 * tc.TIME_SCALE)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("in use", r.stderr)
+            # The first server still answers there.
+            self.assertEqual(unix_request(sock, "GET", "/health")[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        plain = self.sock_path("plain-file")
+        with open(plain, "w") as f:
+            f.write("not a socket")
+        r = subprocess.run([tc.BINARY, "serve", "--table", self.table,
+                            "--port", str(tc.free_port()),
+                            "--unix-socket", plain],
+                           capture_output=True, text=True,
+                           timeout=60 * tc.TIME_SCALE)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("not a socket", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertTrue(os.path.exists(plain))  # never deleted
+
+    def test_drain_removes_the_socket_file_at_once(self):
+        sock = self.sock_path("drain.sock")
+        s = tc.Server(self.big, "--unix-socket", sock, "--threads", "1")
+        out = []
+        body = json.dumps({"inputs": [list(range(4096))],
+                           "positions": False})
+        t = threading.Thread(target=lambda: out.append(unix_request(
+            sock, "POST", "/embed", body, timeout=120)))
+        t.start()
+        try:
+            wait_for(lambda: s.metric("tokvec_queue_depth") == 0 and
+                     s.metric("tokvec_inflight_requests") == 2,
+                     what="the slow request to run")
+            s.proc.send_signal(signal.SIGTERM)
+            wait_for(lambda: not os.path.exists(sock),
+                     what="the socket file to go")
+            t.join()
+            self.assertEqual(s.proc.wait(timeout=120 * tc.TIME_SCALE), 0)
+            s.close_log()
+            self.assertEqual(out[0][0], 200)  # the request in flight ends
+        finally:
+            if s.proc.poll() is None:
+                s.stop()
+
+    # -- idle memory ---------------------------------------------------------
+    @unittest.skipIf(UNDER_VALGRIND, "RSS is valgrind's under memcheck")
+    def test_memory_of_a_burst_is_given_back_after_idle(self):
+        s = tc.Server(self.big, "--threads", "2", "--access-log", "false")
+        pid = s.proc.pid
+        try:
+            s.embed({"inputs": [[1]]})
+            base = rss_anon_kib(pid)
+            # 4 MiB raw and ~11 MB JSON replies, several at once: their
+            # buffers are cached for reuse while the burst lasts.
+            raw = json.dumps({"inputs": [list(range(1024))] * 4,
+                              "positions": False})
+            js = json.dumps({"inputs": [list(range(4096))],
+                             "positions": False})
+            errs = []
+
+            def burst(k):
+                for _ in range(3):
+                    st = s.request("POST", "/embed", raw if k % 2 else js,
+                                   {"Accept": RAW if k % 2 else
+                                    "application/json"}, timeout=120)[0]
+                    if st != 200:
+                        errs.append(st)
+            ts = [threading.Thread(target=burst, args=(k,))
+                  for k in range(8)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(errs, [])
+            peak = rss_anon_kib(pid)
+            self.assertGreater(peak - base, 16 * 1024,
+                               "the burst should hold > 16 MiB (%d KiB)"
+                               % (peak - base))
+            # Idle: cached buffers go after ~1.5 s, checked twice a second.
+            wait_for(lambda: rss_anon_kib(pid) - base
+                     < (peak - base) * 0.25, timeout=10,
+                     what="RSS to fall back after idle (base %d KiB, peak "
+                          "%d KiB)" % (base, peak))
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", default=tc.BINARY)
+    args, rest = ap.parse_known_args()
+    tc.BINARY = os.path.abspath(args.binary)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
