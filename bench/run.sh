@@ -4,7 +4,8 @@
 # both sides; read the ratios, not the absolute numbers.
 #
 #   core    embedbench (gather+add vs memcpy), floatbench (JSON float writer
-#           vs snprintf %.9g), tokvec vs torch init of the default table
+#           vs snprintf %.9g), idbench (JSON id parsing: fast path vs
+#           jansson), tokvec vs torch init of the default table
 #   http    bench/loadbench.py: tokvec vs the PyTorch peer vs nginx under
 #           wrk, scaling sweeps, start-up time; writes bench/results/
 #
@@ -55,6 +56,10 @@ if [ -x "$BUILD/bench/floatbench" ]; then
 else
     echo "floatbench: not built (bench/floatbench.c missing) -- skipped"
 fi
+
+echo
+echo "== JSON id parsing (one core): fast path vs jansson, GPT-2-like ids"
+"$BUILD/bench/idbench" 32x128 64x1024
 
 echo
 echo "== init of the default table (50257x256 + 1024x256, seed 123)"
