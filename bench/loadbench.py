@@ -12,7 +12,11 @@ checks that tokvec and the peer answer the same bytes for the same body, then
 drives all three with wrk (the shared post.lua through bench/stats.lua),
 alternating targets point by point so the noise of this shared machine hits
 all of them alike. Then the scaling sweeps (tokens per request, dim,
-connections) and the start-up time vs table size.
+connections), the start-up time vs table size, the serial fraction (CPU of
+the server's one-of-a-kind threads, from /proc/PID/task, at --threads 2;
+env BENCH_BASELINE=/path/to/older/tokvec measures that binary alongside)
+and Unix socket vs TCP (bench/httpload, since wrk has no Unix sockets;
+env HTTPLOAD names another httpload binary than BUILD/bench/httpload).
 
 Writes a table to stdout and bench/results/latest.md (+ latest.json, PNG
 plots by gnuplot). Exit status 1 if tokvec and the peer disagree.
@@ -35,6 +39,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -285,6 +290,199 @@ def better(a, b):
     return a if a["rps"] >= b["rps"] else b
 
 
+# --------------------------------------------------------------- threads
+def stat_ticks(path):
+    """utime + stime (clock ticks) from a /proc .../stat file."""
+    st = open(path).read()
+    f = st[st.rindex(")") + 2:].split()
+    return int(f[11]) + int(f[12])  # fields 14, 15
+
+
+PAR_NAME = re.compile(r"^(.+)-(\d+)$")
+
+
+def task_cpu(pid):
+    """{tid: (comm, utime+stime ticks)} of process pid's live threads."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tids:
+        d = "/proc/%d/task/%s/" % (pid, t)
+        try:
+            ticks = stat_ticks(d + "stat")
+            comm = open(d + "comm").read().rstrip("\n")
+        except (OSError, ValueError):
+            continue  # it ended meanwhile
+        out[int(t)] = (comm, ticks)
+    return out
+
+
+class ThreadWatch:
+    """CPU of each thread of process pid over a window: /proc/PID/task/*
+    read at the start, every `interval` s and at the end. A thread that
+    appears is counted from 0; one that ends keeps what it had when last
+    seen, and what it spent after that (the process's own stat includes
+    ended threads) is one "(exited threads)" entry (tid -1). For each name
+    stem (`STEM-<n>`) the most threads alive at once is kept, for
+    classify()."""
+
+    def __init__(self, pid, interval=0.1):
+        self.pid, self.interval = pid, interval
+        try:
+            self.proc_name = open("/proc/%d/comm" % pid).read().rstrip("\n")
+            self.p0 = stat_ticks("/proc/%d/stat" % pid)
+        except OSError:
+            self.proc_name, self.p0 = "?", 0
+        self.stems = {}
+        self.first = self._sample()
+        self.last = dict(self.first)
+        self.ev = threading.Event()
+        self.th = threading.Thread(target=self._loop, daemon=True)
+        self.th.start()
+
+    def _sample(self):
+        t = task_cpu(self.pid)
+        live = {}
+        for comm, _ in t.values():
+            m = PAR_NAME.match(comm)
+            if m and comm != self.proc_name:
+                live[m.group(1)] = live.get(m.group(1), 0) + 1
+        for k, v in live.items():
+            self.stems[k] = max(self.stems.get(k, 0), v)
+        return t
+
+    def _loop(self):
+        while not self.ev.wait(self.interval):
+            self.last.update(self._sample())
+
+    def stop(self):
+        self.ev.set()
+        self.th.join()
+        final = self._sample()
+        try:
+            p1 = stat_ticks("/proc/%d/stat" % self.pid)
+        except OSError:
+            p1 = self.p0
+        self.last.update(final)
+        th = {}
+        for tid, (name, t1) in self.last.items():
+            t0 = self.first[tid][1] if tid in self.first else 0
+            th[tid] = {"name": name, "ticks": t1 - t0}
+        gone = [t for t in self.last if t not in final]
+        resid = (p1 - self.p0) - sum(v["ticks"] for v in th.values())
+        # Without an ended thread the residue is only the reads' skew.
+        if gone and resid > 0:
+            th[-1] = {"name": "(exited threads)", "ticks": resid}
+        return {"threads": th, "stems": dict(self.stems),
+                "proc_name": self.proc_name, "pid": self.pid,
+                "appeared": len([t for t in self.last
+                                 if t not in self.first]),
+                "ended": len(gone)}
+
+
+def merge_watch(acc, w):
+    """Sums ThreadWatch results of the same process (rounds)."""
+    if acc is None:
+        return {"threads": {k: dict(v) for k, v in w["threads"].items()},
+                "stems": dict(w["stems"]), "proc_name": w["proc_name"],
+                "pid": w["pid"], "appeared": w["appeared"],
+                "ended": w["ended"]}
+    for tid, v in w["threads"].items():
+        a = acc["threads"].setdefault(tid, {"name": v["name"], "ticks": 0})
+        a["ticks"] += v["ticks"]
+        a["name"] = v["name"]
+    for k, v in w["stems"].items():
+        acc["stems"][k] = max(acc["stems"].get(k, 0), v)
+    acc["appeared"] += w["appeared"]
+    acc["ended"] += w["ended"]
+    return acc
+
+
+def classify(w):
+    """Marks each thread parallel or one of a kind and returns the serial
+    fraction (CPU of the one-of-a-kind threads / all), None without CPU.
+    Parallel iff the name is STEM-<number>, it is not the process's name,
+    and at least 2 threads of that STEM were alive at once."""
+    tot = ser = 0
+    for tid, v in w["threads"].items():
+        m = PAR_NAME.match(v["name"])
+        v["parallel"] = bool(tid >= 0 and m and v["name"] != w["proc_name"]
+                             and w["stems"].get(m.group(1), 0) >= 2)
+        tot += v["ticks"]
+        if not v["parallel"]:
+            ser += v["ticks"]
+    w["total_ticks"], w["serial_ticks"] = tot, ser
+    w["serial_fraction"] = ser / tot if tot > 0 else None
+    return w["serial_fraction"]
+
+
+def busiest(w, n=4):
+    """'name share%' of the n busiest threads."""
+    tot = sum(v["ticks"] for v in w["threads"].values())
+    if tot <= 0:
+        return "n/a"
+    top = sorted(w["threads"].items(), key=lambda kv: -kv[1]["ticks"])[:n]
+    return ", ".join("%s%s %.0f%%" % (
+        v["name"], " (main)" if tid == w["pid"] else "",
+        100.0 * v["ticks"] / tot) for tid, v in top if v["ticks"] > 0)
+
+
+def amdahl(sf, n):
+    """Speed-up bound on n cores for serial fraction sf."""
+    return 1.0 / (sf + (1.0 - sf) / n)
+
+
+def serve_options(binary):
+    """The --options `tokvec serve --help` lists."""
+    try:
+        r = subprocess.run([binary, "serve", "--help"], capture_output=True,
+                           text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return set(re.findall(r"--([a-z][a-z0-9-]*)", r.stdout + r.stderr))
+
+
+# --------------------------------------------------------------- httpload
+def httpload(hl, target, body, accept, conns, threads, duration,
+             pgid=None, timeout=30):
+    """One bench/httpload run; target: ["--unix", PATH] or ["--tcp", H:P].
+    The parsed HTTPLOAD line plus server_cpu_us (process group pgid)."""
+    cmd = [hl] + target + ["-c", str(conns), "-t", str(threads),
+                           "-d", "%g" % duration, "--timeout", str(timeout),
+                           "-H", "Accept: " + accept, "--body", body]
+    c0 = pg_cpu(pgid) if pgid else None
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=duration + timeout + 60)
+    except subprocess.TimeoutExpired:
+        return None
+    c1 = pg_cpu(pgid) if pgid else None
+    m = re.search(r"^HTTPLOAD (\{.*\})$", r.stdout, re.M)
+    if not m:
+        log("  httpload: " + (r.stderr.strip() or "no result line"))
+        return None
+    s = json.loads(m.group(1))
+    s["server_cpu_us"] = (1e6 * (c1 - c0) / max(1, s["requests"])
+                          if pgid else None)
+    return s
+
+
+def unix_health(path, timeout=1.0):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        s.sendall(b"GET /health HTTP/1.0\r\nHost: x\r\n\r\n")
+        data = s.recv(64)
+        return data.startswith(b"HTTP/1.") and data[9:12] == b"200"
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 # --------------------------------------------------------------- nginx
 class Nginx:
     def __init__(self, port):
@@ -349,15 +547,15 @@ http {
 
 
 # --------------------------------------------------------------- servers
-def tokvec_cmd(binary, table, port):
+def tokvec_cmd(binary, table, port, extra=()):
     return [binary, "serve", "--table", table, "--host", "127.0.0.1",
             "--port", str(port), "--access-log", "false",
-            "--log-level", "warn"]
+            "--log-level", "warn"] + list(extra)
 
 
-def start_tokvec(binary, table, workdir, tag):
+def start_tokvec(binary, table, workdir, tag, extra=()):
     port = free_port()
-    p = Proc("tokvec", tokvec_cmd(binary, table, port), port,
+    p = Proc("tokvec", tokvec_cmd(binary, table, port, extra), port,
              logfile=os.path.join(workdir, "tokvec-%s.log" % tag))
     if p.wait_healthy(30) is None:
         log("!! tokvec did not answer /health (see %s)" %
@@ -564,6 +762,306 @@ def gnuplot(path, title, xlabel, ylabel, series, logx=True, logy=True,
     return True
 
 
+# --------------------------------------------------------------- serial
+SERIAL_CONNS, SERIAL_WRK_THREADS, SERIAL_THREADS = 32, 2, 2
+
+
+def section_serial(a, run, res, bins, table, workdir, ngx, bodies, wls,
+                   accepts):
+    """Serial fraction, CPU per request vs nginx, and the threads sweep.
+    bins: [(label, binary)], the current binary first; wls: [(workload,
+    format, body file)]. Returns the markdown section."""
+    log("\n== serial fraction (--threads %d, wrk -t%d -c%d)" % (
+        SERIAL_THREADS, SERIAL_WRK_THREADS, SERIAL_CONNS))
+    opts = {lab: serve_options(b) for lab, b in bins}
+    notes = []
+    srv = {}
+    for lab, b in bins:
+        p = start_tokvec(b, table, workdir, "serial-" + lab,
+                         ["--threads", str(SERIAL_THREADS)])
+        if p:
+            run.register(p)
+            srv[lab] = p
+        else:
+            notes.append("%s (%s) did not start." % (lab, b))
+    # the binaries must agree on the bytes they serve
+    if len(srv) > 1:
+        labs = list(srv)
+        for w, f, body in wls:
+            data = open(body, "rb").read()
+            r = [post(srv[lab].port, data, accepts[f]) for lab in labs]
+            if not all(x[0] == 200 and x[2] == r[0][2] for x in r):
+                notes.append("%s %s: %s answer different bytes." % (
+                    w, f, " and ".join(labs)))
+    acc = {}  # (workload, fmt, target) -> summed point
+    try:
+        for rnd in range(run.rounds):
+            for w, f, body in wls:
+                targets = [(lab, "http://127.0.0.1:%d/embed" % srv[lab].port,
+                            srv[lab].p.pid) for lab, _ in bins if lab in srv]
+                if (w, f) in bodies:
+                    targets.append(("nginx", ngx.add(
+                        "serial-%s.%s" % (w, f), bodies[(w, f)]), None))
+                if rnd % 2:
+                    targets.reverse()
+                for tgt, url, pid in targets:
+                    run.wait_idle()
+                    tw = ThreadWatch(pid) if pid else None
+                    pg = pid or ngx.proc.p.pid
+                    s = wrk(url, body, accepts[f], SERIAL_CONNS, run.dur,
+                            SERIAL_WRK_THREADS, pgid=pg)
+                    wt = tw.stop() if tw else None
+                    if not s:
+                        log("  %-6s %-4s %-8s wrk failed" % (w, f, tgt))
+                        continue
+                    k = (w, f, tgt)
+                    a_ = acc.setdefault(k, {"rps": 0, "p50": None,
+                                            "p99": None, "requests": 0,
+                                            "errors": 0, "cpu_s": 0.0,
+                                            "watch": None, "rounds": 0})
+                    if s["rps"] >= a_["rps"]:
+                        a_.update(rps=s["rps"], p50=s["p50"], p99=s["p99"])
+                    a_["requests"] += s["requests"]
+                    a_["errors"] += s["errors"]
+                    a_["rounds"] += 1
+                    if wt:
+                        a_["watch"] = merge_watch(a_["watch"], wt)
+                        a_["cpu_s"] = (sum(v["ticks"] for v in
+                                           a_["watch"]["threads"].values())
+                                       / CLK)
+                    else:
+                        a_["cpu_s"] += s["server_cpu_us"] * \
+                            s["requests"] / 1e6
+                    sf = classify(a_["watch"]) if wt else None
+                    log("  %-6s %-4s %-8s %8s req/s  p99 %s ms  %s us/req%s"
+                        "%s" % (w, f, tgt, fmt_rps(s["rps"]),
+                                fmt_ms(s["p99"]),
+                                fmt_us(s["server_cpu_us"]),
+                                "  serial %.1f%%" % (100 * sf)
+                                if sf is not None else "",
+                                "  errors %d" % s["errors"]
+                                if s["errors"] else ""))
+    finally:
+        for p in srv.values():
+            p.stop()
+
+    rows = []
+    out = res.setdefault("serial", {})
+    for w, f, body in wls:
+        ng = acc.get((w, f, "nginx"))
+        ng_cpu = ng and ng["requests"] and 1e6 * ng["cpu_s"] / ng["requests"]
+        for tgt in [lab for lab, _ in bins] + ["nginx"]:
+            a_ = acc.get((w, f, tgt))
+            if not a_:
+                continue
+            cpu = (1e6 * a_["cpu_s"] / a_["requests"]
+                   if a_["requests"] else None)
+            sf = classify(a_["watch"]) if a_["watch"] else None
+            pt = {"rps": a_["rps"], "p50": a_["p50"], "p99": a_["p99"],
+                  "requests": a_["requests"], "errors": a_["errors"],
+                  "server_cpu_us": cpu, "serial_fraction": sf,
+                  "cpu_vs_nginx": cpu / ng_cpu if cpu and ng_cpu and
+                  tgt != "nginx" else None}
+            if a_["watch"]:
+                pt["threads"] = {
+                    str(tid): v for tid, v in a_["watch"]["threads"].items()}
+                pt["proc_name"] = a_["watch"]["proc_name"]
+                pt["threads_appeared"] = a_["watch"]["appeared"]
+                pt["threads_ended"] = a_["watch"]["ended"]
+            out["%s/%s/%s" % (w, f, tgt)] = pt
+            res["points"]["serial/%s/%s/%s" % (w, f, tgt)] = pt
+            rows.append([
+                "%s %s" % (w, f), tgt + ("" if tgt in ("nginx", bins[0][0])
+                                         else " (%s)" % os.path.basename(
+                                             dict(bins)[tgt])),
+                fmt_rps(a_["rps"]), fmt_ms(a_["p99"]), fmt_us(cpu),
+                fmt_ratio(cpu, ng_cpu) if tgt != "nginx" else "",
+                "%.1f%%" % (100 * sf) if sf is not None else "",
+                "%.1fx" % amdahl(sf, 16) if sf is not None else "",
+                busiest(a_["watch"]) if a_["watch"] else "",
+                str(a_["errors"]) if a_["errors"] else ""])
+    sec = ("## Serial fraction: CPU of one-of-a-kind threads (--threads %d,"
+           " wrk -t%d -c%d, %s s per point, %d round%s)\n\n" % (
+               SERIAL_THREADS, SERIAL_WRK_THREADS, SERIAL_CONNS, run.dur,
+               run.rounds, "s" if run.rounds > 1 else "") + md_table(
+        ["workload", "server", "req/s", "p99 ms", "server CPU us/req",
+         "CPU/req x nginx", "serial fraction", "Amdahl bound, 16 cores",
+         "busiest threads (share of the process's CPU)", "errors"], rows) +
+        "\n\nPer-thread CPU is utime+stime from /proc/PID/task/*/stat (name"
+        " from .../comm; 1/%d s ticks), read before and after each wrk run and every"
+        " 0.1 s between (threads that appear count from 0; CPU of threads"
+        " that end is kept as `(exited threads)`), summed over the rounds;"
+        " req/s and p99 are the best round's. A thread is parallel iff its"
+        " name is `STEM-<number>`, it is not the process's own name, and at"
+        " least 2 threads of that STEM were alive at once; every other"
+        " thread (the main thread, a reaper, MHD's single thread, libuv's"
+        " loop and workers, which keep the process name) is one of a kind."
+        " Serial fraction = CPU of the one-of-a-kind threads / the"
+        " process's CPU. Amdahl bound: 1 / (s + (1 - s) / 16), the most 16"
+        " cores could speed up the server's own CPU work at serial"
+        " fraction s -- derived, not measured. CPU/req x nginx: the"
+        " server's CPU per request over nginx's (process group, user+sys)"
+        " serving the same response bytes as a static file, same wrk"
+        " settings, same run.\n" % CLK)
+    if len(bins) > 1:
+        sec += ("\n`%s` is env BENCH_BASELINE (%s), run alternately with"
+                " the current binary.\n" % (bins[1][0], bins[1][1]))
+    if notes:
+        sec += "\n" + " ".join(notes) + "\n"
+
+    # ---- threads sweep ------------------------------------------------
+    sweep_wl = [x for x in wls if (x[0], x[1]) in (("8x4", "raw"),
+                                                   ("32x128", "raw"))]
+    tcounts = [1, 2]
+    log("\n== threads sweep (wrk -t%d -c%d)" % (SERIAL_WRK_THREADS,
+                                                SERIAL_CONNS))
+    sw = {}
+    for rnd in range(run.rounds):
+        for T in tcounts:
+            sv = {}
+            for lab, b in bins:
+                extra = ["--threads", str(T)]
+                if "http-threads" in opts[lab]:
+                    extra += ["--http-threads", str(T)]
+                p = start_tokvec(b, table, workdir, "sweep-" + lab, extra)
+                if p:
+                    run.register(p)
+                    sv[lab] = p
+            try:
+                for w, f, body in sweep_wl:
+                    order = [lab for lab, _ in bins if lab in sv]
+                    if (rnd + T) % 2:
+                        order.reverse()
+                    for lab in order:
+                        run.wait_idle()
+                        s = wrk("http://127.0.0.1:%d/embed" % sv[lab].port,
+                                body, accepts[f], SERIAL_CONNS, run.dur,
+                                SERIAL_WRK_THREADS, pgid=sv[lab].p.pid)
+                        sw[(w, f, lab, T)] = better(sw.get((w, f, lab, T)),
+                                                    s)
+                        log("  threads %d %-6s %-4s %-8s %8s req/s" % (
+                            T, w, f, lab, fmt_rps(s and s["rps"])))
+            finally:
+                for p in sv.values():
+                    p.stop()
+    hdr = ["threads"]
+    for w, f, _ in sweep_wl:
+        for lab, _ in bins:
+            hdr.append("%s %s %s req/s" % (lab, w, f))
+    srows = []
+    for T in tcounts:
+        r = [str(T)]
+        for w, f, _ in sweep_wl:
+            for lab, _ in bins:
+                s = sw.get((w, f, lab, T))
+                r.append(fmt_rps(s and s["rps"]))
+                res["points"]["threads/%d/%s/%s/%s" % (T, w, f, lab)] = s
+        srows.append(r)
+    ht = ", ".join("%s: %s" % (lab, "--threads N --http-threads N"
+                               if "http-threads" in opts[lab] else
+                               "--threads N (no --http-threads option)")
+                   for lab, _ in bins)
+    sec += ("\n### Threads sweep (wrk -t%d -c%d, best of %d)\n\n" % (
+        SERIAL_WRK_THREADS, SERIAL_CONNS, run.rounds) +
+        md_table(hdr, srows) +
+        "\n\nServers started as %s. A 16-core machine was not available:"
+        " this one has %d cores, shared with wrk, so the sweep stops at 2"
+        " threads and the serial fraction above stands in for the scaling"
+        " curve.\n" % (ht, NPROC))
+    return sec
+
+
+def section_unix(a, run, res, binary, table, workdir, hl, wls, accepts):
+    """Unix socket vs TCP, bench/httpload against one server listening on
+    both. Returns the markdown section."""
+    title = ("## Unix socket vs TCP (bench/httpload -t%d -c%d, one server"
+             " with --threads %d --unix-socket, %s s per point)\n\n" % (
+                 SERIAL_WRK_THREADS, SERIAL_CONNS, SERIAL_THREADS, run.dur))
+    log("\n== unix socket vs TCP")
+    if "unix-socket" not in serve_options(binary):
+        msg = ("%s has no --unix-socket option (`tokvec serve --help`):"
+               " skipped." % binary)
+        log("  " + msg)
+        res["unix"] = {"skipped": msg}
+        return title + msg + "\n"
+    if not (hl and os.path.exists(hl)):
+        msg = "bench/httpload is not built (%s): skipped." % hl
+        log("  " + msg)
+        res["unix"] = {"skipped": msg}
+        return title + msg + "\n"
+    sdir = tempfile.mkdtemp(prefix="tv-unix-")
+    path = os.path.join(sdir, "tokvec.sock")
+    p = start_tokvec(binary, table, workdir, "unix",
+                     ["--threads", str(SERIAL_THREADS), "--unix-socket",
+                      path])
+    if p:
+        end = time.time() + 10
+        while time.time() < end and not unix_health(path):
+            time.sleep(0.01)
+        if not unix_health(path):
+            p.stop()
+            p = None
+    if not p:
+        shutil.rmtree(sdir, ignore_errors=True)
+        msg = ("tokvec with --unix-socket did not answer /health on both"
+               " TCP and %s (see %s/tokvec-unix.log): skipped." % (
+                   path, workdir))
+        log("  " + msg)
+        res["unix"] = {"skipped": msg}
+        return title + msg + "\n"
+    run.register(p)
+    ur = {}
+    try:
+        tcp = ["--tcp", "127.0.0.1:%d" % p.port]
+        unx = ["--unix", path]
+        for rnd in range(run.rounds):
+            for w, f, body in wls:
+                order = [("tcp", tcp), ("unix", unx)]
+                if rnd % 2:
+                    order.reverse()
+                for tr, target in order:
+                    run.wait_idle()
+                    s = httpload(hl, target, body, accepts[f], SERIAL_CONNS,
+                                 SERIAL_WRK_THREADS, run.dur, pgid=p.p.pid)
+                    k = (w, f, tr)
+                    if s and (k not in ur or s["rps"] >= ur[k]["rps"]):
+                        ur[k] = s
+                    log("  %-6s %-4s %-4s %8s req/s  p99 %s ms%s" % (
+                        w, f, tr, fmt_rps(s and s["rps"]),
+                        "%.3f" % s["p99_ms"] if s else "n/a",
+                        "  errors %d" % s["errors"] if s and s["errors"]
+                        else ""))
+    finally:
+        p.stop()
+        shutil.rmtree(sdir, ignore_errors=True)
+    rows = []
+    out = res.setdefault("unix", {})
+    for w, f, _ in wls:
+        t_, u_ = ur.get((w, f, "tcp")), ur.get((w, f, "unix"))
+        out["%s/%s" % (w, f)] = {"tcp": t_, "unix": u_}
+        res["points"]["unix/%s/%s/tcp" % (w, f)] = t_
+        res["points"]["unix/%s/%s/unix" % (w, f)] = u_
+
+        def ms(s):
+            return "%.3f" % s["p99_ms"] if s else "n/a"
+        err = sum(s["errors"] for s in (t_, u_) if s)
+        rows.append(["%s %s" % (w, f), fmt_rps(t_ and t_["rps"]), ms(t_),
+                     fmt_us(t_ and t_["server_cpu_us"]),
+                     fmt_rps(u_ and u_["rps"]), ms(u_),
+                     fmt_us(u_ and u_["server_cpu_us"]),
+                     "%.2fx" % (u_["rps"] / t_["rps"])
+                     if u_ and t_ and t_["rps"] else "n/a",
+                     str(err) if err else ""])
+    return title + md_table(
+        ["workload", "TCP req/s", "TCP p99 ms", "TCP server CPU us/req",
+         "unix req/s", "unix p99 ms", "unix server CPU us/req",
+         "unix / TCP req/s", "errors"], rows) + (
+        "\n\nBoth transports load the same server process, alternately"
+        " (best of %d rounds). httpload is closed-loop: each connection"
+        " sends its next POST when the whole response is in; p99 is over"
+        " every response of the point.\n" % run.rounds)
+
+
 # --------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser()
@@ -572,7 +1070,8 @@ def main():
     ap.add_argument("--core", help="file with bench/run.sh's core output")
     ap.add_argument("--out", default=os.path.join(TOP, "bench", "results"))
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="main,tokens,dim,conns,startup",
+    ap.add_argument("--only",
+                    default="main,tokens,dim,conns,startup,serial,unix",
                     help="comma list of sections")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -597,7 +1096,12 @@ def main():
     if not ngx.healthy():
         log("!! nginx did not start:", open(ngx.dir + "/error.log").read())
     tv = start_tokvec(binary, table, workdir, "main")
-    peer, peer_t = start_peer(workdir)
+    # the peer only for the sections that compare with it (it takes a
+    # while to start)
+    if only & {"main", "tokens", "conns", "startup"}:
+        peer, peer_t = start_peer(workdir)
+    else:
+        peer, peer_t = None, None
     for pr_ in (ngx.proc, tv, peer):
         run.register(pr_)
     res["peer_time_to_health_s"] = peer_t
@@ -676,6 +1180,9 @@ def main():
                 failures.append("base64 differs from raw")
         elif peer:
             checks.append(("all", "-", "-", "tokvec not running: skipped"))
+        elif tv:
+            checks.append(("all", "-", "-", "peer not started (no section"
+                           " selected that compares with it): skipped"))
 
         # response bodies (tokvec's if it runs, else the peer's) for nginx
         def response(port, body, accept):
@@ -944,6 +1451,35 @@ def main():
             peer.stop()
 
     try:
+        # ---- serial fraction, threads sweep ---------------------------
+        s8 = os.path.join(LOAD, "seed_8x4.json")
+        swl = [("1x1", "raw", b1x1), ("8x4", "raw", s8),
+               ("8x4", "json", s8), ("32x128", "raw", b32)]
+        acc_f = {"raw": RAW, "json": JSON}
+        if "serial" in only:
+            bins = [("new", binary)]
+            base = os.environ.get("BENCH_BASELINE")
+            if base:
+                base = os.path.abspath(base)
+                if os.access(base, os.X_OK):
+                    bins.append(("baseline", base))
+                else:
+                    log("!! BENCH_BASELINE=%s is not an executable: "
+                        "measured without it" % base)
+            sec = section_serial(a, run, res, bins, table, workdir, ngx,
+                                 bodies, swl, acc_f)
+            md.append(sec)
+            log(sec)
+
+        # ---- unix socket vs TCP ---------------------------------------
+        if "unix" in only:
+            hl = os.environ.get("HTTPLOAD") or os.path.join(build, "bench",
+                                                            "httpload")
+            sec = section_unix(a, run, res, binary, table, workdir,
+                               os.path.abspath(hl), swl[:3], acc_f)
+            md.append(sec)
+            log(sec)
+
         # ---- dim ------------------------------------------------------
         if "dim" in only:
             dims = [256, 4096] if a.quick else [256, 768, 4096]
@@ -1154,6 +1690,36 @@ def main():
         else:
             G.append(goal("1x1 %s p99 at c=1 within 2x of nginx" % f,
                           "n/a", None))
+    SR = res.get("serial", {})
+    has_base = any(k.endswith("/baseline") for k in SR)
+    for w, f in (("1x1", "raw"), ("8x4", "raw"), ("8x4", "json"),
+                 ("32x128", "raw")):
+        name = "serial fraction <= 5%% (%s %s, --threads %d)" % (
+            w, f, SERIAL_THREADS)
+        n_, b_ = SR.get("%s/%s/new" % (w, f)), SR.get("%s/%s/baseline" %
+                                                     (w, f))
+        sf = n_ and n_.get("serial_fraction")
+        bsf = b_ and b_.get("serial_fraction")
+        val = "%.1f%%" % (100 * sf) if sf is not None else "n/a"
+        if has_base:
+            val += " (baseline %s)" % ("%.1f%%" % (100 * bsf)
+                                       if bsf is not None else "n/a")
+        G.append(goal(name, val, sf <= 0.05 if sf is not None else None))
+    for w, f in (("8x4", "raw"), ("32x128", "raw")):
+        name = "server CPU/req <= 2x nginx (%s %s)" % (w, f)
+        n_, b_ = SR.get("%s/%s/new" % (w, f)), SR.get("%s/%s/baseline" %
+                                                     (w, f))
+        ng = SR.get("%s/%s/nginx" % (w, f))
+        r = n_ and n_.get("cpu_vs_nginx")
+        if r:
+            val = "%.1fx (%s vs %s us)" % (r, fmt_us(n_["server_cpu_us"]),
+                                           fmt_us(ng["server_cpu_us"]))
+        else:
+            val = "n/a"
+        if has_base:
+            br = b_ and b_.get("cpu_vs_nginx")
+            val += " (baseline %s)" % ("%.1fx" % br if br else "n/a")
+        G.append(goal(name, val, r <= 2 if r else None))
     s1 = res["points"].get("startup/1MiB")
     s2 = res["points"].get("startup/1024MiB")
     if s1 and s2 and s1["cold_s"] and s2["cold_s"]:
