@@ -9,8 +9,9 @@
  *       _bucket, _sum (seconds), _count (= the +Inf bucket).
  *   tokvec_tokens_total, tokvec_response_bytes_total   counters
  *   tokvec_inflight_requests, tokvec_queue_depth         gauges
- *   tokvec_jobs_total, tokvec_job_phase_seconds_total{phase} counters:
- *       /embed jobs and their time per phase (queue, work, resume)
+ *   tokvec_jobs_total{where}, tokvec_job_phase_seconds_total{phase}
+ *       counters: /embed jobs (worker|inline) and their time per phase
+ *       (queue, work, resume)
  *   tokvec_reloads_total{result="ok"|"failed"}           counter (both)
  *   tokvec_table_info{vocab_size,dim,dtype,positional} 1  gauge, once a
  *       table was set.
@@ -54,7 +55,8 @@ static atomic_uint_fast64_t sum_ns[TV_ROUTE_COUNT];
 static atomic_uint_fast64_t tokens_total, bytes_total;
 static atomic_int_fast64_t inflight, queue_depth;
 static atomic_uint_fast64_t reloads_ok, reloads_failed;
-static atomic_uint_fast64_t jobs_total, job_ns[3]; /* queue, work, resume */
+static atomic_uint_fast64_t jobs_total[2], job_ns[3]; /* worker, inline;
+                                                       * queue, work, resume */
 
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 static char info_labels[512]; /* guarded by info_lock; "" = no table yet */
@@ -112,9 +114,9 @@ static uint_fast64_t to_ns(double s)
     return s >= 0 && s < 1e9 ? (uint_fast64_t)llround(s * 1e9) : 0;
 }
 
-void tv_metrics_job(double queue, double work, double resume)
+void tv_metrics_job(int inline_, double queue, double work, double resume)
 {
-    ADD(jobs_total, 1);
+    ADD(jobs_total[inline_ != 0], 1);
     ADD(job_ns[0], to_ns(queue));
     ADD(job_ns[1], to_ns(work));
     ADD(job_ns[2], to_ns(resume));
@@ -228,9 +230,12 @@ char *tv_metrics_render(size_t *len)
     family(f, "tokvec_queue_depth", "gauge", "Jobs waiting for a worker.");
     fprintf(f, "tokvec_queue_depth %lld\n", (long long)LOAD(queue_depth));
     family(f, "tokvec_jobs_total", "counter",
-           "/embed jobs run by the worker pool.");
-    fprintf(f, "tokvec_jobs_total %llu\n",
-            (unsigned long long)LOAD(jobs_total));
+           "/embed jobs, by where they ran: worker (the pool) or inline "
+           "(small, on the HTTP thread that parsed them).");
+    fprintf(f, "tokvec_jobs_total{where=\"worker\"} %llu\n"
+               "tokvec_jobs_total{where=\"inline\"} %llu\n",
+            (unsigned long long)LOAD(jobs_total[0]),
+            (unsigned long long)LOAD(jobs_total[1]));
     family(f, "tokvec_job_phase_seconds_total", "counter",
            "Time /embed jobs spent per phase: queue (HTTP thread to "
            "worker, waiting included), work (lookup and encoding), resume "

@@ -33,10 +33,11 @@ void tv_metrics_inflight_add(int delta);
 void tv_metrics_queue_add(int delta);
 /* One finished /embed job's three phases, in seconds: queue (pushed by
  * the HTTP thread until a worker takes it: the hand-off plus any wait),
- * work (lookup and encoding on the worker), resume (the worker resumes the
- * connection until its HTTP thread hands the reply to MHD: the hand-off
- * back). tokvec_job_phase_seconds_total{phase} and tokvec_jobs_total. */
-void tv_metrics_job(double queue, double work, double resume);
+ * work (lookup and encoding), resume (the worker resumes the connection
+ * until its HTTP thread hands the reply to MHD: the hand-off back). A job
+ * run inline on its HTTP thread has work only.
+ * tokvec_job_phase_seconds_total{phase}, tokvec_jobs_total{where}. */
+void tv_metrics_job(int inline_, double queue, double work, double resume);
 void tv_metrics_reload(int ok);
 /* Labels of tokvec_table_info; called at start and after each reload. */
 void tv_metrics_set_table(int64_t vocab_size, int64_t dim, const char *dtype,

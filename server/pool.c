@@ -1,14 +1,14 @@
 /* pool.c -- the worker pool and the response-buffer cache (pool.h).
  *
- * What must hold: at most `threads` jobs run at once (one per worker), at
- * most max_queue jobs wait, and the bytes of running jobs plus responses
+ * What must hold: at most `threads` jobs run at once (on the workers, or
+ * inline on an HTTP thread: `busy` counts both), at most max_queue wait, and the bytes of running jobs plus responses
  * not yet freed stay under max_inflight unless a job runs alone. A job is
  * taken by the first free worker, which runs work() and done() itself, so
  * a job crosses threads twice in all: the HTTP thread pushes it, the worker
  * resumes the connection.
  *
- * Threads and locks: `lock` guards head, tail, waiting, idle, inflight_bytes
- * and stopping; workers sleep on `ready` (signalled by push, by release when
+ * Threads and locks: `lock` guards head, tail, waiting, idle, busy,
+ * inflight_bytes and stopping; workers sleep on `ready` (signalled by push, by release when
  * a job waits, and by a worker that leaves more work behind). `buf_lock`
  * guards the buffer cache (bufs, nbufs, buf_bytes) and the trim state.
  * Both are leaf locks (nothing else is taken while one is held).
@@ -34,6 +34,7 @@ struct tv_pool {
     tv_job *head, *tail;   /* waiting jobs, FIFO; lock */
     size_t waiting;        /* jobs reserved, not yet taken by a worker */
     size_t idle;           /* workers asleep on `ready`; lock */
+    size_t busy;           /* jobs running, on workers or inline; lock */
     size_t inflight_bytes; /* lock */
     int stopping;          /* lock */
     size_t threads, started, max_queue, max_inflight;
@@ -59,12 +60,17 @@ static long long mono_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Under lock: a job of `bytes` may start now. */
+static int fits(const tv_pool *p, size_t bytes)
+{
+    return p->busy < p->threads &&
+           (!p->inflight_bytes || p->inflight_bytes + bytes <= p->max_inflight);
+}
+
 /* Under lock: the first waiting job may start now. */
 static int can_start(const tv_pool *p)
 {
-    const tv_job *job = p->head;
-    return job && (!p->inflight_bytes ||
-                   p->inflight_bytes + job->bytes <= p->max_inflight);
+    return p->head && fits(p, p->head->bytes);
 }
 
 static void *worker_main(void *arg)
@@ -85,6 +91,7 @@ static void *worker_main(void *arg)
         if (!p->head)
             p->tail = NULL;
         p->waiting--;
+        p->busy++;
         p->inflight_bytes += job->bytes;
         /* More work may fit: pass the wake-up on rather than leave a
          * job waiting beside a sleeping worker. */
@@ -96,6 +103,7 @@ static void *worker_main(void *arg)
         job->done(job); /* may free the job: not touched after */
         atomic_fetch_sub(&p->unfinished, 1);
         pthread_mutex_lock(&p->lock);
+        p->busy--;
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -166,6 +174,29 @@ void tv_pool_push(tv_pool *p, tv_job *job)
         p->head = job;
     p->tail = job;
     if (p->idle)
+        pthread_cond_signal(&p->ready);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int tv_pool_try_inline(tv_pool *p, size_t bytes)
+{
+    int ok = 0;
+    atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
+    pthread_mutex_lock(&p->lock);
+    if (!p->stopping && !p->head && fits(p, bytes)) {
+        p->busy++;
+        p->inflight_bytes += bytes;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+void tv_pool_inline_done(tv_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->busy--;
+    if (p->idle && can_start(p))
         pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);
 }

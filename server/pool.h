@@ -3,9 +3,10 @@
  * of large response buffers.
  *
  * Any thread reserves a place and pushes a job; the job waits in a FIFO of
- * at most max_queue jobs until (a) a worker is free and (b) the response
- * bytes it will hold fit under max_inflight_bytes (a job alone is always
- * let through, so one large request cannot wedge the queue). The worker
+ * at most max_queue jobs until (a) fewer than `threads` jobs run and (b)
+ * the response bytes it will hold fit under max_inflight_bytes (a job
+ * alone is always let through, so one large request cannot wedge the
+ * queue). The worker
  * that takes it runs work() and then done(), both on that worker; done()
  * typically resumes the client's connection, which wakes the HTTP thread
  * that owns it. There is no other hop: no loop thread, no second queue.
@@ -13,8 +14,9 @@
  * freed).
  *
  * Threads: tv_pool_reserve, tv_pool_push, tv_pool_release,
- * tv_pool_waiting, tv_pool_unfinished, tv_pool_trim and the tv_pool_buf_*
- * calls may be called from any thread; tv_pool_start and tv_pool_stop from
+ * tv_pool_try_inline, tv_pool_inline_done, tv_pool_waiting,
+ * tv_pool_unfinished, tv_pool_trim and the tv_pool_buf_* calls may be
+ * called from any thread; tv_pool_start and tv_pool_stop from
  * the main thread only.
  */
 #ifndef TV_POOL_H
@@ -45,6 +47,14 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
  * between them: once pushed, a job may finish at any moment. */
 int tv_pool_reserve(tv_pool *p);
 void tv_pool_push(tv_pool *p, tv_job *job);
+
+/* For a job too small to be worth a hand-off: 1 if the caller may run it
+ * at once on its own thread -- no job waits (so none is overtaken), fewer
+ * than `threads` jobs run and its bytes fit -- with a running slot and the
+ * bytes taken: call tv_pool_inline_done when the work is done, and
+ * tv_pool_release the bytes as for any job. 0: queue it as usual. */
+int tv_pool_try_inline(tv_pool *p, size_t bytes);
+void tv_pool_inline_done(tv_pool *p);
 
 /* Gives back bytes reserved by a job whose response is gone. */
 void tv_pool_release(tv_pool *p, size_t bytes);
