@@ -342,8 +342,9 @@ static int fast_push_row(fast_buf *f, size_t n)
     if (f->nrows == f->rcap) {
         if (f->rcap >= f->max_rows)
             return 1;
-        size_t cap = f->rcap > f->max_rows / 2 ? f->max_rows
-                                                : f->rcap * 2 + 16;
+        size_t cap = f->rcap * 2 + 16;
+        if (cap > f->max_rows)
+            cap = f->max_rows;
         size_t *rows = realloc(f->rows, cap * sizeof *rows);
         if (!rows)
             return 1;
@@ -581,7 +582,7 @@ int tv_request_parse_json_fast(const char *body, size_t len,
     int64_t n;
     if (ragged && !has_pad)
         goto fallback;
-    if ((int64_t)B > lim->max_batch ||
+    if ((int64_t)B > lim->max_batch || /* held while reading, too */
         __builtin_mul_overflow((int64_t)B, (int64_t)S, &n) ||
         n > lim->max_tokens)
         goto fallback;

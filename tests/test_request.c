@@ -521,6 +521,13 @@ static void over_max_tokens_is_413_from_either_path(void **state)
     ASSERT_ERROR_LIM("{\"inputs\":[[1],[2],[3],[4],[5]]}", &lim, 413,
                    "payload_too_large", "batch of 5 sequences is over "
                    "max_batch 4");
+    const tv_limits one = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+                           .max_batch = 1};
+    PARSE_FAST_LIM("{\"inputs\":[[1,2,3]]}", &one, &r);
+    tv_request_free(&r);
+    ASSERT_ERROR_LIM("{\"inputs\":[[1],[2]]}", &one, 413,
+                     "payload_too_large",
+                     "batch of 2 sequences is over max_batch 1");
     /* a ragged batch without pad_id is 422 before the 413 */
     ASSERT_ERROR_LIM("{\"inputs\":[[1],[2],[3],[4],[5,6]]}", &lim, 422,
                    "ragged_batch", "sequences have different lengths*");
