@@ -10,11 +10,12 @@
  * Threads and locks: `lock` guards head, tail, waiting, idle, busy,
  * inflight_bytes and stopping; workers sleep on `ready` (signalled by push, by release when
  * a job waits, and by a worker that leaves more work behind). `buf_lock`
- * guards the buffer cache (bufs, nbufs, buf_bytes) and the trim state.
+ * guards the buffer cache (bufs, buf_bytes) and the trim state.
  * Both are leaf locks (nothing else is taken while one is held).
  * `unfinished` and `activity` are atomic. threads, max_queue and
  * max_inflight never change after start.
  */
+#include <assert.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -22,11 +23,19 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include "metrics.h"
 #include "pool.h"
+
+/* Cached buffers of one size class (2^(16+i) bytes), oldest first. */
+struct buf_class {
+    void *p[TV_POOL_BUF_PER_CLASS];
+    long long since[TV_POOL_BUF_PER_CLASS]; /* CLOCK_MONOTONIC ms cached */
+    size_t n;
+};
 
 struct tv_pool {
     pthread_mutex_t lock;
@@ -42,12 +51,8 @@ struct tv_pool {
     atomic_size_t unfinished;
     atomic_ulong activity; /* jobs ever pushed: tells trim the pool worked */
     pthread_mutex_t buf_lock;
-    struct {
-        void *p;
-        size_t size;
-        long long since; /* CLOCK_MONOTONIC ms when cached */
-    } bufs[TV_POOL_BUF_SLOTS]; /* cached mappings; buf_lock */
-    size_t nbufs, buf_bytes;   /* buf_lock */
+    struct buf_class *bufs;    /* [TV_POOL_BUF_CLASSES]; buf_lock */
+    size_t buf_bytes;          /* buf_lock */
     unsigned long seen_activity; /* buf_lock: activity at the last trim */
     long long quiet_since;       /* buf_lock: when activity last moved */
     int heap_trimmed;            /* buf_lock: malloc_trim done since */
@@ -129,7 +134,8 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
     pthread_mutex_init(&p->buf_lock, NULL);
     pthread_cond_init(&p->ready, NULL);
     p->tids = calloc(p->threads, sizeof *p->tids);
-    if (!p->tids)
+    p->bufs = calloc(TV_POOL_BUF_CLASSES, sizeof *p->bufs);
+    if (!p->tids || !p->bufs)
         goto out;
     for (size_t i = 0; i < p->threads; i++) {
         char name[16];
@@ -235,8 +241,10 @@ void tv_pool_stop(tv_pool *p)
     for (size_t i = 0; i < p->started; i++)
         pthread_join(p->tids[i], NULL);
     free(p->tids);
-    for (size_t i = 0; i < p->nbufs; i++)
-        munmap(p->bufs[i].p, p->bufs[i].size);
+    for (int k = 0; p->bufs && k < TV_POOL_BUF_CLASSES; k++)
+        for (size_t i = 0; i < p->bufs[k].n; i++)
+            munmap(p->bufs[k].p[i], (size_t)1 << (16 + k));
+    free(p->bufs);
     pthread_cond_destroy(&p->ready);
     pthread_mutex_destroy(&p->lock);
     pthread_mutex_destroy(&p->buf_lock);
@@ -246,37 +254,46 @@ void tv_pool_stop(tv_pool *p)
 /* --- response buffers ---------------------------------------------------- */
 
 #define BUF_BIG ((size_t)1 << 16)
-#define BUF_PER_SIZE 8 /* cached buffers of one size at most */
 
-/* The mapping size for n >= BUF_BIG: the next power of two (0 if none). */
-static size_t buf_size(size_t n)
+/* The class for n >= BUF_BIG: the next power of two, as a shift from
+ * BUF_BIG (-1 if none fits in size_t). */
+static int buf_class_of(size_t n, size_t *size)
 {
     size_t c = BUF_BIG;
+    int i = 0;
     while (c < n) {
         if (c > SIZE_MAX / 2)
-            return 0;
+            return -1;
         c <<= 1;
+        i++;
     }
-    return c;
+    *size = c;
+    return i;
+}
+
+/* How many buffers of one size the cache keeps: at most half its bytes in
+ * one size, so one burst cannot crowd out the others, and at least 2. */
+static size_t class_limit(size_t size)
+{
+    size_t n = TV_POOL_BUF_CACHE / 2 / size;
+    return n < 2 ? 2 : n > TV_POOL_BUF_PER_CLASS ? TV_POOL_BUF_PER_CLASS : n;
 }
 
 void *tv_pool_buf_get(tv_pool *p, size_t n)
 {
     if (n < BUF_BIG)
         return aligned_alloc(64, (n + 63) / 64 * 64);
-    size_t c = buf_size(n);
-    if (!c)
+    size_t c;
+    int k = buf_class_of(n, &c);
+    if (k < 0 || k >= TV_POOL_BUF_CLASSES)
         return NULL;
     pthread_mutex_lock(&p->buf_lock);
-    /* The most recently cached of the size: the others age out. */
-    for (size_t i = p->nbufs; i-- > 0;) {
-        if (p->bufs[i].size == c) {
-            void *b = p->bufs[i].p;
-            p->bufs[i] = p->bufs[--p->nbufs];
-            p->buf_bytes -= c;
-            pthread_mutex_unlock(&p->buf_lock);
-            return b;
-        }
+    struct buf_class *bc = &p->bufs[k];
+    if (bc->n) { /* the most recently cached: the others age out */
+        void *b = bc->p[--bc->n];
+        p->buf_bytes -= c;
+        pthread_mutex_unlock(&p->buf_lock);
+        return b;
     }
     pthread_mutex_unlock(&p->buf_lock);
     void *b = mmap(NULL, c, PROT_READ | PROT_WRITE,
@@ -292,18 +309,15 @@ void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
         free(buf);
         return;
     }
-    size_t c = buf_size(n), same = 0;
+    size_t c = 0;
+    int k = buf_class_of(n, &c);
+    assert(k >= 0 && k < TV_POOL_BUF_CLASSES); /* n was given to _get */
     long long now = mono_ms();
     pthread_mutex_lock(&p->buf_lock);
-    for (size_t i = 0; i < p->nbufs; i++)
-        same += p->bufs[i].size == c;
-    /* Per-size limit: a burst of one size cannot take every slot from
-     * the others. */
-    if (p->nbufs < TV_POOL_BUF_SLOTS && same < BUF_PER_SIZE &&
-        p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
-        p->bufs[p->nbufs].p = buf;
-        p->bufs[p->nbufs].since = now;
-        p->bufs[p->nbufs++].size = c;
+    struct buf_class *bc = &p->bufs[k];
+    if (bc->n < class_limit(c) && p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
+        bc->p[bc->n] = buf;
+        bc->since[bc->n++] = now;
         p->buf_bytes += c;
         buf = NULL;
     }
@@ -322,25 +336,33 @@ size_t tv_pool_cached_bytes(tv_pool *p)
 
 size_t tv_pool_trim(tv_pool *p, long long now_ms)
 {
-    struct {
-        void *p;
-        size_t size;
-    } drop[TV_POOL_BUF_SLOTS];
-    size_t ndrop = 0, bytes = 0;
+    void *drop[TV_POOL_BUF_PER_CLASS];
+    size_t bytes = 0;
     int heap = 0;
     unsigned long act =
         atomic_load_explicit(&p->activity, memory_order_relaxed);
-    pthread_mutex_lock(&p->buf_lock);
-    for (size_t i = 0; i < p->nbufs;) {
-        if (now_ms - p->bufs[i].since >= TV_POOL_BUF_IDLE_MS) {
-            drop[ndrop].p = p->bufs[i].p;
-            drop[ndrop++].size = p->bufs[i].size;
-            p->buf_bytes -= p->bufs[i].size;
-            p->bufs[i] = p->bufs[--p->nbufs];
-        } else {
-            i++;
+    for (int k = 0; k < TV_POOL_BUF_CLASSES; k++) {
+        size_t ndrop = 0, c = BUF_BIG << k;
+        pthread_mutex_lock(&p->buf_lock);
+        struct buf_class *bc = &p->bufs[k];
+        while (ndrop < bc->n &&
+               now_ms - bc->since[ndrop] >= TV_POOL_BUF_IDLE_MS) {
+            drop[ndrop] = bc->p[ndrop];
+            ndrop++;
         }
+        if (ndrop) { /* the oldest are first: keep the rest in order */
+            bc->n -= ndrop;
+            memmove(bc->p, bc->p + ndrop, bc->n * sizeof bc->p[0]);
+            memmove(bc->since, bc->since + ndrop,
+                    bc->n * sizeof bc->since[0]);
+            p->buf_bytes -= ndrop * c;
+        }
+        pthread_mutex_unlock(&p->buf_lock);
+        for (size_t i = 0; i < ndrop; i++)
+            munmap(drop[i], c);
+        bytes += ndrop * c;
     }
+    pthread_mutex_lock(&p->buf_lock);
     if (act != p->seen_activity) {
         p->seen_activity = act;
         p->quiet_since = now_ms;
@@ -350,10 +372,6 @@ size_t tv_pool_trim(tv_pool *p, long long now_ms)
         p->heap_trimmed = heap = 1;
     }
     pthread_mutex_unlock(&p->buf_lock);
-    for (size_t i = 0; i < ndrop; i++) {
-        munmap(drop[i].p, drop[i].size);
-        bytes += drop[i].size;
-    }
     /* Request bodies and small replies live in malloc's per-thread arenas;
      * after a quiet spell, hand their free pages back too. */
     if (heap)

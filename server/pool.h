@@ -61,16 +61,19 @@ void tv_pool_release(tv_pool *p, size_t bytes);
 
 /* Response buffers, 64-byte aligned. Below 64 KiB they come from malloc;
  * from 64 KiB they are mmap'd in power-of-two sizes and, when freed, kept
- * for reuse in a small cache (at most TV_POOL_BUF_CACHE bytes, 32 buffers,
- * 8 of one size): a fresh mapping costs a page fault and a zeroed page per
- * 4 KiB, which profiling showed as ~25% of the server's CPU on 4 MiB raw
- * replies (and malloc's arenas trimming and refaulting ~100 KiB JSON
- * replies cost ~10% of 8x4 JSON throughput). A cached buffer nobody took
- * for TV_POOL_BUF_IDLE_MS is unmapped by tv_pool_trim, so an idle process
- * keeps little besides the table. tv_pool_buf_free takes the size given to
- * tv_pool_buf_get. Any thread. */
+ * for reuse in a cache of at most TV_POOL_BUF_CACHE bytes, per size at
+ * most half of that and TV_POOL_BUF_PER_CLASS buffers (at least 2): a fresh
+ * mapping costs a page fault and a zeroed page per 4 KiB, which profiling
+ * showed as ~25% of the server's CPU on 4 MiB raw replies, and unmapping
+ * one interrupts every core the process runs on (TLB shootdown: 17% of an
+ * HTTP thread on 8x4 JSON at 32 connections when only 8 buffers of a size
+ * were kept). A cached buffer nobody took for TV_POOL_BUF_IDLE_MS is
+ * unmapped by tv_pool_trim, so an idle process keeps little besides the
+ * table. tv_pool_buf_free takes the size given to tv_pool_buf_get. Any
+ * thread. */
 #define TV_POOL_BUF_CACHE ((size_t)64 << 20)
-#define TV_POOL_BUF_SLOTS 32
+#define TV_POOL_BUF_PER_CLASS 64
+#define TV_POOL_BUF_CLASSES 32 /* 64 KiB .. 2^47 bytes */
 #define TV_POOL_BUF_IDLE_MS 1500
 void *tv_pool_buf_get(tv_pool *p, size_t n);
 void tv_pool_buf_free(tv_pool *p, void *buf, size_t n);
