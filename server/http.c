@@ -102,12 +102,26 @@ typedef struct conn_watch {
     int fd;
     atomic_llong deadline_ms; /* CLOCK_MONOTONIC ms; 0 = not reading */
     atomic_int timed_out;     /* set by the reaper */
+    unsigned char ip[17];     /* family byte + address, for the per-IP
+                               * count; ip[0] == 0: not counted */
 } conn_watch;
+
+/* Open TCP connections of one client address (--max-connections-per-ip).
+ * Kept here, not by MHD, because each HTTP thread is its own MHD daemon
+ * and MHD counts per daemon. */
+typedef struct ip_count {
+    struct ip_count *next;
+    unsigned char key[17];
+    unsigned n;
+} ip_count;
 
 struct tv_server {
     const tv_config *cfg;
-    struct MHD_Daemon *mhd;      /* TCP: tv-http-0..N-1 */
+    struct MHD_Daemon **tcp;     /* TCP: one per HTTP thread, tv-http-N */
+    unsigned ntcp;               /* daemons started */
     struct MHD_Daemon *mhd_unix; /* --unix-socket: tv-unix-0..N-1, or NULL */
+    pthread_mutex_t ip_lock;     /* guards ip_buckets */
+    struct ip_count *ip_buckets[256]; /* open connections per address */
     int unix_bound;              /* we created cfg->unix_socket: unlink it */
     tv_pool *pool;
     pthread_mutex_t watch_lock;
@@ -186,6 +200,73 @@ static void watch_arm(tv_server *s, conn_watch *w, int on)
                                          : 0);
 }
 
+/* --- connections per client address ------------------------------------- */
+
+static unsigned ip_hash(const unsigned char *k)
+{
+    unsigned h = 2166136261u; /* FNV-1a */
+    for (int i = 0; i < 17; i++)
+        h = (h ^ k[i]) * 16777619u;
+    return h & 255;
+}
+
+/* A new TCP connection: counts it against its address; 0 if that address
+ * already holds max_connections_per_ip (the connection is not counted and
+ * must be closed). Unix-socket connections have no address: always 1. */
+static int ip_take(tv_server *s, struct MHD_Connection *c, conn_watch *w)
+{
+    unsigned limit = (unsigned)s->cfg->max_connections_per_ip;
+    const union MHD_ConnectionInfo *ci;
+    if (!limit || !(ci = MHD_get_connection_info(
+                        c, MHD_CONNECTION_INFO_CLIENT_ADDRESS)))
+        return 1;
+    const struct sockaddr *sa = ci->client_addr;
+    unsigned char key[17] = {0};
+    if (sa->sa_family == AF_INET) {
+        key[0] = 4;
+        memcpy(key + 1, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        key[0] = 6;
+        memcpy(key + 1, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    } else {
+        return 1;
+    }
+    int ok = 1;
+    pthread_mutex_lock(&s->ip_lock);
+    ip_count **b = &s->ip_buckets[ip_hash(key)], *e = *b;
+    while (e && memcmp(e->key, key, sizeof key))
+        e = e->next;
+    if (!e && (e = calloc(1, sizeof *e)) != NULL) {
+        memcpy(e->key, key, sizeof key);
+        e->next = *b;
+        *b = e;
+    }
+    if (!e || e->n >= limit) {
+        ok = 0; /* out of memory counts as over the limit */
+    } else {
+        e->n++;
+        memcpy(w->ip, key, sizeof key);
+    }
+    pthread_mutex_unlock(&s->ip_lock);
+    return ok;
+}
+
+static void ip_give(tv_server *s, conn_watch *w)
+{
+    if (!w->ip[0])
+        return;
+    pthread_mutex_lock(&s->ip_lock);
+    ip_count **b = &s->ip_buckets[ip_hash(w->ip)];
+    while (*b && memcmp((*b)->key, w->ip, sizeof w->ip))
+        b = &(*b)->next;
+    if (*b && --(*b)->n == 0) {
+        ip_count *e = *b;
+        *b = e->next;
+        free(e);
+    }
+    pthread_mutex_unlock(&s->ip_lock);
+}
+
 /* MHD: a connection opened or is about to be closed (MHD's thread). */
 static void on_connection(void *cls, struct MHD_Connection *c,
                           void **socket_context,
@@ -196,10 +277,17 @@ static void on_connection(void *cls, struct MHD_Connection *c,
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (!ci || !(w = calloc(1, sizeof *w)))
+        if (!ci)
             return; /* unwatched: MHD's inactivity timeout still applies */
+        if (!(w = calloc(1, sizeof *w))) {
+            if (s->cfg->max_connections_per_ip) /* cannot be counted */
+                shutdown(ci->connect_fd, SHUT_RDWR);
+            return;
+        }
         w->fd = ci->connect_fd;
         watch_arm(s, w, 1);
+        if (!ip_take(s, c, w))
+            shutdown(w->fd, SHUT_RDWR); /* over the limit: MHD closes it */
         pthread_mutex_lock(&s->watch_lock);
         w->prev = &s->watches;
         w->next = s->watches.next;
@@ -208,6 +296,7 @@ static void on_connection(void *cls, struct MHD_Connection *c,
         pthread_mutex_unlock(&s->watch_lock);
         *socket_context = w;
     } else if (w) {
+        ip_give(s, w);
         pthread_mutex_lock(&s->watch_lock);
         w->prev->next = w->next;
         w->next->prev = w->prev;
@@ -1058,14 +1147,15 @@ static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
     return n;
 }
 
-/* Names the polling threads of the daemon just started stem-0..N-1. MHD
+/* Names the polling threads of the daemon just started stem-first.. MHD
  * names its threads "MHD-worker" / "MHD-single" itself, from inside each
  * new thread, and does not hand out their pthread_t: so wait (up to 2 s)
  * until all `expect` of them carry MHD's name -- after that MHD never
  * renames them -- then rename each through /proc/self/task/TID/comm, which
  * is what pthread_setname_np does for another thread of the process. Run
  * once per daemon, before the next one starts. */
-static void name_http_threads(const char *stem, size_t expect)
+static void name_http_threads(const char *stem, unsigned first,
+                              size_t expect)
 {
     pid_t tids[1024];
     size_t n = 0;
@@ -1078,7 +1168,8 @@ static void name_http_threads(const char *stem, size_t expect)
         char path[64], name[32];
         snprintf(path, sizeof path, "/proc/self/task/%ld/comm",
                  (long)tids[i]);
-        snprintf(name, sizeof name, "%s-%zu", stem, i); /* cut to 15 */
+        snprintf(name, sizeof name, "%s-%zu", stem, first + i); /* cut to
+                                                                 * 15 */
         FILE *f = fopen(path, "w");
         if (f) {
             fputs(name, f);
@@ -1087,31 +1178,41 @@ static void name_http_threads(const char *stem, size_t expect)
     }
 }
 
-/* Starts one MHD daemon with the server's handlers and s->http_threads
- * polling threads (each with its own epoll), on address sa or on the
- * listening socket fd (sa NULL); names its threads stem-0..N-1. NULL on
- * failure (errno as MHD leaves it). */
+/* Starts one MHD daemon with the server's handlers: `threads` polling
+ * threads (each with its own epoll; 1 = MHD's single thread) named
+ * stem-first.., at most `limit` connections, on address sa (with
+ * SO_REUSEPORT when reuse) or on the listening socket fd (sa NULL). NULL
+ * on failure (errno as MHD leaves it). */
 static struct MHD_Daemon *start_daemon(tv_server *s, const char *stem,
+                                       unsigned first, unsigned threads,
                                        unsigned flags,
-                                       const struct sockaddr *sa, int fd,
-                                       unsigned per_ip)
+                                       const struct sockaddr *sa, int reuse,
+                                       int fd, unsigned limit)
 {
     const tv_config *cfg = s->cfg;
     double rt = cfg->request_timeout;
     unsigned timeout_s = rt >= 1e6 ? 1000000u : (unsigned)rt;
     if ((double)timeout_s < rt || timeout_s == 0)
         timeout_s++; /* MHD counts whole seconds: rounded up */
-    struct MHD_OptionItem where[] = {
-        sa ? (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)sa}
-           : (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
+    struct MHD_OptionItem where[4];
+    int n = 0;
+    if (sa) {
+        where[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0,
+                                             (void *)sa};
+        where[n++] = (struct MHD_OptionItem){
+            MHD_OPTION_LISTENING_ADDRESS_REUSE, reuse ? 1 : 0, NULL};
+    } else {
+        where[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd,
+                                             NULL};
+    }
+    if (threads > 1)
+        where[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
+                                             (intptr_t)threads, NULL};
+    where[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, sa ? (uint16_t)cfg->port : 0, NULL, NULL, handler, s,
         MHD_OPTION_ARRAY, where,
-        MHD_OPTION_THREAD_POOL_SIZE, s->http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, /* 0: none */
+        MHD_OPTION_CONNECTION_LIMIT, limit,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
@@ -1120,10 +1221,28 @@ static struct MHD_Daemon *start_daemon(tv_server *s, const char *stem,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
     if (d) {
         int e = errno;
-        name_http_threads(stem, s->http_threads);
+        name_http_threads(stem, first, threads);
         errno = e;
     }
     return d;
+}
+
+/* The TCP address is free: bound by nobody, or only by sockets in
+ * TIME_WAIT. The HTTP threads bind it with SO_REUSEPORT, which would also
+ * let them share it silently with another server already listening there
+ * (with SO_REUSEPORT set, as a second tokvec would); this bind, without
+ * it, fails in that case. 0 or an errno. */
+static int address_free(const struct sockaddr *sa, socklen_t len)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd < 0)
+        return errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (sa->sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    int rc = bind(fd, sa, len) < 0 ? errno : 0;
+    close(fd);
+    return rc;
 }
 
 /* A listening Unix domain socket at path, for MHD. A stale socket file
@@ -1192,6 +1311,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     s->cfg = cfg;
     pthread_mutex_init(&s->table_lock, NULL);
     pthread_mutex_init(&s->watch_lock, NULL);
+    pthread_mutex_init(&s->ip_lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1269,22 +1389,45 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     pthread_setname_np(s->reaper, "tv-reaper");
     s->reaper_started = 1;
     errno = 0;
-    s->mhd = start_daemon(s, "tv-http", flags, sa, -1,
-                          (unsigned)cfg->max_connections_per_ip);
-    if (!s->mhd) {
-        int e = errno; /* from bind() or listen(), as MHD leaves it */
+    /* One MHD daemon per HTTP thread, each with its own listening socket
+     * on the same port (SO_REUSEPORT): the kernel spreads new connections
+     * over them evenly. With one shared socket (MHD's thread pool) the
+     * first thread to wake takes a burst of up to 10 at a time, and one
+     * thread was seen holding all 32 of a benchmark's connections. Each
+     * daemon gets its share of max_connections. */
+    int e = address_free(sa, sa == (const struct sockaddr *)&sa4
+                                 ? sizeof sa4 : sizeof sa6);
+    s->tcp = calloc(s->http_threads, sizeof *s->tcp);
+    if (e || !s->tcp) {
         snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
-                 cfg->host, cfg->port,
-                 e ? strerror(e) : "address in use or not permitted");
+                 cfg->host, cfg->port, strerror(e ? e : ENOMEM));
         if (ufd >= 0)
             close(ufd);
         goto fail;
     }
+    for (unsigned i = 0; i < s->http_threads; i++) {
+        unsigned share = (unsigned)(cfg->max_connections / http) +
+                         (i < (unsigned)(cfg->max_connections % http));
+        errno = 0;
+        s->tcp[i] = start_daemon(s, "tv-http", i, 1, flags, sa, 1, -1,
+                                 share);
+        if (!s->tcp[i]) {
+            e = errno; /* from bind() or listen(), as MHD leaves it */
+            snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
+                     cfg->host, cfg->port,
+                     e ? strerror(e) : "address in use or not permitted");
+            if (ufd >= 0)
+                close(ufd);
+            goto fail;
+        }
+        s->ntcp++;
+    }
     if (ufd >= 0) {
-        /* No addresses on a Unix socket: no per-address limit. */
-        s->mhd_unix = start_daemon(s, "tv-unix",
-                                   flags & ~(unsigned)MHD_USE_IPv6, NULL,
-                                   ufd, 0);
+        /* One socket shared by the threads (no SO_REUSEPORT for Unix
+         * sockets): MHD's thread pool. */
+        s->mhd_unix = start_daemon(s, "tv-unix", 0, s->http_threads,
+                                   flags & ~(unsigned)MHD_USE_IPv6, NULL, 0,
+                                   ufd, (unsigned)cfg->max_connections);
         if (!s->mhd_unix) {
             snprintf(err, errlen, "cannot serve on the Unix socket %s",
                      cfg->unix_socket);
@@ -1346,9 +1489,10 @@ void tv_server_drain_begin(tv_server *s)
      * (a health probe sees that as not ready); connections already open
      * keep being served, and there /ready answers 503 and new /embed work
      * 503 draining, each with Connection: close. */
-    MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    MHD_socket fd;
+    for (unsigned i = 0; i < s->ntcp; i++)
+        if ((fd = MHD_quiesce_daemon(s->tcp[i])) != MHD_INVALID_SOCKET)
+            close(fd);
     if (s->mhd_unix) {
         fd = MHD_quiesce_daemon(s->mhd_unix);
         if (fd != MHD_INVALID_SOCKET)
@@ -1391,8 +1535,9 @@ void tv_server_stop(tv_server *s)
 {
     if (!s)
         return;
-    if (s->mhd)
-        MHD_stop_daemon(s->mhd); /* sends what is queued, closes the rest */
+    for (unsigned i = 0; i < s->ntcp; i++) /* sends what is queued, */
+        MHD_stop_daemon(s->tcp[i]);        /* closes the rest */
+    free(s->tcp);
     if (s->mhd_unix)
         MHD_stop_daemon(s->mhd_unix);
     if (s->unix_bound)
@@ -1406,6 +1551,12 @@ void tv_server_stop(tv_server *s)
     }
     pthread_cond_destroy(&s->reaper_wake);
     pthread_mutex_destroy(&s->watch_lock);
+    for (int i = 0; i < 256; i++) /* empty once every daemon has stopped */
+        for (ip_count *e = s->ip_buckets[i], *n; e; e = n) {
+            n = e->next;
+            free(e);
+        }
+    pthread_mutex_destroy(&s->ip_lock);
     tv_pool_stop(s->pool);
     ref_release(s->current);
     pthread_mutex_destroy(&s->table_lock);

@@ -5,12 +5,12 @@ memory given back after idle.
 Run: /usr/bin/python3 tests/e2e/test_threads.py --binary build/tokvec
      (`make e2e`; `make sanitize-test` and `make valgrind` run it again).
 
-How the tests make sure every HTTP thread is involved: libmicrohttpd gives
-each of its N polling threads max_connections / N connections at most, so
-with --max-connections equal to a multiple of --http-threads and that many
-connections open at once, every HTTP thread holds its share. Waits poll
-/metrics (over the Unix socket when every TCP slot is taken), never fixed
-sleeps.
+How the tests involve every HTTP thread: each TCP HTTP thread has its own
+listening socket on the port (SO_REUSEPORT) and the kernel picks one by a
+hash of the client's address and port, so K connections leave a given one
+of N threads without any with probability (1 - 1/N)^K: 48 connections over
+4 threads miss one with probability 4 x 0.75^48 = 4e-6. Waits poll
+/metrics, never fixed sleeps.
 
 What is covered:
   names      every thread is named by role: tv-http-N, tv-unix-N,
@@ -156,13 +156,13 @@ class Threads(unittest.TestCase):
 
     # -- spread --------------------------------------------------------------
     def test_concurrent_connections_on_every_http_thread_are_bit_exact(self):
-        # 4 HTTP threads x 3 connections each: 12 connections open at once
-        # fill every thread's share, so every thread serves.
+        # 48 kept-alive connections at once over 4 HTTP threads.
+        conns = 48
         s = tc.Server(self.table, "--threads", "2", "--http-threads", "4",
-                      "--max-connections", "12", "--access-log", "false")
+                      "--access-log", "false")
         errors, done = [], []
-        start = threading.Barrier(12)
-        per_conn = 6 if UNDER_VALGRIND else 30
+        start = threading.Barrier(conns)
+        per_conn = 3 if UNDER_VALGRIND else 20
 
         def client(k):
             rnd = random.Random(k)
@@ -201,60 +201,67 @@ class Threads(unittest.TestCase):
                 c.close()
         try:
             ts = [threading.Thread(target=client, args=(k,))
-                  for k in range(12)]
+                  for k in range(conns)]
             for t in ts:
                 t.start()
             for t in ts:
                 t.join()
             self.assertEqual(errors, [])
-            self.assertEqual(sorted(done), list(range(12)))
+            self.assertEqual(sorted(done), list(range(conns)))
         finally:
             self.assertEqual(s.stop(), 0)
 
     # -- suspended connections through reload and drain ---------------------
     def test_reload_and_drain_with_suspended_connections_on_every_thread(self):
-        # One worker, 4 HTTP threads x 2 connections: 8 slow /embed
-        # requests fill every TCP slot, one runs and 7 wait suspended (so
-        # every HTTP thread holds at least one). /metrics goes over the
-        # Unix socket, which has its own slots.
+        # One worker, 4 HTTP threads, 40 slow /embed requests on 40
+        # connections: one runs, 39 wait suspended, spread over every HTTP
+        # thread (see the file comment). Then SIGHUP swaps the table and
+        # SIGTERM drains.
+        n = 40
         path = os.path.join(self.tmp, "live.safetensors")
         shutil.copy(self.big, path)
-        sock = self.sock_path("suspended.sock")
         s = tc.Server(path, "--threads", "1", "--http-threads", "4",
-                      "--max-connections", "8", "--unix-socket", sock,
                       "--access-log", "false")
-        ids = list(range(4096))
+        ids = list(range(512))  # ~40 ms of JSON formatting each
         body = json.dumps({"inputs": [ids], "positions": False})
         old = load(path)
         want = expected(old, [ids], positions=False)
-        out = [None] * 8
+        out = [None] * n
 
         def slow(k):
             try:
                 out[k] = s.request("POST", "/embed", body,
-                                   {"Accept": RAW}, timeout=120)
+                                   {"Accept": RAW}, timeout=300)
             except Exception as e:  # recorded, fails the test
                 out[k] = e
-        ts = [threading.Thread(target=slow, args=(k,)) for k in range(8)]
+        ts = [threading.Thread(target=slow, args=(k,)) for k in range(n)]
         try:
+            # Hold the worker so that every request finds it busy.
+            hold = threading.Thread(target=lambda: s.request(
+                "POST", "/embed", json.dumps({"inputs": [list(range(4096))]
+                                              * 4, "positions": False}),
+                timeout=300))
+            hold.start()
+            wait_for(lambda: s.metric("tokvec_inflight_requests") == 2 and
+                     s.metric("tokvec_queue_depth") == 0,
+                     what="the long job to run")
             for t in ts:
                 t.start()
-            # 8 open (+1: this /metrics request itself), 7 queued.
-            wait_for(lambda: unix_metric(sock, "tokvec_inflight_requests")
-                     == 9 and unix_metric(sock, "tokvec_queue_depth") == 7,
-                     what="8 requests in, 7 of them suspended in the queue")
+            # n waiting (+1 running, +1: this /metrics request itself)
+            wait_for(lambda: s.metric("tokvec_inflight_requests") == n + 2
+                     and s.metric("tokvec_queue_depth") == n,
+                     what="%d requests suspended in the queue" % n)
             init(path + ".tmp", 4096, 1024, "--context", "8", "--seed", "2")
             os.rename(path + ".tmp", path)
             s.proc.send_signal(signal.SIGHUP)
-            wait_for(lambda: unix_metric(
-                sock, 'tokvec_reloads_total{result="ok"}') == 1,
-                what="the reload")
-            self.assertGreaterEqual(
-                unix_metric(sock, "tokvec_queue_depth"), 1)
+            wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
+                     == 1, what="the reload")
+            self.assertGreaterEqual(s.metric("tokvec_queue_depth"), n - 1)
             s.proc.send_signal(signal.SIGTERM)
             for t in ts:
                 t.join()
-            rc = s.proc.wait(timeout=120 * tc.TIME_SCALE)
+            hold.join()
+            rc = s.proc.wait(timeout=300 * tc.TIME_SCALE)
             s.close_log()
             self.assertEqual(rc, 0, s.stderr())
             for r in out:
@@ -264,7 +271,6 @@ class Threads(unittest.TestCase):
                 self.assertEqual(len(data), int(hdr["Content-Length"]))
                 # Each answer comes from the table its request started on.
                 self.assertEqual(data, want.tobytes())
-            self.assertFalse(os.path.exists(sock))
         finally:
             if s.proc.poll() is None:
                 s.stop()
