@@ -71,7 +71,7 @@ void tv_pool_release(tv_pool *p, size_t bytes);
  * unmapped by tv_pool_trim, so an idle process keeps little besides the
  * table. tv_pool_buf_free takes the size given to tv_pool_buf_get. Any
  * thread. */
-#define TV_POOL_BUF_CACHE ((size_t)64 << 20)
+#define TV_POOL_BUF_CACHE ((size_t)256 << 20)
 #define TV_POOL_BUF_PER_CLASS 64
 #define TV_POOL_BUF_CLASSES 32 /* 64 KiB .. 2^47 bytes */
 #define TV_POOL_BUF_IDLE_MS 1500
