@@ -712,6 +712,9 @@ def parse_core(text):
     if m:
         tok, snp = float(m.group(1)), float(m.group(2))
     c["json_mfs"] = tok if tok is not None else c.get("json_mfs_embedbench")
+    # idbench: "id JSON parse fast 32x128<TAB>N MB/s<TAB>..."
+    g(r"^id JSON parse fast 32x128\t([\d.]+) MB/s", "ids_fast_mbs")
+    g(r"^id JSON parse jansson 32x128\t([\d.]+) MB/s", "ids_jansson_mbs")
     c["snprintf_mfs"] = snp
     return c
 
@@ -1694,6 +1697,10 @@ def main():
                   "%.1f M/s" % jm if jm else "n/a", jm and jm >= 40))
     sn = core.get("snprintf_mfs")
     G.append(ratio_goal("JSON writer >= 5x snprintf %.9g", jm, sn, 5))
+    im, ij = core.get("ids_fast_mbs"), core.get("ids_jansson_mbs")
+    G.append(goal("id JSON parse >= 500 MB/s/core (32x128)",
+                  "%.0f MB/s (jansson %.0f MB/s)" % (im, ij or 0)
+                  if im else "n/a", im and im >= 500))
     for f in ("raw", "json"):
         a_ = M.get("1x1/%s/tokvec" % f)
         b_ = M.get("1x1/%s/nginx" % f)

@@ -7,10 +7,14 @@
 #           vs snprintf %.9g), idbench (JSON id parsing: fast path vs
 #           jansson), tokvec vs torch init of the default table
 #   http    bench/loadbench.py: tokvec vs the PyTorch peer vs nginx under
-#           wrk, scaling sweeps, start-up time; writes bench/results/
+#           wrk, scaling sweeps, start-up time, the serial fraction (CPU on
+#           one-of-a-kind threads) and CPU per request against nginx, Unix
+#           socket vs TCP (bench/httpload); writes bench/results/
 #
 # Env: BENCH_QUICK=1 (about 1 s a point, fewer sweep points),
-#      BENCH_ONLY=main,tokens,dim,conns,startup (sections of the HTTP part),
+#      BENCH_ONLY=main,tokens,dim,conns,startup,serial,unix (sections of the
+#      HTTP part), BENCH_BASELINE=PATH (an older tokvec binary measured
+#      beside this one in the serial section),
 #      TOKVEC_SHARED (default ../shared beside the checkout: peers, load).
 set -eu
 BUILD=${BUILD:-build}
