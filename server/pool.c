@@ -49,7 +49,8 @@ struct tv_pool {
     size_t threads, started, max_queue, max_inflight;
     pthread_t *tids;       /* main thread only */
     atomic_size_t unfinished;
-    atomic_ulong activity; /* jobs ever pushed: tells trim the pool worked */
+    atomic_ulong activity; /* bumped by every push and inline attempt:
+                            * tells trim whether the pool was used */
     pthread_mutex_t buf_lock;
     struct buf_class *bufs;    /* [TV_POOL_BUF_CLASSES]; buf_lock */
     size_t buf_bytes;          /* buf_lock */
@@ -189,7 +190,7 @@ int tv_pool_try_inline(tv_pool *p, size_t bytes)
     int ok = 0;
     atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
-    if (!p->stopping && !p->head && fits(p, bytes)) {
+    if (!p->stopping && !p->waiting && fits(p, bytes)) {
         p->busy++;
         p->inflight_bytes += bytes;
         ok = 1;
@@ -236,8 +237,10 @@ void tv_pool_stop(tv_pool *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->stopping = 1;
+    size_t dropped = p->waiting;
     pthread_cond_broadcast(&p->ready);
     pthread_mutex_unlock(&p->lock);
+    tv_metrics_queue_add(-(int)dropped); /* the gauge counted them */
     for (size_t i = 0; i < p->started; i++)
         pthread_join(p->tids[i], NULL);
     free(p->tids);
@@ -318,8 +321,8 @@ void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
     size_t c = 0;
     int k = buf_class_of(n, &c);
     assert(k >= 0 && k < TV_POOL_BUF_CLASSES); /* n was given to _get */
-    long long now = mono_ms();
     pthread_mutex_lock(&p->buf_lock);
+    long long now = mono_ms(); /* under the lock: oldest first holds */
     struct buf_class *bc = &p->bufs[k];
     if (bc->n < class_limit(c) && p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
         bc->p[bc->n] = buf;

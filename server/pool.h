@@ -49,7 +49,8 @@ int tv_pool_reserve(tv_pool *p);
 void tv_pool_push(tv_pool *p, tv_job *job);
 
 /* For a job too small to be worth a hand-off: 1 if the caller may run it
- * at once on its own thread -- no job waits (so none is overtaken), fewer
+ * at once on its own thread -- no job waits, reserved or pushed (so none
+ * is overtaken), fewer
  * than `threads` jobs run and its bytes fit -- with a running slot and the
  * bytes taken: call tv_pool_inline_done when the work is done, and
  * tv_pool_release the bytes as for any job. 0: queue it as usual. */

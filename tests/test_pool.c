@@ -802,6 +802,23 @@ static void try_inline_refuses_while_a_job_waits(void **state)
     tv_pool_release(f->pool, 60);
 }
 
+static void try_inline_refuses_while_a_job_is_reserved_but_not_pushed(
+    void **state)
+{
+    fixture *f = *state;
+    start(f, 2, BIG_QUEUE, 100);
+    /* The HTTP thread reserves, suspends its connection, then pushes: in
+     * between, the job waits as much as a pushed one. */
+    assert_int_equal(tv_pool_reserve(f->pool), 0);
+    assert_int_equal(tv_pool_try_inline(f->pool, 1), 0);
+    tv_pool_push(f->pool, &job(f, 0, 1)->job);
+    must(f, job_done, 0);
+    tv_pool_release(f->pool, 1);
+    assert_int_equal(tv_pool_try_inline(f->pool, 1), 1);
+    tv_pool_inline_done(f->pool);
+    tv_pool_release(f->pool, 1);
+}
+
 static void inline_bytes_count_against_max_inflight_like_queued_ones(
     void **state)
 {
@@ -1101,6 +1118,7 @@ int main(void)
         T(stop_of_an_idle_pool_joins_every_worker),
         T(try_inline_takes_a_running_slot_until_inline_done),
         T(try_inline_refuses_while_a_job_waits),
+        T(try_inline_refuses_while_a_job_is_reserved_but_not_pushed),
         T(inline_bytes_count_against_max_inflight_like_queued_ones),
         T(small_buffers_come_from_malloc_aligned_and_are_not_cached),
         T(buffers_from_64KiB_are_reused_from_the_cache),
