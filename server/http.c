@@ -1298,6 +1298,84 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
 }
 
 
+/* The TCP listener -- one MHD daemon per HTTP thread, each with its own
+ * listening socket on the same port (SO_REUSEPORT), so the kernel spreads
+ * new connections over them evenly (with one shared socket, MHD's thread
+ * pool, the first thread to wake accepts bursts of up to 10, and one thread
+ * was seen holding all 32 of a benchmark's connections); each daemon gets
+ * its share of max_connections -- and the Unix socket's daemon, whose
+ * threads share one socket (MHD's thread pool). 0, -2 (bad --host or
+ * --unix-socket: exit 2) or -1 (exit 1), err filled. */
+static int start_listeners(tv_server *s, char *err, size_t errlen)
+{
+    const tv_config *cfg = s->cfg;
+    int64_t http = s->http_threads;
+    struct sockaddr_in sa4 = {.sin_family = AF_INET};
+    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6};
+    const struct sockaddr *sa;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (inet_pton(AF_INET, cfg->host, &sa4.sin_addr) == 1) {
+        sa4.sin_port = htons((uint16_t)cfg->port);
+        sa = (const struct sockaddr *)&sa4;
+    } else if (inet_pton(AF_INET6, cfg->host, &sa6.sin6_addr) == 1) {
+        sa6.sin6_port = htons((uint16_t)cfg->port);
+        sa = (const struct sockaddr *)&sa6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        snprintf(err, errlen, "--host '%s' is not an IPv4 or IPv6 address",
+                 cfg->host);
+        return -2;
+    }
+    int ufd = -1;
+    if (*cfg->unix_socket) {
+        int urc = unix_listen(cfg->unix_socket, &ufd, err, errlen);
+        if (urc < 0) {
+            return urc;
+        }
+        s->unix_bound = 1;
+    }
+    int e = address_free(sa, sa == (const struct sockaddr *)&sa4
+                                 ? sizeof sa4 : sizeof sa6);
+    s->tcp = calloc(s->http_threads, sizeof *s->tcp);
+    if (e || !s->tcp) {
+        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
+                 cfg->host, cfg->port, strerror(e ? e : ENOMEM));
+        if (ufd >= 0)
+            close(ufd);
+        return -1;
+    }
+    for (unsigned i = 0; i < s->http_threads; i++) {
+        unsigned share = (unsigned)(cfg->max_connections / http) +
+                         (i < (unsigned)(cfg->max_connections % http));
+        errno = 0;
+        s->tcp[i] = start_daemon(s, "tv-http", i, 1, flags, sa, 1, -1,
+                                 share);
+        if (!s->tcp[i]) {
+            e = errno; /* from bind() or listen(), as MHD leaves it */
+            snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
+                     cfg->host, cfg->port,
+                     e ? strerror(e) : "address in use or not permitted");
+            if (ufd >= 0)
+                close(ufd);
+            return -1;
+        }
+        s->ntcp++;
+    }
+    if (ufd >= 0) {
+        s->mhd_unix = start_daemon(s, "tv-unix", 0, s->http_threads,
+                                   flags & ~(unsigned)MHD_USE_IPv6, NULL, 0,
+                                   ufd, (unsigned)cfg->max_connections);
+        if (!s->mhd_unix) {
+            snprintf(err, errlen, "cannot serve on the Unix socket %s",
+                     cfg->unix_socket);
+            close(ufd);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                     size_t errlen)
 {
@@ -1346,95 +1424,21 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                  strerror(-prc));
         goto fail;
     }
-    /* HTTP threads: as many as workers unless set; MHD gives each a share
-     * of max_connections, so never more threads than connections. */
+    /* HTTP threads: as many as workers unless set; each gets a share of
+     * max_connections, so never more threads than connections. */
     int64_t http = cfg->http_threads > 0 ? cfg->http_threads : threads;
     if (http > cfg->max_connections)
         http = cfg->max_connections;
     s->http_threads = (unsigned)http;
 
-    struct sockaddr_in sa4 = {.sin_family = AF_INET};
-    struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6};
-    const struct sockaddr *sa;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
-    if (inet_pton(AF_INET, cfg->host, &sa4.sin_addr) == 1) {
-        sa4.sin_port = htons((uint16_t)cfg->port);
-        sa = (const struct sockaddr *)&sa4;
-    } else if (inet_pton(AF_INET6, cfg->host, &sa6.sin6_addr) == 1) {
-        sa6.sin6_port = htons((uint16_t)cfg->port);
-        sa = (const struct sockaddr *)&sa6;
-        flags |= MHD_USE_IPv6;
-    } else {
-        snprintf(err, errlen, "--host '%s' is not an IPv4 or IPv6 address",
-                 cfg->host);
-        rc = -2;
-        goto fail;
-    }
-    int ufd = -1;
-    if (*cfg->unix_socket) {
-        int urc = unix_listen(cfg->unix_socket, &ufd, err, errlen);
-        if (urc < 0) {
-            rc = urc;
-            goto fail;
-        }
-        s->unix_bound = 1;
-    }
     if ((errno = pthread_create(&s->reaper, NULL, reaper_main, s)) != 0) {
         snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
-        if (ufd >= 0)
-            close(ufd);
         goto fail;
     }
     pthread_setname_np(s->reaper, "tv-reaper");
     s->reaper_started = 1;
-    errno = 0;
-    /* One MHD daemon per HTTP thread, each with its own listening socket
-     * on the same port (SO_REUSEPORT): the kernel spreads new connections
-     * over them evenly. With one shared socket (MHD's thread pool) the
-     * first thread to wake takes a burst of up to 10 at a time, and one
-     * thread was seen holding all 32 of a benchmark's connections. Each
-     * daemon gets its share of max_connections. */
-    int e = address_free(sa, sa == (const struct sockaddr *)&sa4
-                                 ? sizeof sa4 : sizeof sa6);
-    s->tcp = calloc(s->http_threads, sizeof *s->tcp);
-    if (e || !s->tcp) {
-        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
-                 cfg->host, cfg->port, strerror(e ? e : ENOMEM));
-        if (ufd >= 0)
-            close(ufd);
+    if ((rc = start_listeners(s, err, errlen)) < 0)
         goto fail;
-    }
-    for (unsigned i = 0; i < s->http_threads; i++) {
-        unsigned share = (unsigned)(cfg->max_connections / http) +
-                         (i < (unsigned)(cfg->max_connections % http));
-        errno = 0;
-        s->tcp[i] = start_daemon(s, "tv-http", i, 1, flags, sa, 1, -1,
-                                 share);
-        if (!s->tcp[i]) {
-            e = errno; /* from bind() or listen(), as MHD leaves it */
-            snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
-                     cfg->host, cfg->port,
-                     e ? strerror(e) : "address in use or not permitted");
-            if (ufd >= 0)
-                close(ufd);
-            goto fail;
-        }
-        s->ntcp++;
-    }
-    if (ufd >= 0) {
-        /* One socket shared by the threads (no SO_REUSEPORT for Unix
-         * sockets): MHD's thread pool. */
-        s->mhd_unix = start_daemon(s, "tv-unix", 0, s->http_threads,
-                                   flags & ~(unsigned)MHD_USE_IPv6, NULL, 0,
-                                   ufd, (unsigned)cfg->max_connections);
-        if (!s->mhd_unix) {
-            snprintf(err, errlen, "cannot serve on the Unix socket %s",
-                     cfg->unix_socket);
-            close(ufd);
-            goto fail;
-        }
-    }
     *out = s;
     return 0;
 fail:
