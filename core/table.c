@@ -90,12 +90,28 @@ static int fail(const tokvec_table_opts *o, const char *path, int code,
     return code;
 }
 
-/* Maps a whole file read-only. */
+/* What a file that is not a regular one is, for the error message. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a file of unknown type";
+}
+
+/* Maps a whole file read-only. O_NONBLOCK: opening a FIFO (or a device)
+ * must not wait for a writer -- a SIGHUP reload runs this on the main
+ * thread, which would then never see SIGTERM. Anything but a regular file
+ * is refused after fstat; O_NONBLOCK does not affect mmap of a regular
+ * file. */
 static int map_file(const tokvec_table_opts *o, const char *path,
                     const unsigned char **map, size_t *len)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY),
+        rc = 0;
     *map = NULL;
     *len = 0;
     if (fd < 0)
@@ -105,7 +121,8 @@ static int map_file(const tokvec_table_opts *o, const char *path,
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = fail(o, path, TOKVEC_E_FORMAT, "not a regular file");
+        rc = fail(o, path, TOKVEC_E_FORMAT, "is %s, not a regular file",
+                  file_kind(st.st_mode));
         goto out;
     }
     if (st.st_size == 0) {

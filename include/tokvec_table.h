@@ -109,7 +109,11 @@ typedef struct tokvec_row {
 /* Opens and validates path. On success *out is a new handle (close with
  * tokvec_table_close) and 0 is returned; on failure *out is NULL, a negative
  * code is returned and opts->errbuf (if given) says which file and what is
- * wrong in one line. opts may be NULL. */
+ * wrong in one line. opts may be NULL.
+ * path and opts->position_path must be regular files: anything else (a
+ * FIFO, a directory, a device) is TOKVEC_E_FORMAT, e.g. "PATH: is a FIFO,
+ * not a regular file". Open never blocks on such a file (O_NONBLOCK), so a
+ * reload cannot hang on a FIFO waiting for a writer. */
 int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
                       tokvec_table **out) TOKVEC_MUST_CHECK;
 

@@ -7,12 +7,14 @@
  * offsets, GPT-2-like files with many other tensors, .npy v1/v2/v3.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -478,6 +480,65 @@ static void npy_rejects_bad_magic_order_dtype_rank_and_size(void **s)
                     44), NULL, TOKVEC_E_SIZE);
 }
 
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* Opens p (as the table, or as the --pos .npy of a good token .npy) with
+ * SIGALRM armed for 5 s and no SA_RESTART: an open() that blocks comes
+ * back as -EINTR and the test fails instead of hanging. Expects
+ * TOKVEC_E_FORMAT and a message naming p and saying what it is. */
+static void expect_refused_without_blocking(const char *p, int as_pos,
+                                            const char *what)
+{
+    char tokp[256], err[512] = "", want[400];
+    tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+    const char *open_path = p;
+    if (as_pos) {
+        snprintf(tokp, sizeof tokp, "%s",
+                 npy_file("tok.npy", 1, NPY_DICT("<f4", "False", "(2, 4)"),
+                          data12, 32));
+        o.position_path = p;
+        open_path = tokp;
+    }
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: a blocked open() -> EINTR */
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+    alarm(5);
+    tokvec_table *t = (tokvec_table *)1;
+    int rc = tokvec_table_open(open_path, &o, &t);
+    alarm(0);
+    assert_int_equal(sigaction(SIGALRM, &old, NULL), 0);
+    if (rc != TOKVEC_E_FORMAT)
+        fail_msg("%s: got %d (%s), want TOKVEC_E_FORMAT; message: %s", p, rc,
+                 tokvec_errname(rc), err);
+    assert_null(t);
+    snprintf(want, sizeof want, "%s: is %s, not a regular file", p, what);
+    if (!strstr(err, want))
+        fail_msg("message '%s' lacks '%s'", err, want);
+}
+
+static void open_refuses_a_fifo_at_once(void **s)
+{
+    (void)s;
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/fifo.safetensors", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    expect_refused_without_blocking(fifo, 0, "a FIFO");
+    expect_refused_without_blocking(fifo, 1, "a FIFO"); /* as --pos */
+    unlink(fifo);
+}
+
+static void open_refuses_a_directory(void **s)
+{
+    (void)s;
+    expect_refused_without_blocking(dir, 0, "a directory");
+    expect_refused_without_blocking(dir, 1, "a directory");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +572,8 @@ int main(void)
         cmocka_unit_test(npy_versions_1_2_3_open),
         cmocka_unit_test(npy_with_position_file_is_learned),
         cmocka_unit_test(npy_rejects_bad_magic_order_dtype_rank_and_size),
+        cmocka_unit_test(open_refuses_a_fifo_at_once),
+        cmocka_unit_test(open_refuses_a_directory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

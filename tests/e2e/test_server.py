@@ -38,7 +38,9 @@ What is covered:
              open connection, new connections refused, exit code 0; the
              drain timeout and a second SIGTERM end the wait, still 0).
   Faults     SIGHUP with a truncated, cut, corrupt, empty or wrong-dim file
-             (old table keeps serving, each counted as failed); a SIGHUP
+             (old table keeps serving, each counted as failed); a FIFO
+             renamed over the table (the reload fails at once instead of
+             blocking in open(), SIGTERM still exits 0); a SIGHUP
              storm under load (every answer bit-exact from one table or the
              other); SIGTERM under load (every request the server took,
              by its access log, reached its client complete); a table
@@ -1008,6 +1010,34 @@ class Faults(Base):
                              expected(self.tb, self.ids).tobytes())
         finally:
             self.assertEqual(s.stop(), 0)
+
+    def test_table_replaced_by_a_fifo_fails_the_reload_at_once(self):
+        """A FIFO renamed over the table: the SIGHUP reload must not wait
+        in open() for a writer (it runs on the main thread, which would
+        then never act on SIGTERM). The reload fails at once, naming the
+        file and what it is, the old table keeps serving, a second SIGHUP
+        fails the same way, and SIGTERM still ends the server with 0."""
+        live = os.path.join(self.tmp, "fifo.safetensors")
+        self.replace(live, self.a)
+        s = tc.Server(live)
+        acc = "application/octet-stream"
+        want_a = expected(self.ta, self.ids).tobytes()
+        rc = None
+        try:
+            os.mkfifo(live + ".tmp")
+            os.rename(live + ".tmp", live)
+            for n in (1, 2):
+                s.proc.send_signal(signal.SIGHUP)
+                wait_for(lambda: s.metric(
+                    'tokvec_reloads_total{result="failed"}') == n,
+                    timeout=10, what="reload #%d of the FIFO to fail" % n)
+                self.assertEqual(s.embed({"inputs": self.ids}, acc)[2],
+                                 want_a)
+            self.assertIn(live + ": is a FIFO, not a regular file",
+                          s.stderr())
+        finally:
+            rc = s.stop(timeout=10)
+        self.assertEqual(rc, 0)
 
     def test_sighup_storm_under_load_every_answer_from_one_table(self):
         live = os.path.join(self.tmp, "storm.safetensors")
