@@ -156,6 +156,51 @@ static int mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 
 /* --- safetensors ---------------------------------------------------------- */
 
+/* Data order: by begin, then end. */
+static int by_offsets(const void *a, const void *b)
+{
+    const tokvec__tensor *x = *(const tokvec__tensor *const *)a;
+    const tokvec__tensor *y = *(const tokvec__tensor *const *)b;
+    if (x->data != y->data)
+        return x->data < y->data ? -1 : 1;
+    return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
+}
+
+/* safetensors forbids tensors whose data ranges overlap: every tensor of
+ * the header (not only the two tables) is checked. Sorted by begin, the
+ * first overlap is always between neighbours. Empty tensors hold no bytes
+ * and cannot overlap anything. */
+static int check_overlaps(const tokvec_table *t, const tokvec_table_opts *o,
+                          const unsigned char *data)
+{
+    const tokvec__tensor **v = malloc((t->ntensors ? t->ntensors : 1) *
+                                      sizeof *v);
+    size_t n = 0;
+    int rc = 0;
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->ntensors; i++)
+        if (t->tensors[i].nbytes)
+            v[n++] = &t->tensors[i];
+    qsort(v, n, sizeof *v, by_offsets);
+    for (size_t i = 1; i < n; i++) {
+        const tokvec__tensor *a = v[i - 1], *b = v[i];
+        uint64_t ab = (uint64_t)(a->data - data);
+        uint64_t bb = (uint64_t)(b->data - data);
+        if (bb < ab + a->nbytes) {
+            rc = fail(o, t->path, TOKVEC_E_OFFSETS,
+                      "tensors '%s' [%" PRIu64 ", %" PRIu64 "] and '%s' [%"
+                      PRIu64 ", %" PRIu64 "] overlap (safetensors forbids "
+                      "tensors sharing bytes)",
+                      a->name, ab, ab + a->nbytes, b->name, bb,
+                      bb + b->nbytes);
+            break;
+        }
+    }
+    free(v);
+    return rc;
+}
+
 static int parse_safetensors(tokvec_table *t, const tokvec_table_opts *o)
 {
     const char *path = t->path;
@@ -324,6 +369,7 @@ static int parse_safetensors(tokvec_table *t, const tokvec_table_opts *o)
         x->data = data + begin;
         x->nbytes = bytes;
     }
+    rc = check_overlaps(t, o, data);
 out:
     json_decref(root);
     return rc;

@@ -13,6 +13,9 @@
  *      tensor: {"dtype": D, "shape": [..], "data_offsets": [begin, end]},
  *      offsets relative to the data start 8+N, begin <= end <= data size,
  *      numel(shape) * size(D) == end - begin, D one of safetensors' dtypes.
+ *      No two tensors share a byte: the [begin, end) ranges of all tensors
+ *      in the header (used or not; empty ones aside) must not overlap,
+ *      else TOKVEC_E_OFFSETS naming both. Gaps between them are allowed.
  *      "__metadata__" is an object of string values; tokvec reads
  *      "positional" (learned|sinusoidal|none) and "context_length".
  *   3. The token tensor is found by opts->token_tensor or the first present

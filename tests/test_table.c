@@ -225,6 +225,77 @@ static void open_rejects_dtype_mismatch_between_tables(void **s)
            NULL, TOKVEC_E_MISMATCH);
 }
 
+/* Opens and expects TOKVEC_E_OFFSETS with a message naming both tensors. */
+static void expect_overlap(const char *p, const char *a, const char *b)
+{
+    char err[512] = "";
+    tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_table *t = (tokvec_table *)1;
+    int rc = tokvec_table_open(p, &o, &t);
+    if (rc == 0)
+        tokvec_table_close(t);
+    if (rc != TOKVEC_E_OFFSETS)
+        fail_msg("got %d (%s), want TOKVEC_E_OFFSETS; message: %s", rc,
+                 tokvec_errname(rc), err);
+    assert_null(t);
+    assert_non_null(strstr(err, p));
+    if (!strstr(err, a) || !strstr(err, b) || !strstr(err, "overlap"))
+        fail_msg("message '%s' does not name '%s' and '%s' as overlapping",
+                 err, a, b);
+}
+
+static void open_rejects_token_and_position_tables_sharing_bytes(void **s)
+{
+    (void)s;
+    /* pos_emb [16, 48) begins inside tok_emb [0, 32). */
+    expect_overlap(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":"
+                           "[2,4],\"data_offsets\":[0,32]},\"pos_emb.weight\":"
+                           "{\"dtype\":\"F32\",\"shape\":[2,4],"
+                           "\"data_offsets\":[16,48]}}", 0, data12, 48),
+                   "'tok_emb.weight'", "'pos_emb.weight'");
+    /* The same bytes twice, listed position first. */
+    expect_overlap(st_file("{\"pos_emb.weight\":{\"dtype\":\"F32\",\"shape\":"
+                           "[2,4],\"data_offsets\":[8,40]},\"tok_emb.weight\":"
+                           "{\"dtype\":\"F32\",\"shape\":[2,4],"
+                           "\"data_offsets\":[8,40]}}", 0, data12, 48),
+                   "'tok_emb.weight'", "'pos_emb.weight'");
+}
+
+static void open_rejects_overlap_between_tensors_it_does_not_use(void **s)
+{
+    (void)s;
+    /* tok_emb is alone in [0, 32); "b" [36, 44) lies inside "a" [32, 44),
+     * "a" after "b" in the header: every tensor is checked, in data order,
+     * not only the two tables. */
+    expect_overlap(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":"
+                           "[2,4],\"data_offsets\":[0,32]},\"b\":{\"dtype\":"
+                           "\"U8\",\"shape\":[8],\"data_offsets\":[36,44]},"
+                           "\"a\":{\"dtype\":\"U8\",\"shape\":[12],"
+                           "\"data_offsets\":[32,44]}}", 0, data12, 48),
+                   "'a'", "'b'");
+    /* "c" [0, 48) covers the whole data, the token table included; the
+     * message names the first pair in data order. */
+    expect_overlap(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":"
+                           "[1,4],\"data_offsets\":[32,48]},\"d\":{\"dtype\":"
+                           "\"U8\",\"shape\":[4],\"data_offsets\":[4,8]},"
+                           "\"c\":{\"dtype\":\"U8\",\"shape\":[48],"
+                           "\"data_offsets\":[0,48]}}", 0, data12, 48),
+                   "'c'", "'d'");
+}
+
+static void open_accepts_adjacent_and_empty_tensors(void **s)
+{
+    (void)s;
+    /* Touching ranges share no byte; an empty tensor has no bytes to
+     * share, wherever its offsets point. */
+    expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
+                   "\"data_offsets\":[0,32]},\"pos_emb.weight\":{\"dtype\":"
+                   "\"F32\",\"shape\":[1,4],\"data_offsets\":[32,48]},"
+                   "\"e\":{\"dtype\":\"F32\",\"shape\":[0],"
+                   "\"data_offsets\":[16,16]}}", 0, data12, 48),
+           NULL, 0);
+}
+
 static void open_rejects_missing_token_tensor(void **s)
 {
     (void)s;
@@ -559,6 +630,9 @@ int main(void)
         cmocka_unit_test(open_rejects_integer_token_table),
         cmocka_unit_test(open_rejects_dim_mismatch_between_tables),
         cmocka_unit_test(open_rejects_dtype_mismatch_between_tables),
+        cmocka_unit_test(open_rejects_token_and_position_tables_sharing_bytes),
+        cmocka_unit_test(open_rejects_overlap_between_tensors_it_does_not_use),
+        cmocka_unit_test(open_accepts_adjacent_and_empty_tensors),
         cmocka_unit_test(open_rejects_missing_token_tensor),
         cmocka_unit_test(open_rejects_missing_named_tensor),
         cmocka_unit_test(open_rejects_empty_table),
