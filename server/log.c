@@ -12,11 +12,42 @@
  * What must hold: the level is checked before anything is formatted; a line
  * is built in a bounded stack buffer (LINE_MAX bytes, at most PIPE_BUF so a
  * write to a pipe is atomic too) and written with one write(2), so lines of
- * different threads never interleave; a line never contains a newline but
- * its last byte (control bytes are escaped in both formats); a JSON line is
- * always valid JSON, whatever bytes the message holds (invalid UTF-8 becomes
- * U+FFFD, long messages are cut at a character boundary and marked with
- * "truncated":true; text lines end in "..." instead).
+ * different threads never interleave.
+ *
+ * Every line, in either format and whatever bytes a message, method or path
+ * holds, is printable ASCII (0x20-0x7e) ending in its one newline: no C0
+ * control, no DEL, no C1 control (neither raw 0x80-0x9f nor U+0080-U+009F
+ * in UTF-8), no U+2028/U+2029, no bidi override, no byte >= 0x80 at all.
+ * A request path is the client's choosing (libmicrohttpd percent-decodes
+ * it: `%c2%9b` arrives as U+009B, the 8-bit CSI of a terminal), so a log
+ * read with cat, less or a pager, pasted into a browser or a script, shows
+ * what was sent and does nothing.
+ *   text  \n \t \r for those, \xHH for every other byte outside 0x20-0x7e,
+ *         valid UTF-8 included ("café" is logged as caf\xc3\xa9): a safe
+ *         subset of Unicode is a moving target (bidi controls, zero-width
+ *         and new format characters), no real route has a non-ASCII path,
+ *         and \xHH is exact. A key=value value (logfmt) is quoted when it
+ *         is empty or holds a byte it escapes, a space, '"', '\\' or '=';
+ *         inside the quotes '"' and '\\' are escaped too, so a value
+ *         decodes back to its exact bytes (Go strconv.Unquote rules) and
+ *         \xHH in a value is always an escape. A message (not a value)
+ *         keeps '"' and '\\' as they are.
+ *   json  the line is valid JSON: '"' '\\' \n \t \r as usual, other C0
+ *         and DEL as \u00XX, every code point above U+007F as \uXXXX
+ *         (a surrogate pair above U+FFFF), so the string decodes to the
+ *         very bytes logged when they are valid UTF-8. A byte that is not
+ *         part of valid UTF-8 is written as the four characters \xHH (JSON
+ *         "\\xHH"): readable and exact, but a literal backslash-x sent by
+ *         the client reads the same once decoded (the text format tells
+ *         them apart).
+ *
+ * Cuts: a message longer than the line is cut at a character (JSON) or
+ * byte (text) boundary and marked with "truncated":true (JSON) or a
+ * trailing "..." (text). A cut request path -- server/http.c keeps the
+ * first 255 bytes and passes the whole length, and a path the line cannot
+ * hold is cut here -- ends in "...[+N bytes]", N the bytes of the path not
+ * logged, and the line carries path_truncated=true ("path_truncated":true);
+ * "truncated" still means the line itself was full.
  *
  * Threads: fmt_json and min_level are written only by tv_log_setup, on the
  * main thread before other threads start; afterwards every thread only
@@ -36,6 +67,7 @@
 enum {
     LINE_MAX_ = 4096, /* whole line, newline included (<= PIPE_BUF) */
     TAIL = 160,       /* reserved for the end of a line: fields, } \n */
+    ACCESS_TAIL = 256, /* same, access line: path marker, fields, } \n */
     MSG_MAX = 3072,   /* formatted message before escaping */
 };
 
@@ -78,14 +110,16 @@ typedef struct line {
     bool cut; /* something did not fit */
 } line;
 
-static void put(line *l, const char *s, size_t k)
+/* Appends s[0..k) whole or not at all; false (and cut) if it did not fit. */
+static bool put(line *l, const char *s, size_t k)
 {
     if (l->n + k > l->lim) {
         l->cut = true;
-        return;
+        return false;
     }
     memcpy(l->b + l->n, s, k);
     l->n += k;
+    return true;
 }
 
 static void putf(line *l, const char *fmt, ...)
@@ -125,81 +159,109 @@ static size_t utf8_len(const unsigned char *s)
     return 0;
 }
 
-/* s as the inside of a JSON string; stops at the first unit that does not
- * fit, so the result is always a well-formed string body. */
-static void put_json_str(line *l, const char *str)
+/* The code point of the valid UTF-8 sequence s[0..k), k = 2..4. */
+static unsigned utf8_decode(const unsigned char *s, size_t k)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    while (*s && !l->cut) {
-        char esc[8];
-        size_t k = utf8_len(s);
-        if (k == 0) {
-            put(l, "\\ufffd", 6);
-            s++;
-            continue;
-        }
-        if (k > 1) {
-            put(l, (const char *)s, k);
-        } else if (*s == '"' || *s == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*s;
-            put(l, esc, 2);
-        } else if (*s == '\n') {
-            put(l, "\\n", 2);
-        } else if (*s == '\t') {
-            put(l, "\\t", 2);
-        } else if (*s == '\r') {
-            put(l, "\\r", 2);
-        } else if (*s < 0x20 || *s == 0x7f) {
-            snprintf(esc, sizeof esc, "\\u%04x", *s);
-            put(l, esc, 6);
-        } else {
-            put(l, (const char *)s, 1);
-        }
-        s += k;
-    }
+    unsigned cp = s[0] & (0x7fu >> k);
+    for (size_t i = 1; i < k; i++)
+        cp = cp << 6 | (s[i] & 0x3fu);
+    return cp;
 }
 
-/* s for a text line: control bytes as \n, \t, \r or \xHH. As a key=value
- * value (logfmt), it is quoted when empty or holding a space, '"', '\\' or
- * '='. Stops at the first unit that does not fit. */
-static void put_text_str(line *l, const char *str, bool value)
+/* s as the inside of a JSON string, printable ASCII only (see the top of
+ * the file); stops before the first unit that does not fit, so the result
+ * is always a well-formed string body. Returns the bytes of s written. */
+static size_t put_json_str(line *l, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str, *p = s;
+    while (*p) {
+        char esc[16];
+        size_t k = utf8_len(p), n = 1;
+        unsigned c = *p;
+        if (k == 0) { /* not UTF-8: the characters \xHH */
+            k = 1;
+            n = (size_t)snprintf(esc, sizeof esc, "\\\\x%02x", c);
+        } else if (k > 1) {
+            unsigned cp = utf8_decode(p, k);
+            if (cp < 0x10000)
+                n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp);
+            else
+                n = (size_t)snprintf(esc, sizeof esc, "\\u%04x\\u%04x",
+                                     0xd800 + ((cp - 0x10000) >> 10),
+                                     0xdc00 + ((cp - 0x10000) & 0x3ff));
+        } else if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            n = 2;
+        } else if (c == '\n') {
+            memcpy(esc, "\\n", n = 2);
+        } else if (c == '\t') {
+            memcpy(esc, "\\t", n = 2);
+        } else if (c == '\r') {
+            memcpy(esc, "\\r", n = 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c);
+        } else {
+            esc[0] = (char)c;
+        }
+        if (!put(l, esc, n))
+            break;
+        p += k;
+    }
+    return (size_t)(p - s);
+}
+
+/* Whether s as a key=value value (logfmt) goes in quotes: empty, or with a
+ * byte that put_text_str escapes, a space, '"', '\\' or '='. */
+static bool text_needs_quotes(const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
-    bool quote = false;
-    if (value) {
-        quote = !*s;
-        for (const unsigned char *p = s; *p; p++)
-            if (*p <= ' ' || *p == '"' || *p == '\\' || *p == '=')
-                quote = true;
-    }
-    if (quote)
-        put(l, "\"", 1);
-    for (; *s && !l->cut; s++) {
+    if (!*s)
+        return true;
+    for (; *s; s++)
+        if (*s <= ' ' || *s >= 0x7f || *s == '"' || *s == '\\' || *s == '=')
+            return true;
+    return false;
+}
+
+/* s for a text line, printable ASCII only: \n, \t, \r, and \xHH for every
+ * other byte outside 0x20-0x7e; inside quotes '"' and '\\' as \" and \\.
+ * Stops before the first byte that does not fit; returns the bytes of s
+ * written. */
+static size_t put_text_str(line *l, const char *str, bool quoted)
+{
+    const unsigned char *s = (const unsigned char *)str, *p = s;
+    for (; *p; p++) {
         char esc[8];
-        if (*s == '\n')
-            put(l, "\\n", 2);
-        else if (*s == '\t')
-            put(l, "\\t", 2);
-        else if (*s == '\r')
-            put(l, "\\r", 2);
-        else if (*s < 0x20 || *s == 0x7f) {
-            snprintf(esc, sizeof esc, "\\x%02x", *s);
-            put(l, esc, 4);
-        } else if (quote && (*s == '"' || *s == '\\')) {
+        size_t n = 1;
+        unsigned c = *p;
+        if (c == '\n')
+            memcpy(esc, "\\n", n = 2);
+        else if (c == '\t')
+            memcpy(esc, "\\t", n = 2);
+        else if (c == '\r')
+            memcpy(esc, "\\r", n = 2);
+        else if (c < 0x20 || c >= 0x7f)
+            n = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
+        else if (quoted && (c == '"' || c == '\\')) {
             esc[0] = '\\';
-            esc[1] = (char)*s;
-            put(l, esc, 2);
-        } else {
-            put(l, (const char *)s, 1);
-        }
+            esc[1] = (char)c;
+            n = 2;
+        } else
+            esc[0] = (char)c;
+        if (!put(l, esc, n))
+            break;
     }
-    if (quote) {
-        size_t lim = l->lim;
-        l->lim = LINE_MAX_; /* the closing quote always goes in */
-        put(l, "\"", 1);
-        l->lim = lim;
-    }
+    return (size_t)(p - s);
+}
+
+/* A closing quote, past the limit: it always goes in (TAIL keeps room). */
+static void put_close_quote(line *l)
+{
+    size_t lim = l->lim;
+    l->lim = LINE_MAX_;
+    put(l, "\"", 1);
+    l->lim = lim;
 }
 
 /* Starts a line: timestamp and level, up to the message. */
@@ -306,8 +368,9 @@ size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)
     return n;
 }
 
-void tv_log_access(const char *method, const char *path, int status,
-                   long long tokens, long long bytes, long long micros)
+void tv_log_access(const char *method, const char *path, size_t path_len,
+                   int status, long long tokens, long long bytes,
+                   long long micros)
 {
     if (TV_LOG_INFO < min_level)
         return;
@@ -315,32 +378,51 @@ void tv_log_access(const char *method, const char *path, int status,
     begin(&l, TV_LOG_INFO);
     method = method ? method : "";
     path = path ? path : "";
+    size_t have = strlen(path), whole = path_len > have ? path_len : have;
+    size_t logged;
+    bool quoted = false; /* text: the path value is in quotes */
     if (fmt_json) {
         put(&l, "request\",\"method\":\"", 19);
         l.lim = LINE_MAX_ - TAIL - 1024; /* leave room for the path */
         put_json_str(&l, method);
-        l.lim = LINE_MAX_ - TAIL;
+        l.lim = LINE_MAX_ - ACCESS_TAIL;
         put(&l, "\",\"path\":\"", 10);
-        put_json_str(&l, path);
-        bool cut = l.cut;
-        l.lim = LINE_MAX_;
-        l.cut = false;
-        putf(&l,
-             "\",\"status\":%d,\"tokens\":%lld,\"bytes\":%lld,"
-             "\"duration_us\":%lld%s}\n",
-             status, tokens, bytes, micros, cut ? ",\"truncated\":true" : "");
+        logged = put_json_str(&l, path);
     } else {
         put(&l, "request method=", 15);
         l.lim = LINE_MAX_ - TAIL - 1024;
-        put_text_str(&l, method, true);
-        l.lim = LINE_MAX_ - TAIL;
+        bool q = text_needs_quotes(method);
+        if (q)
+            put(&l, "\"", 1);
+        put_text_str(&l, method, q);
+        if (q)
+            put_close_quote(&l);
+        l.lim = LINE_MAX_ - ACCESS_TAIL;
         put(&l, " path=", 6);
-        put_text_str(&l, path, true);
-        bool cut = l.cut;
-        l.lim = LINE_MAX_;
-        l.cut = false;
-        putf(&l, " status=%d tokens=%lld bytes=%lld duration_us=%lld%s\n",
-             status, tokens, bytes, micros, cut ? " truncated=true" : "");
+        /* Quoted also when it may be cut (the marker holds a space): a
+         * byte takes at most 4 escaped. */
+        size_t room = l.lim > l.n ? l.lim - l.n : 0;
+        quoted = text_needs_quotes(path) || whole > have || have > room / 4;
+        if (quoted)
+            put(&l, "\"", 1);
+        logged = put_text_str(&l, path, quoted);
     }
+    bool cut = l.cut, path_cut = logged < whole;
+    l.lim = LINE_MAX_; /* ACCESS_TAIL keeps room for the rest */
+    l.cut = false;
+    if (path_cut)
+        putf(&l, "...[+%zu bytes]", whole - logged);
+    if (fmt_json)
+        putf(&l,
+             "\",\"status\":%d,\"tokens\":%lld,\"bytes\":%lld,"
+             "\"duration_us\":%lld%s%s}\n",
+             status, tokens, bytes, micros,
+             path_cut ? ",\"path_truncated\":true" : "",
+             cut ? ",\"truncated\":true" : "");
+    else
+        putf(&l, "%s status=%d tokens=%lld bytes=%lld duration_us=%lld%s%s\n",
+             quoted ? "\"" : "", status, tokens, bytes, micros,
+             path_cut ? " path_truncated=true" : "",
+             cut ? " truncated=true" : "");
     emit(&l);
 }

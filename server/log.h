@@ -2,10 +2,15 @@
  *
  * tv_log checks the level before formatting anything. Lines are written
  * with one write(2) each, so lines from different threads never interleave.
+ * Every line is printable ASCII plus its newline, whatever the bytes logged
+ * (text: \xHH; JSON: \uXXXX, invalid UTF-8 as the characters \xHH): see
+ * the top of log.c.
  * tv_log_setup is called once on the main thread before other threads start.
  */
 #ifndef TV_LOG_H
 #define TV_LOG_H
+
+#include <stddef.h>
 
 enum { TV_LOG_DEBUG = 0, TV_LOG_INFO = 1, TV_LOG_WARN = 2, TV_LOG_ERROR = 3 };
 
@@ -27,8 +32,14 @@ size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The access log line: method, path, status, tokens, response bytes,
- * microseconds (text: key=value pairs; json: an object). */
-void tv_log_access(const char *method, const char *path, int status,
-                   long long tokens, long long bytes, long long micros);
+ * microseconds (text: key=value pairs; json: an object). path_len is the
+ * length of the whole request path, of which path may hold only the first
+ * strlen(path) bytes (the caller's buffer); a smaller path_len (0 too)
+ * means path is whole. A path cut, there or by the line's size, is logged
+ * ending in "...[+N bytes]" (N: the bytes not logged) and the line gets
+ * path_truncated=true / "path_truncated":true. */
+void tv_log_access(const char *method, const char *path, size_t path_len,
+                   int status, long long tokens, long long bytes,
+                   long long micros);
 
 #endif
