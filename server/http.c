@@ -168,6 +168,7 @@ typedef struct req_ctx {
     int inline_job; /* ran on the HTTP thread: see small_job() */
     char method[8]; /* for the access log */
     char path[256]; /* for the access log (cut if longer) */
+    size_t path_len; /* the whole path's length: the log marks a cut */
 } req_ctx;
 
 /* --- request deadline ---------------------------------------------------- */
@@ -969,6 +970,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         x->route = route_of(url);
         snprintf(x->method, sizeof x->method, "%s", method);
         snprintf(x->path, sizeof x->path, "%s", url);
+        x->path_len = strlen(url);
         atomic_fetch_add(&s->requests, 1);
         tv_request_init(&x->req);
         clock_gettime(CLOCK_MONOTONIC, &x->t0);
@@ -1056,7 +1058,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);
     tv_metrics_inflight_add(-1);
     if (x->s->cfg->access_log)
-        tv_log_access(x->method, x->path, status,
+        tv_log_access(x->method, x->path, x->path_len, status,
                       (long long)x->tokens, (long long)x->bytes,
                       (long long)(secs * 1e6));
     ref_release(x->ref);
