@@ -63,6 +63,11 @@ int tokvec_embed_check(const tokvec_table *t, const int64_t *ids, int64_t B,
         rc = TOKVEC_E_TOO_LARGE;
         goto out;
     }
+    if (uses_positions(t, flags) && !t->pos && !t->sin_pos) {
+        /* sinusoidal, opened with TOKVEC_TABLE_SKIP_SINUSOIDAL */
+        rc = TOKVEC_E_NO_POSITIONS;
+        goto out;
+    }
     if (uses_positions(t, flags) &&
         (start_position < 0 || start_position > t->info.context_length ||
          S > t->info.context_length - start_position)) {

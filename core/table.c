@@ -6,7 +6,7 @@
  * handle that exists is valid, and views need no further checks beyond the
  * row index. The handle is immutable after open: any number of threads may
  * read it. Sinusoidal positions are the one thing computed (context x dim
- * floats, malloc'd at open).
+ * floats, malloc'd at open, unless TOKVEC_TABLE_SKIP_SINUSOIDAL).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -513,17 +513,20 @@ static int embedding_dtype(const tokvec_table_opts *o, const char *path,
     return 0;
 }
 
-/* At most 2^28 floats (1 GiB; e.g. 8192 x 32768) of sinusoidal positions
- * are computed at open: a context_length in a file's metadata cannot make
- * open allocate and compute without bound. */
-#define SINUSOIDAL_MAX_FLOATS ((uint64_t)1 << 28)
-
-static int make_sinusoidal(tokvec_table *t)
+/* At most TOKVEC_MAX_SINUSOIDAL_FLOATS (2^28 floats, 1 GiB; e.g. 8192 x
+ * 32768) of sinusoidal positions are computed at open: a context_length in
+ * a file's metadata cannot make open allocate and compute without bound.
+ * With TOKVEC_TABLE_SKIP_SINUSOIDAL the cap is checked and nothing is
+ * allocated: sin_pos stays NULL, which position_row and embed check. */
+static int make_sinusoidal(tokvec_table *t, unsigned flags)
 {
     int64_t C = t->info.context_length, D = t->info.dim;
     uint64_t n;
-    if (!mul_ok((uint64_t)C, (uint64_t)D, &n) || n > SINUSOIDAL_MAX_FLOATS)
+    if (!mul_ok((uint64_t)C, (uint64_t)D, &n) ||
+        n > TOKVEC_MAX_SINUSOIDAL_FLOATS)
         return TOKVEC_E_TOO_LARGE;
+    if (flags & TOKVEC_TABLE_SKIP_SINUSOIDAL)
+        return 0;
     t->sin_pos = malloc((size_t)n * sizeof(float));
     if (!t->sin_pos)
         return -ENOMEM;
@@ -662,7 +665,7 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
                                  : t->meta_context > 0
                                      ? t->meta_context
                                      : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
-        if ((rc = make_sinusoidal(t)) < 0) {
+        if ((rc = make_sinusoidal(t, o->flags)) < 0) {
             fail(o, path, rc, "cannot compute sinusoidal positions for "
                  "context_length %" PRId64 " x dim %" PRId64 ": %s%s",
                  t->info.context_length, t->info.dim, tokvec_strerror(rc),
@@ -745,6 +748,8 @@ int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
 {
     if (t->info.positional == TOKVEC_POS_NONE)
         return TOKVEC_E_NO_POSITIONS;
+    if (t->info.positional == TOKVEC_POS_SINUSOIDAL && !t->sin_pos)
+        return TOKVEC_E_NO_POSITIONS; /* TOKVEC_TABLE_SKIP_SINUSOIDAL */
     if (pos < 0 || pos >= t->info.context_length)
         return TOKVEC_E_POSITION_RANGE;
     out->dim = t->info.dim;

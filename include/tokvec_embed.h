@@ -35,8 +35,10 @@ typedef struct tokvec_embed_fault {
  * the output size fit, every id in [0, vocab_size), and (with positions)
  * 0 <= start and start + S <= context_length. Returns 0 or
  * TOKVEC_E_TOKEN_RANGE (fault names the first bad id in row-major order),
- * TOKVEC_E_POSITION_RANGE, TOKVEC_E_INVAL or TOKVEC_E_TOO_LARGE. fault may
- * be NULL. */
+ * TOKVEC_E_POSITION_RANGE, TOKVEC_E_INVAL, TOKVEC_E_TOO_LARGE, or
+ * TOKVEC_E_NO_POSITIONS when positions are used and the table was opened
+ * with TOKVEC_TABLE_SKIP_SINUSOIDAL (it has none computed). fault may be
+ * NULL. */
 int tokvec_embed_check(const tokvec_table *t, const int64_t *ids, int64_t B,
                        int64_t S, int64_t start_position, unsigned flags,
                        tokvec_embed_fault *fault);

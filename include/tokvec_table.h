@@ -4,6 +4,13 @@
  * positions: a learned matrix pos (context_length x dim) from the same file,
  * a sinusoidal one computed once at open, or none.
  *
+ * Sinusoidal positions are context_length x dim float32 values malloc'd and
+ * computed by tokvec_table_open, at most TOKVEC_MAX_SINUSOIDAL_FLOATS (2^28,
+ * 1 GiB) of them, else the open fails with TOKVEC_E_TOO_LARGE. A tiny file
+ * may ask for that much through its metadata; a caller that only reads the
+ * table's description (tokvec inspect) passes TOKVEC_TABLE_SKIP_SINUSOIDAL
+ * and gets the same validation, the cap included, without the rows.
+ *
  * File formats (checked once, completely, by tokvec_table_open):
  *
  *  safetensors
@@ -54,6 +61,8 @@
 
 #define TOKVEC_MAX_HEADER (100u * 1000u * 1000u)
 #define TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT 1024
+/* Most sinusoidal position values (context_length x dim) computed at open. */
+#define TOKVEC_MAX_SINUSOIDAL_FLOATS ((uint64_t)1 << 28)
 
 typedef struct tokvec_table tokvec_table;
 
@@ -69,12 +78,24 @@ const char *tokvec_positional_name(tokvec_positional p);
 /* Parses one of those names; returns TOKVEC_E_INVAL for anything else. */
 int tokvec_positional_parse(const char *s, tokvec_positional *out);
 
+/* tokvec_table_opts.flags */
+enum {
+    /* Validate everything, the sinusoidal cap included, but do not
+     * allocate or compute sinusoidal position rows: info still says
+     * TOKVEC_POS_SINUSOIDAL with its context_length, while
+     * tokvec_table_position_row and a tokvec_embed that uses positions
+     * return TOKVEC_E_NO_POSITIONS. For describing a table, not serving
+     * it. No effect on learned positions (they are in the map). */
+    TOKVEC_TABLE_SKIP_SINUSOIDAL = 1u << 0,
+};
+
 typedef struct tokvec_table_opts {
     const char *token_tensor;    /* NULL: search the name list above */
     const char *position_tensor; /* NULL: search the name list above */
     const char *position_path;   /* .npy tables: optional positions .npy */
     tokvec_positional positional; /* AUTO (0) unless forced */
     int64_t context_length; /* sinusoidal; 0 = metadata, else 1024 */
+    unsigned flags; /* TOKVEC_TABLE_* above; 0 for serving */
     char *errbuf;  /* optional: one-line reason on failure ... */
     size_t errlen; /* ... of at most errlen bytes including the NUL */
 } tokvec_table_opts;
@@ -131,8 +152,9 @@ size_t tokvec_table_tensor_count(const tokvec_table *t);
 int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out);
 
 /* Row views: TOKVEC_E_TOKEN_RANGE / TOKVEC_E_POSITION_RANGE when out of
- * range, TOKVEC_E_NO_POSITIONS when the table has none. Sinusoidal rows are
- * float32 rows computed at open. */
+ * range, TOKVEC_E_NO_POSITIONS when the table has none (positional NONE,
+ * or sinusoidal opened with TOKVEC_TABLE_SKIP_SINUSOIDAL). Sinusoidal rows
+ * are float32 rows computed at open. */
 int tokvec_table_token_row(const tokvec_table *t, int64_t id, tokvec_row *out);
 int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
                               tokvec_row *out);

@@ -386,7 +386,8 @@ static const char inspect_usage[] =
     "\n"
     "Validates FILE as tokvec serve would and prints its tensors (dtype,\n"
     "shape, bytes, sha256, non-finite count), which ones were picked as the\n"
-    "token and position tables, and the metadata.\n";
+    "token and position tables, and the metadata. Sinusoidal positions are\n"
+    "checked against their size limit but not computed.\n";
 
 /* Options every table-reading command shares. 1 if consumed, 0 if not
  * ours. */
@@ -428,6 +429,9 @@ int cmd_inspect(int argc, char **argv)
         return fail(EXIT_USAGE, "inspect: need FILE (see tokvec inspect "
                                 "--help)");
 
+    /* Describes, never embeds: sinusoidal rows (up to 1 GiB that a tiny
+     * file's metadata may ask for) are not needed. */
+    to.flags |= TOKVEC_TABLE_SKIP_SINUSOIDAL;
     tokvec_table *t = NULL;
     if ((r = open_table(path, &to, &t)))
         return r;

@@ -199,6 +199,46 @@ static void positions_past_the_context_are_rejected(void **s)
     tokvec_table_close(t);
 }
 
+/* A sinusoidal table opened with TOKVEC_TABLE_SKIP_SINUSOIDAL (as tokvec
+ * inspect opens it) has no position rows: an embed that would use them is
+ * TOKVEC_E_NO_POSITIONS and writes nothing; token rows alone still work. */
+static void skipped_sinusoidal_positions_are_no_positions(void **s)
+{
+    (void)s;
+    char p[256];
+    snprintf(p, sizeof p, "%s/sin.safetensors", dir);
+    static const char *const keys[] = {"positional", "context_length"};
+    static const char *const vals[] = {"sinusoidal", "8"};
+    tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, V, D, tok};
+    tokvec_write_opts wo = {.metadata_keys = keys, .metadata_values = vals,
+                            .n_metadata = 2};
+    assert_int_equal(tokvec_safetensors_write(p, &w, 1, &wo), 0);
+    tokvec_table_opts o = {.flags = TOKVEC_TABLE_SKIP_SINUSOIDAL};
+    tokvec_table *t;
+    assert_int_equal(tokvec_table_open(p, &o, &t), 0);
+    assert_int_equal(tokvec_table_get_info(t)->positional,
+                     TOKVEC_POS_SINUSOIDAL);
+    int64_t ids[2] = {4, 5};
+    tokvec_embed_fault f;
+    assert_int_equal(tokvec_embed_check(t, ids, 1, 2, 0, 0, &f),
+                     TOKVEC_E_NO_POSITIONS);
+    assert_int_equal(f.batch, -1);
+    assert_int_equal(f.position, -1);
+    assert_int_equal(f.id, -1);
+    float out[2 * D];
+    out[0] = 12345.0f;
+    for (unsigned fl = 0; fl <= TOKVEC_EMBED_OUT_BF16;
+         fl += TOKVEC_EMBED_OUT_F16)
+        assert_int_equal(tokvec_embed(t, ids, 1, 2, 0, fl, out),
+                         TOKVEC_E_NO_POSITIONS);
+    assert_true(out[0] == 12345.0f); /* nothing written */
+    assert_int_equal(tokvec_embed(t, ids, 1, 2, 0, TOKVEC_EMBED_NO_POSITIONS,
+                                  out), 0);
+    assert_memory_equal(out, tok + 4 * D, D * 4);
+    assert_memory_equal(out + D, tok + 5 * D, D * 4);
+    tokvec_table_close(t);
+}
+
 static void bad_shapes_and_flags_are_invalid(void **s)
 {
     (void)s;
@@ -226,6 +266,7 @@ int main(void)
         cmocka_unit_test(half_outputs_round_the_float32_sum),
         cmocka_unit_test(out_of_range_id_names_batch_position_and_id),
         cmocka_unit_test(positions_past_the_context_are_rejected),
+        cmocka_unit_test(skipped_sinusoidal_positions_are_no_positions),
         cmocka_unit_test(bad_shapes_and_flags_are_invalid),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

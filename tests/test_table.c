@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -471,6 +472,59 @@ static void sinusoidal_positions_past_2_28_floats_are_refused(void **s)
     assert_non_null(strstr(err, "context_length 67108865 x dim 4"));
 }
 
+static long max_rss_kib(void)
+{
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_maxrss;
+}
+
+/* tokvec inspect's open: a 16 KiB table whose metadata asks for 1,048,576
+ * sinusoidal positions of dim 256 (2^28 floats, 1 GiB, at the cap) is
+ * validated and described without computing them. */
+static void skip_sinusoidal_validates_without_computing_positions(void **s)
+{
+    (void)s;
+    static float rows[16 * 256];
+    const char *hdr =
+        "{\"__metadata__\":{\"positional\":\"sinusoidal\","
+        "\"context_length\":\"1048576\"},"
+        "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[16,256],"
+        "\"data_offsets\":[0,16384]}}";
+    char err[256] = "";
+    tokvec_table_opts o = {.flags = TOKVEC_TABLE_SKIP_SINUSOIDAL,
+                           .errbuf = err, .errlen = sizeof err};
+    tokvec_table *t;
+    long before = max_rss_kib();
+    int rc = tokvec_table_open(st_file(hdr, 0, rows, sizeof rows), &o, &t);
+    if (rc)
+        fail_msg("%s", err);
+    long grew = max_rss_kib() - before;
+    if (grew > 64 * 1024) /* the rows would be 1 GiB */
+        fail_msg("peak RSS grew by %ld KiB at open", grew);
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    assert_int_equal(in->positional, TOKVEC_POS_SINUSOIDAL);
+    assert_int_equal(in->context_length, 1048576);
+    assert_int_equal(in->dim, 256);
+    tokvec_row r;
+    assert_int_equal(tokvec_table_token_row(t, 15, &r), 0);
+    assert_int_equal(tokvec_table_position_row(t, 0, &r),
+                     TOKVEC_E_NO_POSITIONS);
+    tokvec_table_close(t);
+
+    /* The cap still applies: one position more is over 2^28 floats. */
+    hdr = "{\"__metadata__\":{\"positional\":\"sinusoidal\","
+          "\"context_length\":\"1048577\"},"
+          "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[16,256],"
+          "\"data_offsets\":[0,16384]}}";
+    t = (tokvec_table *)1;
+    assert_int_equal(tokvec_table_open(st_file(hdr, 0, rows, sizeof rows),
+                                       &o, &t),
+                     TOKVEC_E_TOO_LARGE);
+    assert_null(t);
+    assert_non_null(strstr(err, "context_length 1048577 x dim 256"));
+}
+
 /* .npy: magic, version byte, header length (2 or 4 bytes), dict, data. */
 static const char *npy_file(const char *name, int major, const char *dict,
                             const void *data, size_t n)
@@ -643,6 +697,7 @@ int main(void)
         cmocka_unit_test(explicit_names_pick_the_tensors),
         cmocka_unit_test(sinusoidal_metadata_computes_positions),
         cmocka_unit_test(sinusoidal_positions_past_2_28_floats_are_refused),
+        cmocka_unit_test(skip_sinusoidal_validates_without_computing_positions),
         cmocka_unit_test(npy_versions_1_2_3_open),
         cmocka_unit_test(npy_with_position_file_is_learned),
         cmocka_unit_test(npy_rejects_bad_magic_order_dtype_rank_and_size),
