@@ -71,9 +71,13 @@ int tokvec_embed_check(const tokvec_table *t, const int64_t *ids, int64_t B,
     if (uses_positions(t, flags) &&
         (start_position < 0 || start_position > t->info.context_length ||
          S > t->info.context_length - start_position)) {
-        f.position = start_position < 0 ? 0 : t->info.context_length;
-        f.id = start_position < 0 ? start_position
-                                  : t->info.context_length - start_position;
+        /* The first position outside [0, context_length): its index s
+         * within the sequence, and the position itself (start + s). */
+        int64_t C = t->info.context_length;
+        f.position = start_position < 0 || start_position >= C
+                         ? 0
+                         : C - start_position;
+        f.id = start_position + f.position;
         rc = TOKVEC_E_POSITION_RANGE;
         goto out;
     }

@@ -23,12 +23,20 @@ enum {
     TOKVEC_EMBED_OUT_BF16 = 1u << 2,     /* write bfloat16 (RNE) */
 };
 
-/* Which input was wrong, filled by tokvec_embed_check on failure. */
+/* Which input was wrong, filled by tokvec_embed_check (all -1 on success
+ * and for errors other than these two):
+ *  TOKVEC_E_TOKEN_RANGE     batch = b, position = s, id = ids[b][s] of the
+ *                           first bad id in row-major order;
+ *  TOKVEC_E_POSITION_RANGE  batch = -1 (every sequence is at fault),
+ *                           position = the index s within the sequence of
+ *                           the first position outside [0, context_length)
+ *                           (0 when start_position is outside already),
+ *                           id = that position, start_position + s. */
 typedef struct tokvec_embed_fault {
     int64_t batch;    /* batch index, -1 if not about one id */
     int64_t position; /* index within the sequence (s), -1 if none */
     int64_t id;       /* the offending id; for position errors the
-                         first position past the context */
+                         first position outside the context */
 } tokvec_embed_fault;
 
 /* Validates a request without writing anything: B >= 1, S >= 1, B*S and

@@ -3,6 +3,7 @@
  * id. The golden torch tables (token then position table of one generator)
  * serve as data, so the sums are the ones PyTorch computes.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,7 +174,20 @@ static void out_of_range_id_names_batch_position_and_id(void **s)
     ids[4] = -1;
     assert_int_equal(tokvec_embed_check(t, ids, 2, 3, 0, 0, &f),
                      TOKVEC_E_TOKEN_RANGE);
+    assert_int_equal(f.batch, 1);
+    assert_int_equal(f.position, 1);
     assert_int_equal(f.id, -1);
+    /* The first bad id in row-major order, with or without positions. */
+    int64_t two[2 * 3] = {0, 1, 2, 3, 4, 300};
+    two[2] = INT64_MIN;
+    for (unsigned fl = 0; fl <= TOKVEC_EMBED_NO_POSITIONS; fl++) {
+        f = (tokvec_embed_fault){7, 7, 7};
+        assert_int_equal(tokvec_embed_check(t, two, 2, 3, 0, fl, &f),
+                         TOKVEC_E_TOKEN_RANGE);
+        assert_int_equal(f.batch, 0);
+        assert_int_equal(f.position, 2);
+        assert_true(f.id == INT64_MIN);
+    }
     float out[6 * D];
     out[0] = 12345.0f;
     assert_int_equal(tokvec_embed(t, ids, 2, 3, 0, 0, out),
@@ -239,6 +253,67 @@ static void skipped_sinusoidal_positions_are_no_positions(void **s)
     tokvec_table_close(t);
 }
 
+/* Expects TOKVEC_E_POSITION_RANGE and this fault: no batch (every
+ * sequence has the same positions), position = index s within the
+ * sequence of the first position outside [0, context_length), id = that
+ * position (start + s). */
+static void expect_position_fault(const tokvec_table *t, int64_t S,
+                                  int64_t start, int64_t s_want,
+                                  int64_t id_want)
+{
+    int64_t ids[2 * 8] = {0};
+    tokvec_embed_fault f = {7, 7, 7};
+    assert_true(S <= 8);
+    assert_int_equal(tokvec_embed_check(t, ids, 2, S, start, 0, &f),
+                     TOKVEC_E_POSITION_RANGE);
+    if (f.batch != -1 || f.position != s_want || f.id != id_want)
+        fail_msg("start %" PRId64 " S %" PRId64 ": fault {batch %" PRId64
+                 ", position %" PRId64 ", id %" PRId64 "}, want {-1, %"
+                 PRId64 ", %" PRId64 "}", start, S, f.batch, f.position,
+                 f.id, s_want, id_want);
+}
+
+static void position_fault_names_the_first_position_outside_the_context(
+    void **s)
+{
+    (void)s;
+    tokvec_table *t = open_as(TOKVEC_F32, 1); /* context_length 64 */
+    expect_position_fault(t, 4, 61, 3, 64);  /* s = 3 is position 64 */
+    expect_position_fault(t, 1, 64, 0, 64);
+    expect_position_fault(t, 8, 63, 1, 64);
+    expect_position_fault(t, 2, 100, 0, 100); /* wholly past the end */
+    expect_position_fault(t, 4, -1, 0, -1);   /* before the start */
+    expect_position_fault(t, 4, INT64_MIN, 0, INT64_MIN);
+    expect_position_fault(t, 3, INT64_MAX, 0, INT64_MAX);
+    tokvec_table_close(t);
+}
+
+static void fault_is_all_minus_one_on_success_and_other_errors(void **s)
+{
+    (void)s;
+    tokvec_table *t = open_as(TOKVEC_F32, 1);
+    int64_t ok[2] = {299, 1};
+    tokvec_embed_fault f = {7, 7, 7};
+    assert_int_equal(tokvec_embed_check(t, ok, 1, 2, 62, 0, &f), 0);
+    assert_int_equal(f.batch, -1);
+    assert_int_equal(f.position, -1);
+    assert_int_equal(f.id, -1);
+    int64_t ids[2] = {300, 1}; /* a bad id, but the shape is checked first */
+    f = (tokvec_embed_fault){7, 7, 7};
+    assert_int_equal(tokvec_embed_check(t, ids, 1, 0, 0, 0, &f),
+                     TOKVEC_E_INVAL);
+    assert_int_equal(f.batch, -1);
+    assert_int_equal(f.position, -1);
+    assert_int_equal(f.id, -1);
+    f = (tokvec_embed_fault){7, 7, 7};
+    assert_int_equal(tokvec_embed_check(t, ids, INT64_MAX / 2, 2, 0, 0, &f),
+                     TOKVEC_E_TOO_LARGE);
+    assert_int_equal(f.batch, -1);
+    assert_int_equal(f.position, -1);
+    assert_int_equal(f.id, -1);
+    tokvec_table_close(t);
+}
+
 static void bad_shapes_and_flags_are_invalid(void **s)
 {
     (void)s;
@@ -266,6 +341,9 @@ int main(void)
         cmocka_unit_test(half_outputs_round_the_float32_sum),
         cmocka_unit_test(out_of_range_id_names_batch_position_and_id),
         cmocka_unit_test(positions_past_the_context_are_rejected),
+        cmocka_unit_test(
+            position_fault_names_the_first_position_outside_the_context),
+        cmocka_unit_test(fault_is_all_minus_one_on_success_and_other_errors),
         cmocka_unit_test(skipped_sinusoidal_positions_are_no_positions),
         cmocka_unit_test(bad_shapes_and_flags_are_invalid),
     };
