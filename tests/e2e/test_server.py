@@ -646,6 +646,48 @@ class Operations(Base):
         for line in lines:
             self.assertNotIn("tokens/5", json.loads(line)["msg"])
 
+    def test_access_log_escapes_controls_and_marks_cut_paths(self):
+        """Issue 15, finding 8: `%c2%9b` (decoded to U+009B), a raw 0x9b
+        and U+2028 are escaped, never written raw, in text and JSON; a
+        300-byte path is logged as its first 255 bytes + "...[+45 bytes]"
+        with path_truncated."""
+        path = "/" + "a" * 299
+        for fmt in ("text", "json"):
+            s = tc.Server(self.small, "--log-format", fmt)
+            try:
+                self.assertEqual(s.get("/%c2%9b")[0], 404)
+                self.assertEqual(s.get(path)[0], 404)
+                with socket.create_connection(("127.0.0.1", s.port)) as c:
+                    c.sendall(b"GET /\x9b%e2%80%a8 HTTP/1.1\r\nHost: x\r\n"
+                              b"Connection: close\r\n\r\n")
+                    self.assertTrue(c.recv(64).startswith(b"HTTP/1.1 404"))
+            finally:
+                self.assertEqual(s.stop(), 0)
+            with open(s.log.name, "rb") as f:
+                log = f.read()
+            bad = [b for b in log if b != 0x0a and not 0x20 <= b <= 0x7e]
+            self.assertEqual(bad, [], log)
+            log = log.decode("ascii")
+            if fmt == "text":
+                self.assertIn(' path="/\\xc2\\x9b" status=404 ', log)
+                self.assertIn(' path="/\\x9b\\xe2\\x80\\xa8" status=404 ',
+                              log)
+                self.assertRegex(log, r' path="%s\.\.\.\[\+45 bytes\]" '
+                                      r"status=404 .* path_truncated=true\n"
+                                 % path[:255])
+                continue
+            paths = {}
+            for line in log.splitlines():
+                j = json.loads(line)
+                if j["msg"] == "request":
+                    paths[j["path"]] = j
+            self.assertIn("/\u009b", paths)
+            self.assertIn("/\\x9b\u2028", paths)  # raw 0x9b: not UTF-8
+            cut = paths[path[:255] + "...[+45 bytes]"]
+            self.assertIs(cut["path_truncated"], True)
+            self.assertEqual(cut["status"], 404)
+            self.assertNotIn("path_truncated", paths["/health"])
+
     # -- settings ------------------------------------------------------------
     def test_limit_flags_and_precedence(self):
         cfg = os.path.join(self.tmp, "c.json")
