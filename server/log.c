@@ -23,22 +23,22 @@
  * read with cat, less or a pager, pasted into a browser or a script, shows
  * what was sent and does nothing.
  *   text  \n \t \r for those, \xHH for every other byte outside 0x20-0x7e,
- *         valid UTF-8 included ("café" is logged as caf\xc3\xa9): a safe
- *         subset of Unicode is a moving target (bidi controls, zero-width
- *         and new format characters), no real route has a non-ASCII path,
- *         and \xHH is exact. A key=value value (logfmt) is quoted when it
- *         is empty or holds a byte it escapes, a space, '"', '\\' or '=';
- *         inside the quotes '"' and '\\' are escaped too, so a value
- *         decodes back to its exact bytes (Go strconv.Unquote rules) and
- *         \xHH in a value is always an escape. A message (not a value)
- *         keeps '"' and '\\' as they are.
+ *         valid UTF-8 included (e-acute, c3 a9, is logged as \xc3\xa9):
+ *         a safe subset of Unicode is a moving target (bidi controls,
+ *         zero-width and new format characters), no real route has a
+ *         non-ASCII path, and \xHH is exact. A key=value value (logfmt)
+ *         is quoted when it is empty or holds a byte it escapes, a space,
+ *         '"', '\\' or '='; inside the quotes '"' and '\\' are escaped too,
+ *         so a value decodes back to its exact bytes (Go strconv.Unquote
+ *         rules) and \xHH in a value is always an escape. A message (not a
+ *         value) keeps '"' and '\\' as they are.
  *   json  the line is valid JSON: '"' '\\' \n \t \r as usual, other C0
  *         and DEL as \u00XX, every code point above U+007F as \uXXXX
  *         (a surrogate pair above U+FFFF), so the string decodes to the
  *         very bytes logged when they are valid UTF-8. A byte that is not
  *         part of valid UTF-8 is written as the four characters \xHH (JSON
  *         "\\xHH"): readable and exact, but a literal backslash-x sent by
- *         the client reads the same once decoded (the text format tells
+ *         the client reads the same once decoded (a text value tells
  *         them apart).
  *
  * Cuts: a message longer than the line is cut at a character (JSON) or

@@ -409,7 +409,8 @@ static void lines_of_threads_never_interleave(void **state)
 
 /* Finding 8 of issue 15: U+009B (c2 9b, what `%c2%9b` decodes to), raw
  * 0x9b (the 8-bit CSI), U+2028, U+0085 (NEL), DEL, invalid UTF-8 and even
- * valid UTF-8 (é) are written as \xHH: a text line is printable ASCII. */
+ * valid UTF-8 (e-acute) are written as \xHH: a text line is printable
+ * ASCII. */
 static const char hostile_path[] =
     "/\xc2\x9b[2J\x9b" "31m\xe2\x80\xa8\xe2\x80\xa9\xc2\x85\x7f"
     "caf\xc3\xa9\xff\xc3";
