@@ -85,6 +85,10 @@ static const setting settings[] = {
      "HTTP threads per listener: I/O and parsing (0 = as --threads)"},
     {"max_body_bytes", T_SIZE, OFF(max_body_bytes), 1, TiB, "16MiB", NULL,
      "largest request body (413 past it)"},
+    {"max_buffered_bytes", T_SIZE, OFF(max_buffered_bytes), 1, 64 * TiB,
+     "256MiB", NULL,
+     "request bodies being received at once, all connections (429 past "
+     "it)"},
     {"max_tokens", T_INT, OFF(max_tokens), 1, 2147483647.0, "65536", NULL,
      "most token ids in one request, B*S (413 past it)"},
     {"max_batch", T_INT, OFF(max_batch), 1, 2147483647.0, "4096", NULL,

@@ -26,6 +26,7 @@ typedef struct tv_config {
     int64_t http_threads;  /* HTTP threads per listener; 0 = threads */
     char *unix_socket;     /* "" = none; else also serve on this path */
     int64_t max_body_bytes;     /* 16 MiB */
+    int64_t max_buffered_bytes; /* 256 MiB: request bodies held at once */
     int64_t max_tokens;         /* 65536 */
     int64_t max_batch;          /* 4096 */
     int64_t max_queue;          /* 1024 */

@@ -65,6 +65,8 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked */
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -135,6 +137,7 @@ struct tv_server {
     table_ref *current;   /* guarded by table_lock */
     atomic_int draining;  /* set once by tv_server_drain_begin */
     atomic_long requests; /* req_ctx alive: begun, response not yet sent */
+    atomic_size_t buffered; /* request body bytes held, all connections */
     tv_limits lim;
     tokvec_table_opts topts;
 };
@@ -153,6 +156,12 @@ typedef struct req_ctx {
     char *body;
     size_t len, cap;
     int too_large;
+    int too_busy;        /* max_buffered_bytes reached: 429 at the end */
+    size_t held;         /* bytes of `buffered` this body holds */
+    size_t expect;       /* Content-Length, 0 if none */
+    int fd;              /* the client's socket (for the gone check) */
+    int gone;            /* the client left before its job ran: 499 */
+    unsigned long long acked0; /* TCP bytes acked when the reply was queued */
     int status;
     uint64_t tokens, bytes;
     /* /embed job */
@@ -162,7 +171,8 @@ typedef struct req_ctx {
     tv_format fmt;
     int64_t dim;
     char *out;      /* from tv_pool_buf_get(out_cap) */
-    size_t out_len, out_cap, reserved;
+    size_t out_len, out_cap;
+    size_t reserved; /* max_inflight_bytes held until the response owns it */
     int failed;
     long long t_push, t_start, t_end; /* ns, for tokvec_job_phase_* */
     int inline_job; /* ran on the HTTP thread: see small_job() */
@@ -170,6 +180,8 @@ typedef struct req_ctx {
     char path[256]; /* for the access log (cut if longer) */
     size_t path_len; /* the whole path's length: the log marks a cut */
 } req_ctx;
+
+static unsigned long long bytes_acked(int fd);
 
 /* --- request deadline ---------------------------------------------------- */
 
@@ -447,6 +459,7 @@ static enum MHD_Result queue(req_ctx *x, int status, struct MHD_Response *r,
     x->status = status;
     x->bytes = len;
     x->state = ST_DONE;
+    x->acked0 = bytes_acked(x->fd);
     watch_arm(x->s, x->watch, 0); /* the answer goes out unhurried */
     enum MHD_Result ok = MHD_queue_response(x->conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -511,6 +524,57 @@ static void free_response(void *cls)
     tv_pool_release(h->pool, h->reserved);
     ref_release(h->ref);
     free(h);
+}
+
+/* --- request bodies: the max_buffered_bytes budget ---------------------- */
+
+/* Grows the body's share of the server-wide budget to `want` bytes. 0, or
+ * -1 when the budget would be exceeded (nothing taken). Any HTTP thread. */
+static int body_reserve(req_ctx *x, size_t want)
+{
+    tv_server *s = x->s;
+    if (want <= x->held)
+        return 0;
+    size_t more = want - x->held, max = (size_t)s->cfg->max_buffered_bytes;
+    size_t cur = atomic_load(&s->buffered);
+    do {
+        if (cur > max || more > max - cur)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&s->buffered, &cur, cur + more));
+    x->held = want;
+    return 0;
+}
+
+/* Frees the body and gives its share back (after parsing, or at the end). */
+static void body_drop(req_ctx *x)
+{
+    free(x->body);
+    x->body = NULL;
+    x->len = x->cap = 0;
+    atomic_fetch_sub(&x->s->buffered, x->held);
+    x->held = 0;
+}
+
+/* TCP bytes the peer has acknowledged on this socket so far (headers
+ * included); 0 where unknown (a Unix socket). */
+static unsigned long long bytes_acked(int fd)
+{
+    struct tcp_info ti;
+    socklen_t n = sizeof ti;
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) < 0 ||
+        n < offsetof(struct tcp_info, tcpi_bytes_acked) +
+                sizeof ti.tcpi_bytes_acked)
+        return 0;
+    return ti.tcpi_bytes_acked;
+}
+
+/* The client has gone: it closed or shut down its side (a reply could no
+ * longer be read), or the socket failed. Any thread; never blocks. */
+static int client_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) == 1 &&
+           (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* --- cheap routes ---------------------------------------------------------- */
@@ -617,6 +681,14 @@ static void embed_compute(req_ctx *x);
 static void embed_work(tv_job *job)
 {
     req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
+    /* A client that left while its job waited gets nothing: computing
+     * its reply would only delay everyone behind it. (Inline jobs run
+     * right after their request arrived: not checked.) */
+    if (!x->inline_job && client_gone(x->fd)) {
+        x->gone = 1;
+        x->t_start = x->t_end = now_ns();
+        return;
+    }
     embed_compute(x);
     x->t_end = now_ns();
 }
@@ -685,6 +757,13 @@ static enum MHD_Result embed_reply(req_ctx *x)
 {
     struct MHD_Response *r = NULL;
     out_hold *h = NULL;
+    if (x->gone) { /* no reply: close the connection (logged as 499) */
+        tv_pool_release(x->s->pool, x->reserved);
+        x->reserved = 0;
+        x->status = 499;
+        x->state = ST_DONE;
+        return MHD_NO;
+    }
     if (x->inline_job)
         tv_metrics_job(1, 0, (double)(x->t_end - x->t_start) * 1e-9, 0);
     else
@@ -704,6 +783,7 @@ static enum MHD_Result embed_reply(req_ctx *x)
         goto bad;
     x->out = NULL;
     x->ref = NULL;
+    x->reserved = 0; /* the response's now: free_response gives it back */
     if (x->fmt.kind != TV_OUT_JSON) {
         char shape[96];
         snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
@@ -718,6 +798,7 @@ bad:
     tv_pool_buf_free(x->s->pool, x->out, x->out_cap);
     x->out = NULL; /* the table reference goes in completed() */
     tv_pool_release(x->s->pool, x->reserved);
+    x->reserved = 0;
     return fail(x, 500, "internal", "could not build the response");
 }
 
@@ -799,6 +880,7 @@ static enum MHD_Result route_embed(req_ctx *x)
                        MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                    "X-Tokvec-Shape"),
                        &s->lim, &x->req, &e);
+    body_drop(x); /* parsed: the ids are in x->req */
     if (rc < 0)
         return reply_error(x, &e);
     query_state qs = {.req = &x->req, .json = kind == TV_BODY_JSON};
@@ -942,6 +1024,12 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
                 return fail(x, 413, "payload_too_large",
                             "Content-Length is over max_body_bytes %" PRId64,
                             s->cfg->max_body_bytes);
+            x->expect = (size_t)n;
+            if (n && body_reserve(x, (size_t)n + 1) < 0)
+                return fail(x, 429, "overloaded",
+                            "request bodies being received hold "
+                            "max_buffered_bytes (%" PRId64 "); retry",
+                            s->cfg->max_buffered_bytes);
         }
     }
     (void)url;
@@ -967,6 +1055,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         x->watch = ci ? ci->socket_context : NULL;
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        x->fd = ci ? ci->connect_fd : -1;
         x->route = route_of(url);
         snprintf(x->method, sizeof x->method, "%s", method);
         snprintf(x->path, sizeof x->path, "%s", url);
@@ -987,16 +1077,25 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (x->too_large)
+        if (x->too_large || x->too_busy)
             return MHD_YES;
         if (x->len + n > (size_t)s->cfg->max_body_bytes) {
             x->too_large = 1;
+            body_drop(x);
             return MHD_YES;
         }
         if (x->len + n + 1 > x->cap) {
-            size_t cap = x->cap ? x->cap : 4096;
+            /* Content-Length known: that, at once; else doubling. */
+            size_t cap = x->expect >= x->len + n ? x->expect + 1
+                         : x->cap                ? x->cap
+                                                 : 4096;
             while (cap < x->len + n + 1)
                 cap *= 2;
+            if (body_reserve(x, cap) < 0) {
+                x->too_busy = 1;
+                body_drop(x);
+                return MHD_YES;
+            }
             char *b = realloc(x->body, cap);
             if (!b)
                 return MHD_NO;
@@ -1008,6 +1107,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         return MHD_YES;
     }
     watch_arm(s, x->watch, 0); /* the whole request is in */
+    if (x->too_busy)
+        return fail(x, 429, "overloaded",
+                    "request bodies being received hold max_buffered_bytes "
+                    "(%" PRId64 "); retry", s->cfg->max_buffered_bytes);
     switch (x->route) {
     case TV_ROUTE_EMBED:
         return route_embed(x);
@@ -1052,8 +1155,19 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                   (double)(t1.tv_nsec - x->t0.tv_nsec) * 1e-9;
     int status = x->status ? x->status : 500;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !x->status)
-        /* cut by the request deadline, or the client broke off */
-        status = x->watch && atomic_load(&x->watch->timed_out) ? 408 : 400;
+        /* cut by the request deadline, the client broke off its request
+         * (400), or left while its job ran (499) */
+        status = x->watch && atomic_load(&x->watch->timed_out) ? 408
+                 : x->state == ST_QUEUED                        ? 499
+                                                                : 400;
+    else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && status == 200) {
+        /* The reply was cut: not a 200 (nginx's 499). Count what the
+         * client acknowledged (TCP; headers included), at most the body. */
+        unsigned long long got = bytes_acked(x->fd);
+        got = got > x->acked0 ? got - x->acked0 : 0;
+        x->bytes = got < x->bytes ? got : x->bytes;
+        status = 499;
+    }
     watch_arm(x->s, x->watch, 1); /* the next request's time starts */
     tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);
     tv_metrics_inflight_add(-1);
@@ -1061,10 +1175,15 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
         tv_log_access(x->method, x->path, x->path_len, status,
                       (long long)x->tokens, (long long)x->bytes,
                       (long long)(secs * 1e6));
+    /* A job's bytes of max_inflight_bytes stay reserved until its response
+     * owns them; a connection MHD closed after the job (the client left)
+     * never got one: give them back here, or the budget leaks. */
+    if (x->reserved)
+        tv_pool_release(x->s->pool, x->reserved);
     ref_release(x->ref);
     tv_request_free(&x->req);
     tv_pool_buf_free(x->s->pool, x->out, x->out_cap);
-    free(x->body);
+    body_drop(x);
     atomic_fetch_sub(&x->s->requests, 1);
     free(x);
     *con_cls = NULL;

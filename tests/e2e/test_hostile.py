@@ -878,6 +878,150 @@ class PerAddressLimit(unittest.TestCase):
             subprocess.run(["rm", "-rf", tmp])
 
 
+
+def metric(port, name):
+    """One sample of /metrics (`name` with its labels), or None."""
+    got, _ = raw_exchange(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n", timeout=10)
+    for line in got[0][2].decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def wait_until(cond, timeout, what):
+    deadline = time.time() + timeout * SLOW
+    while not cond():
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.01)
+
+
+class Abandoned(unittest.TestCase):
+    """Issue 15, finding 3: a client that leaves while its job waits gets
+    no job computed for it, and a reply cut by the client is logged and
+    counted as 499 with the bytes it acknowledged, not as a 200."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tokvec-abandon-")
+        self.logpath = os.path.join(self.tmp, "server.log")
+        self.log = open(self.logpath, "wb")
+        # 4096 x 1024: a JSON reply of 2048 rows takes a worker ~0.15 s and
+        # reserves ~58 MB of max_inflight_bytes; 10 of those leaked would
+        # stall every later job.
+        self.proc, self.port, _ = start_server(
+            self.tmp, ["--threads", "1", "--max-inflight-bytes", "300MiB"],
+            self.log, vocab=4096, dim=1024, ctx=8)
+
+    def tearDown(self):
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(timeout=60), 0)
+        self.log.close()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def access(self):
+        with open(self.logpath, "rb") as f:
+            return [ln for ln in f.read().decode(errors="replace")
+                    .splitlines() if "path=/embed" in ln]
+
+    def test_jobs_of_clients_that_left_are_not_computed(self):
+        slow = post(json.dumps({"inputs": [list(range(2048))],
+                                "positions": False}))
+        hold = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+        hold.sendall(slow)
+        wait_until(lambda: metric(self.port, "tokvec_inflight_requests") == 2
+                   and metric(self.port, "tokvec_queue_depth") == 0,
+                   10, "the first job to run")
+        for _ in range(10):  # ask for the same, and leave at once
+            s = socket.create_connection(("127.0.0.1", self.port))
+            s.sendall(slow)
+            s.close()
+        got = b""
+        while not got.endswith(b"]]]}"):
+            chunk = hold.recv(1 << 20)
+            self.assertTrue(chunk, "the first client's reply was cut")
+            got += chunk
+        hold.close()
+        wait_until(lambda: metric(self.port, "tokvec_queue_depth") == 0
+                   and metric(self.port, "tokvec_inflight_requests") == 1,
+                   60, "the abandoned requests to end (queue %s, inflight %s)"
+                   % (metric(self.port, "tokvec_queue_depth"),
+                      metric(self.port, "tokvec_inflight_requests")))
+        # Only the first job was computed.
+        self.assertEqual(
+            metric(self.port, 'tokvec_jobs_total{where="worker"}'), 1)
+        lines = self.access()
+        self.assertEqual(len(lines), 11, lines)
+        self.assertEqual(sum("status=200" in ln for ln in lines), 1, lines)
+        self.assertEqual(sum("status=499" in ln for ln in lines), 10, lines)
+        # Their max_inflight_bytes came back (leaked, they stalled every
+        # later job): another request is answered.
+        got, _ = raw_exchange(self.port, post('{"inputs":[[1,2]]}'),
+                              timeout=10)
+        self.assertEqual(got[0][0], 200)
+
+    def test_a_reply_cut_by_the_client_is_logged_499(self):
+        ids = struct.pack("<%di" % 4096, *range(4096))
+        req = post(ids, "application/octet-stream",
+                   b"X-Tokvec-Shape: 4,1024\r\n"
+                   b"Accept: application/octet-stream\r\n",
+                   path=b"/embed?positions=false")
+        size = 4 * 1024 * 1024 * 4  # 16 MiB
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(req)
+        got = 0
+        while got < (1 << 20):
+            chunk = s.recv(65536)
+            self.assertTrue(chunk)
+            got += len(chunk)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+        s.close()  # RST
+        wait_until(lambda: len(self.access()) == 1, 10, "the log line")
+        line = self.access()[0]
+        self.assertIn("status=499", line)
+        sent = int(line.split("bytes=")[1].split()[0])
+        self.assertGreaterEqual(sent, (1 << 20) - 65536)
+        self.assertLess(sent, size)
+        self.assertEqual(metric(
+            self.port, 'tokvec_requests_total{route="/embed",code="499"}'), 1)
+
+
+class BufferedBodies(unittest.TestCase):
+    """Issue 15, finding 6: request bodies being received hold at most
+    --max-buffered-bytes in all; past it, 429 at once."""
+
+    def test_bodies_past_max_buffered_bytes_are_429_at_once(self):
+        tmp = tempfile.mkdtemp(prefix="tokvec-buffered-")
+        proc, port, _ = start_server(tmp, ["--max-buffered-bytes", "1MiB"],
+                                     subprocess.DEVNULL)
+        try:
+            body = b'{"inputs":[[1]]}' + b" " * 700000
+            head = post(body)[:-len(body)]
+            a = socket.create_connection(("127.0.0.1", port), timeout=10)
+            a.sendall(head + body[:1000])  # 700 KB announced, held open
+            wait_until(lambda: metric(port, "tokvec_inflight_requests") == 2,
+                       10, "the first body to be taken in")
+            t0 = time.time()
+            # Headers and a little: the 429 comes before the body is read
+            # (then the server closes; sending all of it could hit EPIPE).
+            got, closed = raw_exchange(port, head + body[:1000], timeout=10)
+            self.assertEqual(got[0][0], 429, got)
+            self.assertLess(time.time() - t0, 5 * SLOW)
+            self.assertEqual(json.loads(got[0][2])["error_type"],
+                             "overloaded")
+            a.sendall(body[1000:])  # the first one completes...
+            a.settimeout(10)
+            self.assertIn(b" 200 ", a.recv(65536))
+            a.close()
+            got, _ = raw_exchange(port, post(body), timeout=10)
+            self.assertEqual(got[0][0], 200)  # ...and its share is back
+        finally:
+            proc.terminate()
+            self.assertEqual(proc.wait(timeout=30), 0)
+            subprocess.run(["rm", "-rf", tmp])
+
 def main():
     global BINARY, SLOW
     ap = argparse.ArgumentParser()
