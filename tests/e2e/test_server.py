@@ -358,7 +358,10 @@ class Formats(Base):
                             r'[^}]*\} 1')
         t0 = self.srv.metric("tokvec_tokens_total")
         self.srv.embed({"inputs": [[1, 2, 3, 4, 5]]})
-        self.assertEqual(self.srv.metric("tokvec_tokens_total"), t0 + 5)
+        # A request is counted when MHD reports it complete, on its HTTP
+        # thread, which can be a moment after the client has the reply.
+        wait_for(lambda: self.srv.metric("tokvec_tokens_total") == t0 + 5,
+                 timeout=5, what="tokens_total to count the 5 tokens")
 
     # -- errors ------------------------------------------------------------
     def test_400(self):
