@@ -102,6 +102,11 @@ static const setting settings[] = {
      "open connections from one client address (0 = no limit)"},
     {"request_timeout", T_SECS, OFF(request_timeout), 0.001, 86400, "30s",
      NULL, "time to send one whole request (and the idle limit)"},
+    {"min_send_rate", T_SIZE, OFF(min_send_rate), 1, 64 * TiB, "512KiB",
+     NULL, "bytes/s a reply must be read at (never cut before "
+     "request_timeout)"},
+    {"max_queue_wait", T_SECS, OFF(max_queue_wait), 0.001, 86400, "30s",
+     NULL, "time a job may wait for a worker (503 past it)"},
     {"max_inflight_bytes", T_SIZE, OFF(max_inflight_bytes), 1, 64 * TiB,
      "1GiB", NULL, "bytes of responses being built or sent at once"},
     {"drain_timeout", T_SECS, OFF(drain_timeout), 0, 86400, "30s", NULL,

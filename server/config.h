@@ -33,6 +33,8 @@ typedef struct tv_config {
     int64_t max_connections;    /* 1024 */
     int64_t max_connections_per_ip; /* 0 = no limit */
     double request_timeout;     /* 30 s */
+    int64_t min_send_rate;      /* 512 KiB/s: replies slower are cut */
+    double max_queue_wait;      /* 30 s: jobs waiting longer get 503 */
     int64_t max_inflight_bytes; /* 1 GiB */
     double drain_timeout;       /* 30 s */
     char *api_key;              /* "" = no auth; never logged */

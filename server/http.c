@@ -213,6 +213,20 @@ static void watch_arm(tv_server *s, conn_watch *w, int on)
                                          : 0);
 }
 
+/* MHD's thread: an answer of len bytes is queued. It must be sent at
+ * min_send_rate at least, and is never cut before request_timeout: a
+ * client that reads slowly cannot hold its reply (and the reply's share
+ * of max_inflight_bytes) for longer. */
+static void watch_send(tv_server *s, conn_watch *w, size_t len)
+{
+    double ms = s->cfg->request_timeout * 1e3,
+           rate = (double)s->cfg->min_send_rate;
+    if ((double)len / rate * 1e3 > ms)
+        ms = (double)len / rate * 1e3;
+    if (w)
+        atomic_store(&w->deadline_ms, now_ms() + (long long)ms + 1);
+}
+
 /* --- connections per client address ------------------------------------- */
 
 static unsigned ip_hash(const unsigned char *k)
@@ -358,6 +372,12 @@ static void *reaper_main(void *arg)
                    cut == 1 ? "" : "s", s->cfg->request_timeout);
             pthread_mutex_lock(&s->watch_lock);
         }
+        if (s->pool) { /* not under watch_lock: done() resumes */
+            pthread_mutex_unlock(&s->watch_lock);
+            tv_pool_expire(s->pool, now,
+                           (long long)(s->cfg->max_queue_wait * 1e3));
+            pthread_mutex_lock(&s->watch_lock);
+        }
         if (now - last_trim >= 500) { /* not under watch_lock either:
                                        * munmap and malloc_trim take time */
             pthread_mutex_unlock(&s->watch_lock);
@@ -460,7 +480,7 @@ static enum MHD_Result queue(req_ctx *x, int status, struct MHD_Response *r,
     x->bytes = len;
     x->state = ST_DONE;
     x->acked0 = bytes_acked(x->fd);
-    watch_arm(x->s, x->watch, 0); /* the answer goes out unhurried */
+    watch_send(x->s, x->watch, len);
     enum MHD_Result ok = MHD_queue_response(x->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok;
@@ -757,6 +777,12 @@ static enum MHD_Result embed_reply(req_ctx *x)
 {
     struct MHD_Response *r = NULL;
     out_hold *h = NULL;
+    if (x->job.expired) { /* waited past max_queue_wait: never started */
+        x->reserved = 0;      /* so its bytes were never taken */
+        return fail(x, 503, "overloaded",
+                    "the request waited max_queue_wait (%gs) in the queue; "
+                    "retry", x->s->cfg->max_queue_wait);
+    }
     if (x->gone) { /* no reply: close the connection (logged as 499) */
         tv_pool_release(x->s->pool, x->reserved);
         x->reserved = 0;
@@ -772,6 +798,13 @@ static enum MHD_Result embed_reply(req_ctx *x)
                        (double)(now_ns() - x->t_end) * 1e-9);
     if (x->failed || !x->out)
         goto bad;
+    /* Reserved: a bound (JSON: ~25 bytes a float); held from now on: the
+     * reply's real size. Give the rest back, or slow readers of large JSON
+     * replies would pin twice what they hold. */
+    if (x->out_len < x->reserved) {
+        tv_pool_release(x->s->pool, x->reserved - x->out_len);
+        x->reserved = x->out_len;
+    }
     h = malloc(sizeof *h);
     if (!h)
         goto bad;
@@ -1166,7 +1199,12 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
         unsigned long long got = bytes_acked(x->fd);
         got = got > x->acked0 ? got - x->acked0 : 0;
         x->bytes = got < x->bytes ? got : x->bytes;
-        status = 499;
+        /* 408: tokvec cut it (the reply's send deadline, or MHD's
+         * inactivity limit), 499: the client did */
+        status = toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ||
+                         (x->watch && atomic_load(&x->watch->timed_out))
+                     ? 408
+                     : 499;
     }
     watch_arm(x->s, x->watch, 1); /* the next request's time starts */
     tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);

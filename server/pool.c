@@ -173,6 +173,8 @@ int tv_pool_reserve(tv_pool *p)
 void tv_pool_push(tv_pool *p, tv_job *job)
 {
     job->next = NULL;
+    job->expired = 0;
+    job->pushed_ms = mono_ms();
     atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
     if (p->tail)
@@ -183,6 +185,37 @@ void tv_pool_push(tv_pool *p, tv_job *job)
     if (p->idle)
         pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);
+}
+
+size_t tv_pool_expire(tv_pool *p, long long now_ms, long long max_wait_ms)
+{
+    tv_job *first = NULL, **last = &first;
+    size_t n = 0;
+    pthread_mutex_lock(&p->lock);
+    /* Oldest first: pushes append, so the first young job ends the run. */
+    while (p->head && now_ms - p->head->pushed_ms >= max_wait_ms) {
+        tv_job *job = p->head;
+        p->head = job->next;
+        if (!p->head)
+            p->tail = NULL;
+        p->waiting--;
+        job->next = NULL;
+        *last = job;
+        last = &job->next;
+        n++;
+    }
+    /* The new head may fit where the old one did not. */
+    if (n && p->idle && can_start(p))
+        pthread_cond_signal(&p->ready);
+    pthread_mutex_unlock(&p->lock);
+    for (tv_job *job = first, *next; job; job = next) {
+        next = job->next;
+        tv_metrics_queue_add(-1);
+        job->expired = 1;
+        job->done(job); /* may free the job */
+        atomic_fetch_sub(&p->unfinished, 1);
+    }
+    return n;
 }
 
 int tv_pool_try_inline(tv_pool *p, size_t bytes)

@@ -31,8 +31,12 @@ typedef struct tv_job tv_job;
  * from tv_pool_push until done() has returned. */
 struct tv_job {
     void (*work)(tv_job *job); /* on a worker thread */
-    void (*done)(tv_job *job); /* on the same worker, after work() */
+    void (*done)(tv_job *job); /* on the same worker, after work() -- or,
+                                * for an expired job, without work() on
+                                * the thread that called tv_pool_expire */
     size_t bytes;              /* response bytes reserved while in flight */
+    int expired;               /* set by tv_pool_expire before done() */
+    long long pushed_ms;       /* CLOCK_MONOTONIC, set by tv_pool_push */
     tv_job *next;              /* FIFO link, guarded by the pool's lock */
 };
 
@@ -56,6 +60,12 @@ void tv_pool_push(tv_pool *p, tv_job *job);
  * tv_pool_release the bytes as for any job. 0: queue it as usual. */
 int tv_pool_try_inline(tv_pool *p, size_t bytes);
 void tv_pool_inline_done(tv_pool *p);
+
+/* Jobs that have waited max_wait_ms or more since their push leave the
+ * queue unstarted: expired is set and done() runs on the calling thread
+ * (the reaper), so a request cannot wait behind others without bound.
+ * now_ms on CLOCK_MONOTONIC. Returns how many expired. Any thread. */
+size_t tv_pool_expire(tv_pool *p, long long now_ms, long long max_wait_ms);
 
 /* Gives back bytes reserved by a job whose response is gone. */
 void tv_pool_release(tv_pool *p, size_t bytes);

@@ -1022,6 +1022,103 @@ class BufferedBodies(unittest.TestCase):
             self.assertEqual(proc.wait(timeout=30), 0)
             subprocess.run(["rm", "-rf", tmp])
 
+
+class SlowReaders(unittest.TestCase):
+    """Issue 15, finding 1: slow readers cannot pin max_inflight_bytes
+    (a reply holds its real size, not the JSON bound it reserved), a reply
+    must be read at min_send_rate (never cut before request_timeout), and
+    a job waits at most max_queue_wait for a worker (then 503)."""
+
+    def start(self, *args):
+        self.tmp = tempfile.mkdtemp(prefix="tokvec-slow-")
+        self.logpath = os.path.join(self.tmp, "server.log")
+        self.log = open(self.logpath, "wb")
+        self.proc, self.port, _ = start_server(
+            self.tmp, list(args), self.log, vocab=VOCAB, dim=DIM, ctx=CTX)
+
+    def tearDown(self):
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(timeout=60), 0)
+        self.log.close()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def big_json(self, rows):
+        """rows x 1024 tokens as JSON, from a body of a few KB (pad_id)."""
+        inputs = [[1]] * (rows - 1) + [[i % VOCAB for i in range(CTX)]]
+        return post(json.dumps({"inputs": inputs, "pad_id": 0}))
+
+    def test_slow_readers_do_not_starve_a_small_request(self):
+        # Each 16x1024 JSON reply reserves ~120 MB (the bound) but is
+        # ~46 MB: three slow readers reserve more than 256 MiB and hold
+        # far less.
+        self.start("--max-inflight-bytes", "256MiB", "--threads", "2")
+        readers = []
+        for rows in (16, 16, 8):
+            s = socket.create_connection(("127.0.0.1", self.port),
+                                         timeout=30)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(self.big_json(rows))
+            readers.append(s)  # and never read
+        wait_until(lambda: metric(self.port, "tokvec_queue_depth") == 0 and
+                   metric(self.port, 'tokvec_jobs_total{where="worker"}')
+                   == 3, 30, "the three replies to be built")
+        t0 = time.time()
+        got, _ = raw_exchange(self.port, post('{"inputs":[[5]]}'),
+                              timeout=10)
+        took = time.time() - t0
+        self.assertEqual(got[0][0], 200)
+        self.assertLess(took, 1.0 * SLOW)
+        for s in readers:
+            s.close()
+
+    def test_a_reply_read_too_slowly_is_cut_and_logged_408(self):
+        # 16 MiB at >= 32 MiB/s, never cut before request_timeout: cut
+        # after max(2 s, 0.5 s). The client reads 4 KB every 0.2 s, so
+        # libmicrohttpd's inactivity limit (also 2 s) never fires.
+        self.start("--request-timeout", "2", "--min-send-rate", "32MiB")
+        ids = struct.pack("<%di" % (16 * 1024),
+                          *[(i * 7) % VOCAB for i in range(16 * 1024)])
+        req = post(ids, "application/octet-stream",
+                   b"X-Tokvec-Shape: 16,1024\r\n"
+                   b"Accept: application/octet-stream\r\n")
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(req)
+        t0 = time.time()
+
+        def cut():
+            try:
+                s.recv(4096)
+            except OSError:
+                pass
+            time.sleep(0.2)
+            with open(self.logpath, "rb") as f:
+                return b"path=/embed status=408" in f.read()
+        wait_until(cut, 10, "the reply to be cut")
+        self.assertGreater(time.time() - t0, 1.9)
+        s.close()
+        self.assert_health()
+
+    def assert_health(self):
+        got, _ = raw_exchange(self.port, b"GET /health HTTP/1.1\r\nHost: x"
+                              b"\r\nConnection: close\r\n\r\n", timeout=5)
+        self.assertEqual(got[0][0], 200)
+
+    def test_a_job_waiting_past_max_queue_wait_gets_503(self):
+        self.start("--threads", "1", "--max-queue-wait", "0.2")
+        hold = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+        hold.sendall(self.big_json(64))  # ~0.5 s of formatting
+        wait_until(lambda: metric(self.port, "tokvec_inflight_requests") == 2
+                   and metric(self.port, "tokvec_queue_depth") == 0,
+                   10, "the long job to run")
+        t0 = time.time()
+        got, _ = raw_exchange(self.port, self.big_json(2), timeout=30)
+        self.assertEqual(got[0][0], 503, got)
+        self.assertEqual(got[0][1].get("retry-after"), "1")
+        self.assertEqual(json.loads(got[0][2])["error_type"], "overloaded")
+        self.assertLess(time.time() - t0, 5 * SLOW)
+        hold.close()
+
 def main():
     global BINARY, SLOW
     ap = argparse.ArgumentParser()
