@@ -161,7 +161,9 @@ typedef struct req_ctx {
     size_t expect;       /* Content-Length, 0 if none */
     int fd;              /* the client's socket (for the gone check) */
     int gone;            /* the client left before its job ran: 499 */
-    unsigned long long acked0; /* TCP bytes acked when the reply was queued */
+    unsigned long long acked0; /* TCP bytes acked when the reply was queued
+                                * (large replies only: see queue()) */
+    int acked_known;
     int status;
     uint64_t tokens, bytes;
     /* /embed job */
@@ -479,7 +481,14 @@ static enum MHD_Result queue(req_ctx *x, int status, struct MHD_Response *r,
     x->status = status;
     x->bytes = len;
     x->state = ST_DONE;
-    x->acked0 = bytes_acked(x->fd);
+    /* Where the reply starts in the connection's acknowledged bytes, for
+     * the log of a reply the client cuts. One getsockopt: for the large
+     * replies that can be cut part-way; a small one goes out in one send
+     * and is logged with 0 bytes if cut. */
+    if (len >= ((size_t)64 << 10)) {
+        x->acked0 = bytes_acked(x->fd);
+        x->acked_known = 1;
+    }
     watch_send(x->s, x->watch, len);
     enum MHD_Result ok = MHD_queue_response(x->conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -1196,7 +1205,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && status == 200) {
         /* The reply was cut: not a 200 (nginx's 499). Count what the
          * client acknowledged (TCP; headers included), at most the body. */
-        unsigned long long got = bytes_acked(x->fd);
+        unsigned long long got = x->acked_known ? bytes_acked(x->fd) : 0;
         got = got > x->acked0 ? got - x->acked0 : 0;
         x->bytes = got < x->bytes ? got : x->bytes;
         /* 408: tokvec cut it (the reply's send deadline, or MHD's
