@@ -61,16 +61,62 @@ tv_body_kind tv_body_kind_of(const char *content_type);
  * unknown keys are rejected (400 invalid_request, naming the key). Checks
  * shape, limits and raggedness (422 ragged_batch without pad_id; with pad_id
  * shorter rows are right-padded). Does not check ids against a table.
- * 0, or -1 with *err filled; *out is valid only on 0. */
+ * 0, or -1 with *err filled; *out is valid only on 0.
+ *
+ * The fast path first (below); when it declines, the pre-scan
+ * (tv_request_prescan_json), then jansson only for a body the pre-scan
+ * found shallow and bounded. Which error a body gets, first that applies:
+ *   1. over max_body_bytes: 413 payload_too_large;
+ *   2. a NUL byte anywhere: 400 invalid_json, naming its offset;
+ *   3. reading from the start, the first of: a JSON syntax error the
+ *      pre-scan sees (then jansson reports it, 400 invalid_json with line
+ *      and column, as before), a list or object opened 5 levels deep (400
+ *      invalid_request), more JSON values than any request within the
+ *      limits holds (413 payload_too_large);
+ *   4. jansson and the request's own checks, as before the pre-scan.
+ * So a syntax error keeps its invalid_json unless the body was already too
+ * deep or too large before it. The pre-scan checks the structure, numbers
+ * and literals as jansson's lexer does, inside strings only escapes and
+ * control characters: past what it does not check (an integer or real out
+ * of range, invalid UTF-8 or a lone surrogate or \u0000 in a string, a
+ * duplicate key) it may still refuse a body jansson would have called
+ * invalid_json there. */
 int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
                           tv_request *out, tv_error *err);
+
+/* The pre-scan: one pass over the body, no allocation, before jansson
+ * builds a tree (jansson allocates a json_t per value: 16 MiB of nested
+ * "[" were 8 million lists, 1 GB). A valid request nests 3 levels (the
+ * object, "inputs", its rows) and holds at most
+ *   N = max_tokens ids + min(max_batch, max_tokens) rows + "inputs"
+ *       + the object + 4 option values
+ * JSON values. It refuses, at the first point reading from the start:
+ *  - a list or object opened at level 5 (4 lists inside "inputs"): 400
+ *    invalid_request, "\"inputs\" nests deeper than a list of lists of
+ *    ids" when that is where, else "body nests lists or objects deeper
+ *    than a request can (...)". A body one level too deep (a list where an
+ *    id belongs, [[[true]]] for "positions") is left to jansson, whose
+ *    messages name the key or the batch index and position;
+ *  - the value past N: 413 payload_too_large, "body holds
+ *    more than N JSON values, more than any request within max_tokens T
+ *    and max_batch B can hold".
+ * It stops without refusing (jansson answers) at the end of the body, at
+ * the first syntax error it sees, and for a body over max_body_bytes or
+ * with a NUL byte. 0 (jansson may parse it), or -1 with *err filled and
+ * *at (when not NULL) the offset of the list, object or value refused.
+ * Exposed for the tests and the differential fuzz target. */
+int tv_request_prescan_json(const char *body, size_t len,
+                            const tv_limits *lim, tv_error *err, size_t *at);
 
 /* The two halves of tv_request_parse_json, exposed for the differential
  * fuzz target (tests/fuzz/fuzz_ids.c) and the benchmark (bench/idbench.c);
  * the server calls tv_request_parse_json, which tries the fast one first.
  *
  * tv_request_parse_json_slow: jansson, every shape, every error message
- * (what tv_request_parse_json does when the fast path declines).
+ * (what tv_request_parse_json does when the fast path declines and the
+ * pre-scan lets the body through). After jansson ran on a body over 1 MiB
+ * it calls malloc_trim(0) (glibc), so that the freed tree's pages go back
+ * to the system instead of staying in the calling thread's arena.
  *
  * tv_request_parse_json_fast: the common /embed shape only -- an object
  * with "inputs" (list of lists of integers, or one flat list), and
