@@ -106,6 +106,7 @@ typedef struct conn_watch {
     atomic_int timed_out;     /* set by the reaper */
     unsigned char ip[17];     /* family byte + address, for the per-IP
                                * count; ip[0] == 0: not counted */
+    unsigned unescapes;       /* this request's; see framing_unescaped() */
 } conn_watch;
 
 /* Open TCP connections of one client address (--max-connections-per-ip).
@@ -138,6 +139,7 @@ struct tv_server {
     atomic_int draining;  /* set once by tv_server_drain_begin */
     atomic_long requests; /* req_ctx alive: begun, response not yet sent */
     atomic_size_t buffered; /* request body bytes held, all connections */
+    int raw_framing;      /* libmicrohttpd 0.9.75: see framing_check() */
     tv_limits lim;
     tokvec_table_opts topts;
 };
@@ -178,6 +180,8 @@ typedef struct req_ctx {
     int failed;
     long long t_push, t_start, t_end; /* ns, for tokvec_job_phase_* */
     int inline_job; /* ran on the HTTP thread: see small_job() */
+    int uri_verdict; /* from uri_check(): URI_OK, URI_TOO_LONG, URI_NUL */
+    int must_close;  /* answer with Connection: close (bad framing) */
     char method[8]; /* for the access log */
     char path[256]; /* for the access log (cut if longer) */
     size_t path_len; /* the whole path's length: the log marks a cut */
@@ -456,8 +460,9 @@ static void common_headers(req_ctx *x, struct MHD_Response *r)
         if (strcmp(x->s->cfg->cors_origin, "*"))
             MHD_add_response_header(r, "Vary", "Origin");
     }
-    /* While draining, tell keep-alive clients to go elsewhere. */
-    if (atomic_load(&x->s->draining))
+    /* While draining, tell keep-alive clients to go elsewhere; after bad
+     * framing, the rest of what the client sent is not a request. */
+    if (atomic_load(&x->s->draining) || x->must_close)
         MHD_add_response_header(r, "Connection", "close");
 }
 
@@ -1021,6 +1026,245 @@ static int authorized(const tv_server *s, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* --- request framing (issue 15, findings 4 and 5) ------------------------ */
+
+/* libmicrohttpd 0.9.75 stalls on some framing and accepts framing that
+ * RFC 9112 rejects (request-smuggling primitives behind a proxy). What MHD
+ * does with each case, and what tokvec does about it, is listed in
+ * tests/e2e/test_hostile.py (class Framing). Here:
+ *
+ * - The query. MHD stores each query parameter in the connection's memory
+ *   pool (32 KiB) while it parses the request line; when the pool runs out
+ *   there (~450 short parameters, far fewer in a long URI) it neither
+ *   answers nor calls the handler, and the connection hangs until the
+ *   request deadline. Only the URI log callback runs before that parse:
+ *   uri_check() refuses a URI of more than URI_MAX bytes or with more than
+ *   QUERY_PARAMS_MAX parameters, cuts its query so that MHD stores none,
+ *   and the first call answers 414. A query hidden behind a NUL byte that
+ *   uri_check cannot safely look past is caught by framing_unescaped().
+ * - The header fields, at the first call (framing_check()), before MHD
+ *   reads any body: a Transfer-Encoding other than "chunked" (MHD would
+ *   read the body until the client closes) is 501; two Hosts, none in
+ *   HTTP/1.1, two Content-Lengths, Content-Length with Transfer-Encoding,
+ *   Transfer-Encoding in HTTP/1.0, a field name that is not a token
+ *   (whitespace before the colon, a leading space) and a CR in a value
+ *   are 400. MHD keeps the raw header block in place (CRLF and the colon
+ *   turned into NULs, `method` at its start, header_size long), so with
+ *   0.9.75 (raw_framing) we also read what MHD hides: an obs-fold line
+ *   (MHD moves the name elsewhere in its pool and appends the continuation
+ *   to the name) and a NUL inside a value (MHD cuts the value there).
+ *
+ * Out of sight here (a proxy's job; nginx handles each): the chunk lines
+ * of a chunked body (MHD parses them, bare LF accepted, and hands over
+ * only the data); a NUL as the last byte of a value ended by a bare LF
+ * (it leaves the same NULs as a CRLF; it hides nothing). Accepted on
+ * purpose, as nginx does: bare-LF line ends in the header block (RFC 9112
+ * allows it) and control bytes other than CR and NUL in values.
+ *
+ * Every such answer has Connection: close and MHD closes the connection,
+ * so whatever the client sent after it is never read as a request. */
+
+#define URI_MAX 8192         /* bytes, as nginx's large_client_header_buffers */
+#define QUERY_PARAMS_MAX 64  /* a valid request uses a handful */
+
+enum { URI_OK, URI_TOO_LONG, URI_NUL };
+static char uri_marks[3]; /* &uri_marks[v]: uri_check's verdict v as the
+                           * request's first *con_cls (never URI_OK) */
+
+static int uri_mark(const void *p)
+{
+    return p == &uri_marks[URI_TOO_LONG] || p == &uri_marks[URI_NUL];
+}
+
+/* Is p a NUL that MHD put where the space before "HTTP/d.d" was? Reading
+ * p[1..8] is safe either way: if p is not that NUL, the request line goes
+ * on past it to at least " HTTP/d.d" (MHD has checked the version). */
+static int uri_end(const char *p)
+{
+    return !p[0] && !memcmp(p + 1, "HTTP/", 5) && p[6] >= '0' &&
+           p[6] <= '9' && p[7] == '.' && p[8] >= '0' && p[8] <= '9';
+}
+
+/* MHD: the URI log callback, with the request line's URI before MHD parses
+ * its query (and before the handler's first call). Returns the request's
+ * first *con_cls: NULL, or a mark that makes the first call refuse it. */
+static void *uri_check(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_watch *w = ci ? ci->socket_context : NULL;
+    if (w)
+        w->unescapes = 0;
+    if (!uri)
+        return NULL;
+    /* The URI runs to the NUL MHD put before the version; a NUL before
+     * that one was in the request. Scan up to the first NUL that could be
+     * the end: past it the buffer is MHD's and may end. */
+    const char *p = uri, *q = NULL;
+    size_t params = 0;
+    int nul = 0;
+    for (; !uri_end(p); p++) {
+        if (!*p)
+            nul = 1;
+        else if (*p == '?' && !q)
+            q = p, params = 1;
+        else if (*p == '&' && q)
+            params++;
+    }
+    if (!nul && (size_t)(p - uri) <= URI_MAX && params <= QUERY_PARAMS_MAX)
+        return NULL;
+    /* MHD parses the query from the first '?' to the end right after this
+     * call, in this same writable buffer (it writes NULs into it itself):
+     * end the query at once, and MHD stores no parameter. */
+    if (q)
+        ((char *)q)[1] = '\0';
+    return &uri_marks[nul ? URI_NUL : URI_TOO_LONG];
+}
+
+/* MHD's unescape callback runs twice per query parameter (name, value)
+ * and once for the path. More than that for QUERY_PARAMS_MAX means a query
+ * uri_check() could not find (a NUL byte, then what looks like the
+ * version, inside the URI): MHD is about to run out of pool and hang, so
+ * shut the socket down (MHD then closes it at once, with no answer). */
+static void framing_unescaped(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_watch *w = ci ? ci->socket_context : NULL;
+    if (w && ++w->unescapes == 2 * QUERY_PARAMS_MAX + 2) {
+        shutdown(w->fd, SHUT_RDWR);
+        tv_log(TV_LOG_INFO, "closed a connection whose request line hid "
+               "more than %d query parameters behind a NUL byte",
+               QUERY_PARAMS_MAX);
+    }
+}
+
+typedef struct {
+    const char *lo, *hi; /* the raw header block (raw_framing) */
+    const char *end;     /* where the previous line's text ended */
+    int raw;
+    unsigned hosts, lengths, encodings;
+    const char *te;      /* the first Transfer-Encoding value */
+    const char *bad;     /* why the request is refused (400), or NULL */
+} framing_scan;
+
+/* [from, to): the end of one line, or (lines 2) of the last header line
+ * and the empty line. MHD turned each CRLF or LF there into NULs; anything
+ * else was in the request behind a NUL in the line (MHD cut it there). */
+static int line_end_ok(const char *from, const char *to, size_t lines)
+{
+    uintptr_t a = (uintptr_t)from, b = (uintptr_t)to;
+    if (b < a + lines || b > a + 2 * lines)
+        return 0;
+    for (; from < to; from++)
+        if (*from)
+            return 0;
+    return 1;
+}
+
+static int tchar(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static enum MHD_Result framing_field(void *cls, enum MHD_ValueKind kind,
+                                     const char *key, size_t klen,
+                                     const char *val, size_t vlen)
+{
+    framing_scan *f = cls;
+    (void)kind;
+    if (f->raw) {
+        uintptr_t k = (uintptr_t)key, v = (uintptr_t)val;
+        if (!val || k < (uintptr_t)f->lo || v < k ||
+            v + vlen > (uintptr_t)f->hi) {
+            f->bad = "a header line continued on the next (obs-fold)";
+            return MHD_NO;
+        }
+        if (!line_end_ok(f->end, key, 1)) {
+            f->bad = "a NUL byte in a header line";
+            return MHD_NO;
+        }
+        f->end = val + vlen;
+    }
+    if (!klen) {
+        f->bad = "a header field with an empty name";
+        return MHD_NO;
+    }
+    for (size_t i = 0; i < klen; i++)
+        if (!tchar((unsigned char)key[i])) {
+            f->bad = "a header field name with whitespace or another byte "
+                     "that is not allowed (before the colon, or a line "
+                     "starting with whitespace)";
+            return MHD_NO;
+        }
+    if (val && memchr(val, '\r', vlen)) {
+        f->bad = "a CR byte in a header value";
+        return MHD_NO;
+    }
+    if (!strcasecmp(key, "Host"))
+        f->hosts++;
+    else if (!strcasecmp(key, "Content-Length"))
+        f->lengths++;
+    else if (!strcasecmp(key, "Transfer-Encoding") && !f->encodings++)
+        f->te = val;
+    return MHD_YES;
+}
+
+/* The first call: 0 if the request's framing is fine, else -1 with the
+ * answer in e (the connection is then closed after it). */
+static int framing_check(req_ctx *x, const char *method, const char *version,
+                         tv_error *e)
+{
+    struct MHD_Connection *c = x->conn;
+    int http10 = !strcmp(version, "HTTP/1.0");
+    if (x->uri_verdict == URI_TOO_LONG)
+        return tv_error_set(e, 414, "invalid_request",
+                            "the request URI is over %d bytes or has more "
+                            "than %d query parameters", URI_MAX,
+                            QUERY_PARAMS_MAX);
+    if (x->uri_verdict == URI_NUL)
+        return tv_error_set(e, 400, "invalid_request",
+                            "a NUL byte in the request line");
+    framing_scan f = {.raw = x->s->raw_framing};
+    if (f.raw) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+            c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        f.lo = method;
+        f.hi = ci ? method + ci->header_size : method;
+        f.end = version + strlen(version);
+        f.raw = ci && (uintptr_t)f.end <= (uintptr_t)f.hi;
+    }
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, framing_field, &f);
+    if (!f.bad && f.raw && !line_end_ok(f.end, f.hi, 2))
+        f.bad = "a NUL byte in a header line";
+    if (f.bad)
+        return tv_error_set(e, 400, "invalid_request", "bad framing: %s",
+                            f.bad);
+    if (f.hosts > 1 || (!f.hosts && !http10))
+        return tv_error_set(e, 400, "invalid_request",
+                            "%s", f.hosts ? "more than one Host header"
+                                          : "an HTTP/1.1 request without "
+                                            "Host");
+    if (f.lengths > 1)
+        return tv_error_set(e, 400, "invalid_request",
+                            "more than one Content-Length header");
+    if (!f.encodings)
+        return 0;
+    if (http10)
+        return tv_error_set(e, 400, "invalid_request",
+                            "Transfer-Encoding in an HTTP/1.0 request");
+    if (f.lengths)
+        return tv_error_set(e, 400, "invalid_request",
+                            "both Content-Length and Transfer-Encoding");
+    if (f.encodings > 1 || strcasecmp(f.te ? f.te : "", "chunked"))
+        return tv_error_set(e, 501, "invalid_request",
+                            "Transfer-Encoding must be exactly \"chunked\" "
+                            "(the only coding supported)");
+    return 0;
+}
+
 static enum MHD_Result first_call(req_ctx *x, const char *url,
                                   const char *method)
 {
@@ -1086,13 +1330,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 {
     tv_server *s = cls;
     req_ctx *x = *con_cls;
-    (void)version;
 
-    if (!x) {
+    if (!x || uri_mark(x)) { /* the first call (uri_check() may mark it) */
+        int verdict = x ? (int)((char *)x - uri_marks) : URI_OK;
         x = calloc(1, sizeof *x);
         if (!x)
             return MHD_NO;
         x->s = s;
+        x->uri_verdict = verdict;
         x->conn = c;
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -1108,6 +1353,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
         clock_gettime(CLOCK_MONOTONIC, &x->t0);
         tv_metrics_inflight_add(1);
         *con_cls = x;
+        tv_error fe;
+        if (framing_check(x, method, version, &fe) < 0) {
+            x->must_close = 1;
+            return reply_error(x, &fe);
+        }
         return first_call(x, url, method);
     }
     if (x->state == ST_QUEUED) /* resumed: the job is done */
@@ -1189,8 +1439,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     req_ctx *x = *con_cls;
     (void)cls;
     (void)c;
-    if (!x)
+    if (!x || uri_mark(x)) { /* no first call: no request to log */
+        *con_cls = NULL;
         return;
+    }
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - x->t0.tv_sec) +
@@ -1254,7 +1506,7 @@ static int hexval(char ch)
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
     (void)cls;
-    (void)c;
+    framing_unescaped(c);
     char *w = s;
     for (const char *r = s; *r; r++) {
         int hi, lo;
@@ -1384,6 +1636,7 @@ static struct MHD_Daemon *start_daemon(tv_server *s, unsigned threads,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_check, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
     return d;
 }
@@ -1558,6 +1811,9 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     pthread_cond_init(&s->reaper_wake, &ca);
     pthread_condattr_destroy(&ca);
     s->watches.next = s->watches.prev = &s->watches;
+    /* framing_check() reads MHD's raw header block: a layout checked
+     * against 0.9.75 only (elsewhere the checks that need it are off). */
+    s->raw_framing = !strcmp(MHD_get_version(), "0.9.75");
     s->lim.max_body_bytes = (size_t)cfg->max_body_bytes;
     s->lim.max_tokens = cfg->max_tokens;
     s->lim.max_batch = cfg->max_batch;

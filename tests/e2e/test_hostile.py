@@ -1257,6 +1257,238 @@ class NestedBodies(unittest.TestCase):
         self.assertEqual(got[0][0], 200)
 
 
+
+KEY = b"framing-key"
+
+
+def embed_head(extra=b"", version=b"HTTP/1.1", host=b"Host: x\r\n"):
+    """The start of an authorized JSON POST /embed: request line, Host,
+    Authorization, Content-Type, then extra; no blank line."""
+    return (b"POST /embed " + version + b"\r\n" + host
+            + b"Authorization: Bearer " + KEY + b"\r\n"
+            b"Content-Type: application/json\r\n" + extra)
+
+
+BODY = b'{"inputs":[[1,2]]}'   # 18 bytes
+CHUNKED = b"12\r\n" + BODY + b"\r\n0\r\n\r\n"
+HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n"
+
+
+class Framing(unittest.TestCase):
+    """Issue 15, findings 5 and 4: framing that libmicrohttpd 0.9.75 would
+    stall on (a Transfer-Encoding other than `chunked`, a flood of query
+    parameters) or accept leniently (request-smuggling primitives) is
+    answered at once with a JSON 4xx/501 and `Connection: close`, and the
+    connection is closed: nothing the client sent after it is read as a
+    second request. Each case sends one request with whatever a smuggler
+    would put after it, then reads until the server closes."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-framing-")
+        cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
+        # A request_timeout long enough that a stall cannot pass for a
+        # quick close.
+        cls.proc, cls.port, _ = start_server(
+            cls.tmp, ["--api-key", KEY.decode(), "--request-timeout", "10",
+                      "--log-level", "warn"], cls.log)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        rc = cls.proc.wait(timeout=40)
+        cls.log.close()
+        if rc != 0:
+            Hostile.sanitizer_report = True
+            with open(os.path.join(cls.tmp, "server.log"), "rb") as f:
+                print(f.read()[-2000:].decode("utf-8", "replace"),
+                      file=sys.stderr)
+        subprocess.run(["rm", "-rf", cls.tmp])
+
+    def exchange(self, data):
+        """Sends data, reads until the server closes (at most 4 s).
+        Returns (responses, closed, seconds)."""
+        t0 = time.time()
+        try:
+            got, closed = raw_exchange(self.port, data, timeout=4, want=2)
+        except (BrokenPipeError, ConnectionResetError):
+            got, closed = [], True
+        return got, closed, time.time() - t0
+
+    def refused(self, data, status=400, what=""):
+        got, closed, dt = self.exchange(data)
+        self.assertTrue(got, "%s: no answer in %.1f s" % (what, dt))
+        st, hdrs, body = got[0]
+        self.assertEqual(st, status, "%s: %r" % (what, body[:200]))
+        self.assertEqual(len(got), 1, "%s: a second response: %r"
+                         % (what, got[1:]))
+        self.assertIn("application/json", hdrs.get("content-type", ""), what)
+        self.assertEqual(json.loads(body)["error_type"], "invalid_request",
+                         what)
+        self.assertEqual(hdrs.get("connection", "").lower(), "close", what)
+        self.assertTrue(closed, "%s: the connection stayed open" % what)
+        self.assertLess(dt, 2.0 * SLOW, what)
+        t0 = time.time()
+        self.assertEqual(health(self.port), 200)
+        self.assertLess(time.time() - t0, 1.0 * SLOW)
+
+    def ok(self, data, what=""):
+        got, _, dt = self.exchange(data + HEALTH + b"Connection: close\r\n\r\n")
+        self.assertEqual([r[0] for r in got], [200, 200], what)
+        self.assertLess(dt, 2.0 * SLOW, what)
+
+    # -- finding 5: stalls ---------------------------------------------------
+    def test_te_chunked_with_a_trailing_space_is_501(self):
+        self.refused(HEALTH + b"Transfer-Encoding: chunked \r\n\r\n", 501)
+
+    def test_te_identity_is_501(self):
+        self.refused(HEALTH + b"Transfer-Encoding: identity\r\n\r\n", 501)
+
+    def test_te_gzip_chunked_is_501(self):
+        self.refused(HEALTH + b"Transfer-Encoding: gzip, chunked\r\n\r\n",
+                     501, "GET")
+        self.refused(embed_head(b"Transfer-Encoding: gzip, chunked\r\n\r\n")
+                     + CHUNKED, 501, "POST")
+
+    def test_two_transfer_encodings_are_501(self):
+        self.refused(embed_head(b"Transfer-Encoding: chunked\r\n"
+                                b"Transfer-Encoding: gzip\r\n\r\n")
+                     + CHUNKED, 501)
+
+    def test_a_flood_of_query_parameters_is_414(self):
+        for n in (500, 1000):
+            self.refused(b"GET /health?" + b"a=1&" * n + b" HTTP/1.1\r\n"
+                         b"Host: x\r\n\r\n", 414, "%d parameters" % n)
+        # a long query with few: 20 KB and 200, 30 KB and 60 stalled too
+        self.refused(b"GET /health?" + b"a=1&" * 200 + b"b=" + b"c" * 20000
+                     + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "20 KB")
+        self.refused(b"GET /health?" + b"a=1&" * 60 + b"b=" + b"c" * 30000
+                     + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "30 KB")
+
+    def test_a_nul_in_the_request_line_is_400(self):
+        # libmicrohttpd cut the path at the NUL (/health, 200) ...
+        self.refused(b"GET /health\0junk HTTP/1.1\r\nHost: x\r\n\r\n",
+                     what="path")
+        # ... and parsed a query behind one (1000 parameters: no answer)
+        self.refused(b"GET /health\0?" + b"a=1&" * 1000 + b" HTTP/1.1\r\n"
+                     b"Host: x\r\n\r\n", what="query")
+
+    def test_a_query_hidden_behind_a_nul_and_a_version_is_cut(self):
+        # What follows "\0HTTP/1.1\0" cannot be read safely in the URI
+        # log callback; the parameters are counted as MHD parses them and
+        # the connection is closed at once (no answer: MHD would hang).
+        got, closed, dt = self.exchange(
+            b"GET /health\0HTTP/1.1\0\0?" + b"a=1&" * 1000
+            + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(got, [])
+        self.assertTrue(closed)
+        self.assertLess(dt, 2.0 * SLOW)
+        self.assertEqual(health(self.port), 200)
+
+    def test_a_few_query_parameters_still_work(self):
+        self.ok(b"GET /health?" + b"a=1&" * 63 + b"a=1 HTTP/1.1\r\n"
+                b"Host: x\r\n\r\n", "64 parameters")
+        self.ok(embed_head(b"Content-Length: 18\r\n\r\n", b"HTTP/1.1")
+                .replace(b"/embed ", b"/embed?dtype=float32 ") + BODY,
+                "/embed?dtype=")
+
+    # -- finding 4: lenient framing --------------------------------------------
+    def test_whitespace_before_the_colon_is_400(self):
+        # Content-Length unseen: the body would be the next request.
+        self.refused(embed_head(b"Content-Length : 33\r\n\r\n")
+                     + HEALTH + b"\r\n")
+
+    def test_obs_fold_is_400(self):
+        self.refused(HEALTH + b"X-A: one\r\n two\r\n\r\n", what="X-A")
+        # libmicrohttpd appended " 8" to the name: Content-Length8: 1
+        self.refused(embed_head(b"Content-Length: 1\r\n 8\r\n\r\n") + BODY,
+                     what="Content-Length")
+
+    def test_a_leading_space_on_the_first_header_line_is_400(self):
+        self.refused(b"GET /health HTTP/1.1\r\n Host: x\r\n\r\n")
+
+    def test_a_nul_inside_a_field_value_is_400(self):
+        self.refused(embed_head(b"Content-Length: 18\0 99\r\n\r\n") + BODY,
+                     what="Content-Length")
+        self.refused(b"GET /info HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                     b"Bearer " + KEY + b"\0junk\r\n\r\n", what="Authorization")
+
+    def test_content_length_and_transfer_encoding_together_are_400(self):
+        self.refused(embed_head(b"Content-Length: 23\r\n"
+                                b"Transfer-Encoding: chunked\r\n\r\n")
+                     + CHUNKED + HEALTH + b"\r\n")
+
+    def test_two_content_lengths_are_400(self):
+        self.refused(embed_head(b"Content-Length: 18\r\nContent-Length: 99"
+                                b"\r\n\r\n") + BODY, what="different")
+        self.refused(embed_head(b"Content-Length: 18\r\nContent-Length: 18"
+                                b"\r\n\r\n") + BODY, what="equal")
+
+    def test_http_1_1_without_host_or_with_two_is_400(self):
+        self.refused(b"GET /health HTTP/1.1\r\n\r\n", what="none")
+        self.refused(b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                     what="two")
+        # HTTP/1.0 needs none
+        self.ok(b"GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+                "HTTP/1.0")
+
+    def test_a_bare_cr_in_a_value_is_400(self):
+        self.refused(HEALTH + b"X-A: a\rb\r\n\r\n")
+
+    def test_http_1_0_with_chunked_is_400(self):
+        self.refused(embed_head(b"Connection: keep-alive\r\n"
+                                b"Transfer-Encoding: chunked\r\n\r\n",
+                                b"HTTP/1.0") + CHUNKED + HEALTH + b"\r\n")
+
+    @unittest.expectedFailure
+    def test_bare_lf_chunk_lines_are_400(self):
+        # libmicrohttpd parses the chunk framing itself and hands tokvec
+        # only the data: tokvec cannot see these. Left to the proxy (nginx
+        # takes the chunked body and sends tokvec a Content-Length).
+        self.refused(embed_head(b"Transfer-Encoding: chunked\r\n\r\n")
+                     + b"12\n" + BODY + b"\n0\n\n")
+
+    def test_well_formed_requests_keep_their_connection(self):
+        self.ok(embed_head(b"Content-Length: 18\r\n\r\n") + BODY, "length")
+        self.ok(embed_head(b"Transfer-Encoding: chunked\r\n\r\n") + CHUNKED,
+                "chunked")
+        self.ok(embed_head(b"Transfer-Encoding: Chunked\r\n\r\n") + CHUNKED,
+                "Chunked")
+        self.ok(HEALTH + b"X-Empty:\r\nX-Tab:\tv\t\r\n\r\n", "empty, tabs")
+        self.ok(b"GET /health HTTP/1.1\nHost: x\nX-A: b\n\n", "bare LF")
+
+    def test_health_stays_fast_beside_them(self):
+        bad = [HEALTH + b"Transfer-Encoding: identity\r\n\r\n",
+               b"GET /health?" + b"a=1&" * 1000 + b" HTTP/1.1\r\n"
+               b"Host: x\r\n\r\n",
+               embed_head(b"Content-Length : 33\r\n\r\n") + HEALTH + b"\r\n"]
+        socks = []
+        for i in range(30):
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            s.sendall(bad[i % len(bad)])
+            socks.append(s)
+        t0 = time.time()
+        self.assertEqual(health(self.port), 200)
+        self.assertLess(time.time() - t0, 0.5 * SLOW)
+        deadline = time.time() + 2 * SLOW
+        for s in socks:  # each answered and closed, none left hanging
+            buf = b""
+            s.settimeout(max(0.05, deadline - time.time()))
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+            except socket.timeout:
+                self.fail("a connection was still open after 2 s: %r"
+                          % buf[:100])
+            except ConnectionResetError:
+                pass
+            s.close()
+            self.assertRegex(buf[:12], rb"HTTP/1\.1 (4\d\d|501)")
+
+
 def main():
     global BINARY, SLOW
     ap = argparse.ArgumentParser()
