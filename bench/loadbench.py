@@ -77,11 +77,8 @@ def port_free(p):
         s.close()
 
 
-def health_ok(port, path="/health", timeout=1.0):
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    except OSError:
-        return False
+def _answers_200(s, path):
+    """GET path on connected socket s: True on a 200 (s is closed)."""
     try:
         s.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: x\r\n\r\n")
         data = s.recv(64)
@@ -90,6 +87,14 @@ def health_ok(port, path="/health", timeout=1.0):
         return False
     finally:
         s.close()
+
+
+def health_ok(port, path="/health", timeout=1.0):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    except OSError:
+        return False
+    return _answers_200(s, path)
 
 
 class Proc:
@@ -474,13 +479,10 @@ def unix_health(path, timeout=1.0):
     s.settimeout(timeout)
     try:
         s.connect(path)
-        s.sendall(b"GET /health HTTP/1.0\r\nHost: x\r\n\r\n")
-        data = s.recv(64)
-        return data.startswith(b"HTTP/1.") and data[9:12] == b"200"
     except OSError:
-        return False
-    finally:
         s.close()
+        return False
+    return _answers_200(s, "/health")
 
 
 # --------------------------------------------------------------- nginx
