@@ -12,7 +12,16 @@ value must stay flat: end <= start * 1.5 + 20 MB. Every answer must have
 the expected status; errors, mismatches and connection failures must all
 be 0. Exit 0 on success, 1 otherwise; a JSON summary goes to stdout.
 
+With --hostile the same normal clients run beside attackers (issue 15):
+slow readers holding 180 MB JSON replies, clients that send a large job and
+leave at once, 1 MiB bodies nested 2,000 deep, request-smuggling framing
+(Content-Length with Transfer-Encoding, two Content-Lengths, odd
+Transfer-Encodings, whitespace before a colon) and header tricklers. Every
+attack must get its documented answer (or be cut), and the normal clients'
+p99 latency must stay under --p99-ms. The report prints both sides.
+
   /usr/bin/python3 tools/soak.py --binary build/tokvec --seconds 600
+  /usr/bin/python3 tools/soak.py --hostile --seconds 60 --p99-ms 1000
   make soak SOAK_SECONDS=60
 """
 import argparse
@@ -82,6 +91,15 @@ class Stats:
         self.errors = []
         self.checked = 0
         self.requests = 0
+        self.latency_ms = []
+        self.slow = []  # (t, method, path, body bytes, status, ms) > 0.5 s
+        self.t0 = time.time()
+        self.attacks = {}
+
+    def attack(self, kind, outcome):
+        with self.lock:
+            k = self.attacks.setdefault(kind, {})
+            k[outcome] = k.get(outcome, 0) + 1
 
     def add(self, kind):
         with self.lock:
@@ -108,10 +126,19 @@ class Client:
                 self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
                                                        timeout=60)
             try:
+                t0 = time.monotonic()
                 self.conn.request(method, path, body=body,
                                   headers=headers or {})
                 r = self.conn.getresponse()
                 data = r.read()
+                ms = (time.monotonic() - t0) * 1000.0
+                with self.stats.lock:
+                    self.stats.latency_ms.append(ms)
+                    if ms > 500 and len(self.stats.slow) < 20:
+                        self.stats.slow.append(
+                            (round(time.time() - self.stats.t0, 1),
+                             method, path, len(body or ""), r.status,
+                             round(ms)))
                 if r.getheader("Connection", "").lower() == "close":
                     self.conn.close()
                     self.conn = None
@@ -275,6 +302,218 @@ def worker(port, tok, pos, stats, seed, deadline, check_every):
             time.sleep(0.1)
 
 
+# ---- attackers (--hostile) ---------------------------------------------
+
+def http_post(body, ctype=b"application/json", extra=b""):
+    return (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: " + ctype +
+            b"\r\nContent-Length: %d\r\n" % len(body) + extra + b"\r\n" +
+            body)
+
+
+def big_json(rows):
+    """rows x CTX tokens as JSON from a body of a few KB (pad_id): the
+    reply is ~2.8 MB per row."""
+    inputs = [[1]] * (rows - 1) + [[i % VOCAB for i in range(CTX)]]
+    return http_post(json.dumps({"inputs": inputs, "pad_id": 0}).encode())
+
+
+def status_of(sock, timeout):
+    """The status code of the first response on sock, or 'closed' /
+    'timeout' / 'reset'."""
+    sock.settimeout(timeout)
+    buf = b""
+    try:
+        while b"\r\n" not in buf:
+            chunk = sock.recv(4096)
+            if not chunk:
+                return "closed"
+            buf += chunk
+    except socket.timeout:
+        return "timeout"
+    except OSError:
+        return "reset"
+    parts = buf.split(b" ", 2)
+    return parts[1].decode() if len(parts) > 1 else "garbage"
+
+
+def slow_reader(port, stats, deadline):
+    """Asks for a 64 x 1024 JSON reply (~180 MB) and reads 64 KB every
+    0.5 s (128 KB/s) until the server cuts it at its send deadline."""
+    req = big_json(64)
+    while time.time() < deadline:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(req)
+            st = status_of(s, 60)
+            got = 0
+            while time.time() < deadline and st == "200":
+                time.sleep(0.5)
+                s.settimeout(10)
+                chunk = s.recv(65536)
+                if not chunk:
+                    st = "200-cut"
+                    break
+                got += len(chunk)
+            stats.attack("slow_reader", st)
+            s.close()
+        except OSError as e:
+            stats.attack("slow_reader", type(e).__name__)
+            time.sleep(0.5)
+
+
+def abandoner(port, stats, deadline):
+    """Sends a 16 x 1024 JSON job and closes at once, over and over."""
+    req = big_json(16)
+    while time.time() < deadline:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(req)
+            s.close()
+            stats.attack("abandoner", "sent")
+        except OSError as e:
+            stats.attack("abandoner", type(e).__name__)
+        time.sleep(0.05)
+
+
+def nested_sender(port, stats, deadline):
+    """1 MiB of empty lists nested 2,000 deep: 400 before jansson runs."""
+    row = b"[" * 2000 + b"]" * 2000
+    n = ((1 << 20) - 16) // (len(row) + 1)
+    req = http_post(b'{"inputs":[' + b",".join([row] * n) + b"]}")
+    while time.time() < deadline:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(req)
+            stats.attack("nested_1mib", status_of(s, 30))
+            s.close()
+        except OSError as e:
+            stats.attack("nested_1mib", type(e).__name__)
+        time.sleep(0.02)
+
+
+SMUGGLE = [
+    # (what, request, the answers it may get)
+    ("cl_and_te", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 4"
+     b"\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json"
+     b"\r\n\r\n0\r\n\r\n", ("400",)),
+    ("two_cl", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n"
+     b"Content-Length: 17\r\nContent-Type: application/json\r\n\r\n"
+     b'{"inputs":[[1]]} ', ("400",)),
+    ("te_gzip", b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+     b"gzip, chunked\r\n\r\n0\r\n\r\n", ("501",)),
+    ("space_colon", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length :"
+     b" 16\r\nContent-Type: application/json\r\n\r\n{\"inputs\":[[1]]}",
+     ("400",)),
+    ("no_host", b"GET /health HTTP/1.1\r\n\r\n", ("400",)),
+    ("http10_chunked", b"POST /embed HTTP/1.0\r\nTransfer-Encoding: "
+     b"chunked\r\n\r\n0\r\n\r\n", ("400", "501")),
+]
+
+
+def smuggler(port, stats, deadline, rng):
+    while time.time() < deadline:
+        what, req, want = rng.choice(SMUGGLE)
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(req)
+            st = status_of(s, 10)
+            # the connection must be closed after the refusal
+            if st in want:
+                s.settimeout(10)
+                try:
+                    while s.recv(65536):
+                        pass
+                    st = "refused+closed"
+                except OSError:
+                    st = "refused+reset"
+            stats.attack("smuggle", st if st.startswith("refused")
+                         else "%s=%s" % (what, st))
+            s.close()
+        except OSError as e:
+            stats.attack("smuggle", type(e).__name__)
+        time.sleep(0.02)
+
+
+def trickler(port, stats, deadline):
+    """A header byte per second, never finishing: cut by the server."""
+    while time.time() < deadline:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            st = "still open"
+            while time.time() < deadline:
+                time.sleep(1)
+                try:
+                    s.sendall(b"X")
+                except OSError:
+                    st = "cut"
+                    break
+            stats.attack("trickler", st)
+            s.close()
+        except OSError as e:
+            stats.attack("trickler", type(e).__name__)
+            time.sleep(1)
+
+
+def start_attackers(port, stats, deadline, seed):
+    rng = random.Random(seed)
+    plan = [(slow_reader, 2), (abandoner, 2), (nested_sender, 1),
+            (trickler, 4)]
+    threads = []
+    for fn, n in plan:
+        for _ in range(n):
+            threads.append(threading.Thread(
+                target=fn, args=(port, stats, deadline), daemon=True))
+    threads.append(threading.Thread(
+        target=smuggler, args=(port, stats, deadline,
+                               random.Random(rng.random())), daemon=True))
+    for th in threads:
+        th.start()
+    return threads
+
+
+def scrape(port):
+    """The server's own counts: answers by route and code, jobs run."""
+    out = {}
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        if line.startswith(("tokvec_requests_total{",
+                            "tokvec_jobs_total{")):
+            name, value = line.rsplit(" ", 1)
+            if float(value):
+                out[name] = int(float(value))
+    return out
+
+
+OK_OUTCOMES = {
+    # a slow reader gets its 200 and is cut at the send deadline (or the
+    # run ends while it reads)
+    "slow_reader": ("200", "200-cut"),
+    "abandoner": ("sent",),
+    "nested_1mib": ("400",),
+    "smuggle": ("refused+closed", "refused+reset"),
+    "trickler": ("cut", "still open"),
+}
+
+
+def ok_outcome(kind, outcome):
+    return outcome in OK_OUTCOMES.get(kind, ())
+
+
+def percentile(values, q):
+    if not values:
+        return 0.0
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default="build/tokvec")
@@ -286,6 +525,10 @@ def main():
                          "the run, at most 60)")
     ap.add_argument("--check-every", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hostile", action="store_true",
+                    help="run attackers beside the normal clients")
+    ap.add_argument("--p99-ms", type=float, default=1000.0,
+                    help="with --hostile: the normal clients' p99 bound")
     args = ap.parse_args()
     warmup = args.warmup if args.warmup is not None else min(
         60.0, args.seconds * 0.15)
@@ -300,10 +543,17 @@ def main():
 
     port = free_port()
     log = open(os.path.join(tmp, "server.log"), "wb")
+    extra = []
+    if args.hostile:
+        # Short enough that tricklers and slow readers are cut, and come
+        # back, several times in a minute: a header must be in within
+        # 2 x 5 s, a 180 MB reply read within 180 MB / 8 MiB/s = 21 s.
+        extra = ["--request-timeout", "5", "--min-send-rate", "8MiB"]
     proc = subprocess.Popen(
         [args.binary, "serve", "--table", table, "--port", str(port),
          "--threads", str(args.server_threads), "--access-log", "false",
-         "--log-level", "warn"], stdout=subprocess.DEVNULL, stderr=log)
+         "--log-level", "warn"] + extra, stdout=subprocess.DEVNULL,
+        stderr=log)
     ok = False
     for _ in range(400):
         try:
@@ -328,6 +578,8 @@ def main():
         args.check_every), daemon=True) for i in range(args.threads)]
     for th in threads:
         th.start()
+    attackers = (start_attackers(port, stats, deadline, args.seed)
+                 if args.hostile else [])
     samples = []
     rss_start = None
     next_report = t0 + 30
@@ -343,9 +595,10 @@ def main():
             print("soak: %4.0f s  %d requests  rss %d kB  errors %d"
                   % (now - t0, stats.requests, rss,
                      stats.counts.get("ERROR", 0)), file=sys.stderr)
-    for th in threads:
+    for th in threads + attackers:
         th.join(90)
     alive = proc.poll() is None
+    server_counts = scrape(port) if alive else {}
     rss_end = rss_kb(proc.pid) if alive else 0
     if rss_start is None:
         rss_start = samples[-1][1] if samples else 0
@@ -368,6 +621,10 @@ def main():
         "requests_per_s": round(stats.requests / max(1e-9, args.seconds), 1),
         "by_kind": stats.counts,
         "checked_bit_exact": stats.checked,
+        "latency_ms": {"p50": round(percentile(stats.latency_ms, 0.5), 2),
+                       "p99": round(percentile(stats.latency_ms, 0.99), 2),
+                       "max": round(max(stats.latency_ms or [0]), 2)},
+        "slowest_requests": stats.slow,
         "errors": stats.counts.get("ERROR", 0),
         "first_errors": stats.errors[:10],
         "rss_kb": {"after_warmup": rss_start, "end": rss_end,
@@ -376,7 +633,31 @@ def main():
                    "limit": int(limit)},
         "server_exit": rc,
     }
+    summary["server_metrics"] = server_counts
+    if args.hostile:
+        summary["hostile"] = stats.attacks
+        summary["p99_bound_ms"] = args.p99_ms
     failed = []
+    if args.hostile:
+        p99 = summary["latency_ms"]["p99"]
+        if p99 > args.p99_ms:
+            failed.append("normal p99 %.1f ms > %.0f ms" % (p99, args.p99_ms))
+        bad = {k: v for k, v in stats.attacks.items()
+               for o in v if not ok_outcome(k, o)}
+        if bad:
+            failed.append("attacks got unexpected answers: %r" % bad)
+        m = server_counts
+        jobs = (m.get('tokvec_jobs_total{where="worker"}', 0) +
+                m.get('tokvec_jobs_total{where="inline"}', 0))
+        answered = sum(m.get('tokvec_requests_total{route="/embed",'
+                             'code="%s"}' % c, 0) for c in ("200", "408"))
+        left = stats.attacks.get("abandoner", {}).get("sent", 0)
+        summary["abandoned_jobs_computed"] = max(0, jobs - answered)
+        if jobs - answered > max(5, left // 20):
+            failed.append("%d jobs computed for clients that had left"
+                          % (jobs - answered))
+        if not stats.attacks.get("slow_reader"):
+            failed.append("no slow reader got through a round")
     if not alive:
         failed.append("server died (exit %s)" % rc)
     if summary["errors"]:

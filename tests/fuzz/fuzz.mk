@@ -9,7 +9,11 @@
 #   make fuzz-merge      fold what fuzzing found (build-fuzz/corpus/) into
 #                        the checked-in corpora, minimized
 #   make soak            mixed load for SOAK_SECONDS (default 600), checked
-#                        bit-exact against numpy; RSS and error counts
+#                        bit-exact against numpy; RSS and error counts;
+#                        then the same load for SOAK_SECONDS beside
+#                        attackers (slow readers, abandoned jobs, nested
+#                        bodies, smuggling, tricklers): the normal
+#                        clients' p99 must stay under SOAK_P99_MS
 #
 # The targets and the sources they test are compiled with clang and
 # -fsanitize=fuzzer,address,undefined into $(FUZZ_BUILD)/ (never mixed with
@@ -42,6 +46,7 @@ FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
 
 SOAK_SECONDS ?= 600
 SOAK_THREADS ?= 6
+SOAK_P99_MS  ?= 1000
 
 .PHONY: fuzz fuzz-build fuzz-regress fuzz-merge soak
 # Objects are not intermediates: keep them between runs.
@@ -101,3 +106,6 @@ fuzz-merge: fuzz-build
 soak: $(BUILD)/tokvec
 	$(PYTHON) tools/soak.py --binary $(BUILD)/tokvec \
 	  --seconds $(SOAK_SECONDS) --threads $(SOAK_THREADS)
+	$(PYTHON) tools/soak.py --binary $(BUILD)/tokvec --hostile \
+	  --seconds $(SOAK_SECONDS) --threads $(SOAK_THREADS) \
+	  --p99-ms $(SOAK_P99_MS)
