@@ -13,19 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-    TV_ROUTE_EMBED,
-    TV_ROUTE_TOKENS,
-    TV_ROUTE_INFO,
-    TV_ROUTE_HEALTH,
-    TV_ROUTE_READY,
-    TV_ROUTE_METRICS,
-    TV_ROUTE_OPENAPI,
-    TV_ROUTE_OTHER, /* unknown paths (404) */
-    TV_ROUTE_COUNT
-} tv_route;
-
-const char *tv_route_name(tv_route r); /* "/embed", ... "other" */
+#include "routes.h"
 
 void tv_metrics_request(tv_route r, int status, double seconds,
                         uint64_t tokens, uint64_t bytes);
