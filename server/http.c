@@ -8,7 +8,7 @@
  *
  * Where a request goes, file by file: listen.c (the daemons that accept
  * it) -> framing.c (refused before its body if badly framed) -> here ->
- * routes.c (GET routes, answered at once) or embed_job.c (POST /embed: a
+ * get_routes.c (GET routes, answered at once) or embed_job.c (POST /embed: a
  * job for the worker pool, pool.c) -> reply.c (the response queued).
  *
  * Threads: MHD runs N polling threads per listener (tv-http-0..N-1 for

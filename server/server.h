@@ -11,7 +11,8 @@
  *   deadline.c  conn_watch (the per-connection request deadline), the
  *               per-IP connection limit, the tv-reaper thread
  *   tables.c    table references, reload and publishing the table's info
- *   routes.c    the route table and the cheap routes (GET ...)
+ *   routes.c    the route table: which path is which route
+ *   get_routes.c  GET /info, /tokens/{id}, /metrics, answered at once
  *   embed_job.c POST /embed from parse to reply (one owner, start to end)
  *   reply.c     queueing responses: headers, errors, what the log sees
  *
@@ -132,7 +133,7 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe);
 void http_body_drop(req_ctx *x);
 
-/* routes.c: the cheap routes, on the HTTP thread once the request is in;
+/* get_routes.c: the cheap routes, on the HTTP thread once the request is in;
  * idtext is what follows "/tokens/" in the path. */
 enum MHD_Result route_info(req_ctx *x);
 enum MHD_Result route_token(req_ctx *x, const char *idtext);
