@@ -24,7 +24,7 @@
  * unlinks under watch_lock, so the reaper never shuts down a descriptor
  * number that was reused. ip_lock guards the per-address counts; it is a
  * leaf lock. The reaper drops watch_lock around everything that may take
- * time or another lock (logging, tv_pool_expire, tv_pool_trim).
+ * time or another lock (logging, tv_pool_expire, tv_bufcache_trim).
  */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -179,7 +179,7 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
 
 /* The reaper thread (tv-reaper): a few times per request_timeout (10 ms ..
  * 0.5 s), shuts down the sockets whose deadline has passed; twice a second
- * it gives idle cached memory back (tv_pool_trim). */
+ * it gives idle cached memory back (tv_bufcache_trim). */
 static void *reaper_main(void *arg)
 {
     tv_server *s = arg;
@@ -225,7 +225,7 @@ static void *reaper_main(void *arg)
         if (now - last_trim >= 500) { /* not under watch_lock either:
                                        * munmap and malloc_trim take time */
             pthread_mutex_unlock(&s->watch_lock);
-            tv_pool_trim(s->pool, now);
+            tv_bufcache_trim(s->bufs, now, tv_pool_activity(s->pool));
             last_trim = now;
             pthread_mutex_lock(&s->watch_lock);
         }

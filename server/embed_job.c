@@ -38,16 +38,17 @@
  * the request took when its job was created. */
 typedef struct out_hold {
     tv_pool *pool;
+    tv_bufcache *bufs;
     size_t reserved;
     char *buf;
-    size_t cap; /* as given to tv_pool_buf_get */
+    size_t cap; /* as given to tv_bufcache_get */
     table_ref *ref;
 } out_hold;
 
 static void free_response(void *cls)
 {
     out_hold *h = cls;
-    tv_pool_buf_free(h->pool, h->buf, h->cap);
+    tv_bufcache_put(h->bufs, h->buf, h->cap);
     tv_pool_release(h->pool, h->reserved);
     table_release(h->ref);
     free(h);
@@ -98,7 +99,7 @@ static void embed_compute(req_ctx *x)
         /* 64-byte aligned so the float32 rows are aligned after the npy
          * header (a multiple of 64) as well. */
         x->out_cap = hdr + n;
-        x->out = tv_pool_buf_get(x->s->pool, x->out_cap);
+        x->out = tv_bufcache_get(x->s->bufs, x->out_cap);
         if (!x->out) {
             x->failed = 1;
             return;
@@ -113,17 +114,17 @@ static void embed_compute(req_ctx *x)
         return;
     }
     size_t n = tokvec_embed_size(t, B, S, flags);
-    float *vec = tv_pool_buf_get(x->s->pool, n);
+    float *vec = tv_bufcache_get(x->s->bufs, n);
     x->out_cap = tv_embed_json_bound(B, S, D, q->base64);
-    x->out = tv_pool_buf_get(x->s->pool, x->out_cap);
+    x->out = tv_bufcache_get(x->s->bufs, x->out_cap);
     if (!vec || !x->out ||
         tokvec_embed(t, q->ids, B, S, q->start_position, flags, vec) < 0) {
-        tv_pool_buf_free(x->s->pool, vec, n);
+        tv_bufcache_put(x->s->bufs, vec, n);
         x->failed = 1;
         return;
     }
     x->out_len = tv_embed_json(x->out, vec, B, S, D, q->base64);
-    tv_pool_buf_free(x->s->pool, vec, n);
+    tv_bufcache_put(x->s->bufs, vec, n);
 }
 
 /* The same worker, right after: the body is built; let the connection's
@@ -173,7 +174,8 @@ enum MHD_Result embed_reply(req_ctx *x)
     h = malloc(sizeof *h);
     if (!h)
         goto bad;
-    *h = (out_hold){.pool = x->s->pool, .reserved = x->reserved,
+    *h = (out_hold){.pool = x->s->pool, .bufs = x->s->bufs,
+                    .reserved = x->reserved,
                     .buf = x->out, .cap = x->out_cap, .ref = x->ref};
     r = MHD_create_response_from_buffer_with_free_callback_cls(
         x->out_len, h->buf, free_response, h);
@@ -193,7 +195,7 @@ enum MHD_Result embed_reply(req_ctx *x)
     return reply_queue(x, 200, r, tv_content_type(x->fmt.kind), x->out_len);
 bad:
     free(h);
-    tv_pool_buf_free(x->s->pool, x->out, x->out_cap);
+    tv_bufcache_put(x->s->bufs, x->out, x->out_cap);
     x->out = NULL; /* the table reference goes in completed() */
     tv_pool_release(x->s->pool, x->reserved);
     x->reserved = 0;

@@ -305,7 +305,7 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         tv_pool_release(x->s->pool, x->reserved);
     table_release(x->ref);
     tv_request_free(&x->req);
-    tv_pool_buf_free(x->s->pool, x->out, x->out_cap);
+    tv_bufcache_put(x->s->bufs, x->out, x->out_cap);
     http_body_drop(x);
     atomic_fetch_sub(&x->s->requests, 1);
     free(x);
@@ -348,6 +348,10 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
+    }
+    if (tv_bufcache_new(&s->bufs) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
     }
     int prc = tv_pool_start(&s->pool, threads, (size_t)cfg->max_queue,
                             (size_t)cfg->max_inflight_bytes);
@@ -419,6 +423,7 @@ void tv_server_stop(tv_server *s)
         unlink(s->cfg->unix_socket);
     deadline_fini(s);
     tv_pool_stop(s->pool);
+    tv_bufcache_free(s->bufs);
     table_release(s->current);
     pthread_mutex_destroy(&s->table_lock);
     free(s);

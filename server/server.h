@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "bufcache.h"
 #include "config.h"
 #include "deadline.h"
 #include "encode.h"
@@ -51,6 +52,7 @@ struct tv_server {
     struct ip_count *ip_buckets[256]; /* open connections per address */
     int unix_bound;              /* we created cfg->unix_socket: unlink it */
     tv_pool *pool;
+    tv_bufcache *bufs;           /* response buffers */
     pthread_mutex_t watch_lock;
     pthread_cond_t reaper_wake;
     conn_watch watches; /* list head, guarded by watch_lock */
@@ -98,7 +100,7 @@ typedef struct req_ctx {
     tv_request req;
     tv_format fmt;
     int64_t dim;
-    char *out;      /* from tv_pool_buf_get(out_cap) */
+    char *out;      /* from tv_bufcache_get(out_cap) */
     size_t out_len, out_cap;
     size_t reserved; /* max_inflight_bytes held until the response owns it */
     int failed;
