@@ -146,8 +146,8 @@ enum MHD_Result embed_reply(req_ctx *x)
     if (x->job.expired) { /* waited past max_queue_wait: never started */
         x->reserved = 0;      /* so its bytes were never taken */
         return reply_fail(x, 503, "overloaded",
-                    "the request waited max_queue_wait (%gs) in the queue; "
-                    "retry", x->s->cfg->max_queue_wait);
+                          "the request waited max_queue_wait (%gs) in the "
+                          "queue; retry", x->s->cfg->max_queue_wait);
     }
     if (x->gone) { /* no reply: close the connection (logged as 499) */
         tv_pool_release(x->s->pool, x->reserved);
@@ -263,15 +263,15 @@ enum MHD_Result embed_route(req_ctx *x)
         return reply_fail(x, 503, "draining", "the server is shutting down");
     if (x->too_large)
         return reply_fail(x, 413, "payload_too_large",
-                    "body is over max_body_bytes %" PRId64,
-                    s->cfg->max_body_bytes);
+                          "body is over max_body_bytes %" PRId64,
+                          s->cfg->max_body_bytes);
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  "Content-Type");
     tv_body_kind kind = tv_body_kind_of(ct);
     if (kind == TV_BODY_UNSUPPORTED)
         return reply_fail(x, 415, "unsupported_media_type",
-                    "Content-Type must be application/json or "
-                    "application/octet-stream");
+                          "Content-Type must be application/json or "
+                          "application/octet-stream");
     int rc = kind == TV_BODY_JSON
                  ? tv_request_parse_json(x->body ? x->body : "", x->len,
                                          &s->lim, &x->req, &e)
@@ -311,7 +311,7 @@ enum MHD_Result embed_route(req_ctx *x)
         table_release(x->ref);
         x->ref = NULL;
         return reply_fail(x, 413, "payload_too_large",
-                    "the response would be too large");
+                          "the response would be too large");
     }
     if (x->fmt.kind == TV_OUT_JSON)
         x->reserved = json + raw;
@@ -330,8 +330,8 @@ enum MHD_Result embed_route(req_ctx *x)
         table_release(x->ref);
         x->ref = NULL;
         return reply_fail(x, 429, "overloaded",
-                    "the work queue is full (%" PRId64 " jobs); retry",
-                    s->cfg->max_queue);
+                          "the work queue is full (%" PRId64 " jobs); retry",
+                          s->cfg->max_queue);
     }
     x->state = ST_QUEUED;
     MHD_suspend_connection(c);

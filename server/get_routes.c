@@ -55,12 +55,12 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
     int64_t id = 0;
     if (n == 0 || n > 18)
         return reply_fail(x, 400, "invalid_request",
-                    "token id must be a decimal integer of at most 18 "
-                    "digits");
+                          "token id must be a decimal integer of at most 18 "
+                          "digits");
     for (size_t i = 0; i < n; i++) {
         if (d[i] < '0' || d[i] > '9')
             return reply_fail(x, 400, "invalid_request",
-                        "token id must be a decimal integer");
+                              "token id must be a decimal integer");
         id = id * 10 + (d[i] - '0');
     }
     if (neg)
@@ -75,8 +75,9 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
     tokvec_row row;
     if (tokvec_table_token_row(ref->t, id, &row) < 0) {
         ret = reply_fail(x, 422, "token_out_of_range",
-                   "token id %" PRId64 " is out of range [0, %" PRId64 ")",
-                   id, in->vocab_size);
+                         "token id %" PRId64
+                         " is out of range [0, %" PRId64 ")",
+                         id, in->vocab_size);
         goto out;
     }
     vec = malloc((size_t)row.dim * sizeof *vec);

@@ -113,17 +113,18 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
         return reply_queue(x, 204, r, NULL, 0);
     }
     if (x->route == TV_ROUTE_OTHER)
-        return reply_fail(x, 404, "not_found", "no such path; routes: POST /embed,"
-                    " GET /tokens/{id}, /info, /health, /ready, /metrics, "
-                    "/openapi.json");
+        return reply_fail(x, 404, "not_found",
+                          "no such path; routes: POST /embed, GET "
+                          "/tokens/{id}, /info, /health, /ready, /metrics, "
+                          "/openapi.json");
     if (x->route == TV_ROUTE_EMBED ? !post : !get)
         return reply_fail(x, 405, "method_not_allowed",
-                    "method %s is not allowed on %.64s (allowed: %s)",
-                    x->method, x->path, reply_allowed(x));
+                          "method %s is not allowed on %.64s (allowed: %s)",
+                          x->method, x->path, reply_allowed(x));
     if ((x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_TOKENS ||
          x->route == TV_ROUTE_INFO) && !authorized(s, x->conn))
         return reply_fail(x, 401, "unauthorized",
-                    "missing or wrong Authorization: Bearer key");
+                          "missing or wrong Authorization: Bearer key");
     if (post) {
         const char *cl = MHD_lookup_connection_value(
             x->conn, MHD_HEADER_KIND, "Content-Length");
@@ -132,14 +133,15 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
             unsigned long long n = strtoull(cl, &end, 10);
             if (*end || n > (unsigned long long)s->cfg->max_body_bytes)
                 return reply_fail(x, 413, "payload_too_large",
-                            "Content-Length is over max_body_bytes %" PRId64,
-                            s->cfg->max_body_bytes);
+                                  "Content-Length is over max_body_bytes "
+                                  "%" PRId64,
+                                  s->cfg->max_body_bytes);
             x->expect = (size_t)n;
             if (n && body_reserve(x, (size_t)n + 1) < 0)
                 return reply_fail(x, 429, "overloaded",
-                            "request bodies being received hold "
-                            "max_buffered_bytes (%" PRId64 "); retry",
-                            s->cfg->max_buffered_bytes);
+                                  "request bodies being received hold "
+                                  "max_buffered_bytes (%" PRId64 "); retry",
+                                  s->cfg->max_buffered_bytes);
         }
     }
     (void)url;
@@ -225,8 +227,8 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
     deadline_arm(s, x->watch, 0); /* the whole request is in */
     if (x->too_busy)
         return reply_fail(x, 429, "overloaded",
-                    "request bodies being received hold max_buffered_bytes "
-                    "(%" PRId64 "); retry", s->cfg->max_buffered_bytes);
+                          "request bodies being received hold "
+                          "max_buffered_bytes (%" PRId64 "); retry", s->cfg->max_buffered_bytes);
     switch (x->route) {
     case TV_ROUTE_EMBED:
         return embed_route(x);
@@ -247,10 +249,10 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return route_metrics(x);
     case TV_ROUTE_OPENAPI:
         return reply_queue(x, 200,
-                     MHD_create_response_from_buffer(
-                         tv_openapi_len, (void *)tv_openapi_json,
-                         MHD_RESPMEM_PERSISTENT),
-                     "application/json", tv_openapi_len);
+                           MHD_create_response_from_buffer(
+                               tv_openapi_len, (void *)tv_openapi_json,
+                               MHD_RESPMEM_PERSISTENT),
+                           "application/json", tv_openapi_len);
     default:
         return reply_fail(x, 404, "not_found", "no such path");
     }

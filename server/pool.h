@@ -15,8 +15,8 @@
  *
  * Threads: tv_pool_reserve, tv_pool_push, tv_pool_release,
  * tv_pool_try_inline, tv_pool_inline_done, tv_pool_waiting,
- * tv_pool_unfinished and tv_pool_activity may be called from any thread; tv_pool_start and tv_pool_stop from
- * the main thread only.
+ * tv_pool_unfinished and tv_pool_activity may be called from any thread;
+ * tv_pool_start and tv_pool_stop from the main thread only.
  */
 #ifndef TV_POOL_H
 #define TV_POOL_H
