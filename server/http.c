@@ -228,7 +228,8 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
     if (x->too_busy)
         return reply_fail(x, 429, "overloaded",
                           "request bodies being received hold "
-                          "max_buffered_bytes (%" PRId64 "); retry", s->cfg->max_buffered_bytes);
+                          "max_buffered_bytes (%" PRId64 "); retry",
+                          s->cfg->max_buffered_bytes);
     switch (x->route) {
     case TV_ROUTE_EMBED:
         return embed_route(x);
