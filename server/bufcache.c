@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "alloc.h"
 #include "bufcache.h"
 
 /* Cached buffers of one size class (2^(16+i) bytes), oldest first. */
@@ -95,7 +96,7 @@ static size_t class_limit(size_t size)
 void *tv_bufcache_get(tv_bufcache *p, size_t n)
 {
     if (n < BUF_BIG)
-        return aligned_alloc(64, (n + 63) / 64 * 64);
+        return tv_aligned_alloc(64, (n + 63) / 64 * 64);
     size_t c;
     int k = buf_class_of(n, &c);
     if (k < 0 || k >= TV_BUFCACHE_CLASSES)
@@ -109,6 +110,8 @@ void *tv_bufcache_get(tv_bufcache *p, size_t n)
         return b;
     }
     pthread_mutex_unlock(&p->lock);
+    if (tv_alloc_faulted(c))
+        return NULL;
     void *b = mmap(NULL, c, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (b == MAP_FAILED)

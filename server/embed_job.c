@@ -1,4 +1,11 @@
-/* embed_job.c -- POST /embed, start to finish (embed_job.h).
+/* embed_job.c -- POST /embed, start to finish (embed_job.h): one owner
+ * runs the job in one straight line,
+ *
+ *   on the HTTP thread:  parse (request.c) -> check (request.c, core)
+ *                        -> plan the reply (embed_plan_reply) -> reserve
+ *                        -> queue (pool.c), or run at once if small
+ *   on a worker:         embed (core) -> encode (encode.c) -> resume
+ *   on the HTTP thread:  reply (MHD owns the buffer from here)
  *
  * A request's life: MHD calls the handler on the connection's HTTP
  * thread; once the whole body is in, embed_route() parses and validates
@@ -12,12 +19,20 @@
  * to be worth them (small_job()) runs at once on the HTTP thread when no
  * job waits in the queue.
  *
- * Ownership: a req_ctx belongs to its connection's HTTP thread, except
- * while its job is queued or running: from tv_pool_push until embed_done()
- * the worker owns out/out_len/failed/t_* and nobody else touches the
- * context (the connection is suspended). The worker's MHD_resume_connection
- * hands it back (the pool's mutex and MHD's resume lock order the writes).
- * Lock order: table_lock, then the pool's lock (never held together
+ * Ownership: the embed_job belongs to its connection's HTTP thread,
+ * except while it is queued or running: from tv_pool_push until
+ * embed_done() the worker (or, for a job that expired in the queue, the
+ * reaper) owns out/out_len/failed/gone/t_* and nobody else touches the
+ * request (the connection is suspended). What orders the writes: the
+ * HTTP thread's, before tv_pool_push, reach the worker through the pool's
+ * lock (push appends under it, the worker takes the job under it); the
+ * worker's reach the HTTP thread through MHD's resume lock
+ * (MHD_resume_connection sets the connection's `resuming` flag under the
+ * daemon's cleanup_connection_mutex, which the daemon's thread takes
+ * before it resumes the connection and calls the handler again). From the
+ * reply on, the response owns the buffer, its reserved bytes and the
+ * table reference (out_hold), given back by MHD on whichever thread frees
+ * it. Lock order: table_lock, then the pool's lock (never held together
  * today).
  */
 #include <inttypes.h>
@@ -28,10 +43,71 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "embed_job.h"
 #include "metrics.h"
 #include "reply.h"
 #include "tokvec_embed.h"
+
+#define JOB_OF(task) \
+    ((req_ctx *)((char *)(task) - offsetof(req_ctx, job.task)))
+
+/* --- the plan: every size of the reply, once -------------------------- */
+
+int embed_plan_reply(const tokvec_table *t, const tv_request *q,
+                     tv_format fmt, embed_plan *p)
+{
+    int64_t B = q->batch, S = q->seq;
+    int64_t D = tokvec_table_get_info(t)->dim;
+    *p = (embed_plan){.flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS};
+    if (fmt.kind == TV_OUT_JSON) {
+        p->rows = p->scratch = tokvec_embed_size(t, B, S, p->flags);
+        p->body = tv_embed_json_bound(B, S, D, q->base64);
+        if (!p->body)
+            return -1;
+    } else {
+        if (fmt.dtype == TOKVEC_F16)
+            p->flags |= TOKVEC_EMBED_OUT_F16;
+        else if (fmt.dtype == TOKVEC_BF16)
+            p->flags |= TOKVEC_EMBED_OUT_BF16;
+        char npy[TV_NPY_HEADER_MAX];
+        p->rows = tokvec_embed_size(t, B, S, p->flags);
+        p->header = fmt.kind == TV_OUT_NPY
+                        ? tv_npy_header(npy, fmt.dtype, B, S, D)
+                        : 0;
+        if (p->rows > SIZE_MAX - p->header)
+            return -1;
+        p->body = p->header + p->rows;
+    }
+    /* 64 more: the buffers are rounded up to a multiple of 64. */
+    if (!p->rows || p->scratch > SIZE_MAX - 64 - p->body)
+        return -1;
+    p->reserve = p->scratch + p->body;
+    return 0;
+}
+
+/* --- the job's state ---------------------------------------------------- */
+
+void embed_job_init(embed_job *j)
+{
+    memset(j, 0, sizeof *j);
+    tv_request_init(&j->req);
+}
+
+void embed_job_fini(tv_server *s, embed_job *j)
+{
+    /* A job's bytes of max_inflight_bytes stay reserved until its response
+     * owns them; a connection MHD closed after the job (the client left)
+     * never got one: give them back here, or the budget leaks. */
+    if (j->reserved)
+        tv_pool_release(s->pool, j->reserved);
+    j->reserved = 0;
+    table_release(j->ref);
+    j->ref = NULL;
+    tv_request_free(&j->req);
+    tv_bufcache_put(s->bufs, j->out, j->plan.body);
+    j->out = NULL;
+}
 
 /* What an /embed response owns until MHD is done with it (any MHD
  * thread, once): the buffer, its reserved bytes and the table reference
@@ -54,159 +130,14 @@ static void free_response(void *cls)
     free(h);
 }
 
-/* The client has gone: it closed or shut down its side (a reply could no
- * longer be read), or the socket failed. Any thread; never blocks. */
-static int client_gone(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return fd >= 0 && poll(&p, 1, 0) == 1 &&
-           (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
+/* --- on the HTTP thread: parse, check, plan, reserve, queue ------------- */
 
-static void embed_compute(req_ctx *x);
-static void embed_work(tv_job *job)
-{
-    req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
-    /* A client that left while its job waited gets nothing: computing
-     * its reply would only delay everyone behind it. (Inline jobs run
-     * right after their request arrived: not checked.) */
-    if (!x->inline_job && client_gone(x->fd)) {
-        x->gone = 1;
-        x->t_start = x->t_end = now_ns();
-        return;
-    }
-    embed_compute(x);
-    x->t_end = now_ns();
-}
-
-static void embed_compute(req_ctx *x)
-{
-    const tv_request *q = &x->req;
-    unsigned flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
-    const tokvec_table *t = x->ref->t;
-    int64_t B = q->batch, S = q->seq, D = x->dim;
-
-    x->t_start = now_ns();
-    if (x->fmt.kind != TV_OUT_JSON) {
-        if (x->fmt.dtype == TOKVEC_F16)
-            flags |= TOKVEC_EMBED_OUT_F16;
-        else if (x->fmt.dtype == TOKVEC_BF16)
-            flags |= TOKVEC_EMBED_OUT_BF16;
-        size_t hdr = 0, n = tokvec_embed_size(t, B, S, flags);
-        char npy[TV_NPY_HEADER_MAX];
-        if (x->fmt.kind == TV_OUT_NPY)
-            hdr = tv_npy_header(npy, x->fmt.dtype, B, S, D);
-        /* 64-byte aligned so the float32 rows are aligned after the npy
-         * header (a multiple of 64) as well. */
-        x->out_cap = hdr + n;
-        x->out = tv_bufcache_get(x->s->bufs, x->out_cap);
-        if (!x->out) {
-            x->failed = 1;
-            return;
-        }
-        memcpy(x->out, npy, hdr);
-        if (tokvec_embed(t, q->ids, B, S, q->start_position, flags,
-                         x->out + hdr) < 0) {
-            x->failed = 1;
-            return;
-        }
-        x->out_len = hdr + n;
-        return;
-    }
-    size_t n = tokvec_embed_size(t, B, S, flags);
-    float *vec = tv_bufcache_get(x->s->bufs, n);
-    x->out_cap = tv_embed_json_bound(B, S, D, q->base64);
-    x->out = tv_bufcache_get(x->s->bufs, x->out_cap);
-    if (!vec || !x->out ||
-        tokvec_embed(t, q->ids, B, S, q->start_position, flags, vec) < 0) {
-        tv_bufcache_put(x->s->bufs, vec, n);
-        x->failed = 1;
-        return;
-    }
-    x->out_len = tv_embed_json(x->out, vec, B, S, D, q->base64);
-    tv_bufcache_put(x->s->bufs, vec, n);
-}
-
-/* The same worker, right after: the body is built; let the connection's
- * HTTP thread call handler() again. From MHD_resume_connection on, the
- * worker must not touch the context. */
-static void embed_done(tv_job *job)
-{
-    req_ctx *x = (req_ctx *)((char *)job - offsetof(req_ctx, job));
-    MHD_resume_connection(x->conn);
-}
-
-/* MHD's thread, after the job: hands the buffer to MHD (no copy). From
- * here the response owns the buffer, the reserved bytes and the table
- * reference (free_response gives them back); on failure they go at once. */
-enum MHD_Result embed_reply(req_ctx *x)
-{
-    struct MHD_Response *r = NULL;
-    out_hold *h = NULL;
-    if (x->job.expired) { /* waited past max_queue_wait: never started */
-        x->reserved = 0;      /* so its bytes were never taken */
-        return reply_fail(x, 503, "overloaded",
-                          "the request waited max_queue_wait (%gs) in the "
-                          "queue; retry", x->s->cfg->max_queue_wait);
-    }
-    if (x->gone) { /* no reply: close the connection (logged as 499) */
-        tv_pool_release(x->s->pool, x->reserved);
-        x->reserved = 0;
-        x->status = 499;
-        x->state = ST_DONE;
-        return MHD_NO;
-    }
-    if (x->inline_job)
-        tv_metrics_job(1, 0, (double)(x->t_end - x->t_start) * 1e-9, 0);
-    else
-        tv_metrics_job(0, (double)(x->t_start - x->t_push) * 1e-9,
-                       (double)(x->t_end - x->t_start) * 1e-9,
-                       (double)(now_ns() - x->t_end) * 1e-9);
-    if (x->failed || !x->out)
-        goto bad;
-    /* Reserved: a bound (JSON: ~25 bytes a float); held from now on: the
-     * reply's real size. Give the rest back, or slow readers of large JSON
-     * replies would pin twice what they hold. */
-    if (x->out_len < x->reserved) {
-        tv_pool_release(x->s->pool, x->reserved - x->out_len);
-        x->reserved = x->out_len;
-    }
-    h = malloc(sizeof *h);
-    if (!h)
-        goto bad;
-    *h = (out_hold){.pool = x->s->pool, .bufs = x->s->bufs,
-                    .reserved = x->reserved,
-                    .buf = x->out, .cap = x->out_cap, .ref = x->ref};
-    r = MHD_create_response_from_buffer_with_free_callback_cls(
-        x->out_len, h->buf, free_response, h);
-    if (!r)
-        goto bad;
-    x->out = NULL;
-    x->ref = NULL;
-    x->reserved = 0; /* the response's now: free_response gives it back */
-    if (x->fmt.kind != TV_OUT_JSON) {
-        char shape[96];
-        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
-                 x->req.batch, x->req.seq, x->dim);
-        MHD_add_response_header(r, "X-Tokvec-Shape", shape);
-        MHD_add_response_header(r, "X-Tokvec-Dtype",
-                                tokvec_dtype_numpy_name(x->fmt.dtype));
-    }
-    return reply_queue(x, 200, r, tv_content_type(x->fmt.kind), x->out_len);
-bad:
-    free(h);
-    tv_bufcache_put(x->s->bufs, x->out, x->out_cap);
-    x->out = NULL; /* the table reference goes in completed() */
-    tv_pool_release(x->s->pool, x->reserved);
-    x->reserved = 0;
-    return reply_fail(x, 500, "internal", "could not build the response");
-}
-
+/* The body, the query string and Accept (request.c, encode.c): 0, or -1
+ * with the answer in e. */
 typedef struct {
     tv_request *req;
-    int json;
-    const char *dtype;
-    tv_error err;
+    tv_body_kind kind;
+    tv_error *err;
     int bad;
 } query_state;
 
@@ -215,22 +146,43 @@ static enum MHD_Result on_query(void *cls, enum MHD_ValueKind kind,
 {
     query_state *q = cls;
     (void)kind;
-    if (!strcmp(key, "dtype")) {
-        q->dtype = value;
-        return MHD_YES;
-    }
-    if (q->json) {
-        tv_error_set(&q->err, 400, "invalid_request",
-                     "JSON requests take options in the body; only ?dtype= "
-                     "goes in the query");
-        q->bad = 1;
-        return MHD_NO;
-    }
-    if (tv_request_set_option(q->req, key, value, &q->err) < 0) {
+    if (tv_request_query(q->req, q->kind, key, value, q->err) < 0) {
         q->bad = 1;
         return MHD_NO;
     }
     return MHD_YES;
+}
+
+static int embed_parse(req_ctx *x, tv_error *e)
+{
+    struct MHD_Connection *c = x->conn;
+    embed_job *j = &x->job;
+    const tv_limits *lim = &x->s->lim;
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 "Content-Type");
+    tv_body_kind kind = tv_body_kind_of(ct);
+    if (kind == TV_BODY_UNSUPPORTED)
+        return tv_error_set(e, 415, "unsupported_media_type",
+                            "Content-Type must be application/json or "
+                            "application/octet-stream");
+    int rc = kind == TV_BODY_JSON
+                 ? tv_request_parse_json(x->body ? x->body : "", x->len,
+                                         lim, &j->req, e)
+                 : tv_request_parse_binary(
+                       x->body, x->len,
+                       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   "X-Tokvec-Shape"),
+                       lim, &j->req, e);
+    http_body_drop(x); /* parsed: the ids are in j->req */
+    if (rc < 0)
+        return -1;
+    query_state qs = {.req = &j->req, .kind = kind, .err = e};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query, &qs);
+    if (qs.bad)
+        return -1;
+    return tv_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    "Accept"),
+                        j->req.dtype, &j->fmt, e);
 }
 
 /* Small enough to run at once on the HTTP thread that parsed it: the two
@@ -244,19 +196,22 @@ static enum MHD_Result on_query(void *cls, enum MHD_ValueKind kind,
 #define INLINE_BINARY_BYTES ((size_t)256 << 10)
 #define INLINE_JSON_FLOATS 1024
 #define INLINE_BASE64_FLOATS 16384
-static int small_job(const req_ctx *x)
+static int small_job(const embed_job *j)
 {
-    int64_t floats = x->req.batch * x->req.seq * x->dim;
-    if (x->fmt.kind != TV_OUT_JSON)
-        return x->reserved <= INLINE_BINARY_BYTES;
-    return floats <= (x->req.base64 ? INLINE_BASE64_FLOATS
+    int64_t floats = j->req.batch * j->req.seq * j->dim;
+    if (j->fmt.kind != TV_OUT_JSON)
+        return j->plan.reserve <= INLINE_BINARY_BYTES;
+    return floats <= (j->req.base64 ? INLINE_BASE64_FLOATS
                                      : INLINE_JSON_FLOATS);
 }
 
+static void embed_work(tv_job *task);
+static void embed_done(tv_job *task);
+
 enum MHD_Result embed_route(req_ctx *x)
 {
-    struct MHD_Connection *c = x->conn;
     tv_server *s = x->s;
+    embed_job *j = &x->job;
     tv_error e;
 
     if (atomic_load(&s->draining))
@@ -265,77 +220,184 @@ enum MHD_Result embed_route(req_ctx *x)
         return reply_fail(x, 413, "payload_too_large",
                           "body is over max_body_bytes %" PRId64,
                           s->cfg->max_body_bytes);
-    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 "Content-Type");
-    tv_body_kind kind = tv_body_kind_of(ct);
-    if (kind == TV_BODY_UNSUPPORTED)
-        return reply_fail(x, 415, "unsupported_media_type",
-                          "Content-Type must be application/json or "
-                          "application/octet-stream");
-    int rc = kind == TV_BODY_JSON
-                 ? tv_request_parse_json(x->body ? x->body : "", x->len,
-                                         &s->lim, &x->req, &e)
-                 : tv_request_parse_binary(
-                       x->body, x->len,
-                       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                   "X-Tokvec-Shape"),
-                       &s->lim, &x->req, &e);
-    http_body_drop(x); /* parsed: the ids are in x->req */
-    if (rc < 0)
+    if (embed_parse(x, &e) < 0)
         return reply_error(x, &e);
-    query_state qs = {.req = &x->req, .json = kind == TV_BODY_JSON};
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query, &qs);
-    if (qs.bad)
-        return reply_error(x, &qs.err);
-    if (tv_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 "Accept"),
-                     qs.dtype, &x->fmt, &e) < 0)
+    j->ref = table_acquire(s); /* given back by embed_job_fini at the
+                                * latest */
+    if (tv_request_check(&j->req, j->ref->t, &e) < 0)
         return reply_error(x, &e);
-
-    x->ref = table_acquire(s);
-    if (tv_request_check(&x->req, x->ref->t, &e) < 0) {
-        table_release(x->ref);
-        x->ref = NULL;
-        return reply_error(x, &e);
-    }
-    const tokvec_table_info *in = tokvec_table_get_info(x->ref->t);
-    x->dim = in->dim;
-    x->tokens = (uint64_t)(x->req.batch * x->req.seq);
-    size_t raw = tokvec_embed_size(x->ref->t, x->req.batch, x->req.seq, 0);
-    size_t json = x->fmt.kind == TV_OUT_JSON
-                      ? tv_embed_json_bound(x->req.batch, x->req.seq, x->dim,
-                                            x->req.base64)
-                      : 0;
-    if (raw == 0 || (x->fmt.kind == TV_OUT_JSON && json == 0) ||
-        raw > SIZE_MAX - json - TV_NPY_HEADER_MAX - 64) {
-        table_release(x->ref);
-        x->ref = NULL;
+    j->dim = tokvec_table_get_info(j->ref->t)->dim;
+    x->tokens = (uint64_t)(j->req.batch * j->req.seq);
+    if (embed_plan_reply(j->ref->t, &j->req, j->fmt, &j->plan) < 0)
         return reply_fail(x, 413, "payload_too_large",
                           "the response would be too large");
-    }
-    if (x->fmt.kind == TV_OUT_JSON)
-        x->reserved = json + raw;
-    else
-        x->reserved = raw + TV_NPY_HEADER_MAX;
-    if (small_job(x) && tv_pool_try_inline(s->pool, x->reserved)) {
-        x->inline_job = 1;
-        embed_work(&x->job);
+    if (small_job(j) && tv_pool_try_inline(s->pool, j->plan.reserve)) {
+        j->reserved = j->plan.reserve;
+        j->inline_job = 1;
+        embed_work(&j->task);
         tv_pool_inline_done(s->pool);
         return embed_reply(x);
     }
-    x->job.work = embed_work;
-    x->job.done = embed_done;
-    x->job.bytes = x->reserved;
-    if (tv_pool_reserve(s->pool) < 0) {
-        table_release(x->ref);
-        x->ref = NULL;
+    j->task.work = embed_work;
+    j->task.done = embed_done;
+    j->task.bytes = j->plan.reserve;
+    if (tv_pool_reserve(s->pool) < 0)
         return reply_fail(x, 429, "overloaded",
                           "the work queue is full (%" PRId64 " jobs); retry",
                           s->cfg->max_queue);
-    }
+    j->reserved = j->plan.reserve; /* taken when a worker starts it */
     x->state = ST_QUEUED;
-    MHD_suspend_connection(c);
-    x->t_push = now_ns();
-    tv_pool_push(s->pool, &x->job);
+    MHD_suspend_connection(x->conn);
+    j->t_push = now_ns();
+    tv_pool_push(s->pool, &j->task);
     return MHD_YES;
+}
+
+/* --- on a worker: embed, encode, resume --------------------------------- */
+
+/* The client has gone: it closed or shut down its side (a reply could no
+ * longer be read), or the socket failed. Any thread; never blocks. */
+static int client_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) == 1 &&
+           (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Embeds into the reply's buffer (binary: in place after the npy header)
+ * or into scratch rows that the JSON encoder then writes out. Every size
+ * is the plan's. */
+static void embed_compute(req_ctx *x)
+{
+    embed_job *j = &x->job;
+    const tv_request *q = &j->req;
+    const embed_plan *p = &j->plan;
+    tv_bufcache *bufs = x->s->bufs;
+    const tokvec_table *t = j->ref->t;
+    int64_t B = q->batch, S = q->seq, D = j->dim;
+
+    /* 64-byte aligned so the float32 rows are aligned after the npy
+     * header (a multiple of 64) as well. */
+    j->out = tv_bufcache_get(bufs, p->body);
+    if (!j->out) {
+        j->failed = 1;
+        return;
+    }
+    if (j->fmt.kind != TV_OUT_JSON) {
+        if (p->header)
+            tv_npy_header(j->out, j->fmt.dtype, B, S, D);
+        if (tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
+                         j->out + p->header) < 0) {
+            j->failed = 1;
+            return;
+        }
+        j->out_len = p->body;
+        return;
+    }
+    float *vec = tv_bufcache_get(bufs, p->scratch);
+    if (!vec || tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
+                             vec) < 0) {
+        tv_bufcache_put(bufs, vec, p->scratch);
+        j->failed = 1;
+        return;
+    }
+    j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
+    tv_bufcache_put(bufs, vec, p->scratch);
+}
+
+static void embed_work(tv_job *task)
+{
+    req_ctx *x = JOB_OF(task);
+    embed_job *j = &x->job;
+    /* A client that left while its job waited gets nothing: computing
+     * its reply would only delay everyone behind it. (Inline jobs run
+     * right after their request arrived: not checked.) */
+    if (!j->inline_job && client_gone(x->fd)) {
+        j->gone = 1;
+        j->t_start = j->t_end = now_ns();
+        return;
+    }
+    j->t_start = now_ns();
+    embed_compute(x);
+    j->t_end = now_ns();
+}
+
+/* The same worker, right after: the body is built; let the connection's
+ * HTTP thread call the handler again. From MHD_resume_connection on, the
+ * worker must not touch the request. */
+static void embed_done(tv_job *task)
+{
+    MHD_resume_connection(JOB_OF(task)->conn);
+}
+
+/* --- on the HTTP thread again: the reply -------------------------------- */
+
+/* MHD's thread, after the job: hands the buffer to MHD (no copy). From
+ * here the response owns the buffer, the reserved bytes and the table
+ * reference (free_response gives them back); on failure they go at once. */
+enum MHD_Result embed_reply(req_ctx *x)
+{
+    embed_job *j = &x->job;
+    tv_server *s = x->s;
+    struct MHD_Response *r = NULL;
+    out_hold *h = NULL;
+    if (j->task.expired) { /* waited past max_queue_wait: never started */
+        j->reserved = 0;   /* so its bytes were never taken */
+        return reply_fail(x, 503, "overloaded",
+                          "the request waited max_queue_wait (%gs) in the "
+                          "queue; retry", s->cfg->max_queue_wait);
+    }
+    if (j->gone) { /* no reply: close the connection (logged as 499) */
+        tv_pool_release(s->pool, j->reserved);
+        j->reserved = 0;
+        x->status = 499;
+        x->state = ST_DONE;
+        return MHD_NO;
+    }
+    if (j->inline_job)
+        tv_metrics_job(1, 0, (double)(j->t_end - j->t_start) * 1e-9, 0);
+    else
+        tv_metrics_job(0, (double)(j->t_start - j->t_push) * 1e-9,
+                       (double)(j->t_end - j->t_start) * 1e-9,
+                       (double)(now_ns() - j->t_end) * 1e-9);
+    if (j->failed || !j->out)
+        goto bad;
+    /* Reserved: the plan (JSON: a bound, ~25 bytes a float, and the
+     * scratch rows); held from now on: the reply's real size. Give the
+     * rest back, or slow readers of large JSON replies would pin twice
+     * what they hold. */
+    if (j->out_len < j->reserved) {
+        tv_pool_release(s->pool, j->reserved - j->out_len);
+        j->reserved = j->out_len;
+    }
+    h = tv_malloc(sizeof *h);
+    if (!h)
+        goto bad;
+    *h = (out_hold){.pool = s->pool, .bufs = s->bufs,
+                    .reserved = j->reserved, .buf = j->out,
+                    .cap = j->plan.body, .ref = j->ref};
+    r = MHD_create_response_from_buffer_with_free_callback_cls(
+        j->out_len, h->buf, free_response, h);
+    if (!r)
+        goto bad;
+    j->out = NULL;
+    j->ref = NULL;
+    j->reserved = 0; /* the response's now: free_response gives it back */
+    if (j->fmt.kind != TV_OUT_JSON) {
+        char shape[96];
+        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
+                 j->req.batch, j->req.seq, j->dim);
+        MHD_add_response_header(r, "X-Tokvec-Shape", shape);
+        MHD_add_response_header(r, "X-Tokvec-Dtype",
+                                tokvec_dtype_numpy_name(j->fmt.dtype));
+    }
+    return reply_queue(x, 200, r, tv_content_type(j->fmt.kind), j->out_len);
+bad:
+    free(h);
+    /* the buffer, the bytes and the table reference: embed_job_fini */
+    tv_bufcache_put(s->bufs, j->out, j->plan.body);
+    j->out = NULL;
+    tv_pool_release(s->pool, j->reserved);
+    j->reserved = 0;
+    return reply_fail(x, 500, "internal", "could not build the response");
 }

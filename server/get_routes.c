@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "metrics.h"
 #include "reply.h"
 #include "tokvec_embed.h"
@@ -47,24 +48,10 @@ enum MHD_Result route_info(req_ctx *x)
 
 enum MHD_Result route_token(req_ctx *x, const char *idtext)
 {
-    /* Strict decimal: an optional '-', then 1 to 18 digits (no '+',
-     * spaces or hex); the path must end there. */
-    int neg = idtext[0] == '-';
-    const char *d = idtext + neg;
-    size_t n = strlen(d);
-    int64_t id = 0;
-    if (n == 0 || n > 18)
-        return reply_fail(x, 400, "invalid_request",
-                          "token id must be a decimal integer of at most 18 "
-                          "digits");
-    for (size_t i = 0; i < n; i++) {
-        if (d[i] < '0' || d[i] > '9')
-            return reply_fail(x, 400, "invalid_request",
-                              "token id must be a decimal integer");
-        id = id * 10 + (d[i] - '0');
-    }
-    if (neg)
-        id = -id;
+    int64_t id;
+    tv_error e;
+    if (tv_request_token_id(idtext, &id, &e) < 0)
+        return reply_error(x, &e);
     table_ref *ref = table_acquire(x->s);
     const tokvec_table_info *in = tokvec_table_get_info(ref->t);
     struct MHD_Response *r = NULL;
@@ -80,8 +67,8 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
                          id, in->vocab_size);
         goto out;
     }
-    vec = malloc((size_t)row.dim * sizeof *vec);
-    buf = malloc(tv_token_json_bound(row.dim));
+    vec = tv_malloc((size_t)row.dim * sizeof *vec);
+    buf = tv_malloc(tv_token_json_bound(row.dim));
     if (vec && buf) {
         tokvec_row_to_f32(&row, vec);
         len = tv_token_json(buf, id, vec, row.dim);

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "embed_job.h"
 #include "framing.h"
 #include "log.h"
@@ -159,7 +160,7 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 
     if (!x || framing_uri_mark(x)) { /* the first call (may be marked) */
         int verdict = framing_uri_verdict(x);
-        x = calloc(1, sizeof *x);
+        x = tv_calloc(1, sizeof *x);
         if (!x)
             return MHD_NO;
         x->s = s;
@@ -175,7 +176,7 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         snprintf(x->path, sizeof x->path, "%s", url);
         x->path_len = strlen(url);
         atomic_fetch_add(&s->requests, 1);
-        tv_request_init(&x->req);
+        embed_job_init(&x->job);
         clock_gettime(CLOCK_MONOTONIC, &x->t0);
         tv_metrics_inflight_add(1);
         *con_cls = x;
@@ -214,7 +215,7 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                 http_body_drop(x);
                 return MHD_YES;
             }
-            char *b = realloc(x->body, cap);
+            char *b = tv_realloc(x->body, cap);
             if (!b)
                 return MHD_NO;
             x->body = b;
@@ -301,14 +302,7 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         tv_log_access(x->method, x->path, x->path_len, status,
                       (long long)x->tokens, (long long)x->bytes,
                       (long long)(secs * 1e6));
-    /* A job's bytes of max_inflight_bytes stay reserved until its response
-     * owns them; a connection MHD closed after the job (the client left)
-     * never got one: give them back here, or the budget leaks. */
-    if (x->reserved)
-        tv_pool_release(x->s->pool, x->reserved);
-    table_release(x->ref);
-    tv_request_free(&x->req);
-    tv_bufcache_put(x->s->bufs, x->out, x->out_cap);
+    embed_job_fini(x->s, &x->job);
     http_body_drop(x);
     atomic_fetch_sub(&x->s->requests, 1);
     free(x);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "alloc.h"
 #include "request.h"
 #include "tokvec_embed.h"
 
@@ -200,7 +201,7 @@ int tv_request_parse_json_slow(const char *body, size_t len,
         S = (int64_t)json_array_size(inputs);
         if (check_shape(B, S, lim, err))
             goto out;
-        out->ids = malloc((size_t)S * sizeof *out->ids);
+        out->ids = tv_malloc((size_t)S * sizeof *out->ids);
         if (!out->ids) {
             tv_error_set(err, 500, "internal", "out of memory");
             goto out;
@@ -240,7 +241,7 @@ int tv_request_parse_json_slow(const char *body, size_t len,
         }
         if (check_shape(B, S, lim, err))
             goto out;
-        out->ids = malloc((size_t)(B * S) * sizeof *out->ids);
+        out->ids = tv_malloc((size_t)(B * S) * sizeof *out->ids);
         if (!out->ids) {
             tv_error_set(err, 500, "internal", "out of memory");
             goto out;
@@ -326,7 +327,7 @@ int tv_request_parse_binary(const void *body, size_t len, const char *shape,
                             "body is %zu bytes; shape %" PRId64 ",%" PRId64
                             " needs %" PRId64 " int32 ids (%" PRId64
                             " bytes)", len, B, S, B * S, B * S * 4);
-    out->ids = malloc((size_t)(B * S) * sizeof *out->ids);
+    out->ids = tv_malloc((size_t)(B * S) * sizeof *out->ids);
     if (!out->ids)
         return tv_error_set(err, 500, "internal", "out of memory");
     const unsigned char *p = body;
@@ -359,12 +360,39 @@ int tv_request_set_option(tv_request *r, const char *key, const char *value,
             return tv_error_set(err, 400, "invalid_request",
                                 "positions must be true or false");
     } else if (!strcmp(key, "dtype")) {
-        /* a response option: see tv_negotiate */
+        r->dtype = value; /* a response option: see tv_negotiate */
     } else {
         return tv_error_set(err, 400, "invalid_request",
                             "unknown query option (known: start_position, "
                             "positions, dtype)");
     }
+    return 0;
+}
+
+int tv_request_query(tv_request *r, tv_body_kind body, const char *key,
+                     const char *value, tv_error *err)
+{
+    if (body == TV_BODY_JSON && strcmp(key, "dtype"))
+        return tv_error_set(err, 400, "invalid_request",
+                            "JSON requests take options in the body; only "
+                            "?dtype= goes in the query");
+    return tv_request_set_option(r, key, value, err);
+}
+
+int tv_request_token_id(const char *text, int64_t *id, tv_error *err)
+{
+    int neg = text[0] == '-';
+    const char *d = text + neg;
+    size_t n = strlen(d);
+    if (n == 0 || n > 18)
+        return tv_error_set(err, 400, "invalid_request",
+                            "token id must be a decimal integer of at most "
+                            "18 digits");
+    int64_t v = decimal(d, n);
+    if (v < 0)
+        return tv_error_set(err, 400, "invalid_request",
+                            "token id must be a decimal integer");
+    *id = neg ? -v : v;
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "request.h"
 
 /* --- the fast path (issue 14) -------------------------------------------
@@ -96,7 +97,7 @@ static int fast_grow_ids(fast_buf *f)
     if (f->cap >= f->max_ids)
         return 1;
     size_t cap = f->cap > f->max_ids / 2 ? f->max_ids : f->cap * 2;
-    int64_t *ids = realloc(f->ids, cap * sizeof *ids);
+    int64_t *ids = tv_realloc(f->ids, cap * sizeof *ids);
     if (!ids)
         return 1;
     f->ids = ids;
@@ -112,7 +113,7 @@ static int fast_push_row(fast_buf *f, size_t n)
         size_t cap = f->rcap * 2 + 16;
         if (cap > f->max_rows)
             cap = f->max_rows;
-        size_t *rows = realloc(f->rows, cap * sizeof *rows);
+        size_t *rows = tv_realloc(f->rows, cap * sizeof *rows);
         if (!rows)
             return 1;
         f->rows = rows;
@@ -266,7 +267,7 @@ int tv_request_parse_json_fast(const char *body, size_t len,
     f.max_rows = (uint64_t)lim->max_batch < f.max_ids
                      ? (size_t)lim->max_batch : f.max_ids;
     f.cap = len / 6 + 16 < f.max_ids ? len / 6 + 16 : f.max_ids;
-    f.ids = malloc(f.cap * sizeof *f.ids);
+    f.ids = tv_malloc(f.cap * sizeof *f.ids);
     if (!f.ids)
         return TV_FAST_FALLBACK;
 
@@ -354,7 +355,7 @@ int tv_request_parse_json_fast(const char *body, size_t len,
         n > lim->max_tokens)
         goto fallback;
     if (ragged) { /* right-pad in place, last row first */
-        int64_t *ids = realloc(f.ids, (size_t)n * sizeof *ids);
+        int64_t *ids = tv_realloc(f.ids, (size_t)n * sizeof *ids);
         if (!ids)
             goto fallback;
         f.ids = ids;
@@ -367,7 +368,7 @@ int tv_request_parse_json_fast(const char *body, size_t len,
                 ids[b * S + s] = pad;
         }
     } else if (f.cap > f.n) {
-        int64_t *ids = realloc(f.ids, f.n * sizeof *ids);
+        int64_t *ids = tv_realloc(f.ids, f.n * sizeof *ids);
         if (ids)
             f.ids = ids;
     }

@@ -33,6 +33,7 @@
 #include "bufcache.h"
 #include "config.h"
 #include "deadline.h"
+#include "embed_job.h"
 #include "encode.h"
 #include "http.h"
 #include "pool.h"
@@ -73,7 +74,8 @@ struct tv_server {
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
 
 /* One per request; owned by MHD's connection (*con_cls), freed in
- * http_completed(). While a job runs, only the worker touches out/out_len. */
+ * http_completed(). While its /embed job runs, the worker owns the job
+ * (embed_job.c). */
 typedef struct req_ctx {
     tv_server *s;
     struct MHD_Connection *conn;
@@ -88,24 +90,12 @@ typedef struct req_ctx {
     size_t held;         /* bytes of `buffered` this body holds */
     size_t expect;       /* Content-Length, 0 if none */
     int fd;              /* the client's socket (for the gone check) */
-    int gone;            /* the client left before its job ran: 499 */
     unsigned long long acked0; /* TCP bytes acked when the reply was queued
                                 * (large replies only: see reply_queue()) */
     int acked_known;
     int status;
     uint64_t tokens, bytes;
-    /* /embed job */
-    tv_job job;
-    table_ref *ref;
-    tv_request req;
-    tv_format fmt;
-    int64_t dim;
-    char *out;      /* from tv_bufcache_get(out_cap) */
-    size_t out_len, out_cap;
-    size_t reserved; /* max_inflight_bytes held until the response owns it */
-    int failed;
-    long long t_push, t_start, t_end; /* ns, for tokvec_job_phase_* */
-    int inline_job; /* ran on the HTTP thread: see small_job() */
+    embed_job job;   /* POST /embed (embed_job.c) */
     int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
     int must_close;  /* answer with Connection: close (bad framing) */
     char method[8]; /* for the access log */
