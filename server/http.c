@@ -309,19 +309,15 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
-                    size_t errlen)
+int tv_server_exit_status(int code)
 {
-    tv_server *s = calloc(1, sizeof *s);
-    int rc = -1;
-    *out = NULL;
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    return code == TV_SERVER_E_INPUT ? 2 : code < 0 ? 1 : 0;
+}
+
+/* The settings the request path reads, from cfg. */
+static void server_settings(tv_server *s, const tv_config *cfg)
+{
     s->cfg = cfg;
-    pthread_mutex_init(&s->table_lock, NULL);
-    deadline_init(s);
     /* framing_check() reads MHD's raw header block: a layout checked
      * against 0.9.75 only (elsewhere the checks that need it are off). */
     s->raw_framing = !strcmp(MHD_get_version(), "0.9.75");
@@ -334,9 +330,24 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     s->topts.position_path = *cfg->position_path ? cfg->position_path : NULL;
     if (tokvec_positional_parse(cfg->positional, &s->topts.positional) < 0)
         s->topts.positional = TOKVEC_POS_AUTO;
+}
 
-    if (table_open(s, &s->current, err, errlen) < 0) {
-        rc = -2;
+int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
+                    size_t errlen)
+{
+    tv_server *s = tv_calloc(1, sizeof *s);
+    int rc;
+    *out = NULL;
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return TV_SERVER_E_NOMEM;
+    }
+    pthread_mutex_init(&s->table_lock, NULL);
+    deadline_init(s);
+    server_settings(s, cfg);
+
+    if ((rc = table_open(s, &s->current, err, errlen)) < 0) {
+        rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
     table_publish(s->current->t);
@@ -348,6 +359,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     }
     if (tv_bufcache_new(&s->bufs) < 0) {
         snprintf(err, errlen, "out of memory");
+        rc = TV_SERVER_E_NOMEM;
         goto fail;
     }
     int prc = tv_pool_start(&s->pool, threads, (size_t)cfg->max_queue,
@@ -355,6 +367,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     if (prc < 0) {
         snprintf(err, errlen, "cannot start the worker pool: %s",
                  strerror(-prc));
+        rc = prc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_SYSTEM;
         goto fail;
     }
     /* HTTP threads: as many as workers unless set; each gets a share of
@@ -364,8 +377,9 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         http = cfg->max_connections;
     s->http_threads = (unsigned)http;
 
-    if ((errno = deadline_start(s)) != 0) {
-        snprintf(err, errlen, "cannot start a thread: %s", strerror(errno));
+    if ((rc = deadline_start(s)) != 0) {
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
+        rc = TV_SERVER_E_SYSTEM;
         goto fail;
     }
     if ((rc = listen_start(s, err, errlen)) < 0)

@@ -164,7 +164,8 @@ static int address_free(const struct sockaddr *sa, socklen_t len)
 
 /* A listening Unix domain socket at path, for MHD. A stale socket file
  * (nobody accepts on it) is replaced; a live one or any other file is an
- * error. 0, -2 (bad path: exit 2) or -1 (exit 1), with err filled. */
+ * error. 0, TV_SERVER_E_INPUT (bad path) or TV_SERVER_E_SYSTEM, with err
+ * filled. */
 static int unix_listen(const char *path, int *out, char *err, size_t errlen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -173,21 +174,21 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
     if (strlen(path) >= sizeof sun.sun_path) {
         snprintf(err, errlen, "--unix-socket '%s' is longer than %zu bytes",
                  path, sizeof sun.sun_path - 1);
-        return -2;
+        return TV_SERVER_E_INPUT;
     }
     memcpy(sun.sun_path, path, strlen(path) + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create a Unix socket: %s",
                  strerror(errno));
-        return -1;
+        return TV_SERVER_E_SYSTEM;
     }
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
             snprintf(err, errlen, "--unix-socket '%s' exists and is not a "
                      "socket", path);
             close(fd);
-            return -2;
+            return TV_SERVER_E_INPUT;
         }
         int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         int live = probe >= 0 &&
@@ -198,7 +199,7 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
             snprintf(err, errlen, "--unix-socket '%s' is in use by another "
                      "server", path);
             close(fd);
-            return -1;
+            return TV_SERVER_E_SYSTEM;
         }
         unlink(path); /* stale: left by a process that died */
     }
@@ -208,7 +209,8 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
         snprintf(err, errlen, "cannot listen on the Unix socket %s: %s",
                  path, strerror(e));
         close(fd);
-        return e == ENOENT || e == ENOTDIR || e == EACCES ? -2 : -1;
+        return e == ENOENT || e == ENOTDIR || e == EACCES ? TV_SERVER_E_INPUT
+                                                         : TV_SERVER_E_SYSTEM;
     }
     *out = fd;
     return 0;
@@ -221,8 +223,8 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
  * pool, the first thread to wake accepts bursts of up to 10, and one thread
  * was seen holding all 32 of a benchmark's connections); each daemon gets
  * its share of max_connections -- and the Unix socket's daemon, whose
- * threads share one socket (MHD's thread pool). 0, -2 (bad --host or
- * --unix-socket: exit 2) or -1 (exit 1), err filled. */
+ * threads share one socket (MHD's thread pool). 0 or a TV_SERVER_E_*
+ * code (http.h), err filled. */
 int listen_start(tv_server *s, char *err, size_t errlen)
 {
     const tv_config *cfg = s->cfg;
@@ -242,7 +244,7 @@ int listen_start(tv_server *s, char *err, size_t errlen)
     } else {
         snprintf(err, errlen, "--host '%s' is not an IPv4 or IPv6 address",
                  cfg->host);
-        return -2;
+        return TV_SERVER_E_INPUT;
     }
     int ufd = -1;
     if (*cfg->unix_socket) {
@@ -254,13 +256,18 @@ int listen_start(tv_server *s, char *err, size_t errlen)
     }
     int e = address_free(sa, sa == (const struct sockaddr *)&sa4
                                  ? sizeof sa4 : sizeof sa6);
-    s->tcp = calloc(s->http_threads, sizeof *s->tcp);
-    if (e || !s->tcp) {
-        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
-                 cfg->host, cfg->port, strerror(e ? e : ENOMEM));
+    if (!e && !(s->tcp = calloc(s->http_threads, sizeof *s->tcp))) {
+        snprintf(err, errlen, "out of memory");
         if (ufd >= 0)
             close(ufd);
-        return -1;
+        return TV_SERVER_E_NOMEM;
+    }
+    if (e) {
+        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
+                 cfg->host, cfg->port, strerror(e));
+        if (ufd >= 0)
+            close(ufd);
+        return TV_SERVER_E_SYSTEM;
     }
     for (unsigned i = 0; i < s->http_threads; i++) {
         unsigned share = (unsigned)(cfg->max_connections / http) +
@@ -274,7 +281,7 @@ int listen_start(tv_server *s, char *err, size_t errlen)
                      e ? strerror(e) : "address in use or not permitted");
             if (ufd >= 0)
                 close(ufd);
-            return -1;
+            return TV_SERVER_E_SYSTEM;
         }
         s->ntcp++;
     }
@@ -287,7 +294,7 @@ int listen_start(tv_server *s, char *err, size_t errlen)
             snprintf(err, errlen, "cannot serve on the Unix socket %s",
                      cfg->unix_socket);
             close(ufd);
-            return -1;
+            return TV_SERVER_E_SYSTEM;
         }
         name_http_threads("tv-unix", s->http_threads);
     }

@@ -132,8 +132,7 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext);
 enum MHD_Result route_metrics(req_ctx *x);
 
 /* listen.c: starts the TCP daemons (one per HTTP thread) and the Unix
- * socket's. 0, -2 (bad --host or --unix-socket: exit 2) or -1 (exit 1),
- * err filled. */
+ * socket's. 0 or a TV_SERVER_E_* code (http.h), err filled. */
 int listen_start(tv_server *s, char *err, size_t errlen);
 
 #endif

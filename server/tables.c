@@ -14,12 +14,14 @@
  * workers, and MHD's when it frees a response); table_open, reload and
  * the swap on the main thread only. table_lock is a leaf lock.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -51,11 +53,11 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     int rc = tokvec_table_open(s->cfg->table, &o, &t);
     if (rc < 0)
         return rc;
-    table_ref *r = malloc(sizeof *r);
+    table_ref *r = tv_malloc(sizeof *r);
     if (!r) {
         tokvec_table_close(t);
         snprintf(err, len, "out of memory");
-        return -1;
+        return -ENOMEM;
     }
     r->t = t;
     atomic_init(&r->refs, 1); /* the server's own reference */

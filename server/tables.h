@@ -26,7 +26,8 @@ table_ref *table_acquire(tv_server *s);
 void table_release(table_ref *r);
 
 /* Opens the configured table with one reference (the server's). 0, or a
- * negative code with err filled (a table error names the file). */
+ * negative tokvec code with err filled (a table error names the file;
+ * -ENOMEM: out of memory). */
 int table_open(tv_server *s, table_ref **out, char *err, size_t len);
 
 /* The table's labels for tokvec_table_info (metrics). */
