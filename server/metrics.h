@@ -5,7 +5,10 @@
  *   tokvec_inflight_requests            tokvec_queue_depth
  *   tokvec_reloads_total{result}        tokvec_table_info{vocab_size,dim,
  *                                                          dtype,positional}
- * All updates are lock-free atomics: any thread may call any function.
+ * Threads: any thread may call any function. The request path's updates
+ * (requests, inflight, queue, jobs, tokens, bytes, reloads) are lock-free
+ * relaxed atomics; tv_metrics_set_table and tv_metrics_render take one
+ * lock (the table_info labels), never held across anything else.
  */
 #ifndef TV_METRICS_H
 #define TV_METRICS_H

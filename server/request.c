@@ -92,6 +92,157 @@ static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out,
 /* jansson on a body larger than this is followed by malloc_trim(0). */
 #define TRIM_AFTER_BYTES ((size_t)1 << 20)
 
+/* The keys of the request object: the options into out, "inputs" (not
+ * read yet) into *inputs, pad_id into *pad and *has_pad. 0 or -1. */
+static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
+                     int64_t *pad, int *has_pad, tv_error *err)
+{
+    const char *key;
+    json_t *v;
+    *inputs = NULL;
+    json_object_foreach(root, key, v)
+    {
+        if (!strcmp(key, "inputs")) {
+            *inputs = v;
+        } else if (!strcmp(key, "start_position")) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"start_position\" must be a non-negative "
+                             "integer");
+                return -1;
+            }
+            out->start_position = json_integer_value(v);
+        } else if (!strcmp(key, "positions")) {
+            if (!json_is_boolean(v)) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"positions\" must be true or false");
+                return -1;
+            }
+            out->positions = json_is_true(v);
+        } else if (!strcmp(key, "pad_id")) {
+            if (json_is_null(v))
+                continue;
+            if (!json_is_integer(v)) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"pad_id\" must be an integer or null");
+                return -1;
+            }
+            *pad = json_integer_value(v);
+            *has_pad = 1;
+        } else if (!strcmp(key, "encoding_format")) {
+            const char *f = json_string_value(v);
+            if (f && !strcmp(f, "float")) {
+                out->base64 = 0;
+            } else if (f && !strcmp(f, "base64")) {
+                out->base64 = 1;
+            } else {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"encoding_format\" must be \"float\" or "
+                             "\"base64\"");
+                return -1;
+            }
+        } else {
+            char shown[64];
+            size_t n = strlen(key);
+            /* Name the key, shortened, ASCII only. */
+            for (size_t i = 0; i < sizeof shown - 1; i++)
+                shown[i] = i < n && key[i] >= 0x20 && key[i] < 0x7f
+                               ? key[i] : (i < n ? '?' : '\0');
+            shown[sizeof shown - 1] = '\0';
+            tv_error_set(err, 400, "invalid_request",
+                         "unknown key \"%s\" (known: inputs, start_position,"
+                         " positions, pad_id, encoding_format)", shown);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* "inputs" (NULL: missing) into out->ids, batch and seq: one sequence
+ * or a batch of them, right-padded with pad when has_pad. 0 or -1. */
+static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
+                       int has_pad, tv_request *out, tv_error *err)
+{
+    if (!inputs) {
+        tv_error_set(err, 400, "invalid_request", "missing \"inputs\"");
+        return -1;
+    }
+    if (!json_is_array(inputs) || json_array_size(inputs) == 0) {
+        tv_error_set(err, 400, "invalid_request",
+                     "\"inputs\" must be a non-empty list of token ids or "
+                     "of sequences");
+        return -1;
+    }
+    int64_t B, S = 0;
+    json_t *first = json_array_get(inputs, 0);
+    if (!json_is_array(first)) { /* one sequence */
+        out->single = 1;
+        B = 1;
+        S = (int64_t)json_array_size(inputs);
+        if (check_shape(B, S, lim, err))
+            return -1;
+        out->ids = tv_malloc((size_t)S * sizeof *out->ids);
+        if (!out->ids) {
+            tv_error_set(err, 500, "internal", "out of memory");
+            return -1;
+        }
+        for (int64_t s = 0; s < S; s++)
+            if (id_of(json_array_get(inputs, (size_t)s), 0, s,
+                      &out->ids[s], err))
+                return -1;
+    } else {
+        B = (int64_t)json_array_size(inputs);
+        int ragged = 0;
+        for (int64_t b = 0; b < B; b++) {
+            json_t *row = json_array_get(inputs, (size_t)b);
+            if (!json_is_array(row)) {
+                tv_error_set(err, 400, "invalid_request",
+                             "\"inputs\" mixes sequences and ids: batch "
+                             "index %" PRId64 " is not a list", b);
+                return -1;
+            }
+            int64_t n = (int64_t)json_array_size(row);
+            if (n == 0) {
+                tv_error_set(err, 400, "invalid_request",
+                             "sequence at batch index %" PRId64 " is empty",
+                             b);
+                return -1;
+            }
+            if (b && n != S)
+                ragged = 1;
+            if (n > S)
+                S = n;
+        }
+        if (ragged && !has_pad) {
+            tv_error_set(err, 422, "ragged_batch",
+                         "sequences have different lengths; set \"pad_id\" "
+                         "to right-pad them");
+            return -1;
+        }
+        if (check_shape(B, S, lim, err))
+            return -1;
+        out->ids = tv_malloc((size_t)(B * S) * sizeof *out->ids);
+        if (!out->ids) {
+            tv_error_set(err, 500, "internal", "out of memory");
+            return -1;
+        }
+        for (int64_t b = 0; b < B; b++) {
+            json_t *row = json_array_get(inputs, (size_t)b);
+            int64_t n = (int64_t)json_array_size(row);
+            for (int64_t s = 0; s < S; s++) {
+                if (s >= n)
+                    out->ids[b * S + s] = pad;
+                else if (id_of(json_array_get(row, (size_t)s), b, s,
+                               &out->ids[b * S + s], err))
+                    return -1;
+            }
+        }
+    }
+    out->batch = B;
+    out->seq = S;
+    return 0;
+}
+
 int tv_request_parse_json_slow(const char *body, size_t len,
                                const tv_limits *lim, tv_request *out,
                                tv_error *err)
@@ -126,140 +277,10 @@ int tv_request_parse_json_slow(const char *body, size_t len,
                      "body must be a JSON object with \"inputs\"");
         goto out;
     }
-    const char *key;
-    json_t *v, *inputs = NULL;
-    json_object_foreach(root, key, v)
-    {
-        if (!strcmp(key, "inputs")) {
-            inputs = v;
-        } else if (!strcmp(key, "start_position")) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0) {
-                tv_error_set(err, 400, "invalid_request",
-                             "\"start_position\" must be a non-negative "
-                             "integer");
-                goto out;
-            }
-            out->start_position = json_integer_value(v);
-        } else if (!strcmp(key, "positions")) {
-            if (!json_is_boolean(v)) {
-                tv_error_set(err, 400, "invalid_request",
-                             "\"positions\" must be true or false");
-                goto out;
-            }
-            out->positions = json_is_true(v);
-        } else if (!strcmp(key, "pad_id")) {
-            if (json_is_null(v))
-                continue;
-            if (!json_is_integer(v)) {
-                tv_error_set(err, 400, "invalid_request",
-                             "\"pad_id\" must be an integer or null");
-                goto out;
-            }
-            pad = json_integer_value(v);
-            has_pad = 1;
-        } else if (!strcmp(key, "encoding_format")) {
-            const char *f = json_string_value(v);
-            if (f && !strcmp(f, "float")) {
-                out->base64 = 0;
-            } else if (f && !strcmp(f, "base64")) {
-                out->base64 = 1;
-            } else {
-                tv_error_set(err, 400, "invalid_request",
-                             "\"encoding_format\" must be \"float\" or "
-                             "\"base64\"");
-                goto out;
-            }
-        } else {
-            char shown[64];
-            size_t n = strlen(key);
-            /* Name the key, shortened, ASCII only. */
-            for (size_t i = 0; i < sizeof shown - 1; i++)
-                shown[i] = i < n && key[i] >= 0x20 && key[i] < 0x7f
-                               ? key[i] : (i < n ? '?' : '\0');
-            shown[sizeof shown - 1] = '\0';
-            tv_error_set(err, 400, "invalid_request",
-                         "unknown key \"%s\" (known: inputs, start_position,"
-                         " positions, pad_id, encoding_format)", shown);
-            goto out;
-        }
-    }
-    if (!inputs) {
-        tv_error_set(err, 400, "invalid_request", "missing \"inputs\"");
+    json_t *inputs;
+    if (slow_keys(root, out, &inputs, &pad, &has_pad, err) < 0 ||
+        slow_inputs(inputs, lim, pad, has_pad, out, err) < 0)
         goto out;
-    }
-    if (!json_is_array(inputs) || json_array_size(inputs) == 0) {
-        tv_error_set(err, 400, "invalid_request",
-                     "\"inputs\" must be a non-empty list of token ids or "
-                     "of sequences");
-        goto out;
-    }
-    int64_t B, S = 0;
-    json_t *first = json_array_get(inputs, 0);
-    if (!json_is_array(first)) { /* one sequence */
-        out->single = 1;
-        B = 1;
-        S = (int64_t)json_array_size(inputs);
-        if (check_shape(B, S, lim, err))
-            goto out;
-        out->ids = tv_malloc((size_t)S * sizeof *out->ids);
-        if (!out->ids) {
-            tv_error_set(err, 500, "internal", "out of memory");
-            goto out;
-        }
-        for (int64_t s = 0; s < S; s++)
-            if (id_of(json_array_get(inputs, (size_t)s), 0, s,
-                      &out->ids[s], err))
-                goto out;
-    } else {
-        B = (int64_t)json_array_size(inputs);
-        int ragged = 0;
-        for (int64_t b = 0; b < B; b++) {
-            json_t *row = json_array_get(inputs, (size_t)b);
-            if (!json_is_array(row)) {
-                tv_error_set(err, 400, "invalid_request",
-                             "\"inputs\" mixes sequences and ids: batch "
-                             "index %" PRId64 " is not a list", b);
-                goto out;
-            }
-            int64_t n = (int64_t)json_array_size(row);
-            if (n == 0) {
-                tv_error_set(err, 400, "invalid_request",
-                             "sequence at batch index %" PRId64 " is empty",
-                             b);
-                goto out;
-            }
-            if (b && n != S)
-                ragged = 1;
-            if (n > S)
-                S = n;
-        }
-        if (ragged && !has_pad) {
-            tv_error_set(err, 422, "ragged_batch",
-                         "sequences have different lengths; set \"pad_id\" "
-                         "to right-pad them");
-            goto out;
-        }
-        if (check_shape(B, S, lim, err))
-            goto out;
-        out->ids = tv_malloc((size_t)(B * S) * sizeof *out->ids);
-        if (!out->ids) {
-            tv_error_set(err, 500, "internal", "out of memory");
-            goto out;
-        }
-        for (int64_t b = 0; b < B; b++) {
-            json_t *row = json_array_get(inputs, (size_t)b);
-            int64_t n = (int64_t)json_array_size(row);
-            for (int64_t s = 0; s < S; s++) {
-                if (s >= n)
-                    out->ids[b * S + s] = pad;
-                else if (id_of(json_array_get(row, (size_t)s), b, s,
-                               &out->ids[b * S + s], err))
-                    goto out;
-            }
-        }
-    }
-    out->batch = B;
-    out->seq = S;
     rc = 0;
 out:
     json_decref(root);
