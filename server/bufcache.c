@@ -46,7 +46,7 @@ static long long mono_ms(void)
 
 int tv_bufcache_new(tv_bufcache **out)
 {
-    tv_bufcache *p = calloc(1, sizeof *p);
+    tv_bufcache *p = tv_calloc(1, sizeof *p);
     *out = p;
     if (!p)
         return -ENOMEM;

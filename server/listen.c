@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "framing.h"
 #include "log.h"
 #include "server.h"
@@ -256,7 +257,7 @@ int listen_start(tv_server *s, char *err, size_t errlen)
     }
     int e = address_free(sa, sa == (const struct sockaddr *)&sa4
                                  ? sizeof sa4 : sizeof sa6);
-    if (!e && !(s->tcp = calloc(s->http_threads, sizeof *s->tcp))) {
+    if (!e && !(s->tcp = tv_calloc(s->http_threads, sizeof *s->tcp))) {
         snprintf(err, errlen, "out of memory");
         if (ufd >= 0)
             close(ufd);
