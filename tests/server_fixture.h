@@ -278,13 +278,13 @@ static FX_UNUSED int fx_raw(fixture *f, const void *req, size_t n,
     return fx_status(resp);
 }
 
-/* method path, with body (may be NULL) of content type ctype and extra
- * header lines (each ending in \r\n, may be NULL). */
-static FX_UNUSED int fx_http(fixture *f, const char *method, const char *path,
-                             const char *ctype, const char *body,
-                             const char *headers, char *resp, size_t cap)
+/* method path, with a body of blen bytes (body NULL: none) of content
+ * type ctype and extra header lines (each ending in \r\n, may be NULL). */
+static FX_UNUSED int fx_http_n(fixture *f, const char *method,
+                               const char *path, const char *ctype,
+                               const char *body, size_t blen,
+                               const char *headers, char *resp, size_t cap)
 {
-    size_t blen = body ? strlen(body) : 0;
     size_t n = 512 + strlen(path) + blen + (headers ? strlen(headers) : 0);
     char *req = malloc(n);
     if (!req)
@@ -298,10 +298,23 @@ static FX_UNUSED int fx_http(fixture *f, const char *method, const char *path,
     if (body)
         len += snprintf(req + len, n - (size_t)len,
                         "Content-Length: %zu\r\n", blen);
-    len += snprintf(req + len, n - (size_t)len, "\r\n%s", body ? body : "");
+    len += snprintf(req + len, n - (size_t)len, "\r\n");
+    if (body) {
+        memcpy(req + len, body, blen);
+        len += (int)blen;
+    }
     int st = fx_raw(f, req, (size_t)len, resp, cap);
     free(req);
     return st;
+}
+
+/* fx_http_n with a NUL-terminated body. */
+static FX_UNUSED int fx_http(fixture *f, const char *method, const char *path,
+                             const char *ctype, const char *body,
+                             const char *headers, char *resp, size_t cap)
+{
+    return fx_http_n(f, method, path, ctype, body, body ? strlen(body) : 0,
+                     headers, resp, cap);
 }
 
 #endif
