@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "http.h"
+#include "log.h"
 #include "server.h"
 #include "tokvec_write.h"
 
@@ -98,7 +99,7 @@ static FX_UNUSED int fx_config(fixture *f, const char *const *extra)
     }
     f->cfg_loaded = 1;
     f->cfg.port = 0;
-    return 0;
+    return tv_log_setup(f->cfg.log_format, f->cfg.log_level);
 }
 
 /* Starts the server; 0, or the tv_server_start code (err printed). */
