@@ -263,6 +263,25 @@ static FX_UNUSED int fx_has_header(const char *resp, const char *name,
     return 0;
 }
 
+/* A connection the server has accepted (it answered a request on it):
+ * one still in the listen backlog would be reset by a drain. -1 on
+ * failure. */
+static FX_UNUSED int fx_connect_accepted(int port)
+{
+    static const char req[] = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
+    char r[1024];
+    int fd = fx_connect(port);
+    if (fd < 0 || fx_send(fd, req, sizeof req - 1) < 0)
+        goto bad;
+    fx_read_all(fd, r, sizeof r);
+    if (fx_status(r) == 200)
+        return fd;
+bad:
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
 /* One request (raw bytes, n of them) on a new connection; the whole
  * response (the server closes: send "Connection: close") into resp.
  * Returns the status, 0 if the connection closed without one. */

@@ -152,7 +152,7 @@ static void draining_makes_ready_503_with_connection_close(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    int fd = fx_connect(f->port); /* open before the drain */
+    int fd = fx_connect_accepted(f->port); /* open before the drain */
     assert_true(fd >= 0);
     assert_int_equal(fx_http(f, "GET", "/ready", NULL, NULL, NULL, r, RESP),
                      200);

@@ -86,7 +86,7 @@ static void overload_answers_say_when_to_retry(void **state)
     assert_non_null(strstr(fx_body(r), "\"error_type\":\"overloaded\""));
     /* While draining, on a connection opened before: 503, retry later,
      * and go elsewhere (Connection: close). */
-    int fd = fx_connect(f->port);
+    int fd = fx_connect_accepted(f->port);
     assert_true(fd >= 0);
     tv_server_drain_begin(f->srv);
     static const char req[] = "POST /embed HTTP/1.1\r\nHost: t\r\n"
