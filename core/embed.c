@@ -8,6 +8,7 @@
  * conversions, vectorized).
  * Reads the immutable table only: any number of threads at once.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "internal.h"
@@ -181,13 +182,16 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
     for (int64_t i = 0; i < B * S; i++) {
         int64_t s = i % S;
         tokvec_row tr, pr;
-        (void)tokvec_table_token_row(t, ids[i], &tr);
-        if (pos_on)
-            (void)tokvec_table_position_row(t, start_position + s, &pr);
+        /* Ids and positions were checked above: the views cannot fail. */
+        int bad = tokvec_table_token_row(t, ids[i], &tr) < 0 ||
+                  (pos_on && tokvec_table_position_row(
+                                 t, start_position + s, &pr) < 0);
+        assert(!bad);
+        (void)bad;
         if (i + PREFETCH_AHEAD < B * S) {
             tokvec_row nr;
-            (void)tokvec_table_token_row(t, ids[i + PREFETCH_AHEAD], &nr);
-            prefetch_bytes(nr.data, D * tokvec_dtype_size(nr.dtype));
+            if (tokvec_table_token_row(t, ids[i + PREFETCH_AHEAD], &nr) == 0)
+                prefetch_bytes(nr.data, D * tokvec_dtype_size(nr.dtype));
         }
         for (size_t c = 0; c < D; c += SCRATCH) {
             size_t k = D - c < SCRATCH ? D - c : SCRATCH;

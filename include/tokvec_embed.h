@@ -49,7 +49,7 @@ typedef struct tokvec_embed_fault {
  * NULL. */
 int tokvec_embed_check(const tokvec_table *t, const int64_t *ids, int64_t B,
                        int64_t S, int64_t start_position, unsigned flags,
-                       tokvec_embed_fault *fault);
+                       tokvec_embed_fault *fault) TOKVEC_MUST_CHECK;
 
 /* Bytes tokvec_embed writes for this shape and flags (0 on overflow). */
 size_t tokvec_embed_size(const tokvec_table *t, int64_t B, int64_t S,

@@ -155,9 +155,10 @@ int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out);
  * range, TOKVEC_E_NO_POSITIONS when the table has none (positional NONE,
  * or sinusoidal opened with TOKVEC_TABLE_SKIP_SINUSOIDAL). Sinusoidal rows
  * are float32 rows computed at open. */
-int tokvec_table_token_row(const tokvec_table *t, int64_t id, tokvec_row *out);
+int tokvec_table_token_row(const tokvec_table *t, int64_t id,
+                           tokvec_row *out) TOKVEC_MUST_CHECK;
 int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
-                              tokvec_row *out);
+                              tokvec_row *out) TOKVEC_MUST_CHECK;
 
 /* Widens a row to float32 exactly into dst[0..row->dim-1]. */
 void tokvec_row_to_f32(const tokvec_row *row, float *dst);

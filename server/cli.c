@@ -183,57 +183,67 @@ static const char init_usage[] =
     "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest)\n"
     "  -o, --output FILE    where to write (atomically, by rename)\n";
 
-int cmd_init(int argc, char **argv)
+/* tokvec init's arguments, defaults first. */
+typedef struct init_args {
+    int64_t vocab, dim, context, padding;
+    uint64_t seed;
+    const char *out_path, *seed_text;
+    tokvec_positional positional;
+    tokvec_dtype dtype;
+} init_args;
+
+enum { INIT_HELP = 1 };
+
+/* Parses and checks init's command line into a: 0, INIT_HELP (usage
+ * printed: exit 0), or an exit status from fail() (message printed). */
+static int init_parse(int argc, char **argv, init_args *a)
 {
     static const char *const flags[] = {"help", NULL};
     opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
-    int64_t vocab = 0, dim = 0, context = 1024;
-    int64_t padding = TOKVEC_NO_PADDING;
-    uint64_t seed = 123;
-    const char *out_path = NULL, *seed_text = "123";
-    tokvec_positional positional = TOKVEC_POS_LEARNED;
-    tokvec_dtype dtype = TOKVEC_F32;
     int r;
 
+    *a = (init_args){.context = 1024, .padding = TOKVEC_NO_PADDING,
+                     .seed = 123, .seed_text = "123",
+                     .positional = TOKVEC_POS_LEARNED, .dtype = TOKVEC_F32};
     while ((r = opt_next(&o)) > 0) {
         const char *n = o.name, *v = o.value;
         if (!n)
             return fail(EXIT_USAGE, "init: unexpected argument '%s'", v);
         if (!strcmp(n, "help")) {
             fputs(init_usage, stdout);
-            return 0;
+            return INIT_HELP;
         } else if (!strcmp(n, "vocab")) {
-            if (parse_i64(v, 1, INT32_MAX, &vocab))
+            if (parse_i64(v, 1, INT32_MAX, &a->vocab))
                 return fail(EXIT_USAGE, "init: --vocab '%s' is not an "
                                         "integer in [1, 2^31)", v);
         } else if (!strcmp(n, "dim")) {
-            if (parse_i64(v, 1, 1 << 20, &dim))
+            if (parse_i64(v, 1, 1 << 20, &a->dim))
                 return fail(EXIT_USAGE, "init: --dim '%s' is not an "
                                         "integer in [1, 2^20]", v);
         } else if (!strcmp(n, "context")) {
-            if (parse_i64(v, 1, INT32_MAX, &context))
+            if (parse_i64(v, 1, INT32_MAX, &a->context))
                 return fail(EXIT_USAGE, "init: --context '%s' is not an "
                                         "integer in [1, 2^31)", v);
         } else if (!strcmp(n, "positional")) {
-            if (tokvec_positional_parse(v, &positional) < 0 ||
-                positional == TOKVEC_POS_AUTO)
+            if (tokvec_positional_parse(v, &a->positional) < 0 ||
+                a->positional == TOKVEC_POS_AUTO)
                 return fail(EXIT_USAGE, "init: --positional '%s' is not "
                                         "learned, sinusoidal or none", v);
         } else if (!strcmp(n, "seed")) {
-            if (parse_seed(v, &seed))
+            if (parse_seed(v, &a->seed))
                 return fail(EXIT_USAGE, "init: --seed '%s' is not an "
                                         "integer in [-2^63, 2^64)", v);
-            seed_text = v;
+            a->seed_text = v;
         } else if (!strcmp(n, "padding-idx")) {
-            if (parse_i64(v, INT64_MIN + 1, INT64_MAX, &padding))
+            if (parse_i64(v, INT64_MIN + 1, INT64_MAX, &a->padding))
                 return fail(EXIT_USAGE, "init: --padding-idx '%s' is not "
                                         "an integer", v);
         } else if (!strcmp(n, "dtype")) {
-            if (tokvec_dtype_parse(v, &dtype) < 0)
+            if (tokvec_dtype_parse(v, &a->dtype) < 0)
                 return fail(EXIT_USAGE, "init: --dtype '%s' is not f32, "
                                         "f16 or bf16", v);
         } else if (!strcmp(n, "o") || !strcmp(n, "output")) {
-            out_path = v;
+            a->out_path = v;
         } else {
             return fail(EXIT_USAGE, "init: unknown option '--%s' (see "
                                     "tokvec init --help)", n);
@@ -242,17 +252,33 @@ int cmd_init(int argc, char **argv)
     if (r < 0)
         return fail(EXIT_USAGE, "init: option '%s' needs a value",
                     argv[argc - 1]);
-    if (!vocab || !dim || !out_path)
+    if (!a->vocab || !a->dim || !a->out_path)
         return fail(EXIT_USAGE, "init: --vocab, --dim and -o are required "
                                 "(see tokvec init --help)");
-    if (padding != TOKVEC_NO_PADDING && (padding < -vocab || padding >= vocab))
+    if (a->padding != TOKVEC_NO_PADDING &&
+        (a->padding < -a->vocab || a->padding >= a->vocab))
         return fail(EXIT_USAGE, "init: --padding-idx %" PRId64 " is outside "
                                 "[-%" PRId64 ", %" PRId64 ")",
-                    padding, vocab, vocab);
-    if ((uint64_t)vocab * (uint64_t)dim > ((uint64_t)1 << 34) ||
-        (uint64_t)context * (uint64_t)dim > ((uint64_t)1 << 34))
+                    a->padding, a->vocab, a->vocab);
+    if ((uint64_t)a->vocab * (uint64_t)a->dim > ((uint64_t)1 << 34) ||
+        (uint64_t)a->context * (uint64_t)a->dim > ((uint64_t)1 << 34))
         return fail(EXIT_USAGE, "init: table of %" PRId64 " x %" PRId64
-                                " is too large", vocab, dim);
+                                " is too large", a->vocab, a->dim);
+    return 0;
+
+}
+
+int cmd_init(int argc, char **argv)
+{
+    init_args a;
+    int pr = init_parse(argc, argv, &a);
+    if (pr)
+        return pr == INIT_HELP ? 0 : pr;
+    int64_t vocab = a.vocab, dim = a.dim, context = a.context;
+    int64_t padding = a.padding;
+    const char *out_path = a.out_path, *seed_text = a.seed_text;
+    tokvec_positional positional = a.positional;
+    tokvec_dtype dtype = a.dtype;
 
     int rc, ret = 1;
     tokvec_rng *rng = NULL;
@@ -262,7 +288,7 @@ int cmd_init(int argc, char **argv)
     size_t ntok = (size_t)vocab * (size_t)dim;
     size_t npos = learned ? (size_t)context * (size_t)dim : 0;
 
-    if ((rc = tokvec_rng_new(seed, &rng)) < 0)
+    if ((rc = tokvec_rng_new(a.seed, &rng)) < 0)
         goto out;
     tok = malloc(ntok * sizeof *tok);
     pos = npos ? malloc(npos * sizeof *pos) : NULL;

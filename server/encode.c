@@ -4,7 +4,6 @@
  * anything is written. Pure functions; any thread.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -287,16 +286,4 @@ size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
     memset(buf + 10 + n, ' ', hlen - (size_t)n - 1);
     buf[total - 1] = '\n';
     return total;
-}
-
-int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
-                 ...)
-{
-    va_list ap;
-    err->status = status;
-    err->type = type;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-    return -1;
 }

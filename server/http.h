@@ -17,11 +17,23 @@
 
 typedef struct tv_server tv_server;
 
-/* Opens the configured table, starts the pool and the daemon. On failure
- * err holds one line (the table error names the file) and returns -2 for
- * bad input -- the table or --host (exit 2) -- or -1 for anything else
- * (the port cannot be bound, out of memory: exit 1). cfg must outlive the
- * server. */
+/* Why tv_server_start failed (it returns 0 or one of these). */
+enum {
+    TV_SERVER_E_SYSTEM = -1, /* the system refused: the port is in use or
+                              * not permitted, a thread cannot start */
+    TV_SERVER_E_INPUT = -2,  /* bad input: the table (missing, not a
+                              * table), --host, the --unix-socket path */
+    TV_SERVER_E_NOMEM = -3,  /* out of memory */
+};
+
+/* The exit status for a tv_server_start code: 2 for bad input (fix the
+ * command line or the table), 1 for the rest (try again later). */
+int tv_server_exit_status(int code);
+
+/* Opens the configured table, starts the pool and the daemon. 0, or a
+ * TV_SERVER_E_* code with one line in err that says what failed (a table
+ * error names the file; out of memory says "out of memory"). cfg must
+ * outlive the server. */
 int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                     size_t errlen);
 

@@ -64,18 +64,6 @@ static char info_labels[512]; /* guarded by info_lock; "" = no table yet */
 #define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 
-const char *tv_route_name(tv_route r)
-{
-    static const char *const names[TV_ROUTE_COUNT] = {
-        [TV_ROUTE_EMBED] = "/embed",     [TV_ROUTE_TOKENS] = "/tokens",
-        [TV_ROUTE_INFO] = "/info",       [TV_ROUTE_HEALTH] = "/health",
-        [TV_ROUTE_READY] = "/ready",     [TV_ROUTE_METRICS] = "/metrics",
-        [TV_ROUTE_OPENAPI] = "/openapi.json", [TV_ROUTE_OTHER] = "other",
-    };
-    assert(r >= 0 && r < TV_ROUTE_COUNT);
-    return names[r];
-}
-
 void tv_metrics_request(tv_route r, int status, double seconds,
                         uint64_t tokens, uint64_t bytes)
 {

@@ -5,7 +5,10 @@
  *   tokvec_inflight_requests            tokvec_queue_depth
  *   tokvec_reloads_total{result}        tokvec_table_info{vocab_size,dim,
  *                                                          dtype,positional}
- * All updates are lock-free atomics: any thread may call any function.
+ * Threads: any thread may call any function. The request path's updates
+ * (requests, inflight, queue, jobs, tokens, bytes, reloads) are lock-free
+ * relaxed atomics; tv_metrics_set_table and tv_metrics_render take one
+ * lock (the table_info labels), never held across anything else.
  */
 #ifndef TV_METRICS_H
 #define TV_METRICS_H
@@ -13,19 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum {
-    TV_ROUTE_EMBED,
-    TV_ROUTE_TOKENS,
-    TV_ROUTE_INFO,
-    TV_ROUTE_HEALTH,
-    TV_ROUTE_READY,
-    TV_ROUTE_METRICS,
-    TV_ROUTE_OPENAPI,
-    TV_ROUTE_OTHER, /* unknown paths (404) */
-    TV_ROUTE_COUNT
-} tv_route;
-
-const char *tv_route_name(tv_route r); /* "/embed", ... "other" */
+#include "routes.h"
 
 void tv_metrics_request(tv_route r, int status, double seconds,
                         uint64_t tokens, uint64_t bytes);

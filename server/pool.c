@@ -1,41 +1,31 @@
-/* pool.c -- the worker pool and the response-buffer cache (pool.h).
+/* pool.c -- the worker pool (pool.h): a bounded FIFO of jobs and the
+ * workers that run them. (Response buffers: bufcache.c.)
  *
  * What must hold: at most `threads` jobs run at once (on the workers, or
- * inline on an HTTP thread: `busy` counts both), at most max_queue wait, and the bytes of running jobs plus responses
- * not yet freed stay under max_inflight unless a job runs alone. A job is
+ * inline on an HTTP thread: `busy` counts both), at most max_queue wait,
+ * and the bytes of running jobs plus responses not yet freed stay under
+ * max_inflight unless a job runs alone. A job is
  * taken by the first free worker, which runs work() and done() itself, so
  * a job crosses threads twice in all: the HTTP thread pushes it, the worker
  * resumes the connection.
  *
  * Threads and locks: `lock` guards head, tail, waiting, idle, busy,
- * inflight_bytes and stopping; workers sleep on `ready` (signalled by push, by release when
- * a job waits, and by a worker that leaves more work behind). `buf_lock`
- * guards the buffer cache (bufs, buf_bytes) and the trim state.
- * Both are leaf locks (nothing else is taken while one is held).
+ * inflight_bytes and stopping; workers sleep on `ready` (signalled by
+ * push, by release when a job waits, and by a worker that leaves more
+ * work behind). `lock` is a leaf lock (nothing else is taken while it is
+ * held; a job's work() and done() run without it).
  * `unfinished` and `activity` are atomic. threads, max_queue and
  * max_inflight never change after start.
  */
-#include <assert.h>
 #include <errno.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "metrics.h"
 #include "pool.h"
-
-/* Cached buffers of one size class (2^(16+i) bytes), oldest first. */
-struct buf_class {
-    void *p[TV_POOL_BUF_PER_CLASS];
-    long long since[TV_POOL_BUF_PER_CLASS]; /* CLOCK_MONOTONIC ms cached */
-    size_t n;
-};
 
 struct tv_pool {
     pthread_mutex_t lock;
@@ -50,13 +40,8 @@ struct tv_pool {
     pthread_t *tids;       /* main thread only */
     atomic_size_t unfinished;
     atomic_ulong activity; /* bumped by every push and inline attempt:
-                            * tells trim whether the pool was used */
-    pthread_mutex_t buf_lock;
-    struct buf_class *bufs;    /* [TV_POOL_BUF_CLASSES]; buf_lock */
-    size_t buf_bytes;          /* buf_lock */
-    unsigned long seen_activity; /* buf_lock: activity at the last trim */
-    long long quiet_since;       /* buf_lock: when activity last moved */
-    int heap_trimmed;            /* buf_lock: malloc_trim done since */
+                            * tells the memory trim whether the pool was
+                            * used (tv_pool_activity) */
 };
 
 static long long mono_ms(void)
@@ -129,14 +114,10 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
     p->max_inflight = max_inflight_bytes;
     atomic_init(&p->unfinished, 0);
     atomic_init(&p->activity, 0);
-    p->quiet_since = mono_ms();
-    p->heap_trimmed = 1;
     pthread_mutex_init(&p->lock, NULL);
-    pthread_mutex_init(&p->buf_lock, NULL);
     pthread_cond_init(&p->ready, NULL);
     p->tids = calloc(p->threads, sizeof *p->tids);
-    p->bufs = calloc(TV_POOL_BUF_CLASSES, sizeof *p->bufs);
-    if (!p->tids || !p->bufs)
+    if (!p->tids)
         goto out;
     for (size_t i = 0; i < p->threads; i++) {
         char name[16];
@@ -264,6 +245,11 @@ size_t tv_pool_unfinished(tv_pool *p)
     return atomic_load(&p->unfinished);
 }
 
+unsigned long tv_pool_activity(tv_pool *p)
+{
+    return atomic_load_explicit(&p->activity, memory_order_relaxed);
+}
+
 void tv_pool_stop(tv_pool *p)
 {
     if (!p)
@@ -277,146 +263,7 @@ void tv_pool_stop(tv_pool *p)
     for (size_t i = 0; i < p->started; i++)
         pthread_join(p->tids[i], NULL);
     free(p->tids);
-    for (int k = 0; p->bufs && k < TV_POOL_BUF_CLASSES; k++)
-        for (size_t i = 0; i < p->bufs[k].n; i++)
-            munmap(p->bufs[k].p[i], (size_t)1 << (16 + k));
-    free(p->bufs);
     pthread_cond_destroy(&p->ready);
     pthread_mutex_destroy(&p->lock);
-    pthread_mutex_destroy(&p->buf_lock);
     free(p);
-}
-
-/* --- response buffers ---------------------------------------------------- */
-
-#define BUF_BIG ((size_t)1 << 16)
-
-/* The class for n >= BUF_BIG: the next power of two, as a shift from
- * BUF_BIG (-1 if none fits in size_t). */
-static int buf_class_of(size_t n, size_t *size)
-{
-    size_t c = BUF_BIG;
-    int i = 0;
-    while (c < n) {
-        if (c > SIZE_MAX / 2)
-            return -1;
-        c <<= 1;
-        i++;
-    }
-    *size = c;
-    return i;
-}
-
-/* How many buffers of one size the cache keeps: at most half its bytes in
- * one size, so one burst cannot crowd out the others, and at least 2. */
-static size_t class_limit(size_t size)
-{
-    size_t n = TV_POOL_BUF_CACHE / 2 / size;
-    return n < 2 ? 2 : n > TV_POOL_BUF_PER_CLASS ? TV_POOL_BUF_PER_CLASS : n;
-}
-
-void *tv_pool_buf_get(tv_pool *p, size_t n)
-{
-    if (n < BUF_BIG)
-        return aligned_alloc(64, (n + 63) / 64 * 64);
-    size_t c;
-    int k = buf_class_of(n, &c);
-    if (k < 0 || k >= TV_POOL_BUF_CLASSES)
-        return NULL;
-    pthread_mutex_lock(&p->buf_lock);
-    struct buf_class *bc = &p->bufs[k];
-    if (bc->n) { /* the most recently cached: the others age out */
-        void *b = bc->p[--bc->n];
-        p->buf_bytes -= c;
-        pthread_mutex_unlock(&p->buf_lock);
-        return b;
-    }
-    pthread_mutex_unlock(&p->buf_lock);
-    void *b = mmap(NULL, c, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b == MAP_FAILED)
-        return NULL;
-    /* From 2 MiB: transparent huge pages where the system allows them on
-     * request -- one fault per 2 MiB instead of 512. */
-    if (c >= ((size_t)2 << 20))
-        madvise(b, c, MADV_HUGEPAGE);
-    return b;
-}
-
-void tv_pool_buf_free(tv_pool *p, void *buf, size_t n)
-{
-    if (!buf)
-        return;
-    if (n < BUF_BIG) {
-        free(buf);
-        return;
-    }
-    size_t c = 0;
-    int k = buf_class_of(n, &c);
-    assert(k >= 0 && k < TV_POOL_BUF_CLASSES); /* n was given to _get */
-    pthread_mutex_lock(&p->buf_lock);
-    long long now = mono_ms(); /* under the lock: oldest first holds */
-    struct buf_class *bc = &p->bufs[k];
-    if (bc->n < class_limit(c) && p->buf_bytes + c <= TV_POOL_BUF_CACHE) {
-        bc->p[bc->n] = buf;
-        bc->since[bc->n++] = now;
-        p->buf_bytes += c;
-        buf = NULL;
-    }
-    pthread_mutex_unlock(&p->buf_lock);
-    if (buf)
-        munmap(buf, c);
-}
-
-size_t tv_pool_cached_bytes(tv_pool *p)
-{
-    pthread_mutex_lock(&p->buf_lock);
-    size_t n = p->buf_bytes;
-    pthread_mutex_unlock(&p->buf_lock);
-    return n;
-}
-
-size_t tv_pool_trim(tv_pool *p, long long now_ms)
-{
-    void *drop[TV_POOL_BUF_PER_CLASS];
-    size_t bytes = 0;
-    int heap = 0;
-    unsigned long act =
-        atomic_load_explicit(&p->activity, memory_order_relaxed);
-    for (int k = 0; k < TV_POOL_BUF_CLASSES; k++) {
-        size_t ndrop = 0, c = BUF_BIG << k;
-        pthread_mutex_lock(&p->buf_lock);
-        struct buf_class *bc = &p->bufs[k];
-        while (ndrop < bc->n &&
-               now_ms - bc->since[ndrop] >= TV_POOL_BUF_IDLE_MS) {
-            drop[ndrop] = bc->p[ndrop];
-            ndrop++;
-        }
-        if (ndrop) { /* the oldest are first: keep the rest in order */
-            bc->n -= ndrop;
-            memmove(bc->p, bc->p + ndrop, bc->n * sizeof bc->p[0]);
-            memmove(bc->since, bc->since + ndrop,
-                    bc->n * sizeof bc->since[0]);
-            p->buf_bytes -= ndrop * c;
-        }
-        pthread_mutex_unlock(&p->buf_lock);
-        for (size_t i = 0; i < ndrop; i++)
-            munmap(drop[i], c);
-        bytes += ndrop * c;
-    }
-    pthread_mutex_lock(&p->buf_lock);
-    if (act != p->seen_activity) {
-        p->seen_activity = act;
-        p->quiet_since = now_ms;
-        p->heap_trimmed = 0;
-    } else if (!p->heap_trimmed &&
-               now_ms - p->quiet_since >= TV_POOL_BUF_IDLE_MS) {
-        p->heap_trimmed = heap = 1;
-    }
-    pthread_mutex_unlock(&p->buf_lock);
-    /* Request bodies and small replies live in malloc's per-thread arenas;
-     * after a quiet spell, hand their free pages back too. */
-    if (heap)
-        malloc_trim(0);
-    return bytes;
 }

@@ -1,6 +1,6 @@
 /* pool.h -- the worker pool: a bounded FIFO of /embed jobs and the
- * `threads` worker threads (tv-work-0..N-1) that run them, plus the cache
- * of large response buffers.
+ * `threads` worker threads (tv-work-0..N-1) that run them. (The response
+ * buffers they fill: bufcache.h.)
  *
  * Any thread reserves a place and pushes a job; the job waits in a FIFO of
  * at most max_queue jobs until (a) fewer than `threads` jobs run and (b)
@@ -15,9 +15,8 @@
  *
  * Threads: tv_pool_reserve, tv_pool_push, tv_pool_release,
  * tv_pool_try_inline, tv_pool_inline_done, tv_pool_waiting,
- * tv_pool_unfinished, tv_pool_trim and the tv_pool_buf_* calls may be
- * called from any thread; tv_pool_start and tv_pool_stop from
- * the main thread only.
+ * tv_pool_unfinished and tv_pool_activity may be called from any thread;
+ * tv_pool_start and tv_pool_stop from the main thread only.
  */
 #ifndef TV_POOL_H
 #define TV_POOL_H
@@ -70,39 +69,14 @@ size_t tv_pool_expire(tv_pool *p, long long now_ms, long long max_wait_ms);
 /* Gives back bytes reserved by a job whose response is gone. */
 void tv_pool_release(tv_pool *p, size_t bytes);
 
-/* Response buffers, 64-byte aligned. Below 64 KiB they come from malloc;
- * from 64 KiB they are mmap'd in power-of-two sizes and, when freed, kept
- * for reuse in a cache of at most TV_POOL_BUF_CACHE bytes, per size at
- * most half of that and TV_POOL_BUF_PER_CLASS buffers (at least 2): a fresh
- * mapping costs a page fault and a zeroed page per 4 KiB, which profiling
- * showed as ~25% of the server's CPU on 4 MiB raw replies, and unmapping
- * one interrupts every core the process runs on (TLB shootdown: 17% of an
- * HTTP thread on 8x4 JSON at 32 connections when only 8 buffers of a size
- * were kept). A cached buffer nobody took for TV_POOL_BUF_IDLE_MS is
- * unmapped by tv_pool_trim, so an idle process keeps little besides the
- * table. tv_pool_buf_free takes the size given to tv_pool_buf_get. Any
- * thread. */
-#define TV_POOL_BUF_CACHE ((size_t)256 << 20)
-#define TV_POOL_BUF_PER_CLASS 64
-#define TV_POOL_BUF_CLASSES 32 /* 64 KiB .. 2^47 bytes */
-#define TV_POOL_BUF_IDLE_MS 1500
-void *tv_pool_buf_get(tv_pool *p, size_t n);
-void tv_pool_buf_free(tv_pool *p, void *buf, size_t n);
-
-/* Gives cached memory back to the OS: unmaps cached buffers idle for
- * TV_POOL_BUF_IDLE_MS or more (now_ms on CLOCK_MONOTONIC), and once the
- * pool has been idle that long after some work, asks malloc to return its
- * free pages (malloc_trim). Call it periodically (the reaper does, about
- * once a second). Returns the bytes unmapped. */
-size_t tv_pool_trim(tv_pool *p, long long now_ms);
-
 /* Jobs waiting in the FIFO, and jobs reserved but whose done() has not
  * returned yet. */
 size_t tv_pool_waiting(tv_pool *p);
 size_t tv_pool_unfinished(tv_pool *p);
 
-/* Cached response bytes (for tests and the idle check). */
-size_t tv_pool_cached_bytes(tv_pool *p);
+/* A counter bumped by every push and inline attempt: whether the pool
+ * was used since the last look (tv_bufcache_trim's `activity`). */
+unsigned long tv_pool_activity(tv_pool *p);
 
 /* Stops the workers after the jobs they are running finish; jobs still
  * waiting are dropped without done() (call after draining). Joins the

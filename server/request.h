@@ -42,6 +42,9 @@ typedef struct tv_request {
     int positions;          /* default 1; 0 = token rows only */
     int base64;             /* JSON "encoding_format": "base64" */
     int single;             /* inputs was one flat sequence (shape 1,S) */
+    const char *dtype;      /* ?dtype= as given, NULL if none: a response
+                             * option for tv_negotiate; borrowed from the
+                             * caller of tv_request_set_option */
 } tv_request;
 
 void tv_request_init(tv_request *r);
@@ -141,10 +144,22 @@ int tv_request_parse_binary(const void *body, size_t len, const char *shape,
                             tv_error *err);
 
 /* Applies one query-string option to a request: start_position=N,
- * positions=true|false|1|0, dtype=... is accepted and ignored here (it is
- * a response option, see tv_negotiate). Unknown keys -> 400. */
+ * positions=true|false|1|0, dtype=... (kept as given in r->dtype, not
+ * checked here: a response option, see tv_negotiate). Unknown keys -> 400.
+ */
 int tv_request_set_option(tv_request *r, const char *key, const char *value,
                           tv_error *err);
+
+/* One key=value of POST /embed's query string, for a body of the given
+ * kind: dtype= always; the other options (tv_request_set_option) only with
+ * a binary body -- a JSON body takes them in the body (400). */
+int tv_request_query(tv_request *r, tv_body_kind body, const char *key,
+                     const char *value, tv_error *err);
+
+/* The {id} of GET /tokens/{id}: an optional '-' and 1 to 18 decimal
+ * digits, nothing else (no '+', spaces or hex). 0, or -1 with a 400
+ * invalid_request in err. The range is the table's to check. */
+int tv_request_token_id(const char *text, int64_t *id, tv_error *err);
 
 /* Checks ids and positions against the table (tokvec_embed_check): 422
  * token_out_of_range "token id 50257 at batch index 1, position 2 is out of

@@ -158,13 +158,13 @@ int cmd_serve(int argc, char **argv)
     if (rc < 0) {
         /* A missing table: say how to make one (the default table is not
          * shipped; `make run` creates it). */
-        int missing = rc == -2 && access(cfg.table, F_OK) < 0;
+        int missing = rc == TV_SERVER_E_INPUT && access(cfg.table, F_OK) < 0;
         fprintf(stderr, "tokvec: %s%s\n", err,
                 missing ? " (create one with: tokvec init --vocab 50257 "
                           "--dim 256 --context 1024 --seed 123 -o FILE, "
                           "or `make run` for the default table)"
                         : "");
-        exit_code = rc == -2 ? 2 : 1;
+        exit_code = tv_server_exit_status(rc);
         goto out;
     }
     catch_sigbus(cfg.table);

@@ -32,8 +32,10 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
                 -Iinclude -Iserver -Icore -MMD -MP $(FUZZ_SAN)
-FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/encode.c server/config.c \
-                server/log.c server/metrics.c
+FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/request_fast.c \
+                server/request_prescan.c server/encode.c server/config.c \
+                server/log.c server/metrics.c server/routes.c \
+                server/alloc.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # Per-target libFuzzer options: input size bound, and dictionaries.

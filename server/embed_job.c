@@ -1,0 +1,403 @@
+/* embed_job.c -- POST /embed, start to finish (embed_job.h): one owner
+ * runs the job in one straight line,
+ *
+ *   on the HTTP thread:  parse (request.c) -> check (request.c, core)
+ *                        -> plan the reply (embed_plan_reply) -> reserve
+ *                        -> queue (pool.c), or run at once if small
+ *   on a worker:         embed (core) -> encode (encode.c) -> resume
+ *   on the HTTP thread:  reply (MHD owns the buffer from here)
+ *
+ * A request's life: MHD calls the handler on the connection's HTTP
+ * thread; once the whole body is in, embed_route() parses and validates
+ * it there, then it becomes a job (pool.h): the connection is suspended,
+ * a worker embeds and serializes into one buffer sized in advance (binary
+ * bodies are written in place by tokvec_embed) and resumes the connection
+ * itself; the handler then runs again on the HTTP thread and embed_reply()
+ * hands that buffer to MHD as the response (no copy; freed by MHD through
+ * free_response()). Two hand-offs in all (HTTP thread -> worker -> HTTP
+ * thread), each timed in tokvec_job_phase_seconds_total. A job too small
+ * to be worth them (small_job()) runs at once on the HTTP thread when no
+ * job waits in the queue.
+ *
+ * Ownership: the embed_job belongs to its connection's HTTP thread,
+ * except while it is queued or running: from tv_pool_push until
+ * embed_done() the worker (or, for a job that expired in the queue, the
+ * reaper) owns out/out_len/failed/gone/t_* and nobody else touches the
+ * request (the connection is suspended). What orders the writes: the
+ * HTTP thread's, before tv_pool_push, reach the worker through the pool's
+ * lock (push appends under it, the worker takes the job under it); the
+ * worker's reach the HTTP thread through MHD's resume lock
+ * (MHD_resume_connection sets the connection's `resuming` flag under the
+ * daemon's cleanup_connection_mutex, which the daemon's thread takes
+ * before it resumes the connection and calls the handler again). From the
+ * reply on, the response owns the buffer, its reserved bytes and the
+ * table reference (out_hold), given back by MHD on whichever thread frees
+ * it. Lock order: table_lock, then the pool's lock (never held together
+ * today).
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "embed_job.h"
+#include "metrics.h"
+#include "reply.h"
+#include "tokvec_embed.h"
+
+#define JOB_OF(task) \
+    ((req_ctx *)((char *)(task) - offsetof(req_ctx, job.task)))
+
+/* --- the plan: every size of the reply, once -------------------------- */
+
+int embed_plan_reply(const tokvec_table *t, const tv_request *q,
+                     tv_format fmt, embed_plan *p)
+{
+    int64_t B = q->batch, S = q->seq;
+    int64_t D = tokvec_table_get_info(t)->dim;
+    *p = (embed_plan){.flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS};
+    if (fmt.kind == TV_OUT_JSON) {
+        p->rows = p->scratch = tokvec_embed_size(t, B, S, p->flags);
+        p->body = tv_embed_json_bound(B, S, D, q->base64);
+        if (!p->body)
+            return -1;
+    } else {
+        if (fmt.dtype == TOKVEC_F16)
+            p->flags |= TOKVEC_EMBED_OUT_F16;
+        else if (fmt.dtype == TOKVEC_BF16)
+            p->flags |= TOKVEC_EMBED_OUT_BF16;
+        char npy[TV_NPY_HEADER_MAX];
+        p->rows = tokvec_embed_size(t, B, S, p->flags);
+        p->header = fmt.kind == TV_OUT_NPY
+                        ? tv_npy_header(npy, fmt.dtype, B, S, D)
+                        : 0;
+        if (p->rows > SIZE_MAX - p->header)
+            return -1;
+        p->body = p->header + p->rows;
+    }
+    /* 64 more: the buffers are rounded up to a multiple of 64. */
+    if (!p->rows || p->scratch > SIZE_MAX - 64 - p->body)
+        return -1;
+    p->reserve = p->scratch + p->body;
+    return 0;
+}
+
+/* --- the job's state ---------------------------------------------------- */
+
+void embed_job_init(embed_job *j)
+{
+    memset(j, 0, sizeof *j);
+    tv_request_init(&j->req);
+}
+
+void embed_job_fini(tv_server *s, embed_job *j)
+{
+    /* A job's bytes of max_inflight_bytes stay reserved until its response
+     * owns them; a connection MHD closed after the job (the client left)
+     * never got one: give them back here, or the budget leaks. */
+    if (j->reserved)
+        tv_pool_release(s->pool, j->reserved);
+    j->reserved = 0;
+    table_release(j->ref);
+    j->ref = NULL;
+    tv_request_free(&j->req);
+    tv_bufcache_put(s->bufs, j->out, j->plan.body);
+    j->out = NULL;
+}
+
+/* What an /embed response owns until MHD is done with it (any MHD
+ * thread, once): the buffer, its reserved bytes and the table reference
+ * the request took when its job was created. */
+typedef struct out_hold {
+    tv_pool *pool;
+    tv_bufcache *bufs;
+    size_t reserved;
+    char *buf;
+    size_t cap; /* as given to tv_bufcache_get */
+    table_ref *ref;
+} out_hold;
+
+static void free_response(void *cls)
+{
+    out_hold *h = cls;
+    tv_bufcache_put(h->bufs, h->buf, h->cap);
+    tv_pool_release(h->pool, h->reserved);
+    table_release(h->ref);
+    free(h);
+}
+
+/* --- on the HTTP thread: parse, check, plan, reserve, queue ------------- */
+
+/* The body, the query string and Accept (request.c, encode.c): 0, or -1
+ * with the answer in e. */
+typedef struct {
+    tv_request *req;
+    tv_body_kind kind;
+    tv_error *err;
+    int bad;
+} query_state;
+
+static enum MHD_Result on_query(void *cls, enum MHD_ValueKind kind,
+                                const char *key, const char *value)
+{
+    query_state *q = cls;
+    (void)kind;
+    if (tv_request_query(q->req, q->kind, key, value, q->err) < 0) {
+        q->bad = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static int embed_parse(req_ctx *x, tv_error *e)
+{
+    struct MHD_Connection *c = x->conn;
+    embed_job *j = &x->job;
+    const tv_limits *lim = &x->s->lim;
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 "Content-Type");
+    tv_body_kind kind = tv_body_kind_of(ct);
+    if (kind == TV_BODY_UNSUPPORTED)
+        return tv_error_set(e, 415, "unsupported_media_type",
+                            "Content-Type must be application/json or "
+                            "application/octet-stream");
+    int rc = kind == TV_BODY_JSON
+                 ? tv_request_parse_json(x->body ? x->body : "", x->len,
+                                         lim, &j->req, e)
+                 : tv_request_parse_binary(
+                       x->body, x->len,
+                       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   "X-Tokvec-Shape"),
+                       lim, &j->req, e);
+    http_body_drop(x); /* parsed: the ids are in j->req */
+    if (rc < 0)
+        return -1;
+    query_state qs = {.req = &j->req, .kind = kind, .err = e};
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query, &qs);
+    if (qs.bad)
+        return -1;
+    return tv_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    "Accept"),
+                        j->req.dtype, &j->fmt, e);
+}
+
+/* Small enough to run at once on the HTTP thread that parsed it: the two
+ * hand-offs to a worker and back cost ~10-40 us of wake-ups (measured with
+ * tokvec_job_phase_seconds_total at one connection: queue 27 us, resume
+ * 12 us, for 0.35 us of work on a 1x1 request), more than the work itself.
+ * The bounds keep the work to a few tens of microseconds, so the thread's
+ * other connections barely notice: binary replies of at most 256 KiB (a
+ * gather at memory speed), JSON of at most 1024 floats (the formatter does
+ * ~30 M floats/s), base64 of at most 16 Ki floats. */
+#define INLINE_BINARY_BYTES ((size_t)256 << 10)
+#define INLINE_JSON_FLOATS 1024
+#define INLINE_BASE64_FLOATS 16384
+static int small_job(const embed_job *j)
+{
+    int64_t floats = j->req.batch * j->req.seq * j->dim;
+    if (j->fmt.kind != TV_OUT_JSON)
+        return j->plan.reserve <= INLINE_BINARY_BYTES;
+    return floats <= (j->req.base64 ? INLINE_BASE64_FLOATS
+                                     : INLINE_JSON_FLOATS);
+}
+
+static void embed_work(tv_job *task);
+static void embed_done(tv_job *task);
+
+enum MHD_Result embed_route(req_ctx *x)
+{
+    tv_server *s = x->s;
+    embed_job *j = &x->job;
+    tv_error e;
+
+    if (atomic_load(&s->draining))
+        return reply_fail(x, 503, "draining", "the server is shutting down");
+    if (x->too_large)
+        return reply_fail(x, 413, "payload_too_large",
+                          "body is over max_body_bytes %" PRId64,
+                          s->cfg->max_body_bytes);
+    if (embed_parse(x, &e) < 0)
+        return reply_error(x, &e);
+    j->ref = table_acquire(s); /* given back by embed_job_fini at the
+                                * latest */
+    if (tv_request_check(&j->req, j->ref->t, &e) < 0)
+        return reply_error(x, &e);
+    j->dim = tokvec_table_get_info(j->ref->t)->dim;
+    x->tokens = (uint64_t)(j->req.batch * j->req.seq);
+    if (embed_plan_reply(j->ref->t, &j->req, j->fmt, &j->plan) < 0)
+        return reply_fail(x, 413, "payload_too_large",
+                          "the response would be too large");
+    if (small_job(j) && tv_pool_try_inline(s->pool, j->plan.reserve)) {
+        j->reserved = j->plan.reserve;
+        j->inline_job = 1;
+        embed_work(&j->task);
+        tv_pool_inline_done(s->pool);
+        return embed_reply(x);
+    }
+    j->task.work = embed_work;
+    j->task.done = embed_done;
+    j->task.bytes = j->plan.reserve;
+    if (tv_pool_reserve(s->pool) < 0)
+        return reply_fail(x, 429, "overloaded",
+                          "the work queue is full (%" PRId64 " jobs); retry",
+                          s->cfg->max_queue);
+    j->reserved = j->plan.reserve; /* taken when a worker starts it */
+    x->state = ST_QUEUED;
+    MHD_suspend_connection(x->conn);
+    j->t_push = now_ns();
+    tv_pool_push(s->pool, &j->task);
+    return MHD_YES;
+}
+
+/* --- on a worker: embed, encode, resume --------------------------------- */
+
+/* The client has gone: it closed or shut down its side (a reply could no
+ * longer be read), or the socket failed. Any thread; never blocks. */
+static int client_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return fd >= 0 && poll(&p, 1, 0) == 1 &&
+           (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Embeds into the reply's buffer (binary: in place after the npy header)
+ * or into scratch rows that the JSON encoder then writes out. Every size
+ * is the plan's. */
+static void embed_compute(req_ctx *x)
+{
+    embed_job *j = &x->job;
+    const tv_request *q = &j->req;
+    const embed_plan *p = &j->plan;
+    tv_bufcache *bufs = x->s->bufs;
+    const tokvec_table *t = j->ref->t;
+    int64_t B = q->batch, S = q->seq, D = j->dim;
+
+    /* 64-byte aligned so the float32 rows are aligned after the npy
+     * header (a multiple of 64) as well. */
+    j->out = tv_bufcache_get(bufs, p->body);
+    if (!j->out) {
+        j->failed = 1;
+        return;
+    }
+    if (j->fmt.kind != TV_OUT_JSON) {
+        if (p->header)
+            tv_npy_header(j->out, j->fmt.dtype, B, S, D);
+        if (tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
+                         j->out + p->header) < 0) {
+            j->failed = 1;
+            return;
+        }
+        j->out_len = p->body;
+        return;
+    }
+    float *vec = tv_bufcache_get(bufs, p->scratch);
+    if (!vec || tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
+                             vec) < 0) {
+        tv_bufcache_put(bufs, vec, p->scratch);
+        j->failed = 1;
+        return;
+    }
+    j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
+    tv_bufcache_put(bufs, vec, p->scratch);
+}
+
+static void embed_work(tv_job *task)
+{
+    req_ctx *x = JOB_OF(task);
+    embed_job *j = &x->job;
+    /* A client that left while its job waited gets nothing: computing
+     * its reply would only delay everyone behind it. (Inline jobs run
+     * right after their request arrived: not checked.) */
+    if (!j->inline_job && client_gone(x->fd)) {
+        j->gone = 1;
+        j->t_start = j->t_end = now_ns();
+        return;
+    }
+    j->t_start = now_ns();
+    embed_compute(x);
+    j->t_end = now_ns();
+}
+
+/* The same worker, right after: the body is built; let the connection's
+ * HTTP thread call the handler again. From MHD_resume_connection on, the
+ * worker must not touch the request. */
+static void embed_done(tv_job *task)
+{
+    MHD_resume_connection(JOB_OF(task)->conn);
+}
+
+/* --- on the HTTP thread again: the reply -------------------------------- */
+
+/* MHD's thread, after the job: hands the buffer to MHD (no copy). From
+ * here the response owns the buffer, the reserved bytes and the table
+ * reference (free_response gives them back); on failure they go at once. */
+enum MHD_Result embed_reply(req_ctx *x)
+{
+    embed_job *j = &x->job;
+    tv_server *s = x->s;
+    struct MHD_Response *r = NULL;
+    out_hold *h = NULL;
+    if (j->task.expired) { /* waited past max_queue_wait: never started */
+        j->reserved = 0;   /* so its bytes were never taken */
+        return reply_fail(x, 503, "overloaded",
+                          "the request waited max_queue_wait (%gs) in the "
+                          "queue; retry", s->cfg->max_queue_wait);
+    }
+    if (j->gone) { /* no reply: close the connection (logged as 499) */
+        tv_pool_release(s->pool, j->reserved);
+        j->reserved = 0;
+        x->status = 499;
+        x->state = ST_DONE;
+        return MHD_NO;
+    }
+    if (j->inline_job)
+        tv_metrics_job(1, 0, (double)(j->t_end - j->t_start) * 1e-9, 0);
+    else
+        tv_metrics_job(0, (double)(j->t_start - j->t_push) * 1e-9,
+                       (double)(j->t_end - j->t_start) * 1e-9,
+                       (double)(now_ns() - j->t_end) * 1e-9);
+    if (j->failed || !j->out)
+        goto bad;
+    /* Reserved: the plan (JSON: a bound, ~25 bytes a float, and the
+     * scratch rows); held from now on: the reply's real size. Give the
+     * rest back, or slow readers of large JSON replies would pin twice
+     * what they hold. */
+    if (j->out_len < j->reserved) {
+        tv_pool_release(s->pool, j->reserved - j->out_len);
+        j->reserved = j->out_len;
+    }
+    h = tv_malloc(sizeof *h);
+    if (!h)
+        goto bad;
+    *h = (out_hold){.pool = s->pool, .bufs = s->bufs,
+                    .reserved = j->reserved, .buf = j->out,
+                    .cap = j->plan.body, .ref = j->ref};
+    r = MHD_create_response_from_buffer_with_free_callback_cls(
+        j->out_len, h->buf, free_response, h);
+    if (!r)
+        goto bad;
+    j->out = NULL;
+    j->ref = NULL;
+    j->reserved = 0; /* the response's now: free_response gives it back */
+    if (j->fmt.kind != TV_OUT_JSON) {
+        char shape[96];
+        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
+                 j->req.batch, j->req.seq, j->dim);
+        MHD_add_response_header(r, "X-Tokvec-Shape", shape);
+        MHD_add_response_header(r, "X-Tokvec-Dtype",
+                                tokvec_dtype_numpy_name(j->fmt.dtype));
+    }
+    return reply_queue(x, 200, r, tv_content_type(j->fmt.kind), j->out_len);
+bad:
+    free(h);
+    /* the buffer, the bytes and the table reference: embed_job_fini */
+    tv_bufcache_put(s->bufs, j->out, j->plan.body);
+    j->out = NULL;
+    tv_pool_release(s->pool, j->reserved);
+    j->reserved = 0;
+    return reply_fail(x, 500, "internal", "could not build the response");
+}

@@ -1,0 +1,99 @@
+/* get_routes.c -- the GET routes answered at once on the HTTP thread that
+ * read the request: /info, /tokens/{id} and /metrics (server.h). POST
+ * /embed is a job (embed_job.c); /health, /ready and /openapi.json are
+ * constant answers in http.c's dispatch.
+ *
+ * Threads: the connection's HTTP thread. Each route holds a table
+ * reference only while it runs.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "metrics.h"
+#include "reply.h"
+#include "tokvec_embed.h"
+
+enum MHD_Result route_info(req_ctx *x)
+{
+    const tv_config *c = x->s->cfg;
+    table_ref *ref = table_acquire(x->s);
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    json_t *j = json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:{s:s, s:s?}, s:{s:I, s:I, "
+        "s:I, s:I, s:I, s:I}}",
+        "name", "tokvec", "version", TOKVEC_VERSION, "vocab_size",
+        (json_int_t)in->vocab_size, "dim", (json_int_t)in->dim,
+        "context_length", (json_int_t)in->context_length, "dtype",
+        tokvec_dtype_numpy_name(in->dtype), "positional",
+        tokvec_positional_name(in->positional), "tensors", "token",
+        in->token_tensor, "position", in->position_tensor, "limits",
+        "max_body_bytes", (json_int_t)c->max_body_bytes, "max_tokens",
+        (json_int_t)c->max_tokens, "max_batch", (json_int_t)c->max_batch,
+        "max_queue", (json_int_t)c->max_queue, "max_connections",
+        (json_int_t)c->max_connections, "max_inflight_bytes",
+        (json_int_t)c->max_inflight_bytes);
+    table_release(ref);
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!text)
+        return reply_fail(x, 500, "internal", "out of memory");
+    size_t n = strlen(text);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    return reply_queue(x, 200, r, "application/json", n);
+}
+
+enum MHD_Result route_token(req_ctx *x, const char *idtext)
+{
+    int64_t id;
+    tv_error e;
+    if (tv_request_token_id(idtext, &id, &e) < 0)
+        return reply_error(x, &e);
+    table_ref *ref = table_acquire(x->s);
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    struct MHD_Response *r = NULL;
+    enum MHD_Result ret;
+    float *vec = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    tokvec_row row;
+    if (tokvec_table_token_row(ref->t, id, &row) < 0) {
+        ret = reply_fail(x, 422, "token_out_of_range",
+                         "token id %" PRId64
+                         " is out of range [0, %" PRId64 ")",
+                         id, in->vocab_size);
+        goto out;
+    }
+    vec = tv_malloc((size_t)row.dim * sizeof *vec);
+    buf = tv_malloc(tv_token_json_bound(row.dim));
+    if (vec && buf) {
+        tokvec_row_to_f32(&row, vec);
+        len = tv_token_json(buf, id, vec, row.dim);
+        r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+    }
+    if (!r) {
+        free(buf);
+        ret = reply_fail(x, 500, "internal", "out of memory");
+        goto out;
+    }
+    x->tokens = 1;
+    ret = reply_queue(x, 200, r, "application/json", len);
+out:
+    free(vec);
+    table_release(ref);
+    return ret;
+}
+
+enum MHD_Result route_metrics(req_ctx *x)
+{
+    size_t n;
+    char *text = tv_metrics_render(&n);
+    if (!text)
+        return reply_fail(x, 500, "internal", "out of memory");
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    return reply_queue(x, 200, r, "text/plain; version=0.0.4", n);
+}

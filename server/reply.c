@@ -1,0 +1,121 @@
+/* reply.c -- queueing responses (reply.h): the headers every answer gets
+ * (CORS, Connection: close while draining or after bad framing), the JSON
+ * error bodies, and what the access log and metrics record of a reply
+ * (status, bytes, where it starts in the acknowledged bytes).
+ *
+ * Threads: the connection's HTTP thread (MHD calls only let a response be
+ * queued there). Reads the server's settings and `draining`, an atomic.
+ */
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked */
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "reply.h"
+
+int reply_cors_on(const tv_server *s)
+{
+    return s->cfg->cors_origin && *s->cfg->cors_origin;
+}
+
+static void common_headers(req_ctx *x, struct MHD_Response *r)
+{
+    if (reply_cors_on(x->s)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin",
+                                x->s->cfg->cors_origin);
+        if (strcmp(x->s->cfg->cors_origin, "*"))
+            MHD_add_response_header(r, "Vary", "Origin");
+    }
+    /* While draining, tell keep-alive clients to go elsewhere; after bad
+     * framing, the rest of what the client sent is not a request. */
+    if (atomic_load(&x->s->draining) || x->must_close)
+        MHD_add_response_header(r, "Connection", "close");
+}
+
+/* The methods a route answers (the Allow header). */
+const char *reply_allowed(const req_ctx *x)
+{
+    int cors = reply_cors_on(x->s);
+    if (x->route == TV_ROUTE_EMBED)
+        return cors ? "POST, OPTIONS" : "POST";
+    return cors ? "GET, HEAD, OPTIONS" : "GET, HEAD";
+}
+
+enum MHD_Result reply_queue(req_ctx *x, int status, struct MHD_Response *r,
+                            const char *ctype, size_t len)
+{
+    if (!r)
+        return MHD_NO;
+    if (ctype)
+        MHD_add_response_header(r, "Content-Type", ctype);
+    common_headers(x, r);
+    x->status = status;
+    x->bytes = len;
+    x->state = ST_DONE;
+    /* Where the reply starts in the connection's acknowledged bytes, for
+     * the log of a reply the client cuts. One getsockopt: for the large
+     * replies that can be cut part-way; a small one goes out in one send
+     * and is logged with 0 bytes if cut. */
+    if (len >= ((size_t)64 << 10)) {
+        x->acked0 = reply_bytes_acked(x->fd);
+        x->acked_known = 1;
+    }
+    deadline_send(x->s, x->watch, len);
+    enum MHD_Result ok = MHD_queue_response(x->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+enum MHD_Result reply_copy(req_ctx *x, int status, const char *ctype,
+                           const char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    return reply_queue(x, status, r, ctype, len);
+}
+
+enum MHD_Result reply_error(req_ctx *x, const tv_error *e)
+{
+    char body[TV_ERROR_BODY_MAX];
+    size_t n = tv_error_body(e, body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        n, body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    if (e->status == 429 || e->status == 503)
+        MHD_add_response_header(r, "Retry-After", "1");
+    if (e->status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (e->status == 405)
+        MHD_add_response_header(r, "Allow", reply_allowed(x));
+    return reply_queue(x, e->status, r, "application/json", n);
+}
+
+enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
+                           const char *fmt, ...)
+{
+    tv_error e = {.status = status, .type = type};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    return reply_error(x, &e);
+}
+
+/* TCP bytes the peer has acknowledged on this socket so far (headers
+ * included); 0 where unknown (a Unix socket). */
+unsigned long long reply_bytes_acked(int fd)
+{
+    struct tcp_info ti;
+    socklen_t n = sizeof ti;
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) < 0 ||
+        n < offsetof(struct tcp_info, tcpi_bytes_acked) +
+                sizeof ti.tcpi_bytes_acked)
+        return 0;
+    return ti.tcpi_bytes_acked;
+}
+

@@ -1,0 +1,42 @@
+/* reply.h -- private to the HTTP front end: queueing a response on a
+ * request's connection (headers every answer gets, error bodies, what the
+ * access log and metrics record). See reply.c.
+ */
+#ifndef TV_REPLY_H
+#define TV_REPLY_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "server.h"
+
+/* CORS is on (--cors-origin set). */
+int reply_cors_on(const tv_server *s);
+
+/* The methods the request's route answers (the Allow header). */
+const char *reply_allowed(const req_ctx *x);
+
+/* Queues r (NULL: out of memory, MHD_NO) with status, Content-Type ctype
+ * (NULL: none) and the common headers; records status and len for the
+ * log, starts the send deadline. Destroys r. HTTP thread. */
+enum MHD_Result reply_queue(req_ctx *x, int status, struct MHD_Response *r,
+                            const char *ctype, size_t len);
+
+/* A copy of body as the response. */
+enum MHD_Result reply_copy(req_ctx *x, int status, const char *ctype,
+                           const char *body, size_t len);
+
+/* The JSON error body of e, with Retry-After (429, 503),
+ * WWW-Authenticate (401) or Allow (405) where they apply. */
+enum MHD_Result reply_error(req_ctx *x, const tv_error *e);
+
+/* reply_error with a printf-style message. */
+enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
+                           const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* TCP bytes the peer has acknowledged on this socket so far (headers
+ * included); 0 where unknown (a Unix socket). */
+unsigned long long reply_bytes_acked(int fd);
+
+#endif

@@ -1,0 +1,133 @@
+/* tables.c -- the table being served: references, reload, the summary
+ * line (tables.h; tv_server_reload and tv_server_summary of http.h).
+ *
+ * `current` is a refcounted holder (table_ref). The pointer `current` is
+ * guarded by table_lock; `refs` is atomic. The server holds one reference
+ * to the current table; each /embed job takes one when it is created and
+ * gives it back when its response is freed (cheap routes hold one only
+ * while they run). SIGHUP swaps `current` under table_lock and drops the
+ * server's reference, so the old table is closed (unmapped) by whoever
+ * drops its last reference -- after the last response made from it is
+ * gone.
+ *
+ * Threads: table_acquire and table_release on any thread (HTTP threads,
+ * workers, and MHD's when it frees a response); table_open, reload and
+ * the swap on the main thread only. table_lock is a leaf lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+
+table_ref *table_acquire(tv_server *s)
+{
+    pthread_mutex_lock(&s->table_lock);
+    table_ref *r = s->current;
+    atomic_fetch_add(&r->refs, 1);
+    pthread_mutex_unlock(&s->table_lock);
+    return r;
+}
+
+void table_release(table_ref *r)
+{
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        tokvec_table_close(r->t);
+        free(r);
+    }
+}
+
+int table_open(tv_server *s, table_ref **out, char *err, size_t len)
+{
+    tokvec_table_opts o = s->topts;
+    o.errbuf = err;
+    o.errlen = len;
+    tokvec_table *t;
+    *out = NULL;
+    int rc = tokvec_table_open(s->cfg->table, &o, &t);
+    if (rc < 0)
+        return rc;
+    table_ref *r = tv_malloc(sizeof *r);
+    if (!r) {
+        tokvec_table_close(t);
+        snprintf(err, len, "out of memory");
+        return -ENOMEM;
+    }
+    r->t = t;
+    atomic_init(&r->refs, 1); /* the server's own reference */
+    *out = r;
+    return 0;
+}
+
+void table_publish(const tokvec_table *t)
+{
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    tv_metrics_set_table(in->vocab_size, in->dim,
+                         tokvec_dtype_numpy_name(in->dtype),
+                         tokvec_positional_name(in->positional));
+}
+
+int tv_server_reload(tv_server *s)
+{
+    char err[512] = "";
+    table_ref *fresh;
+    if (table_open(s, &fresh, err, sizeof err) < 0) {
+        tv_metrics_reload(0);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
+                             "%s", err);
+        return -1;
+    }
+    /* Clients size their buffers by dim (and /info promised it): a table
+     * of another width needs a restart, not a reload. Reloads run on the main
+     * thread, the only one that swaps s->current: reading it needs no lock. */
+    int64_t dim_now = tokvec_table_get_info(s->current->t)->dim;
+    const tokvec_table_info *fi = tokvec_table_get_info(fresh->t);
+    if (fi->dim != dim_now) {
+        tv_metrics_reload(0);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
+                             "%s has dim %" PRId64 ", the serving table "
+                             "has dim %" PRId64 " (a new dim needs a "
+                             "restart)", fi->path, fi->dim, dim_now);
+        table_release(fresh);
+        return -1;
+    }
+    pthread_mutex_lock(&s->table_lock);
+    table_ref *old = s->current;
+    s->current = fresh;
+    pthread_mutex_unlock(&s->table_lock);
+    table_release(old);
+    table_publish(fresh->t);
+    tv_metrics_reload(1);
+    const tokvec_table_info *in = tokvec_table_get_info(fresh->t);
+    tv_log(TV_LOG_INFO, "reloaded %s: vocab_size=%" PRId64 " dim=%" PRId64
+                        " dtype=%s positional=%s", in->path, in->vocab_size,
+           in->dim, tokvec_dtype_numpy_name(in->dtype),
+           tokvec_positional_name(in->positional));
+    return 0;
+}
+
+size_t tv_server_summary(tv_server *s, char *buf, size_t len)
+{
+    table_ref *ref = table_acquire(s);
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    int n = snprintf(buf, len,
+                     "table %s (%s): vocab_size=%" PRId64 " dim=%" PRId64
+                     " dtype=%s positional=%s context_length=%" PRId64
+                     " token=%s position=%s",
+                     in->path, in->format, in->vocab_size, in->dim,
+                     tokvec_dtype_numpy_name(in->dtype),
+                     tokvec_positional_name(in->positional),
+                     in->context_length,
+                     *in->token_tensor ? in->token_tensor : "-",
+                     in->position_tensor ? in->position_tensor : "-");
+    table_release(ref);
+    if (n < 0)
+        return 0;
+    return (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
+}

@@ -1,0 +1,36 @@
+/* tables.h -- private to the HTTP front end: references to the table being
+ * served, and swapping it on reload. See tables.c.
+ */
+#ifndef TV_TABLES_H
+#define TV_TABLES_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "tokvec_table.h"
+
+typedef struct tv_server tv_server;
+
+/* A table and the references to it: the server's own (while it is the
+ * current table) and one per request that uses it. */
+typedef struct table_ref {
+    tokvec_table *t;
+    atomic_int refs;
+} table_ref;
+
+/* The current table, with a reference taken (any thread). */
+table_ref *table_acquire(tv_server *s);
+
+/* Drops a reference; the last one closes the table. NULL is a no-op. Any
+ * thread. */
+void table_release(table_ref *r);
+
+/* Opens the configured table with one reference (the server's). 0, or a
+ * negative tokvec code with err filled (a table error names the file;
+ * -ENOMEM: out of memory). */
+int table_open(tv_server *s, table_ref **out, char *err, size_t len);
+
+/* The table's labels for tokvec_table_info (metrics). */
+void table_publish(const tokvec_table *t);
+
+#endif

@@ -1,0 +1,265 @@
+/* test_embed_job.c -- server/embed_job.c: the plan (every size of a reply
+ * from one function: JSON reserves its scratch rows and the JSON bound,
+ * binary the npy header and the rows in the output dtype, sizes that do
+ * not fit are refused), a reply exactly as large as planned, and
+ * allocation failures at every allocation of the request path: each is
+ * answered 500 (or the connection closed, where no answer can be built),
+ * the server keeps serving, and nothing is left reserved (nor leaked:
+ * `make sanitize-test` runs this under ASan with leak checks).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdatomic.h>
+
+#include "alloc.h"
+#include "server_fixture.h"
+#include "tokvec_embed.h"
+
+#define RESP 65536
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    return f ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tv_alloc_fault = NULL;
+    fx_down(f);
+    free(f);
+    return 0;
+}
+
+static tokvec_table *open_fixture_table(fixture *f)
+{
+    tokvec_table *t = NULL;
+    assert_int_equal(fx_init(f), 0);
+    assert_int_equal(tokvec_table_open(f->table, NULL, &t), 0);
+    return t;
+}
+
+static tv_request request(int64_t B, int64_t S)
+{
+    tv_request q;
+    tv_request_init(&q);
+    q.batch = B;
+    q.seq = S;
+    return q;
+}
+
+static void json_plan_reserves_scratch_rows_and_the_json_bound(void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    tv_request q = request(2, 3);
+    embed_plan p;
+    for (int b64 = 0; b64 < 2; b64++) {
+        q.base64 = b64;
+        assert_int_equal(
+            embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
+            0);
+        assert_int_equal(p.rows, 2 * 3 * FX_DIM * 4);
+        assert_int_equal(p.scratch, p.rows);
+        assert_int_equal(p.header, 0);
+        assert_int_equal(p.body, tv_embed_json_bound(2, 3, FX_DIM, b64));
+        assert_int_equal(p.reserve, p.scratch + p.body);
+        assert_int_equal(p.flags, 0);
+    }
+    tokvec_table_close(t);
+}
+
+static void binary_plan_is_the_npy_header_and_rows_in_the_output_dtype(
+    void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    tv_request q = request(2, 3);
+    embed_plan p;
+    char npy[TV_NPY_HEADER_MAX];
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_NPY, TOKVEC_F16}, &p), 0);
+    assert_int_equal(p.rows, 2 * 3 * FX_DIM * 2);
+    assert_int_equal(p.header, tv_npy_header(npy, TOKVEC_F16, 2, 3, FX_DIM));
+    assert_int_equal(p.body, p.header + p.rows);
+    assert_int_equal(p.scratch, 0);
+    assert_int_equal(p.reserve, p.body);
+    assert_int_equal(p.flags, TOKVEC_EMBED_OUT_F16);
+    /* raw: no header; bfloat16 is two bytes too */
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_RAW, TOKVEC_BF16}, &p), 0);
+    assert_int_equal(p.header, 0);
+    assert_int_equal(p.body, 2 * 3 * FX_DIM * 2);
+    assert_int_equal(p.flags, TOKVEC_EMBED_OUT_BF16);
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_RAW, TOKVEC_F32}, &p), 0);
+    assert_int_equal(p.reserve, 2 * 3 * FX_DIM * 4);
+    tokvec_table_close(t);
+}
+
+static void positions_false_is_planned_as_token_rows_only(void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    tv_request q = request(1, 1);
+    q.positions = 0;
+    embed_plan p;
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_RAW, TOKVEC_F32}, &p), 0);
+    assert_int_equal(p.flags, TOKVEC_EMBED_NO_POSITIONS);
+    tokvec_table_close(t);
+}
+
+static void sizes_that_do_not_fit_are_refused(void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    embed_plan p;
+    tv_request q = request(INT64_MAX / 2, 4);
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_RAW, TOKVEC_F32}, &p), -1);
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
+        -1);
+    q = request((int64_t)(SIZE_MAX / 8 / FX_DIM), 1); /* rows fit, JSON not */
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
+        -1);
+    tokvec_table_close(t);
+}
+
+static size_t content_length(const char *resp)
+{
+    const char *cl = strcasestr(resp, "\r\nContent-Length:");
+    return cl ? (size_t)strtoull(cl + 17, NULL, 10) : (size_t)-1;
+}
+
+static void a_binary_reply_is_exactly_the_planned_body(void **state)
+{
+    fixture *f = *state;
+    char r[RESP], npy[TV_NPY_HEADER_MAX];
+    assert_int_equal(fx_up(f, NULL), 0);
+    assert_int_equal(fx_http(f, "POST", "/embed?dtype=float16",
+                             "application/json", "{\"inputs\":[[1,2,3]]}",
+                             "Accept: application/x-npy\r\n", r, RESP),
+                     200);
+    size_t header = tv_npy_header(npy, TOKVEC_F16, 1, 3, FX_DIM);
+    assert_int_equal(content_length(r), header + 3 * FX_DIM * 2);
+    assert_true(fx_has_header(r, "X-Tokvec-Shape", "1,3,4"));
+    assert_true(fx_has_header(r, "X-Tokvec-Dtype", "float16"));
+    assert_memory_equal(fx_body(r), npy, header);
+}
+
+static atomic_long allow; /* allocations left before the hook fails one */
+
+static int fail_when_spent(size_t n)
+{
+    (void)n;
+    return atomic_fetch_sub(&allow, 1) <= 0;
+}
+
+/* Nothing of max_inflight_bytes is held: a job of all of it fits. */
+static int budget_is_whole(fixture *f)
+{
+    size_t all = (size_t)f->cfg.max_inflight_bytes;
+    if (!tv_pool_try_inline(f->srv->pool, all))
+        return 0;
+    tv_pool_inline_done(f->srv->pool);
+    tv_pool_release(f->srv->pool, all);
+    return 1;
+}
+
+typedef struct {
+    const char *method, *path, *ctype, *body, *headers;
+    size_t blen; /* 0: strlen(body) */
+} http_req;
+
+/* The Nth allocation of one request fails, for N = 0, 1, ... until the
+ * request succeeds: each failure is a 500 or a closed connection, and
+ * afterwards the server answers, holds no request and no reserved bytes.
+ * Returns how many failures answered 500. */
+static int fail_each_allocation(fixture *f, const http_req *q)
+{
+    char r[RESP];
+    int answered_500 = 0, n;
+    for (n = 0; n < 64; n++) {
+        atomic_store(&allow, n);
+        tv_alloc_fault = fail_when_spent;
+        size_t blen = q->blen ? q->blen : q->body ? strlen(q->body) : 0;
+        int st = fx_http_n(f, q->method, q->path, q->ctype, q->body, blen,
+                           q->headers, r, RESP);
+        tv_alloc_fault = NULL;
+        assert_int_equal(fx_idle(f), 0);
+        if (st == 200)
+            break;
+        if (st != 0 && st != 500)
+            fail_msg("%s %s, allocation %d failing: status %d", q->method,
+                     q->path, n, st);
+        answered_500 += st == 500;
+        if (st == 500)
+            assert_non_null(strstr(fx_body(r), "\"error_type\":\"internal\""));
+        assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r,
+                                 RESP),
+                         200);
+        assert_true(budget_is_whole(f));
+    }
+    assert_true(n < 64);
+    assert_true(budget_is_whole(f));
+    return answered_500;
+}
+
+static void each_failed_allocation_on_the_request_path_is_a_500(
+    void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(fx_up(f, NULL), 0);
+    static const http_req reqs[] = {
+        {"POST", "/embed", "application/json", "{\"inputs\":[[1,2],[3,4]]}",
+         NULL, 0},
+        {"POST", "/embed", "application/json",
+         "{\"inputs\":[[1,2],[3]],\"pad_id\":0,\"encoding_format\":\"base64\""
+         "}", NULL, 0},
+        {"POST", "/embed?dtype=bfloat16", "application/json",
+         "{\"inputs\":[5,6,7]}", "Accept: application/x-npy\r\n", 0},
+        {"POST", "/embed", "application/octet-stream",
+         "\001\000\000\000\002\000\000\000", "X-Tokvec-Shape: 1,2\r\n", 8},
+        {"GET", "/tokens/3", NULL, NULL, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++)
+        assert_true(fail_each_allocation(f, &reqs[i]) >= 1);
+}
+
+/* A large job goes to a worker (not inline): its buffers come from the
+ * cache's mmap path and fail there too. */
+static void a_failed_allocation_in_a_worker_job_is_a_500(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(fx_up(f, NULL), 0);
+    /* 128 x 8 ids: 4096 floats, past the inline bound of JSON replies;
+     * ~100 KB of JSON, a buffer from the cache's mmap path */
+    static char body[8192];
+    int n = snprintf(body, sizeof body, "{\"inputs\":[");
+    for (int b = 0; b < 128; b++)
+        n += snprintf(body + n, sizeof body - (size_t)n,
+                      "%s[0,1,2,3,4,5,6,7]", b ? "," : "");
+    snprintf(body + n, sizeof body - (size_t)n, "]}");
+    http_req q = {"POST", "/embed", "application/json", body, NULL, 0};
+    assert_true(fail_each_allocation(f, &q) >= 1);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(json_plan_reserves_scratch_rows_and_the_json_bound),
+        T(binary_plan_is_the_npy_header_and_rows_in_the_output_dtype),
+        T(positions_false_is_planned_as_token_rows_only),
+        T(sizes_that_do_not_fit_are_refused),
+        T(a_binary_reply_is_exactly_the_planned_body),
+        T(each_failed_allocation_on_the_request_path_is_a_500),
+        T(a_failed_allocation_in_a_worker_job_is_a_500),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

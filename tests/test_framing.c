@@ -1,0 +1,165 @@
+/* test_framing.c -- server/framing.c: framing refused before any body is
+ * read, each with Connection: close -- a URI over URI_MAX bytes or with
+ * more than QUERY_PARAMS_MAX parameters (414), a NUL in the request line,
+ * two Hosts or none in HTTP/1.1, two Content-Lengths, Content-Length with
+ * Transfer-Encoding, Transfer-Encoding in HTTP/1.0, whitespace before a
+ * colon (400), a Transfer-Encoding other than chunked (501); "%00" in a
+ * path stays as it is; well-formed requests pass (chunked, HTTP/1.0
+ * without Host).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "framing.h"
+#include "server_fixture.h"
+
+#define RESP 65536
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    if (!f || fx_up(f, NULL) < 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_down(*state);
+    free(*state);
+    return 0;
+}
+
+/* Sends raw (a string), expects status and Connection: close. */
+static void refused(fixture *f, const char *raw, int status,
+                    const char *says)
+{
+    char r[RESP];
+    assert_int_equal(fx_raw(f, raw, strlen(raw), r, RESP), status);
+    assert_true(fx_has_header(r, "Connection", "close"));
+    if (says)
+        assert_non_null(strstr(fx_body(r), says));
+}
+
+static void a_uri_over_uri_max_is_414(void **state)
+{
+    fixture *f = *state;
+    size_t n = URI_MAX + 64;
+    char *raw = malloc(n + 64);
+    assert_non_null(raw);
+    int k = snprintf(raw, n + 64, "GET /health?a=");
+    memset(raw + k, 'x', URI_MAX);
+    snprintf(raw + k + URI_MAX, 64, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    refused(f, raw, 414, "over 8192 bytes");
+    free(raw);
+}
+
+static void more_than_query_params_max_parameters_is_414(void **state)
+{
+    fixture *f = *state;
+    char raw[2048] = "GET /health?";
+    for (int i = 0; i <= QUERY_PARAMS_MAX; i++)
+        strcat(raw, i ? "&p=1" : "p=1");
+    strcat(raw, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    refused(f, raw, 414, "query parameters");
+    /* QUERY_PARAMS_MAX of them pass */
+    char ok[2048] = "GET /health?";
+    for (int i = 0; i < QUERY_PARAMS_MAX; i++)
+        strcat(ok, i ? "&p=1" : "p=1");
+    strcat(ok, " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char r[RESP];
+    assert_int_equal(fx_raw(f, ok, strlen(ok), r, RESP), 200);
+}
+
+static void a_nul_in_the_request_line_is_400(void **state)
+{
+    fixture *f = *state;
+    static const char raw[] = "GET /hea\0lth HTTP/1.1\r\nHost: t\r\n\r\n";
+    char r[RESP];
+    assert_int_equal(fx_raw(f, raw, sizeof raw - 1, r, RESP), 400);
+    assert_non_null(strstr(fx_body(r), "NUL byte in the request line"));
+}
+
+static void host_must_be_there_once_in_http_1_1(void **state)
+{
+    fixture *f = *state;
+    refused(f, "GET /health HTTP/1.1\r\n\r\n", 400, "without Host");
+    refused(f, "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+            "more than one Host");
+    char r[RESP];
+    static const char ok[] = "GET /health HTTP/1.0\r\n\r\n";
+    assert_int_equal(fx_raw(f, ok, sizeof ok - 1, r, RESP), 200);
+}
+
+static void body_length_must_be_said_one_way_once(void **state)
+{
+    fixture *f = *state;
+    refused(f,
+            "POST /embed HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+            "Content-Length: 2\r\n\r\n{}",
+            400, "more than one Content-Length");
+    refused(f,
+            "POST /embed HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n",
+            400, "both Content-Length and Transfer-Encoding");
+    refused(f,
+            "POST /embed HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+            400, "Transfer-Encoding in an HTTP/1.0 request");
+    refused(f,
+            "POST /embed HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n"
+            "\r\n",
+            501, "exactly \\\"chunked\\\"");
+}
+
+static void whitespace_before_a_colon_is_400(void **state)
+{
+    fixture *f = *state;
+    refused(f, "GET /health HTTP/1.1\r\nHost : t\r\n\r\n", 400,
+            "bad framing");
+}
+
+static void a_chunked_body_is_read(void **state)
+{
+    fixture *f = *state;
+    static const char raw[] =
+        "POST /embed HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        "\r\n8\r\n{\"inputs\r\n6\r\n\":[1]}\r\n0\r\n\r\n";
+    char r[RESP];
+    assert_int_equal(fx_raw(f, raw, sizeof raw - 1, r, RESP), 200);
+    assert_non_null(strstr(fx_body(r), "\"shape\":[1,1,4]"));
+}
+
+/* A decoded NUL would end the path early: "/tokens/1%00x" must not read as
+ * "/tokens/1". */
+static void percent_00_stays_in_the_path(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    assert_int_equal(fx_http(f, "GET", "/tokens/1%00x", NULL, NULL, NULL, r,
+                             RESP),
+                     400);
+    assert_int_equal(fx_http(f, "GET", "/tok%65ns/1", NULL, NULL, NULL, r,
+                             RESP),
+                     200);
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(a_uri_over_uri_max_is_414),
+        T(more_than_query_params_max_parameters_is_414),
+        T(a_nul_in_the_request_line_is_400),
+        T(host_must_be_there_once_in_http_1_1),
+        T(body_length_must_be_said_one_way_once),
+        T(whitespace_before_a_colon_is_400),
+        T(a_chunked_body_is_read),
+        T(percent_00_stays_in_the_path),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,115 @@
+/* test_get_routes.c -- server/get_routes.c: GET /info describes the table
+ * and the limits, GET /tokens/{id} is the token's row (decimal ids only;
+ * out of range is 422, anything else 400), GET /metrics is Prometheus text
+ * that counts the requests served.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "server_fixture.h"
+
+#define RESP 65536
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    if (!f || fx_up(f, NULL) < 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_down(*state);
+    free(*state);
+    return 0;
+}
+
+static void info_describes_the_table_and_the_limits(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
+                     200);
+    const char *b = fx_body(r);
+    assert_non_null(strstr(b, "\"vocab_size\":16,\"dim\":4,"
+                              "\"context_length\":8,\"dtype\":\"float32\""));
+    assert_non_null(strstr(b, "\"positional\":\"learned\""));
+    assert_non_null(strstr(b, "\"max_body_bytes\":16777216"));
+}
+
+static void a_token_is_its_row(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    assert_int_equal(fx_http(f, "GET", "/tokens/3", NULL, NULL, NULL, r,
+                             RESP),
+                     200);
+    assert_string_equal(fx_body(r),
+                        "{\"id\":3,\"embedding\":[12.0,13.0,14.0,15.0]}");
+    assert_int_equal(fx_http(f, "GET", "/tokens/00015", NULL, NULL, NULL, r,
+                             RESP),
+                     200);
+    assert_non_null(strstr(fx_body(r), "\"id\":15,"));
+}
+
+static void a_token_out_of_range_is_422(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    assert_int_equal(fx_http(f, "GET", "/tokens/16", NULL, NULL, NULL, r,
+                             RESP),
+                     422);
+    assert_non_null(strstr(fx_body(r), "token id 16 is out of range [0, 16)"));
+    assert_int_equal(fx_http(f, "GET", "/tokens/-1", NULL, NULL, NULL, r,
+                             RESP),
+                     422);
+}
+
+static void a_token_id_that_is_no_decimal_is_400(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    static const char *const bad[] = {"/tokens/", "/tokens/+1",
+                                      "/tokens/0x1", "/tokens/1a",
+                                      "/tokens/1%00", "/tokens/-",
+                                      "/tokens/1234567890123456789"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(fx_http(f, "GET", bad[i], NULL, NULL, NULL, r,
+                                 RESP),
+                         400);
+        assert_non_null(strstr(fx_body(r), "token id must be a decimal"));
+    }
+}
+
+static void metrics_count_the_requests_served(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
+                     200);
+    assert_int_equal(fx_http(f, "GET", "/metrics", NULL, NULL, NULL, r,
+                             RESP),
+                     200);
+    assert_true(fx_has_header(r, "Content-Type", "text/plain; version=0.0.4"));
+    assert_non_null(strstr(fx_body(r), "tokvec_requests_total{route=\"/health"
+                                       "\",code=\"200\"} "));
+    assert_non_null(strstr(fx_body(r), "tokvec_table_info{"));
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(info_describes_the_table_and_the_limits),
+        T(a_token_is_its_row),
+        T(a_token_out_of_range_is_422),
+        T(a_token_id_that_is_no_decimal_is_400),
+        T(metrics_count_the_requests_served),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
