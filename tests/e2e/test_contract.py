@@ -82,6 +82,7 @@ class Server:
 
     def __init__(self, table, *args, env=None, port=None):
         self.port = port or free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.NamedTemporaryFile(prefix="tokvec-serve-",
                                                suffix=".log", delete=False)
         argv = [BINARY, "serve"]
