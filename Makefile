@@ -21,13 +21,18 @@ TEST_LIBS := -lcmocka
 # Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
              nettle-dev
-DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs
+DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs curl
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 
 PYTHON    ?= /usr/bin/python3
 
 DEFAULT_TABLE := data/gpt2-256.safetensors
+# make run TABLE=FILE PORT=N HOST=ADDR: what to serve, where (empty: the
+# server's own defaults, i.e. its TOKVEC_* variables, then 127.0.0.1:8080).
+TABLE         := $(or $(TABLE),$(DEFAULT_TABLE))
+PORT          ?=
+HOST          ?=
 GOLDEN        := tests/golden/torch_init
 
 CORE_SRC   := $(sort $(wildcard core/*.c))
@@ -51,6 +56,7 @@ all: deps $(BUILD)/tokvec
 help:
 	@echo "make [all]        build $(BUILD)/tokvec (installs missing deps as root)"
 	@echo "make run          build, create $(DEFAULT_TABLE), serve it"
+	@echo "                  (TABLE=FILE PORT=N HOST=ADDR: serve FILE there)"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make bench        benchmarks (not part of test)"
@@ -161,8 +167,10 @@ $(DEFAULT_TABLE): | $(BUILD)/tokvec
 	$(BUILD)/tokvec init --vocab 50257 --dim 256 --context 1024 \
 	  --positional learned --seed 123 -o $@
 
-run: all $(DEFAULT_TABLE)
-	$(BUILD)/tokvec serve --table $(DEFAULT_TABLE)
+# The default table is made when missing; another TABLE must exist.
+run: all $(filter $(DEFAULT_TABLE),$(TABLE))
+	$(BUILD)/tokvec serve --table $(TABLE)$(if $(PORT), --port $(PORT))$(if \
+	  $(HOST), --host $(HOST))
 
 # --- benchmarks and long checks (not part of test) -------------------------
 check-floats: $(BUILD)/tools/check_floats
