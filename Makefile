@@ -27,6 +27,23 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
 
 PYTHON    ?= /usr/bin/python3
 
+# Build lines are short ("CC core/table.c"); V=1 prints whole commands,
+# QUIET=1 (what make test sets) none. Warnings and errors always show.
+ifeq ($(V),1)
+Q   :=
+SAY := @:
+else
+Q   := @
+SAY := $(if $(QUIET),@:,@printf '  %-4s %s\n')
+endif
+
+# Test suites run through tests/run.py: one line each, the whole output in
+# $(BUILD)/test-logs/, a failing suite's output printed (passing lines
+# left out), then "N passed, N failed"; make test sums every run at the end.
+SUMMARY   := build/test-summary.txt
+RUN_TESTS  = $(PYTHON) tests/run.py --summary $(SUMMARY) \
+             --logs $(BUILD)/test-logs --title
+
 DEFAULT_TABLE := data/gpt2-256.safetensors
 # make run TABLE=FILE PORT=N HOST=ADDR: what to serve, where (empty: the
 # server's own defaults, i.e. its TOKVEC_* variables, then 127.0.0.1:8080).
@@ -46,7 +63,8 @@ SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
-.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run \
+.PHONY: all deps test-deps test test-suites unit e2e sanitize \
+        sanitize-test run \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -72,10 +90,12 @@ test-deps: deps
 
 $(BUILD)/libtokvec.a: $(CORE_OBJ)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	$(SAY) AR $@
+	$(Q)$(AR) rcs $@ $^
 
 $(BUILD)/tokvec: $(SERVER_OBJ) $(BUILD)/libtokvec.a
-	$(CC) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+	$(SAY) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 
 $(BUILD)/gen/openapi.c: docs/openapi.json
 	@mkdir -p $(@D)
@@ -87,37 +107,44 @@ $(BUILD)/gen/openapi.c: docs/openapi.json
 	 } > $@
 
 $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(SAY) CC $<
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(SAY) CC $<
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 # A test named after a core module links the core alone; others (server
 # modules) link the server objects too.
 CORE_TESTS   := $(filter $(patsubst core/%.c,$(BUILD)/test_%,$(CORE_SRC)),$(TESTS))
 SERVER_TESTS := $(filter-out $(CORE_TESTS),$(TESTS))
 $(CORE_TESTS): $(BUILD)/test_%: tests/test_%.c $(BUILD)/libtokvec.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
 $(SERVER_TESTS): $(BUILD)/test_%: tests/test_%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 $(BUILD)/bench/%: bench/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 
 # --- tests -----------------------------------------------------------------
 # Unit tests run from the top directory (they read $(GOLDEN)).
 unit: test-deps $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+	@$(RUN_TESTS) "unit ($(BUILD))" $(TESTS)
 
 # End-to-end: the real binary on a loopback port (tests/e2e/).
+E2E := $(sort $(wildcard tests/e2e/test_*.py))
 e2e: test-deps $(BUILD)/tokvec
-	@set -e; for t in $(sort $(wildcard tests/e2e/test_*.py)); do \
-	  echo "== $$t"; $(PYTHON) $$t --binary $(BUILD)/tokvec; done
+	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
+	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
 
 # The end-to-end suite with the server under valgrind memcheck (slow: ~20x;
 # deadlines scaled). Fails on any memcheck error or definite leak in any
@@ -146,10 +173,17 @@ valgrind: test-deps $(BUILD)/tokvec
 # trip exactly and are the shortest (all 2^32: make check-floats); and all
 # 2^32 patterns through the bulk float16/bfloat16 narrowing (~15 s).
 float-random: $(BUILD)/tools/check_floats
-	$(BUILD)/tools/check_floats --random 10000000
-	$(BUILD)/tools/check_floats --narrow
+	@$(RUN_TESTS) "floats ($(BUILD))" \
+	  "$(BUILD)/tools/check_floats --random 10000000" \
+	  "$(BUILD)/tools/check_floats --narrow"
 
-test: unit e2e float-random sanitize-test
+# Every suite runs even after a failure (-k); the last line is the sum.
+test:
+	@mkdir -p $(dir $(SUMMARY)); rm -f $(SUMMARY)
+	@$(MAKE) --no-print-directory -k QUIET=1 test-suites; rc=$$?; \
+	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total || rc=1; exit $$rc
+
+test-suites: unit e2e float-random sanitize-test
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \
