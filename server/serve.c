@@ -142,6 +142,11 @@ int cmd_serve(int argc, char **argv)
         exit_code = 2;
         goto out;
     }
+    const char *w = cfg.warnings ? cfg.warnings : "";
+    for (const char *nl = strchr(w, '\n'); nl; nl = strchr(w, '\n')) {
+        tv_log(TV_LOG_WARN, "%.*s", (int)(nl - w), w);
+        w = nl + 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     /* Response buffers of a MiB or more come from mmap and go back to the
      * OS when freed; otherwise glibc keeps bursts of large replies in its

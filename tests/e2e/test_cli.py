@@ -119,6 +119,37 @@ class CLI(unittest.TestCase):
             self.assertIn("usage", r.stdout.lower())
         self.assertIn("serve", run("--help").stdout)
 
+    def test_unknown_options_suggest_the_closest(self):
+        for args, want in (
+                (["serve", "--prot", "1"],
+                 "unknown option '--prot' (did you mean --port?)"),
+                (["serve", "--max-token=3"],
+                 "unknown option '--max-token' (did you mean --max-tokens?)"),
+                (["inspect", "--tokne-tensor", "x", "f"],
+                 "unknown option '--tokne-tensor' (did you mean "
+                 "--token-tensor?)"),
+                (["lookup", "--tabel", "x", "1"],
+                 "unknown option '--tabel' (did you mean --table?)"),
+                (["convert", "--dtpye", "f16", "a"],
+                 "unknown option '--dtpye' (did you mean --dtype?)"),
+                (["serve", "--zzz", "1"], "unknown option '--zzz' (see")):
+            r = run(*args, check=False)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(want, r.stderr, args)
+
+    def test_unknown_tokvec_variable_is_warned_of_at_start_up(self):
+        t = self.p("t.safetensors")
+        run("init", "--vocab", "10", "--dim", "4", "-o", t)
+        s = tc.Server(t, env={"TOKVEC_PROT": "9", "TOKVEC_THREADS": "1"})
+        try:
+            self.assertEqual(s.get("/health")[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        log = s.stderr()
+        self.assertIn("warn TOKVEC_PROT is not a setting (did you mean "
+                      "TOKVEC_PORT?); ignored", log)
+        self.assertNotIn("TOKVEC_THREADS is not", log)
+
     def test_probe_exit_codes(self):
         run("init", "--vocab", "6", "--dim", "3", "-o", self.p("s.st"))
         s = tc.Server(self.p("s.st"))
