@@ -29,6 +29,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
                 -Iinclude -Iserver -Icore -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/encode.c server/config.c \
+                server/config_value.c server/suggest.c \
                 server/log.c server/metrics.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
