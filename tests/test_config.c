@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "testutil.h"
 
 extern char **environ;
 
@@ -45,13 +46,8 @@ static int reset(void **state)
 /* Writes text to a new temporary file; returns its malloc'd path. */
 static char *temp_file(const char *text)
 {
-    char *path = strdup("/tmp/tokvec-test-config-XXXXXX");
+    char *path = tu_temp_file(text);
     assert_non_null(path);
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t n = strlen(text);
-    assert_int_equal(write(fd, text, n), (ssize_t)n);
-    close(fd);
     return path;
 }
 

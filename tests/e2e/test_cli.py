@@ -4,7 +4,6 @@ Run: /usr/bin/python3 tests/e2e/test_cli.py --binary build/tokvec
 Standard library + numpy; torch-exactness of init itself is covered bit for
 bit by tests/test_init.c.
 """
-import argparse
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402
+import support as tc  # noqa: E402
 
 
 def run(*args, check=True):
@@ -150,6 +149,25 @@ class CLI(unittest.TestCase):
                       "TOKVEC_PORT?); ignored", log)
         self.assertNotIn("TOKVEC_THREADS is not", log)
 
+    def test_independent_reader_agrees_with_tokvec_lookup(self):
+        """tc.read_safetensors gives every suite its expected values."""
+        tmp = tempfile.mkdtemp(prefix="tokvec-reader-")
+        try:
+            for dtype in ("f32", "f16", "bf16"):
+                p = os.path.join(tmp, dtype + ".safetensors")
+                run("init", "--vocab", "50", "--dim", "6", "--context", "8",
+                    "--dtype", dtype, "-o", p)
+                t = tc.read_safetensors(p, widen=True)
+                r = run("lookup", "--table", p, "7", "3")
+                got = np.array(json.loads(r.stdout)["embeddings"],
+                               dtype=np.float32)
+                want = (t["tok_emb.weight"][[7, 3]]
+                        + t["pos_emb.weight"][:2]).astype(np.float32)
+                self.assertEqual(got.reshape(want.shape).tobytes(),
+                                 want.tobytes(), dtype)
+        finally:
+            shutil.rmtree(tmp)
+
     def test_probe_exit_codes(self):
         run("init", "--vocab", "6", "--dim", "3", "-o", self.p("s.st"))
         s = tc.Server(self.p("s.st"))
@@ -166,8 +184,4 @@ class CLI(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -5,7 +5,6 @@ Run: /usr/bin/python3 tests/e2e/test_clients.py --binary build/tokvec
 Python standard library + numpy; the JS tests need `node` (Debian nodejs, 18+)
 and are skipped, with a message, when it is missing.
 """
-import argparse
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ import unittest
 
 import numpy as np
 
-import test_contract as tc
+import support as tc
 
 TOP = tc.TOP
 CLIENT_DIR = os.path.join(TOP, "clients", "python")
@@ -180,8 +179,4 @@ class ClientTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -11,7 +11,6 @@ temporary directory where `examples` points at the repository's.
 Run: /usr/bin/python3 tests/e2e/test_readme.py --binary build/tokvec
 Needs curl (Debian curl).
 """
-import argparse
 import os
 import re
 import shutil
@@ -22,7 +21,7 @@ import tempfile
 import time
 import unittest
 
-import test_contract as tc
+import support as tc
 
 README = os.path.join(tc.TOP, "README.md")
 
@@ -145,8 +144,4 @@ class Readme(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()
