@@ -64,7 +64,7 @@ TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
-        sanitize-test run \
+        sanitize-test run lint \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -77,6 +77,8 @@ help:
 	@echo "                  (TABLE=FILE PORT=N HOST=ADDR: serve FILE there)"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
+	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
+	@echo "                  a condition; clang-format report (tools/lint.sh)"
 	@echo "make bench        benchmarks (not part of test)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
@@ -194,6 +196,25 @@ sanitize-test: sanitize
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 $(MAKE) --no-print-directory BUILD=build-san SANFLAGS="$(SAN)" OPT=-O1 \
 	  unit e2e
+
+# --- lint ------------------------------------------------------------------
+# tools/lint.sh: cppcheck, clang-tidy (.clang-tidy), tools/lint_c.py (80
+# columns, no assignment in a condition) must find nothing; clang-format
+# (.clang-format) is reported (LINT_FORMAT=strict fails on it).
+DEB_LINT     := cppcheck clang-tidy clang-format python3
+LINT_FILES   := $(sort $(wildcard core/*.c core/*.h include/*.h server/*.c \
+                  server/*.h tests/*.c tests/*.h tools/*.c bench/*.c \
+                  tests/fuzz/*.c))
+# Being rewritten on other branches (issue 16's splits of http.c,
+# request.c, encode.c, pool.c and table.c; cmd_init in cli.c): checked and
+# reported, not failing. Empty this list as those land.
+LINT_PENDING := server/http.c server/request.c server/encode.c \
+                server/pool.c core/table.c server/cli.c tests/test_pool.c \
+                tests/test_request.c tests/test_encode.c tests/test_table.c
+lint:
+	@tools/deps.sh $(DEB_LINT)
+	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
+	 PYTHON="$(PYTHON)" tools/lint.sh
 
 # --- running ---------------------------------------------------------------
 $(DEFAULT_TABLE): | $(BUILD)/tokvec

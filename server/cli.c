@@ -492,7 +492,7 @@ int cmd_inspect(int argc, char **argv)
         sha256_hex(x.data, x.nbytes, hex);
         int64_t bad = count_nonfinite(&x);
         const char *role = "";
-        if (in->token_tensor && !strcmp(x.name, in->token_tensor))
+        if (!strcmp(x.name, in->token_tensor))
             role = "  <- token";
         else if (in->position_tensor && !strcmp(x.name, in->position_tensor))
             role = "  <- position";

@@ -64,7 +64,7 @@ static int load(tv_config *c, char *err, size_t errlen, ...)
     int argc = 1;
     va_list ap;
     va_start(ap, errlen);
-    for (char *a; (a = va_arg(ap, char *)) != NULL;)
+    for (char *a = va_arg(ap, char *); a; a = va_arg(ap, char *))
         argv[argc++] = a;
     va_end(ap);
     argv[argc] = NULL;
@@ -142,12 +142,12 @@ static void sample_config_file_loads_and_equals_the_defaults(void **state)
     assert_string_equal(a, b);
     /* Every setting is in the file: as many keys as settings. */
     size_t nsettings = 0;
-    for (char *p = a; (p = strchr(p, '=')) != NULL; p++)
+    for (char *p = strchr(a, '='); p; p = strchr(p + 1, '='))
         nsettings++;
     FILE *fp = fopen("config/tokvec.json", "r");
     assert_non_null(fp);
     size_t nkeys = 0;
-    for (int ch; (ch = fgetc(fp)) != EOF;)
+    for (int ch = fgetc(fp); ch != EOF; ch = fgetc(fp))
         nkeys += ch == ':';
     fclose(fp);
     assert_int_equal(nkeys, nsettings);

@@ -20,9 +20,8 @@
 static int files_in_dir(void)
 {
     DIR *d = opendir(tu_dir);
-    struct dirent *e;
     int n = 0;
-    while ((e = readdir(d)))
+    for (struct dirent *e = readdir(d); e; e = readdir(d))
         n += e->d_name[0] != '.';
     closedir(d);
     return n;
