@@ -59,12 +59,16 @@ def counts(log, rc):
 
 
 def suite_name(cmd):
-    for word in cmd.split():
-        base = os.path.basename(word)
-        if base.startswith(("test_", "check_")):
-            return os.path.splitext(base)[0] + (
-                " " + cmd.split()[-1] if base.startswith("check_") else "")
-    return cmd.split()[0]
+    """test_server for ".../python3 tests/e2e/test_server.py --binary B";
+    a checker keeps its arguments: "check_floats --narrow"."""
+    words = cmd.split()
+    for i, word in enumerate(words):
+        base = os.path.splitext(os.path.basename(word))[0]
+        if base.startswith("test_"):
+            return base
+        if base.startswith("check_"):
+            return " ".join([base] + words[i + 1:])
+    return words[0]
 
 
 def run(title, cmds, logs, summary):
