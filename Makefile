@@ -21,13 +21,35 @@ TEST_LIBS := -lcmocka
 # Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
              nettle-dev
-DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs
+DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs curl
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 
 PYTHON    ?= /usr/bin/python3
 
+# Build lines are short ("CC core/table.c"); V=1 prints whole commands,
+# QUIET=1 (what make test sets) none. Warnings and errors always show.
+ifeq ($(V),1)
+Q   :=
+SAY := @:
+else
+Q   := @
+SAY := $(if $(QUIET),@:,@printf '  %-4s %s\n')
+endif
+
+# Test suites run through tests/run.py: one line each, the whole output in
+# $(BUILD)/test-logs/, a failing suite's output printed (passing lines
+# left out), then "N passed, N failed"; make test sums every run at the end.
+SUMMARY   := build/test-summary.txt
+RUN_TESTS  = $(PYTHON) tests/run.py --summary $(SUMMARY) \
+             --logs $(BUILD)/test-logs --title
+
 DEFAULT_TABLE := data/gpt2-256.safetensors
+# make run TABLE=FILE PORT=N HOST=ADDR: what to serve, where (empty: the
+# server's own defaults, i.e. its TOKVEC_* variables, then 127.0.0.1:8080).
+TABLE         := $(or $(TABLE),$(DEFAULT_TABLE))
+PORT          ?=
+HOST          ?=
 GOLDEN        := tests/golden/torch_init
 
 CORE_SRC   := $(sort $(wildcard core/*.c))
@@ -41,7 +63,8 @@ SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
-.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run \
+.PHONY: all deps test-deps test test-suites unit e2e sanitize \
+        sanitize-test run lint \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -51,8 +74,11 @@ all: deps $(BUILD)/tokvec
 help:
 	@echo "make [all]        build $(BUILD)/tokvec (installs missing deps as root)"
 	@echo "make run          build, create $(DEFAULT_TABLE), serve it"
+	@echo "                  (TABLE=FILE PORT=N HOST=ADDR: serve FILE there)"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
+	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
+	@echo "                  a condition; clang-format report (tools/lint.sh)"
 	@echo "make bench        benchmarks (not part of test)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
@@ -66,10 +92,12 @@ test-deps: deps
 
 $(BUILD)/libtokvec.a: $(CORE_OBJ)
 	@mkdir -p $(@D)
-	$(AR) rcs $@ $^
+	$(SAY) AR $@
+	$(Q)$(AR) rcs $@ $^
 
 $(BUILD)/tokvec: $(SERVER_OBJ) $(BUILD)/libtokvec.a
-	$(CC) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+	$(SAY) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 
 $(BUILD)/gen/openapi.c: docs/openapi.json
 	@mkdir -p $(@D)
@@ -81,37 +109,44 @@ $(BUILD)/gen/openapi.c: docs/openapi.json
 	 } > $@
 
 $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(SAY) CC $<
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(SAY) CC $<
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 # A test named after a core module links the core alone; others (server
 # modules) link the server objects too.
 CORE_TESTS   := $(filter $(patsubst core/%.c,$(BUILD)/test_%,$(CORE_SRC)),$(TESTS))
 SERVER_TESTS := $(filter-out $(CORE_TESTS),$(TESTS))
 $(CORE_TESTS): $(BUILD)/test_%: tests/test_%.c $(BUILD)/libtokvec.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
 $(SERVER_TESTS): $(BUILD)/test_%: tests/test_%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS) $(TEST_LIBS)
 
 $(BUILD)/tools/%: tools/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 $(BUILD)/bench/%: bench/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
+	$(SAY) CC $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LIBS)
 
 # --- tests -----------------------------------------------------------------
 # Unit tests run from the top directory (they read $(GOLDEN)).
 unit: test-deps $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+	@$(RUN_TESTS) "unit ($(BUILD))" $(TESTS)
 
 # End-to-end: the real binary on a loopback port (tests/e2e/).
+E2E := $(sort $(wildcard tests/e2e/test_*.py))
 e2e: test-deps $(BUILD)/tokvec
-	@set -e; for t in $(sort $(wildcard tests/e2e/test_*.py)); do \
-	  echo "== $$t"; $(PYTHON) $$t --binary $(BUILD)/tokvec; done
+	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
+	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
 
 # The end-to-end suite with the server under valgrind memcheck (slow: ~20x;
 # deadlines scaled). Fails on any memcheck error or definite leak in any
@@ -140,10 +175,17 @@ valgrind: test-deps $(BUILD)/tokvec
 # trip exactly and are the shortest (all 2^32: make check-floats); and all
 # 2^32 patterns through the bulk float16/bfloat16 narrowing (~15 s).
 float-random: $(BUILD)/tools/check_floats
-	$(BUILD)/tools/check_floats --random 10000000
-	$(BUILD)/tools/check_floats --narrow
+	@$(RUN_TESTS) "floats ($(BUILD))" \
+	  "$(BUILD)/tools/check_floats --random 10000000" \
+	  "$(BUILD)/tools/check_floats --narrow"
 
-test: unit e2e float-random sanitize-test
+# Every suite runs even after a failure (-k); the last line is the sum.
+test:
+	@mkdir -p $(dir $(SUMMARY)); rm -f $(SUMMARY)
+	@$(MAKE) --no-print-directory -k QUIET=1 test-suites; rc=$$?; \
+	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total || rc=1; exit $$rc
+
+test-suites: unit e2e float-random sanitize-test
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \
@@ -155,14 +197,35 @@ sanitize-test: sanitize
 	 $(MAKE) --no-print-directory BUILD=build-san SANFLAGS="$(SAN)" OPT=-O1 \
 	  unit e2e
 
+# --- lint ------------------------------------------------------------------
+# tools/lint.sh: cppcheck, clang-tidy (.clang-tidy), tools/lint_c.py (80
+# columns, no assignment in a condition) must find nothing; clang-format
+# (.clang-format) is reported (LINT_FORMAT=strict fails on it).
+DEB_LINT     := cppcheck clang-tidy clang-format python3
+LINT_FILES   := $(sort $(wildcard core/*.c core/*.h include/*.h server/*.c \
+                  server/*.h tests/*.c tests/*.h tools/*.c bench/*.c \
+                  tests/fuzz/*.c))
+# Being rewritten on other branches (issue 16's splits of http.c,
+# request.c, encode.c, pool.c and table.c; cmd_init in cli.c): checked and
+# reported, not failing. Empty this list as those land.
+LINT_PENDING := server/http.c server/request.c server/encode.c \
+                server/pool.c core/table.c server/cli.c tests/test_pool.c \
+                tests/test_request.c tests/test_encode.c tests/test_table.c
+lint:
+	@tools/deps.sh $(DEB_LINT)
+	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
+	 PYTHON="$(PYTHON)" tools/lint.sh
+
 # --- running ---------------------------------------------------------------
 $(DEFAULT_TABLE): | $(BUILD)/tokvec
 	@mkdir -p $(@D)
 	$(BUILD)/tokvec init --vocab 50257 --dim 256 --context 1024 \
 	  --positional learned --seed 123 -o $@
 
-run: all $(DEFAULT_TABLE)
-	$(BUILD)/tokvec serve --table $(DEFAULT_TABLE)
+# The default table is made when missing; another TABLE must exist.
+run: all $(filter $(DEFAULT_TABLE),$(TABLE))
+	$(BUILD)/tokvec serve --table $(TABLE)$(if $(PORT), --port $(PORT))$(if \
+	  $(HOST), --host $(HOST))
 
 # --- benchmarks and long checks (not part of test) -------------------------
 check-floats: $(BUILD)/tools/check_floats

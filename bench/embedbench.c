@@ -10,6 +10,7 @@
  * directly. Single-threaded; timing uses CLOCK_MONOTONIC and repeats each
  * measurement for about half a second, keeping the best of 5 rounds.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,15 +106,22 @@ static int bench_init(int64_t V, int64_t D, int64_t C)
     float *tok = malloc((size_t)V * (size_t)D * sizeof *tok);
     float *pos = malloc((size_t)C * (size_t)D * sizeof *pos);
     tokvec_rng *rng = NULL;
-    if (!tok || !pos || tokvec_rng_new(123, &rng) < 0)
+    if (!tok || !pos || tokvec_rng_new(123, &rng) < 0) {
+        free(tok);
+        free(pos);
         return 1;
+    }
     double best = 1e30;
     for (int i = 0; i < 3; i++) {
         tokvec_rng_seed(rng, 123);
         double t0 = now();
         if (tokvec_init_embedding(rng, tok, V, D, TOKVEC_NO_PADDING) < 0 ||
-            tokvec_init_embedding(rng, pos, C, D, TOKVEC_NO_PADDING) < 0)
+            tokvec_init_embedding(rng, pos, C, D, TOKVEC_NO_PADDING) < 0) {
+            tokvec_rng_free(rng);
+            free(tok);
+            free(pos);
             return 1;
+        }
         double dt = now() - t0;
         if (dt < best)
             best = dt;
@@ -126,16 +134,38 @@ static int bench_init(int64_t V, int64_t D, int64_t C)
     return 0;
 }
 
+/* A positive decimal count, or -1. */
+static int64_t count_arg(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return errno || end == s || *end || v < 1 ? -1 : (int64_t)v;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc >= 5 && !strcmp(argv[1], "--init"))
-        return bench_init(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]));
+    static const char usage[] =
+        "usage: embedbench TABLE [B S] | --init V D C (positive counts)\n";
+    if (argc >= 5 && !strcmp(argv[1], "--init")) {
+        int64_t v = count_arg(argv[2]), d = count_arg(argv[3]);
+        int64_t ctx = count_arg(argv[4]);
+        if (v < 0 || d < 0 || ctx < 0) {
+            fputs(usage, stderr);
+            return 2;
+        }
+        return bench_init(v, d, ctx);
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: embedbench TABLE [B S] | --init V D C\n");
+        fputs(usage, stderr);
         return 2;
     }
-    int64_t B = argc > 3 ? atoll(argv[2]) : 32, S = argc > 3 ? atoll(argv[3])
-                                                             : 128;
+    int64_t B = argc > 3 ? count_arg(argv[2]) : 32;
+    int64_t S = argc > 3 ? count_arg(argv[3]) : 128;
+    if (B < 0 || S < 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
     char err[256] = "";
     tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
     tokvec_table *t;
@@ -156,8 +186,13 @@ int main(int argc, char **argv)
     c.out = aligned_alloc(64, (bytes + 63) / 64 * 64);
     void *src = aligned_alloc(64, (bytes + 63) / 64 * 64);
     c.json = malloc(tv_embed_json_bound(B, S, D, 0));
-    if (!c.out || !src || !c.json)
+    if (!c.out || !src || !c.json) {
+        free(ids);
+        free(c.out);
+        free(src);
+        free(c.json);
         return 1;
+    }
     memset(src, 1, bytes);
     c.src = src;
 

@@ -818,6 +818,9 @@ int main(int argc, char **argv)
     conn *all = calloc((size_t)cfg.conns, sizeof *all);
     if (!w || !tid || !all) {
         fprintf(stderr, "httpload: out of memory\n");
+        free(w);
+        free(tid);
+        free(all);
         return 1;
     }
     uint64_t start = now_ns();
@@ -830,13 +833,14 @@ int main(int argc, char **argv)
         off += w[t].nconn;
         w[t].deadline = deadline;
         w[t].rbuf = malloc(RBUF);
+        /* exit, not return: workers already started keep running. */
         if (!w[t].rbuf) {
             fprintf(stderr, "httpload: out of memory\n");
-            return 1;
+            exit(1);
         }
         if (pthread_create(&tid[t], NULL, run_worker, &w[t]) != 0) {
             fprintf(stderr, "httpload: pthread_create failed\n");
-            return 1;
+            exit(1);
         }
     }
     counts k = {0};
@@ -862,6 +866,9 @@ int main(int argc, char **argv)
     uint64_t *lat = malloc((nlat ? nlat : 1) * sizeof *lat);
     if (!lat) {
         fprintf(stderr, "httpload: out of memory\n");
+        free(w);
+        free(tid);
+        free(all);
         return 1;
     }
     size_t at = 0;

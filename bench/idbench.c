@@ -18,6 +18,7 @@
  * MB/s is of body bytes (10^6). Timing: CLOCK_MONOTONIC, best of 5 rounds
  * of ~0.1 s each.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,9 +122,13 @@ int main(int argc, char **argv)
     int n = argc > 1 ? argc - 1 : 2;
     for (int i = 0; i < n; i++) {
         const char *arg = argc > 1 ? argv[i + 1] : dflt[i];
-        int64_t B, S;
-        if (sscanf(arg, "%" SCNd64 "x%" SCNd64, &B, &S) != 2 || B < 1 ||
-            S < 1 || B * S > (1 << 24)) {
+        char *x, *end = NULL;
+        errno = 0;
+        int64_t B = strtoll(arg, &x, 10);
+        int64_t S = *x == 'x' ? strtoll(x + 1, &end, 10) : 0;
+        if (errno || x == arg || *x != 'x' || end == x + 1 || *end ||
+            B < 1 || S < 1 || B > (1 << 24) || S > (1 << 24) ||
+            B * S > (1 << 24)) {
             fprintf(stderr, "usage: idbench [BxS ...]\n");
             return 2;
         }

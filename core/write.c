@@ -120,12 +120,14 @@ int tokvec_safetensors_write(const char *path, const tokvec_write_tensor *t,
         goto out;
     }
     uint64_t total = 8 + hlen + data_len;
-    if ((rc = write_all(fd, hdr, 8 + hlen, &done, total, opts)) < 0)
+    rc = write_all(fd, hdr, 8 + hlen, &done, total, opts);
+    if (rc < 0)
         goto out;
     for (size_t i = 0; i < n; i++) {
         size_t bytes = (size_t)t[i].rows * (size_t)t[i].cols *
                        tokvec_dtype_size(t[i].dtype);
-        if ((rc = write_all(fd, t[i].data, bytes, &done, total, opts)) < 0)
+        rc = write_all(fd, t[i].data, bytes, &done, total, opts);
+        if (rc < 0)
             goto out;
     }
     if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {

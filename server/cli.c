@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "encode.h"
+#include "suggest.h"
 #include "tokvec_embed.h"
 #include "tokvec_init.h"
 #include "tokvec_table.h"
@@ -415,6 +416,26 @@ static const char inspect_usage[] =
     "token and position tables, and the metadata. Sinusoidal positions are\n"
     "checked against their size limit but not computed.\n";
 
+/* "CMD: unknown option '--NAME'", with the closest of the command's
+ * options (NULL-terminated) when one is a likely typo. Returns EXIT_USAGE.
+ */
+static int unknown_option(const char *cmd, const char *name,
+                          const char *const *known)
+{
+    size_t n = 0;
+    while (known[n])
+        n++;
+    const char *best = tv_suggest(name, strlen(name), known, n);
+    if (best)
+        return fail(EXIT_USAGE, "%s: unknown option '--%s' (did you mean "
+                                "--%s?)", cmd, name, best);
+    return fail(EXIT_USAGE, "%s: unknown option '--%s' (see tokvec %s "
+                            "--help)", cmd, name, cmd);
+}
+
+/* The options of table_option, for unknown_option's suggestions. */
+#define TABLE_OPTIONS "pos", "position-path", "token-tensor", "position-tensor"
+
 /* Options every table-reading command shares. 1 if consumed, 0 if not
  * ours. */
 static int table_option(const char *n, const char *v, tokvec_table_opts *to)
@@ -447,8 +468,9 @@ int cmd_inspect(int argc, char **argv)
             fputs(inspect_usage, stdout);
             return 0;
         } else if (!table_option(o.name, o.value, &to)) {
-            return fail(EXIT_USAGE, "inspect: unknown option '--%s'",
-                        o.name);
+            static const char *const known[] = {"help", TABLE_OPTIONS,
+                                                NULL};
+            return unknown_option("inspect", o.name, known);
         }
     }
     if (r < 0 || !path)
@@ -496,7 +518,7 @@ int cmd_inspect(int argc, char **argv)
         sha256_hex(x.data, x.nbytes, hex);
         int64_t bad = count_nonfinite(&x);
         const char *role = "";
-        if (in->token_tensor && !strcmp(x.name, in->token_tensor))
+        if (!strcmp(x.name, in->token_tensor))
             role = "  <- token";
         else if (in->position_tensor && !strcmp(x.name, in->position_tensor))
             role = "  <- position";
@@ -566,7 +588,10 @@ int cmd_lookup(int argc, char **argv)
         } else if (!strcmp(o.name, "no-positions")) {
             flags_embed |= TOKVEC_EMBED_NO_POSITIONS;
         } else if (!table_option(o.name, v, &to)) {
-            fail(EXIT_USAGE, "lookup: unknown option '--%s'", o.name);
+            static const char *const known[] = {
+                "help", "table", "start-position", "no-positions",
+                TABLE_OPTIONS, NULL};
+            unknown_option("lookup", o.name, known);
             goto out;
         }
     }
@@ -698,8 +723,9 @@ int cmd_convert(int argc, char **argv)
                                         "f16 or bf16", o.value);
             have_dtype = 1;
         } else if (!table_option(o.name, o.value, &to)) {
-            return fail(EXIT_USAGE, "convert: unknown option '--%s'",
-                        o.name);
+            static const char *const known[] = {"help", "output", "dtype",
+                                                TABLE_OPTIONS, NULL};
+            return unknown_option("convert", o.name, known);
         }
     }
     if (r < 0 || !in_path || !out_path)

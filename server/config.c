@@ -11,7 +11,13 @@
  * then TOKVEC_* env vars, then flags in argv order; a later source overwrites
  * an earlier one, so flag > env > file > default. Only env vars that are
  * settings are read: other TOKVEC_* variables (the environment is shared with
- * scripts and clients) are ignored without a word.
+ * scripts and clients) are ignored, each with a warning (cfg->warnings, which
+ * the caller logs) naming the closest setting's variable. An unknown flag or
+ * file key is an error that names the closest setting too ("did you mean").
+ *
+ * Files: config.c holds the table, the names (flag, env var, key), the
+ * order of the sources, --help and describe; config_value.c turns one value
+ * (text or JSON) into its field.
  *
  * Value syntax (flags, env vars, and strings in the file):
  *   int      decimal integer
@@ -41,25 +47,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config.h"
-
-typedef enum { T_STR, T_INT, T_SIZE, T_SECS, T_BOOL, T_ENUM } setting_type;
-
-typedef struct setting {
-    const char *name;    /* config-file key, e.g. "max_body_bytes" */
-    setting_type type;
-    size_t off;          /* into tv_config: char *, int64_t or double */
-    double min, max;     /* T_INT, T_SIZE, T_SECS (inclusive) */
-    const char *def;     /* default, in the text syntax above */
-    const char *choices; /* T_ENUM: "a|b|c" */
-    const char *help;
-} setting;
-
-#define OFF(f) offsetof(tv_config, f)
-#define KiB 1024.0
-#define MiB (1024.0 * KiB)
-#define GiB (1024.0 * MiB)
-#define TiB (1024.0 * GiB)
+#include "config_internal.h"
+#include "suggest.h"
 
 /* The one table. Order is the order of --help and of describe. */
 static const setting settings[] = {
@@ -126,33 +115,6 @@ static const setting settings[] = {
 };
 enum { NSETTINGS = sizeof settings / sizeof settings[0] };
 
-/* --- small helpers ------------------------------------------------------ */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static char **str_field(tv_config *cfg, const setting *s)
-{
-    return (char **)((char *)cfg + s->off);
-}
-static int64_t *int_field(tv_config *cfg, const setting *s)
-{
-    return (int64_t *)((char *)cfg + s->off);
-}
-static double *secs_field(tv_config *cfg, const setting *s)
-{
-    return (double *)((char *)cfg + s->off);
-}
-
 /* "max_body_bytes" -> "--max-body-bytes" or "TOKVEC_MAX_BODY_BYTES". */
 static void flag_name(const setting *s, char *buf, size_t len)
 {
@@ -193,255 +155,37 @@ static const setting *find_flag(const char *f, size_t n)
     return NULL;
 }
 
-static bool enum_has(const char *choices, const char *v)
+/* " (did you mean X?)" for the setting closest to word[0..n) (a flag, key
+ * or env var name without its prefix), spelled as the reader would type it
+ * after prefix: "--max-tokens", "TOKVEC_MAX_TOKENS", "max_tokens" (prefix
+ * "--", "TOKVEC_" or ""); "" when none is close. with_config: "config"
+ * is a candidate too (a flag and a variable, not a file key). */
+static const char *did_you_mean(const char *word, size_t n,
+                                const char *prefix, bool with_config,
+                                char *buf, size_t len)
 {
-    size_t n = strlen(v);
-    for (const char *p = choices; *p;) {
-        const char *bar = strchr(p, '|');
-        size_t m = bar ? (size_t)(bar - p) : strlen(p);
-        if (m == n && !strncmp(p, v, n))
-            return true;
-        p += m + (bar != NULL);
+    const char *names[NSETTINGS + 1];
+    for (int i = 0; i < NSETTINGS; i++)
+        names[i] = settings[i].name;
+    names[NSETTINGS] = "config";
+    const char *best =
+        tv_suggest(word, n, names, NSETTINGS + (with_config ? 1 : 0));
+    *buf = '\0';
+    if (!best)
+        return buf;
+    char spelt[64];
+    size_t i = 0;
+    for (; best[i] && i + 1 < sizeof spelt; i++) {
+        char c = best[i];
+        if (*prefix == '-' && c == '_')
+            c = '-';
+        else if (*prefix == 'T')
+            c = (char)toupper((unsigned char)c);
+        spelt[i] = c;
     }
-    return false;
-}
-
-/* Decimal integer prefix of v: 0, -1 (not a number) or -2 (overflow);
- * *end is what follows it. */
-static int parse_int(const char *v, long long *out, const char **end)
-{
-    if (!isdigit((unsigned char)v[0]) &&
-        !((v[0] == '-' || v[0] == '+') && isdigit((unsigned char)v[1])))
-        return -1;
-    errno = 0;
-    char *e;
-    long long x = strtoll(v, &e, 10);
-    if (errno == ERANGE)
-        return -2;
-    *out = x;
-    *end = e;
-    return 0;
-}
-
-/* Size with an optional unit (see the file comment) -> bytes. */
-static int parse_size(const char *v, double *bytes)
-{
-    static const struct {
-        const char *unit;
-        double mult;
-    } units[] = {
-        {"", 1},          {"B", 1},          {"k", KiB},        {"K", KiB},
-        {"KiB", KiB},     {"M", MiB},        {"MiB", MiB},      {"G", GiB},
-        {"GiB", GiB},     {"T", TiB},        {"TiB", TiB},      {"kB", 1e3},
-        {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12},
-    };
-    long long x;
-    const char *e;
-    if (parse_int(v, &x, &e) != 0 || v[0] == '+')
-        return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(e, units[i].unit)) {
-            *bytes = (double)x * units[i].mult;
-            return 0;
-        }
-    return -1;
-}
-
-/* Seconds with an optional ms/s/m suffix. */
-static int parse_secs(const char *v, double *secs)
-{
-    if (!isdigit((unsigned char)v[0]) && v[0] != '.')
-        return -1;
-    errno = 0;
-    char *e;
-    double x = strtod(v, &e);
-    if (e == v || errno == ERANGE || !isfinite(x))
-        return -1;
-    if (!strcmp(e, "ms"))
-        x /= 1000;
-    else if (!strcmp(e, "m"))
-        x *= 60;
-    else if (*e && strcmp(e, "s"))
-        return -1;
-    *secs = x;
-    return 0;
-}
-
-static int parse_bool(const char *v, int64_t *b)
-{
-    static const char *yes[] = {"1", "true", "yes", "on"};
-    static const char *no[] = {"0", "false", "no", "off"};
-    for (int i = 0; i < 4; i++) {
-        if (!strcasecmp(v, yes[i])) {
-            *b = 1;
-            return 0;
-        }
-        if (!strcasecmp(v, no[i])) {
-            *b = 0;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Bounds check of a number (integer or seconds); -1 with the message. */
-static int check_bounds(const setting *s, const char *src, double x,
-                        const char *shown, char *err, size_t errlen)
-{
-    if (x < s->min) {
-        set_err(err, errlen, "%s: %s is below the minimum %.15g", src, shown,
-                s->min);
-        return -1;
-    }
-    if (x > s->max) {
-        set_err(err, errlen, "%s: %s is above the maximum %.15g", src, shown,
-                s->max);
-        return -1;
-    }
-    return 0;
-}
-
-/* Parses text value v for setting s into cfg. src names where it came from
- * ("--port", "TOKVEC_PORT", "FILE: port") for the message. */
-static int set_value(tv_config *cfg, const setting *s, const char *v,
-                     const char *src, char *err, size_t errlen)
-{
-    long long i;
-    const char *end;
-    double x;
-    char shown[64];
-
-    switch (s->type) {
-    case T_ENUM:
-        if (!enum_has(s->choices, v)) {
-            set_err(err, errlen, "%s: '%s' is not one of %s", src, v,
-                    s->choices);
-            return -1;
-        }
-        /* fallthrough */
-    case T_STR: {
-        char *copy = strdup(v);
-        if (!copy) {
-            set_err(err, errlen, "%s: out of memory", src);
-            return -1;
-        }
-        free(*str_field(cfg, s));
-        *str_field(cfg, s) = copy;
-        return 0;
-    }
-    case T_INT: {
-        int r = parse_int(v, &i, &end);
-        if (r == 0 && *end)
-            r = -1;
-        if (r != 0) {
-            set_err(err, errlen, "%s: '%s' is %s", src, v,
-                    r == -2 ? "out of range" : "not an integer");
-            return -1;
-        }
-        snprintf(shown, sizeof shown, "%lld", i);
-        if (check_bounds(s, src, (double)i, shown, err, errlen))
-            return -1;
-        *int_field(cfg, s) = i;
-        return 0;
-    }
-    case T_SIZE:
-        if (parse_size(v, &x)) {
-            set_err(err, errlen,
-                    "%s: '%s' is not a size (bytes, or a number with "
-                    "k/M/G/T, KiB/MiB/GiB/TiB or kB/MB/GB/TB)", src, v);
-            return -1;
-        }
-        snprintf(shown, sizeof shown, "%s", v);
-        if (check_bounds(s, src, x, shown, err, errlen))
-            return -1;
-        *int_field(cfg, s) = (int64_t)x;
-        return 0;
-    case T_SECS:
-        if (parse_secs(v, &x)) {
-            set_err(err, errlen,
-                    "%s: '%s' is not a duration (seconds, e.g. 30, 0.5, "
-                    "30s, 500ms)", src, v);
-            return -1;
-        }
-        snprintf(shown, sizeof shown, "%s", v);
-        if (check_bounds(s, src, x, shown, err, errlen))
-            return -1;
-        *secs_field(cfg, s) = x;
-        return 0;
-    case T_BOOL:
-        if (parse_bool(v, int_field(cfg, s))) {
-            set_err(err, errlen, "%s: '%s' is not a boolean (true/false)",
-                    src, v);
-            return -1;
-        }
-        return 0;
-    }
-    assert(!"unknown setting type");
-    return -1;
-}
-
-/* One key of the config file: JSON value -> text -> set_value. */
-static int set_json(tv_config *cfg, const setting *s, json_t *j,
-                    const char *path, char *err, size_t errlen)
-{
-    char src[512], text[64];
-    const char *v = NULL;
-    snprintf(src, sizeof src, "%s: %s", path, s->name);
-
-    switch (s->type) {
-    case T_STR:
-    case T_ENUM:
-        if (json_is_string(j))
-            v = json_string_value(j);
-        break;
-    case T_INT:
-        if (json_is_integer(j)) {
-            snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT,
-                     json_integer_value(j));
-            v = text;
-        }
-        break;
-    case T_SIZE:
-        if (json_is_string(j))
-            v = json_string_value(j);
-        else if (json_is_integer(j)) {
-            snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT,
-                     json_integer_value(j));
-            v = text;
-        }
-        break;
-    case T_SECS:
-        if (json_is_string(j))
-            v = json_string_value(j);
-        else if (json_is_number(j)) {
-            snprintf(text, sizeof text, "%.17g", json_number_value(j));
-            v = text;
-        }
-        break;
-    case T_BOOL:
-        if (json_is_boolean(j))
-            v = json_is_true(j) ? "true" : "false";
-        else if (json_is_integer(j) &&
-                 (json_integer_value(j) == 0 || json_integer_value(j) == 1))
-            v = json_integer_value(j) ? "1" : "0";
-        break;
-    }
-    if (!v) {
-        static const char *want[] = {
-            [T_STR] = "a string",
-            [T_INT] = "an integer",
-            [T_SIZE] = "an integer or a size string like \"16MiB\"",
-            [T_SECS] = "a number of seconds or a string like \"500ms\"",
-            [T_BOOL] = "true or false",
-            [T_ENUM] = "a string",
-        };
-        char *dump = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
-        set_err(err, errlen, "%s: %.60s is not %s", src,
-                dump ? dump : "value", want[s->type]);
-        free(dump);
-        return -1;
-    }
-    return set_value(cfg, s, v, src, err, errlen);
+    spelt[i] = '\0';
+    snprintf(buf, len, " (did you mean %s%s?)", prefix, spelt);
+    return buf;
 }
 
 /* Applies the JSON object in path; from[i] = path for each key set. via
@@ -473,74 +217,19 @@ static int load_file(tv_config *cfg, const char *path, const char *via,
     json_object_foreach(root, key, val) {
         const setting *s = find_key(key, strlen(key));
         if (!s) {
-            set_err(err, errlen, "%s: unknown key '%s'", path, key);
+            char hint[96];
+            set_err(err, errlen, "%s: unknown key '%s'%s", path, key,
+                    did_you_mean(key, strlen(key), "", false, hint,
+                                 sizeof hint));
             goto out;
         }
-        if (set_json(cfg, s, val, path, err, errlen))
+        if (tv_setting_set_json(cfg, s, val, path, err, errlen))
             goto out;
         from[s - settings] = path;
     }
     rc = 0;
 out:
     json_decref(root);
-    if (f)
-        fclose(f);
-    return rc;
-}
-
-/* Reads the API key from path into cfg->api_key; trailing CR/LF stripped. */
-static int read_key_file(tv_config *cfg, const char *src, char *err,
-                         size_t errlen)
-{
-    int rc = -1;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    const char *path = cfg->api_key_file;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "%s: cannot read '%s': %s", src, path,
-                strerror(errno));
-        goto out;
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            if (cap >= 65536) {
-                set_err(err, errlen, "%s: '%s' is too large for a key", src,
-                        path);
-                goto out;
-            }
-            size_t ncap = cap ? 2 * cap : 256;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                set_err(err, errlen, "%s: out of memory", src);
-                goto out;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        set_err(err, errlen, "%s: cannot read '%s'", src, path);
-        goto out;
-    }
-    buf[n] = '\0';
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = '\0';
-    if (n == 0 || strlen(buf) != n) {
-        set_err(err, errlen, "%s: '%s' holds no key%s", src, path,
-                n ? " (it contains a NUL byte)" : "");
-        goto out;
-    }
-    free(cfg->api_key);
-    cfg->api_key = buf;
-    buf = NULL;
-    rc = 0;
-out:
-    free(buf);
     if (f)
         fclose(f);
     return rc;
@@ -559,6 +248,8 @@ void tv_config_free(tv_config *cfg)
         }
     free(cfg->config_path);
     cfg->config_path = NULL;
+    free(cfg->warnings);
+    cfg->warnings = NULL;
 }
 
 /* One flag occurrence, applied after the file and env. */
@@ -568,13 +259,169 @@ typedef struct flag_use {
     char src[64]; /* "--port", or "argument" for `serve FILE` */
 } flag_use;
 
+/* What argv says, syntax only: the flags in order (values are applied
+ * last) and the config file. */
+typedef struct argv_plan {
+    flag_use *uses;
+    int nuses;
+    const char *config, *config_src;
+} argv_plan;
+
+/* An unknown option: its message, with the closest setting if any. */
+static void unknown_option(const char *a, size_t n, char *err, size_t errlen)
+{
+    char hint[96];
+    const char *name = a + (a[1] == '-' ? 2 : 1);
+    size_t len = n - (size_t)(name - a);
+    did_you_mean(name, len, "--", true, hint, sizeof hint);
+    set_err(err, errlen, "unknown option '%.*s'%s", (int)n, a,
+            *hint ? hint : " (see --help)");
+}
+
+/* argv[1..argc) -> plan (uses sized argc). 0, or -1 with the message. */
+static int parse_argv(int argc, char **argv, argv_plan *plan, char *err,
+                      size_t errlen)
+{
+    bool have_table_arg = false;
+    const setting *table = find_key("table", 5);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        flag_use *u = &plan->uses[plan->nuses];
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            if (a[0] == '-' && a[1] != '\0') {
+                unknown_option(a, strlen(a), err, errlen);
+                return -1;
+            }
+            if (have_table_arg) {
+                set_err(err, errlen,
+                        "unexpected argument '%s': one table file only", a);
+                return -1;
+            }
+            have_table_arg = true;
+            u->s = table;
+            u->value = a;
+            snprintf(u->src, sizeof u->src, "argument");
+            plan->nuses++;
+            continue;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        const char *value = eq ? eq + 1 : NULL;
+        bool is_config = n == 6 && !strncmp(name, "config", 6);
+        const setting *s = is_config ? NULL : find_flag(name, n);
+        if (!s && !is_config) {
+            unknown_option(a, n + 2, err, errlen);
+            return -1;
+        }
+        if (!value) {
+            if (i + 1 >= argc) {
+                set_err(err, errlen, "--%.*s: missing value", (int)n, name);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        if (is_config) {
+            plan->config = value;
+            plan->config_src = "--config";
+            continue;
+        }
+        u->s = s;
+        u->value = value;
+        flag_name(s, u->src, sizeof u->src);
+        plan->nuses++;
+    }
+    for (int i = 0; i < plan->nuses; i++)
+        for (int j = i + 1; j < plan->nuses; j++)
+            if (plan->uses[i].s == table && plan->uses[j].s == table &&
+                strcmp(plan->uses[i].src, plan->uses[j].src)) {
+                set_err(err, errlen, "the table is given twice: as --table "
+                                     "and as an argument");
+                return -1;
+            }
+    return 0;
+}
+
+extern char **environ;
+
+/* cfg->warnings: one line for each TOKVEC_* variable that is no setting
+ * (nor TOKVEC_CONFIG), naming the closest setting's variable if any. The
+ * environment is shared with scripts, so these are warnings, not errors.
+ * 0, or -1 out of memory. */
+static int check_env_names(tv_config *cfg)
+{
+    size_t len = 0, cap = 0;
+    char *w = NULL;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "TOKVEC_", 7))
+            continue;
+        const char *name = *e + 7;
+        size_t n = strcspn(name, "=");
+        if (n == 6 && !strncmp(name, "CONFIG", 6))
+            continue;
+        bool known = false;
+        for (int i = 0; i < NSETTINGS && !known; i++) {
+            char env[64];
+            env_name(&settings[i], env, sizeof env);
+            known = strlen(env + 7) == n && !strncmp(env + 7, name, n);
+        }
+        if (known)
+            continue;
+        char hint[96], line[256];
+        int m = snprintf(line, sizeof line,
+                         "TOKVEC_%.*s is not a setting%s; ignored\n",
+                         (int)(n > 64 ? 64 : n), name,
+                         did_you_mean(name, n, "TOKVEC_", true, hint,
+                                      sizeof hint));
+        if (m < 0)
+            continue;
+        if (len + (size_t)m + 1 > cap) {
+            size_t ncap = 2 * (len + (size_t)m + 1);
+            char *nw = realloc(w, ncap);
+            if (!nw) {
+                free(w);
+                return -1;
+            }
+            w = nw;
+            cap = ncap;
+        }
+        memcpy(w + len, line, (size_t)m + 1);
+        len += (size_t)m;
+    }
+    cfg->warnings = w ? w : strdup("");
+    return cfg->warnings ? 0 : -1;
+}
+
+/* The config file named by the plan, else TOKVEC_CONFIG; cfg->config_path
+ * is the file read ("" if none). */
+static int apply_file(tv_config *cfg, argv_plan *plan, const char **from,
+                      char *err, size_t errlen)
+{
+    if (!plan->config && getenv("TOKVEC_CONFIG")) {
+        plan->config = getenv("TOKVEC_CONFIG");
+        plan->config_src = "TOKVEC_CONFIG";
+    }
+    if (plan->config) {
+        if (!*plan->config) {
+            set_err(err, errlen, "%s: empty file name", plan->config_src);
+            return -1;
+        }
+        if (load_file(cfg, plan->config, plan->config_src, from, err,
+                      errlen))
+            return -1;
+    }
+    cfg->config_path = strdup(plan->config ? plan->config : "");
+    if (!cfg->config_path) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
                    size_t errlen)
 {
     int rc = TV_CONFIG_ERROR;
-    flag_use *uses = NULL;
-    int nuses = 0;
-    const char *config = NULL, *config_src = NULL;
+    argv_plan plan = {0};
     /* Where each setting's effective value came from, for messages. */
     const char *from[NSETTINGS] = {0};
     char envsrc[NSETTINGS][64];
@@ -591,114 +438,44 @@ int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
 
     /* Defaults: through the same parser as every other source. */
     for (int i = 0; i < NSETTINGS; i++) {
-        int r = set_value(cfg, &settings[i], settings[i].def, "default", err,
-                          errlen);
+        int r = tv_setting_set(cfg, &settings[i], settings[i].def,
+                               "default", err, errlen);
         assert(r == 0 && "a default fails its own bounds");
         if (r)
             goto out;
         from[i] = "default";
     }
 
-    /* argv: syntax only; values are applied last. */
-    uses = calloc((size_t)argc, sizeof *uses);
-    if (!uses) {
+    plan.uses = calloc((size_t)argc, sizeof *plan.uses);
+    if (!plan.uses) {
         set_err(err, errlen, "out of memory");
         goto out;
     }
-    bool have_table_arg = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            if (a[0] == '-' && a[1] != '\0') {
-                set_err(err, errlen, "unknown option '%s' (see --help)", a);
-                goto out;
-            }
-            if (have_table_arg) {
-                set_err(err, errlen,
-                        "unexpected argument '%s': one table file only", a);
-                goto out;
-            }
-            have_table_arg = true;
-            uses[nuses].s = find_key("table", 5);
-            uses[nuses].value = a;
-            snprintf(uses[nuses].src, sizeof uses[nuses].src, "argument");
-            nuses++;
-            continue;
-        }
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t n = eq ? (size_t)(eq - name) : strlen(name);
-        const char *value = eq ? eq + 1 : NULL;
-        bool is_config = n == 6 && !strncmp(name, "config", 6);
-        const setting *s = is_config ? NULL : find_flag(name, n);
-        if (!s && !is_config) {
-            set_err(err, errlen, "unknown option '--%.*s' (see --help)",
-                    (int)n, name);
-            goto out;
-        }
-        if (!value) {
-            if (i + 1 >= argc) {
-                set_err(err, errlen, "--%.*s: missing value", (int)n, name);
-                goto out;
-            }
-            value = argv[++i];
-        }
-        if (is_config) {
-            config = value;
-            config_src = "--config";
-            continue;
-        }
-        uses[nuses].s = s;
-        uses[nuses].value = value;
-        flag_name(s, uses[nuses].src, sizeof uses[nuses].src);
-        nuses++;
-    }
-    for (int i = 0; i < nuses; i++)
-        for (int j = i + 1; j < nuses; j++)
-            if (uses[i].s == uses[j].s && uses[i].s == find_key("table", 5) &&
-                strcmp(uses[i].src, uses[j].src)) {
-                set_err(err, errlen, "the table is given twice: as --table "
-                                     "and as an argument");
-                goto out;
-            }
-
-    /* The file. */
-    if (!config && getenv("TOKVEC_CONFIG")) {
-        config = getenv("TOKVEC_CONFIG");
-        config_src = "TOKVEC_CONFIG";
-    }
-    if (config) {
-        if (!*config) {
-            set_err(err, errlen, "%s: empty file name", config_src);
-            goto out;
-        }
-        if (load_file(cfg, config, config_src, from, err, errlen))
-            goto out;
-        cfg->config_path = strdup(config);
-    } else {
-        cfg->config_path = strdup("");
-    }
-    if (!cfg->config_path) {
-        set_err(err, errlen, "out of memory");
+    if (parse_argv(argc, argv, &plan, err, errlen) ||
+        apply_file(cfg, &plan, from, err, errlen))
         goto out;
-    }
 
-    /* Env: only TOKVEC_<NAME> of real settings. */
+    /* Env: only TOKVEC_<NAME> of real settings; the others are warned of. */
     for (int i = 0; i < NSETTINGS; i++) {
         env_name(&settings[i], envsrc[i], sizeof envsrc[i]);
         const char *v = getenv(envsrc[i]);
         if (!v)
             continue;
-        if (set_value(cfg, &settings[i], v, envsrc[i], err, errlen))
+        if (tv_setting_set(cfg, &settings[i], v, envsrc[i], err, errlen))
             goto out;
         from[i] = envsrc[i];
     }
+    if (check_env_names(cfg)) {
+        set_err(err, errlen, "out of memory");
+        goto out;
+    }
 
     /* Flags, in order: the last one wins. */
-    for (int i = 0; i < nuses; i++) {
-        if (set_value(cfg, uses[i].s, uses[i].value, uses[i].src, err,
-                      errlen))
+    for (int i = 0; i < plan.nuses; i++) {
+        flag_use *u = &plan.uses[i];
+        if (tv_setting_set(cfg, u->s, u->value, u->src, err, errlen))
             goto out;
-        from[uses[i].s - settings] = uses[i].src;
+        from[u->s - settings] = u->src;
     }
 
     /* api_key and api_key_file exclude each other. */
@@ -711,12 +488,12 @@ int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
                     "set; give one", from[ik], from[ikf]);
             goto out;
         }
-        if (read_key_file(cfg, from[ikf], err, errlen))
+        if (tv_config_read_key_file(cfg, from[ikf], err, errlen))
             goto out;
     }
     rc = TV_CONFIG_OK;
 out:
-    free(uses);
+    free(plan.uses);
     if (rc != TV_CONFIG_OK)
         tv_config_free(cfg);
     return rc;
@@ -771,8 +548,9 @@ void tv_config_usage(FILE *f)
           "beats the env var, which beats the file, which beats the "
           "default.\n"
           "An unknown flag or file key, or a bad value, stops start-up.\n"
-          "TOKVEC_* env vars that are not settings are ignored (the\n"
-          "environment is shared with other tools).\n"
+          "TOKVEC_* env vars that are not settings are ignored with a\n"
+          "warning at start-up (the environment is shared with other\n"
+          "tools).\n"
           "\n"
           "  --config FILE\n"
           "      env TOKVEC_CONFIG: JSON object of settings "

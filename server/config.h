@@ -44,6 +44,8 @@ typedef struct tv_config {
     char *log_level;            /* debug|info|warn|error */
     int64_t access_log;         /* 1 = one line per request */
     char *config_path;          /* the file read, "" if none */
+    char *warnings;             /* "" or lines ending in '\n' to log at
+                                   start-up (TOKVEC_* that are no setting) */
 } tv_config;
 
 enum { TV_CONFIG_OK = 0, TV_CONFIG_HELP = 1, TV_CONFIG_ERROR = -1 };
@@ -52,7 +54,9 @@ enum { TV_CONFIG_OK = 0, TV_CONFIG_HELP = 1, TV_CONFIG_ERROR = -1 };
  * non-flag argument is the table, as --table). TV_CONFIG_HELP when --help
  * was printed to stdout; TV_CONFIG_ERROR with a one-line message in err
  * (naming the flag/variable/key and the value). On HELP and ERROR cfg holds
- * nothing; tv_config_free is safe after any return. */
+ * nothing; tv_config_free is safe after any return. On OK, cfg->warnings
+ * holds what the caller should log once logging is set up: a line for
+ * each TOKVEC_* variable that is not a setting, with the closest one. */
 int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
                    size_t errlen);
 void tv_config_free(tv_config *cfg);

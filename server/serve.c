@@ -8,9 +8,10 @@
  *
  * Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread starts
  * (so every thread -- MHD's HTTP threads, the workers, the reaper --
- * inherits the mask) and taken synchronously by the main thread with sigwaitinfo /
- * sigtimedwait. No code runs in a signal handler, so a reload (which opens
- * and validates a file, allocates and logs) is ordinary main-thread code.
+ * inherits the mask) and taken synchronously by the main thread with
+ * sigwaitinfo / sigtimedwait. No code runs in a signal handler, so a
+ * reload (which opens and validates a file, allocates and logs) is ordinary
+ * main-thread code.
  * SIGPIPE is ignored: a client that goes away is an error code, not a
  * death. The one handler is for SIGBUS (a table file truncated or rewritten
  * in place under the mapping, SECURITY.md): it writes one prepared log line
@@ -62,8 +63,9 @@ static const char *signame(int sig)
 static size_t drain(tv_server *srv, const sigset_t *set, double timeout)
 {
     double t0 = now_seconds();
-    size_t jobs = 0, busy;
-    while ((busy = tv_server_busy(srv, &jobs)) > 0) {
+    size_t jobs = 0;
+    for (size_t busy = tv_server_busy(srv, &jobs); busy > 0;
+         busy = tv_server_busy(srv, &jobs)) {
         double left = timeout - (now_seconds() - t0);
         if (left <= 0) {
             tv_log(TV_LOG_WARN,
@@ -142,6 +144,11 @@ int cmd_serve(int argc, char **argv)
         exit_code = 2;
         goto out;
     }
+    const char *w = cfg.warnings ? cfg.warnings : "";
+    for (const char *nl = strchr(w, '\n'); nl; nl = strchr(w, '\n')) {
+        tv_log(TV_LOG_WARN, "%.*s", (int)(nl - w), w);
+        w = nl + 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     /* Response buffers of a MiB or more come from mmap and go back to the
      * OS when freed; otherwise glibc keeps bursts of large replies in its
@@ -212,7 +219,7 @@ out:
     return exit_code;
 }
 
-/* --- probe ----------------------------------------------------------------- */
+/* --- probe ------------------------------------------------------------ */
 
 static void probe_usage(FILE *f)
 {
@@ -250,7 +257,8 @@ static int split_url(const char *url, char *host, size_t hostlen, char *port,
             hend = end;
         p = hend;
     }
-    if (hend == h || (size_t)(hend - h) >= hostlen || memchr(h, '@', (size_t)(hend - h)))
+    if (hend == h || (size_t)(hend - h) >= hostlen ||
+        memchr(h, '@', (size_t)(hend - h)))
         return -1;
     memcpy(host, h, (size_t)(hend - h));
     host[hend - h] = '\0';

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "testutil.h"
 
 extern char **environ;
 
@@ -45,13 +46,8 @@ static int reset(void **state)
 /* Writes text to a new temporary file; returns its malloc'd path. */
 static char *temp_file(const char *text)
 {
-    char *path = strdup("/tmp/tokvec-test-config-XXXXXX");
+    char *path = tu_temp_file(text);
     assert_non_null(path);
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t n = strlen(text);
-    assert_int_equal(write(fd, text, n), (ssize_t)n);
-    close(fd);
     return path;
 }
 
@@ -68,7 +64,7 @@ static int load(tv_config *c, char *err, size_t errlen, ...)
     int argc = 1;
     va_list ap;
     va_start(ap, errlen);
-    for (char *a; (a = va_arg(ap, char *)) != NULL;)
+    for (char *a = va_arg(ap, char *); a; a = va_arg(ap, char *))
         argv[argc++] = a;
     va_end(ap);
     argv[argc] = NULL;
@@ -146,12 +142,12 @@ static void sample_config_file_loads_and_equals_the_defaults(void **state)
     assert_string_equal(a, b);
     /* Every setting is in the file: as many keys as settings. */
     size_t nsettings = 0;
-    for (char *p = a; (p = strchr(p, '=')) != NULL; p++)
+    for (char *p = strchr(a, '='); p; p = strchr(p + 1, '='))
         nsettings++;
     FILE *fp = fopen("config/tokvec.json", "r");
     assert_non_null(fp);
     size_t nkeys = 0;
-    for (int ch; (ch = fgetc(fp)) != EOF;)
+    for (int ch = fgetc(fp); ch != EOF; ch = fgetc(fp))
         nkeys += ch == ':';
     fclose(fp);
     assert_int_equal(nkeys, nsettings);
@@ -234,18 +230,67 @@ static void table_may_be_the_one_argument(void **state)
     EXPECT_ERROR(MSGS("'-x'"), "-x");
 }
 
-static void unknown_tokvec_env_vars_are_ignored(void **state)
+static void unknown_tokvec_env_vars_are_ignored_with_a_warning(
+    void **state)
 {
     (void)state;
+    tv_config c;
+    char err[256];
+    setenv("TOKVEC_PORT", "1234", 1);
+    assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
+    assert_string_equal(c.warnings, "");
+    tv_config_free(&c);
+
     setenv("TOKVEC_URL", "http://x", 1);
     setenv("TOKVEC_TABLE_FILE", "whatever", 1);
     setenv("TOKVEC_MAX_BODY", "abc", 1);
-    tv_config c;
-    char err[256];
+    setenv("TOKVEC_prot", "1", 1); /* names are case-sensitive */
     assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
     assert_int_equal(c.max_body_bytes, 16 << 20);
+    assert_int_equal(c.port, 1234);
     assert_string_equal(c.table, "data/gpt2-256.safetensors");
+    assert_non_null(strstr(c.warnings,
+                           "TOKVEC_URL is not a setting; ignored\n"));
+    assert_non_null(strstr(c.warnings,
+                           "TOKVEC_MAX_BODY is not a setting (did you mean "
+                           "TOKVEC_MAX_BODY_BYTES?); ignored\n"));
+    assert_non_null(strstr(c.warnings, "TOKVEC_TABLE_FILE is not"));
+    assert_non_null(strstr(c.warnings,
+                           "TOKVEC_prot is not a setting (did you mean "
+                           "TOKVEC_PORT?)"));
+    assert_null(strstr(c.warnings, "TOKVEC_PORT is not"));
     tv_config_free(&c);
+    assert_null(c.warnings);
+}
+
+static void unknown_flags_and_keys_name_the_closest_setting(void **state)
+{
+    (void)state;
+    tv_config c;
+    char err[256], want[512];
+    assert_int_equal(load(&c, err, sizeof err, "--prot", "1", NULL),
+                     TV_CONFIG_ERROR);
+    assert_string_equal(err, "unknown option '--prot' (did you mean "
+                             "--port?)");
+    EXPECT_ERROR(MSGS("'--max-token' (did you mean --max-tokens?)"),
+                 "--max-token=5");
+    EXPECT_ERROR(MSGS("'--confg' (did you mean --config?)"), "--confg",
+                 "x");
+    EXPECT_ERROR(MSGS("unknown option '--zzz' (see --help)"), "--zzz", "1");
+    char *typo = temp_file("{\"max_bach\": 5}");
+    char *cfg = temp_file("{\"confg\": 5}");
+    assert_int_equal(load(&c, err, sizeof err, "--config", typo, NULL),
+                     TV_CONFIG_ERROR);
+    snprintf(want, sizeof want,
+             "%s: unknown key 'max_bach' (did you mean max_batch?)", typo);
+    assert_string_equal(err, want);
+    /* "config" is no key: never suggested for one. */
+    assert_int_equal(load(&c, err, sizeof err, "--config", cfg, NULL),
+                     TV_CONFIG_ERROR);
+    snprintf(want, sizeof want, "%s: unknown key 'confg'", cfg);
+    assert_string_equal(err, want);
+    drop_file(typo);
+    drop_file(cfg);
 }
 
 static void env_var_sets_every_kind(void **state)
@@ -314,7 +359,9 @@ static void errors_name_file_and_key(void **state)
     char err[512], want[512];
     assert_int_equal(load(&c, err, sizeof err, "--config", unknown, NULL),
                      TV_CONFIG_ERROR);
-    snprintf(want, sizeof want, "%s: unknown key 'max_body'", unknown);
+    snprintf(want, sizeof want,
+             "%s: unknown key 'max_body' (did you mean max_body_bytes?)",
+             unknown);
     assert_string_equal(err, want);
     EXPECT_ERROR(MSGS(wrong, "port", "\"8080\"", "integer"), "--config",
                  wrong);
@@ -586,7 +633,10 @@ int main(void)
         cmocka_unit_test_setup(flags_take_both_spellings_and_the_last_wins,
                                reset),
         cmocka_unit_test_setup(table_may_be_the_one_argument, reset),
-        cmocka_unit_test_setup(unknown_tokvec_env_vars_are_ignored, reset),
+        cmocka_unit_test_setup(
+            unknown_tokvec_env_vars_are_ignored_with_a_warning, reset),
+        cmocka_unit_test_setup(
+            unknown_flags_and_keys_name_the_closest_setting, reset),
         cmocka_unit_test_setup(env_var_sets_every_kind, reset),
         cmocka_unit_test_setup(errors_name_flag_and_value, reset),
         cmocka_unit_test_setup(errors_name_env_var_and_value, reset),

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "tokvec_embed.h"
 #include "tokvec_float.h"
 #include "tokvec_write.h"
@@ -23,7 +24,6 @@
 #define D 256
 #define GOLD "tests/golden/torch_init/s123_tok300x256_pos64x256"
 
-static char dir[] = "/tmp/tokvec-test-embed-XXXXXX";
 static float tok[V * D], pos[C * D];
 
 static void read_bin(const char *p, float *dst, size_t n)
@@ -38,7 +38,7 @@ static void read_bin(const char *p, float *dst, size_t n)
 static tokvec_table *open_as(tokvec_dtype dt, int with_pos)
 {
     char p[256];
-    snprintf(p, sizeof p, "%s/t-%d-%d.safetensors", dir, (int)dt, with_pos);
+    snprintf(p, sizeof p, "%s/t-%d-%d.safetensors", tu_dir, (int)dt, with_pos);
     static uint16_t t16[V * D], p16[C * D];
     const void *td = tok, *pd = pos;
     if (dt != TOKVEC_F32) {
@@ -61,15 +61,7 @@ static int setup(void **state)
     (void)state;
     read_bin(GOLD ".t0.bin", tok, V * D);
     read_bin(GOLD ".t1.bin", pos, C * D);
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
+    return tu_make_dir();
 }
 
 static void sum_is_token_plus_position_in_float32(void **s)
@@ -220,7 +212,7 @@ static void skipped_sinusoidal_positions_are_no_positions(void **s)
 {
     (void)s;
     char p[256];
-    snprintf(p, sizeof p, "%s/sin.safetensors", dir);
+    snprintf(p, sizeof p, "%s/sin.safetensors", tu_dir);
     static const char *const keys[] = {"positional", "context_length"};
     static const char *const vals[] = {"sinusoidal", "8"};
     tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, V, D, tok};
@@ -347,5 +339,5 @@ int main(void)
         cmocka_unit_test(skipped_sinusoidal_positions_are_no_positions),
         cmocka_unit_test(bad_shapes_and_flags_are_invalid),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_teardown_dir);
 }

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "tokvec_float.h"
 
 static float f_of(uint32_t b)
@@ -253,99 +254,19 @@ static void format_spells_the_textbook_row(void **s)
     assert_memory_equal(got, "-inf", n);
 }
 
-/* Significant digits of a formatted number: leading zeros, the point, the
- * sign, the exponent and trailing zeros do not count ("100.0" has 1). */
-static int sig_digits(const char *t)
-{
-    int n = 0, started = 0, zeros = 0;
-    for (; *t && *t != 'e'; t++) {
-        if (*t < '0' || *t > '9')
-            continue;
-        if (*t == '0' && !started)
-            continue;
-        started = 1;
-        if (*t == '0') {
-            zeros++;
-        } else {
-            n += zeros + 1;
-            zeros = 0;
-        }
-    }
-    return n ? n : 1;
-}
-
-static int reads_back(const char *s, float v)
-{
-    float b = strtof(s, NULL);
-    return !memcmp(&b, &v, 4);
-}
-
-/* Whether m * 10^e reads back as v. */
-static int decimal_reads_back(unsigned long long m, int e, float v)
-{
-    char s[48];
-    snprintf(s, sizeof s, "%llue%d", m, e);
-    return reads_back(s, v);
-}
-
-/* Checks the text t (NUL-terminated) of a finite float v without using the
- * formatter's algorithm: glibc's exact printf/strtof are the reference.
- *   1. t reads back (strtof) as exactly v;
- *   2. shortest: with k significant digits in t, none of the decimals with
- *      k - 1 digits next to v (the nearest one, correctly rounded by
- *      printf, and its neighbours on both sides) reads back as v;
- *   3. nearest: if the k-digit decimal nearest to v reads back as v, t is
- *      that decimal (numpy/Dragon4 pick the nearest; printf breaks exact
- *      ties to even, as numpy does);
- *   4. spelling: scientific exactly outside [1e-4, 1e16) (in double).
- * Returns NULL when t passes, or what failed. */
-static const char *verify_text(float v, const char *t)
-{
-    char s[48];
-    if (!reads_back(t, v))
-        return "does not read back";
-    int k = sig_digits(t);
-    if (k > 1) {
-        float av = fabsf(v);
-        /* m: the k-1 digits of the nearest such decimal, times 10^e. */
-        snprintf(s, sizeof s, "%.*e", k - 2, fabs((double)v));
-        unsigned long long m = 0, lead = 1;
-        const char *p = s;
-        for (; *p != 'e'; p++)
-            if (*p >= '0' && *p <= '9')
-                m = m * 10 + (unsigned long long)(*p - '0');
-        int e = atoi(p + 1) - (k - 2);
-        for (int i = 0; i < k - 2; i++)
-            lead *= 10;
-        if (decimal_reads_back(m, e, av) || decimal_reads_back(m + 1, e, av))
-            return "not shortest";
-        if (m == lead ? decimal_reads_back(10 * m - 1, e - 1, av)
-                      : decimal_reads_back(m - 1, e, av))
-            return "not shortest";
-    }
-    snprintf(s, sizeof s, "%.*e", k - 1, (double)v);
-    if (reads_back(s, v) && strtod(s, NULL) != strtod(t, NULL))
-        return "not the nearest shortest";
-    double a = fabs((double)v);
-    int sci = strchr(t, 'e') != NULL;
-    if (sci != (a != 0 && (a < 1e-4 || a >= 1e16)))
-        return "positional/scientific switch";
-    return NULL;
-}
-
 static void verifier_rejects_long_far_and_misspelled_texts(void **s)
 {
     (void)s;
     float v = f_of(0x3eacbbc9); /* numpy: 0.3373702 */
-    assert_null(verify_text(v, "0.3373702"));
-    assert_non_null(verify_text(v, "0.33737019"));  /* exact, not shortest */
-    assert_non_null(verify_text(v, "0.3373703"));   /* another float */
-    assert_non_null(verify_text(v, "3.373702e-01")); /* wrong spelling */
+    assert_null(tu_verify_text(v, "0.3373702"));
+    assert_non_null(tu_verify_text(v, "0.33737019"));  /* exact, not shortest */
+    assert_non_null(tu_verify_text(v, "0.3373703"));   /* another float */
+    assert_non_null(tu_verify_text(v, "3.373702e-01")); /* wrong spelling */
     /* 2097152.25: both 2097152.2 and 2097152.3 read back; the tie goes to
      * the even digit, as numpy's Dragon4 does. */
-    assert_null(verify_text(2097152.25f, "2097152.2"));
-    assert_non_null(verify_text(2097152.25f, "2097152.3"));
-    assert_non_null(verify_text(-1.0f, "-1.00000001"));
+    assert_null(tu_verify_text(2097152.25f, "2097152.2"));
+    assert_non_null(tu_verify_text(2097152.25f, "2097152.3"));
+    assert_non_null(tu_verify_text(-1.0f, "-1.00000001"));
 }
 
 /* Edge cases spelled by numpy 1.24 (repr(numpy.float32(x))), written out
@@ -398,7 +319,7 @@ static void format_round_trips_and_is_shortest_on_random_patterns(void **s)
         size_t n = tokvec_f32_format(v, got);
         assert_true(n <= TOKVEC_F32_MAXLEN);
         got[n] = '\0';
-        const char *why = verify_text(v, got);
+        const char *why = tu_verify_text(v, got);
         if (why)
             fail_msg("%08x: \"%s\" %s", b_of(v), got, why);
         checked++;

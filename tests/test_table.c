@@ -21,9 +21,9 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include "testutil.h"
 #include "tokvec_table.h"
 
-static char dir[] = "/tmp/tokvec-test-table-XXXXXX";
 static char path[256];
 
 /* Writes a safetensors file: header text (padded with `pad` spaces) and
@@ -31,7 +31,7 @@ static char path[256];
 static const char *st_file(const char *header, size_t pad, const void *data,
                            size_t n)
 {
-    snprintf(path, sizeof path, "%s/t.safetensors", dir);
+    snprintf(path, sizeof path, "%s/t.safetensors", tu_dir);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     uint64_t len = strlen(header) + pad;
@@ -50,7 +50,7 @@ static const char *st_file(const char *header, size_t pad, const void *data,
 
 static const char *raw_file(const void *bytes, size_t n)
 {
-    snprintf(path, sizeof path, "%s/raw.bin", dir);
+    snprintf(path, sizeof path, "%s/raw.bin", tu_dir);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     fwrite(bytes, 1, n, f);
@@ -83,20 +83,6 @@ static float data12[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 #define TOK(shape, off) \
     "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":" shape \
     ",\"data_offsets\":" off "}}"
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
-}
 
 static void open_rejects_file_shorter_than_length_prefix(void **s)
 {
@@ -333,7 +319,7 @@ static void open_rejects_missing_file_with_errno(void **s)
 {
     (void)s;
     char p[300];
-    snprintf(p, sizeof p, "%s/does-not-exist", dir);
+    snprintf(p, sizeof p, "%s/does-not-exist", tu_dir);
     expect(p, NULL, -2 /* -ENOENT */);
 }
 
@@ -529,7 +515,7 @@ static void skip_sinusoidal_validates_without_computing_positions(void **s)
 static const char *npy_file(const char *name, int major, const char *dict,
                             const void *data, size_t n)
 {
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     size_t len = strlen(dict);
@@ -650,7 +636,7 @@ static void open_refuses_a_fifo_at_once(void **s)
 {
     (void)s;
     char fifo[300];
-    snprintf(fifo, sizeof fifo, "%s/fifo.safetensors", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo.safetensors", tu_dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     expect_refused_without_blocking(fifo, 0, "a FIFO");
     expect_refused_without_blocking(fifo, 1, "a FIFO"); /* as --pos */
@@ -660,8 +646,8 @@ static void open_refuses_a_fifo_at_once(void **s)
 static void open_refuses_a_directory(void **s)
 {
     (void)s;
-    expect_refused_without_blocking(dir, 0, "a directory");
-    expect_refused_without_blocking(dir, 1, "a directory");
+    expect_refused_without_blocking(tu_dir, 0, "a directory");
+    expect_refused_without_blocking(tu_dir, 1, "a directory");
 }
 
 int main(void)
@@ -704,5 +690,5 @@ int main(void)
         cmocka_unit_test(open_refuses_a_fifo_at_once),
         cmocka_unit_test(open_refuses_a_directory),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

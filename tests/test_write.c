@@ -13,31 +13,15 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "tokvec_table.h"
 #include "tokvec_write.h"
 
-static char dir[] = "/tmp/tokvec-test-write-XXXXXX";
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
-}
-
 static int files_in_dir(void)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
+    DIR *d = opendir(tu_dir);
     int n = 0;
-    while ((e = readdir(d)))
+    for (struct dirent *e = readdir(d); e; e = readdir(d))
         n += e->d_name[0] != '.';
     closedir(d);
     return n;
@@ -52,7 +36,7 @@ static void written_file_opens_with_same_rows_and_metadata(void **s)
     for (int i = 0; i < 12; i++)
         pos[i] = (float)i * -0.5f;
     char p[256];
-    snprintf(p, sizeof p, "%s/a.safetensors", dir);
+    snprintf(p, sizeof p, "%s/a.safetensors", tu_dir);
     const char *k[] = {"seed", "positional"}, *v[] = {"123", "learned"};
     tokvec_write_opts o = {.metadata_keys = k, .metadata_values = v,
                            .n_metadata = 2};
@@ -88,7 +72,7 @@ static void rewrite_replaces_file_atomically(void **s)
 {
     (void)s;
     char p[256];
-    snprintf(p, sizeof p, "%s/b.safetensors", dir);
+    snprintf(p, sizeof p, "%s/b.safetensors", tu_dir);
     float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
     tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, 2, 2, a};
     assert_int_equal(tokvec_safetensors_write(p, &w, 1, NULL), 0);
@@ -111,7 +95,7 @@ static void failed_write_leaves_nothing_behind(void **s)
 {
     (void)s;
     char p[256];
-    snprintf(p, sizeof p, "%s/no-such-dir/c.safetensors", dir);
+    snprintf(p, sizeof p, "%s/no-such-dir/c.safetensors", tu_dir);
     float a[4] = {0};
     tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, 2, 2, a};
     int before = files_in_dir();
@@ -126,7 +110,7 @@ static void f16_tensors_are_written_as_given(void **s)
 {
     (void)s;
     char p[256];
-    snprintf(p, sizeof p, "%s/d.safetensors", dir);
+    snprintf(p, sizeof p, "%s/d.safetensors", tu_dir);
     uint16_t h[6] = {0x3c00, 0x4000, 0xc000, 0x3800, 0x0001, 0x7bff};
     tokvec_write_tensor w = {"wte.weight", TOKVEC_F16, 3, 2, h};
     assert_int_equal(tokvec_safetensors_write(p, &w, 1, NULL), 0);
@@ -149,5 +133,5 @@ int main(void)
         cmocka_unit_test(failed_write_leaves_nothing_behind),
         cmocka_unit_test(f16_tensors_are_written_as_given),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -4,7 +4,6 @@ Run: /usr/bin/python3 tests/e2e/test_cli.py --binary build/tokvec
 Standard library + numpy; torch-exactness of init itself is covered bit for
 bit by tests/test_init.c.
 """
-import argparse
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402
+import support as tc  # noqa: E402
 
 
 def run(*args, check=True):
@@ -119,6 +118,56 @@ class CLI(unittest.TestCase):
             self.assertIn("usage", r.stdout.lower())
         self.assertIn("serve", run("--help").stdout)
 
+    def test_unknown_options_suggest_the_closest(self):
+        for args, want in (
+                (["serve", "--prot", "1"],
+                 "unknown option '--prot' (did you mean --port?)"),
+                (["serve", "--max-token=3"],
+                 "unknown option '--max-token' (did you mean --max-tokens?)"),
+                (["inspect", "--tokne-tensor", "x", "f"],
+                 "unknown option '--tokne-tensor' (did you mean "
+                 "--token-tensor?)"),
+                (["lookup", "--tabel", "x", "1"],
+                 "unknown option '--tabel' (did you mean --table?)"),
+                (["convert", "--dtpye", "f16", "a"],
+                 "unknown option '--dtpye' (did you mean --dtype?)"),
+                (["serve", "--zzz", "1"], "unknown option '--zzz' (see")):
+            r = run(*args, check=False)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(want, r.stderr, args)
+
+    def test_unknown_tokvec_variable_is_warned_of_at_start_up(self):
+        t = self.p("t.safetensors")
+        run("init", "--vocab", "10", "--dim", "4", "-o", t)
+        s = tc.Server(t, env={"TOKVEC_PROT": "9", "TOKVEC_THREADS": "1"})
+        try:
+            self.assertEqual(s.get("/health")[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        log = s.stderr()
+        self.assertIn("warn TOKVEC_PROT is not a setting (did you mean "
+                      "TOKVEC_PORT?); ignored", log)
+        self.assertNotIn("TOKVEC_THREADS is not", log)
+
+    def test_independent_reader_agrees_with_tokvec_lookup(self):
+        """tc.read_safetensors gives every suite its expected values."""
+        tmp = tempfile.mkdtemp(prefix="tokvec-reader-")
+        try:
+            for dtype in ("f32", "f16", "bf16"):
+                p = os.path.join(tmp, dtype + ".safetensors")
+                run("init", "--vocab", "50", "--dim", "6", "--context", "8",
+                    "--dtype", dtype, "-o", p)
+                t = tc.read_safetensors(p, widen=True)
+                r = run("lookup", "--table", p, "7", "3")
+                got = np.array(json.loads(r.stdout)["embeddings"],
+                               dtype=np.float32)
+                want = (t["tok_emb.weight"][[7, 3]]
+                        + t["pos_emb.weight"][:2]).astype(np.float32)
+                self.assertEqual(got.reshape(want.shape).tobytes(),
+                                 want.tobytes(), dtype)
+        finally:
+            shutil.rmtree(tmp)
+
     def test_probe_exit_codes(self):
         run("init", "--vocab", "6", "--dim", "3", "-o", self.p("s.st"))
         s = tc.Server(self.p("s.st"))
@@ -135,8 +184,4 @@ class CLI(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -5,59 +5,32 @@ Run: /usr/bin/python3 tests/e2e/test_clients.py --binary build/tokvec
 Python standard library + numpy; the JS tests need `node` (Debian nodejs, 18+)
 and are skipped, with a message, when it is missing.
 """
-import argparse
+import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
-import urllib.request
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(TOP, "clients", "python"))
+import support as tc
+
+TOP = tc.TOP
+CLIENT_DIR = os.path.join(TOP, "clients", "python")
+sys.path.insert(0, CLIENT_DIR)
 import tokvec  # noqa: E402
 
-BINARY = os.path.join(TOP, "build", "tokvec")
-TIME_SCALE = float(os.environ.get("TOKVEC_TEST_TIME_SCALE", "1"))
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """tokvec serve on a temp table; stopped with SIGTERM."""
-
-    def __init__(self, table, *args):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.proc = subprocess.Popen(
-            [BINARY, "serve", "--table", table, "--port", str(self.port)]
-            + list(args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 20 * TIME_SCALE
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1):
-                    return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("server exited: %s"
-                                       % self.proc.stderr.read().decode())
-                time.sleep(0.05)
-        raise RuntimeError("server did not come up")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30 * TIME_SCALE)
-        self.proc.stderr.close()
+def run_python(code, *args):
+    """Runs code in a fresh interpreter with warnings as errors (and
+    unraisable ones -- a ResourceWarning from a finalizer -- printed), the
+    client on its path; returns the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c",
+         "import sys; sys.path.insert(0, %r)\n" % CLIENT_DIR + code]
+        + list(args), capture_output=True, text=True, timeout=60)
 
 
 class ClientTests(unittest.TestCase):
@@ -65,11 +38,11 @@ class ClientTests(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-clients-")
         cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([BINARY, "init", "--vocab", "500", "--dim", "24",
+        subprocess.run([tc.BINARY, "init", "--vocab", "500", "--dim", "24",
                         "--context", "64", "--seed", "7", "-o", cls.table],
                        check=True)
-        cls.server = Server(cls.table)
-        cls.key_server = Server(cls.table, "--api-key", "s3cret")
+        cls.server = tc.Server(cls.table)
+        cls.key_server = tc.Server(cls.table, "--api-key", "s3cret")
 
     @classmethod
     def tearDownClass(cls):
@@ -77,17 +50,65 @@ class ClientTests(unittest.TestCase):
         cls.key_server.stop()
         shutil.rmtree(cls.tmp)
 
+    def json_route(self, obj):
+        """The server's decimal JSON answer as float32 (the reference)."""
+        st, _, body = self.server.embed(obj)
+        self.assertEqual(st, 200, body)
+        return np.array(json.loads(body)["embeddings"], dtype=np.float32)
+
     def test_python_embed_numpy_equals_json_route_bit_for_bit(self):
         ids = [[1, 2, 3, 499], [0, 0, 7, 8]]
-        c = tokvec.Client(self.server.url)
-        x = c.embed(ids, start_position=5)
+        with tokvec.Client(self.server.url) as c:
+            x = c.embed(ids, start_position=5)
         self.assertEqual(x.shape, (2, 4, 24))
         self.assertEqual(x.dtype, np.float32)
-        with c:
-            pass
-        js = tokvec.Client(self.server.url)._embed_json(ids, 5, True)
-        y = np.array(js, dtype=np.float32)
+        y = self.json_route({"inputs": ids, "start_position": 5})
         self.assertEqual(x.tobytes(), y.tobytes())
+
+    def test_python_start_position_and_positions_false(self):
+        with tokvec.Client(self.server.url) as c:
+            x = c.embed([[5, 6]], start_position=3)
+            t = c.embed([[5, 6]], positions=False)
+            lists = c._embed_json([[5, 6]], 3, True)
+        y = self.json_route({"inputs": [[0, 0, 0, 5, 6]]})
+        self.assertEqual(x.tobytes(), y[:, 3:].tobytes())
+        self.assertEqual(np.array(lists, dtype=np.float32).tobytes(),
+                         x.tobytes())
+        z = self.json_route({"inputs": [[5, 6]], "positions": False})
+        self.assertEqual(t.tobytes(), z.tobytes())
+
+    def test_python_pad_id_pads_a_ragged_batch(self):
+        want = self.json_route({"inputs": [[7, 8, 9], [4, 0, 0]],
+                                "start_position": 2})
+        with tokvec.Client(self.server.url) as c:
+            x = c.embed([[7, 8, 9], [4]], pad_id=0, start_position=2)
+            self.assertEqual(x.tobytes(), want.tobytes())
+            # pad_id on a rectangular batch changes nothing.
+            r = c.embed([[7, 8, 9], [4, 0, 0]], pad_id=0, start_position=2)
+            self.assertEqual(r.tobytes(), want.tobytes())
+            x16 = c.embed([[7, 8, 9], [4]], pad_id=0, start_position=2,
+                          dtype="float16")
+            self.assertEqual(x16.tobytes(),
+                             want.astype(np.float16).tobytes())
+            with self.assertRaises(tokvec.TokvecError) as cm:
+                c.embed([[7, 8, 9], [4]])
+            self.assertEqual(cm.exception.status, 422)
+            self.assertEqual(cm.exception.error_type, "ragged_batch")
+            with self.assertRaises(tokvec.TokvecError) as cm:
+                c.embed([[7, 8, 9], [4]], pad_id=500)
+            self.assertEqual(cm.exception.error_type, "token_out_of_range")
+
+    def test_python_client_closes_its_socket_when_collected(self):
+        code = ("import gc, tokvec\n"
+                "c = tokvec.Client(sys.argv[1]); c.embed([[1, 2]]); "
+                "c.info()\n"
+                "del c; gc.collect()\n"
+                "with tokvec.Client(sys.argv[1]) as c:\n"
+                "    c.embed([[1, 2]], pad_id=0)\n"
+                "c.embed([3]); c.close(); c.close()\n"
+                "print('ok')\n")
+        r = run_python(code, self.server.url)
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "ok\n", ""))
 
     def test_python_embed_float16_and_bfloat16(self):
         c = tokvec.Client(self.server.url)
@@ -145,16 +166,17 @@ class ClientTests(unittest.TestCase):
         node = shutil.which("node") or shutil.which("nodejs")
         if not node:
             self.skipTest("node not installed (apt-get install nodejs)")
-        env = dict(os.environ, TOKVEC_URL=self.server.url)
+        env = dict(os.environ, TOKVEC_URL=self.server.url,
+                   TOKVEC_KEY_URL=self.key_server.url,
+                   TOKVEC_DEAD_URL="http://127.0.0.1:%d" % tc.free_port())
         r = subprocess.run(
-            [node, "--test", os.path.join(TOP, "clients", "js", "test")],
+            [node, "--test", "--test-reporter=tap",
+             os.path.join(TOP, "clients", "js", "test")],
             env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # Every test ran (none skipped for want of a server).
+        self.assertIn("# skipped 0", r.stdout, r.stdout)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=BINARY)
-    args, rest = ap.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -10,7 +10,6 @@ and the server's RSS (/proc/PID/status VmRSS) stays bounded.
 Run: /usr/bin/python3 tests/e2e/test_hostile.py --binary build/tokvec
 Standard library only; about 30-60 s; every load stops by itself.
 """
-import argparse
 import json
 import os
 import resource
@@ -24,19 +23,13 @@ import threading
 import time
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
-BINARY = os.path.join(TOP, "build", "tokvec")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import support  # noqa: E402  (the e2e support module)
+from support import start_server  # noqa: E402
 
 VOCAB, DIM, CTX = 1000, 256, 1024
 # Sanitizer builds (build-san/) are several times slower: looser timings.
 SLOW = 1.0
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def raise_nofile(want=4096):
@@ -140,29 +133,6 @@ def health(port):
     got, _ = raw_exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
                           b"Connection: close\r\n\r\n", timeout=5)
     return got[0][0] if got else None
-
-
-def start_server(tmp, serve_args, stderr, vocab=100, dim=8, ctx=8,
-                 init_args=()):
-    """Makes a table in tmp, starts `tokvec serve` on it on a free port
-    with serve_args and waits for /health. Returns (proc, port, table)."""
-    table = os.path.join(tmp, "t.safetensors")
-    subprocess.run([BINARY, "init", "--vocab", str(vocab), "--dim",
-                    str(dim), "--context", str(ctx), *init_args, "-o",
-                    table], check=True, stdout=subprocess.DEVNULL)
-    port = free_port()
-    proc = subprocess.Popen(
-        [BINARY, "serve", "--table", table, "--port", str(port),
-         *serve_args], stdout=subprocess.DEVNULL, stderr=stderr)
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        try:
-            if health(port) == 200:
-                return proc, port, table
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("server did not come up")
 
 
 class Hostile(unittest.TestCase):
@@ -1490,14 +1460,11 @@ class Framing(unittest.TestCase):
 
 
 def main():
-    global BINARY, SLOW
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=BINARY)
-    args, rest = ap.parse_known_args()
-    BINARY = os.path.abspath(args.binary)
-    if "build-san" in BINARY:
+    global SLOW
+    argv = support.parse_args()
+    if "build-san" in support.BINARY:
         SLOW = 4.0
-    prog = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2, exit=False)
+    prog = unittest.main(argv=argv, verbosity=2, exit=False)
     bad = getattr(Hostile, "sanitizer_report", False)
     if bad:
         print("server exited badly or logged errors (see above)",

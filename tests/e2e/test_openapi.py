@@ -8,14 +8,16 @@ Standard library only (a small validator for the JSON Schema keywords the
 document uses: $ref, type, const, enum, required, properties,
 additionalProperties, items, minItems, maxItems, minimum, oneOf).
 """
-import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (server helpers)
+import support as tc  # noqa: E402  (the e2e support module)
 
 TOP = tc.TOP
 DOC = os.path.join(TOP, "docs", "openapi.json")
@@ -93,18 +95,17 @@ class OpenAPI(unittest.TestCase):
             cls.raw = f.read()
         cls.doc = json.loads(cls.raw)
         cls.v = Validator(cls.doc)
-        import tempfile
-        cls.tmp = tempfile.mkdtemp()
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-openapi-")
         cls.table = os.path.join(cls.tmp, "t.safetensors")
-        tc.subprocess.run([tc.BINARY, "init", "--vocab", "50", "--dim", "4",
-                           "--context", "8", "-o", cls.table], check=True)
+        subprocess.run([tc.BINARY, "init", "--vocab", "50", "--dim", "4",
+                        "--context", "8", "-o", cls.table], check=True)
         cls.srv = tc.Server(cls.table, "--max-tokens", "16")
         cls.seen = set()
 
     @classmethod
     def tearDownClass(cls):
         cls.srv.stop()
-        tc.shutil.rmtree(cls.tmp)
+        shutil.rmtree(cls.tmp)
 
     def conforms(self, path_key, method, resp):
         st, hdr, body = resp
@@ -171,19 +172,23 @@ class OpenAPI(unittest.TestCase):
         self.assertEqual(documented - produced - {"401", "405", "429",
                                                   "503"}, set())
 
-    def test_auth_error_conforms(self):
+    def test_auth_error_is_401_and_conforms(self):
         keyed = tc.Server(self.table, "--api-key", "k")
         try:
-            self.conforms("/embed", "POST", keyed.embed({"inputs": [1]}))
-            self.conforms("/info", "GET", keyed.get("/info"))
-            self.conforms("/tokens/{id}", "GET", keyed.get("/tokens/1"))
+            for path_key, method, resp in (
+                    ("/embed", "POST", keyed.embed({"inputs": [1]})),
+                    ("/info", "GET", keyed.get("/info")),
+                    ("/tokens/{id}", "GET", keyed.get("/tokens/1"))):
+                self.assertEqual(resp[0], 401, (path_key, resp))
+                self.assertEqual(json.loads(resp[2])["error_type"],
+                                 "unauthorized")
+                self.conforms(path_key, method, resp)
+            # The same requests with the key are answered.
+            self.assertEqual(keyed.get("/info", {"Authorization":
+                                                 "Bearer k"})[0], 200)
         finally:
             keyed.stop()
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -51,7 +51,6 @@ floats takes a worker ~0.3 s to format, and --threads 1 serializes them.
 Waiting points poll /metrics (tokvec_queue_depth, tokvec_inflight_requests)
 instead of sleeping for fixed times.
 """
-import argparse
 import base64
 import http.client
 import io
@@ -71,7 +70,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (shared helpers)
+import support as tc  # noqa: E402  (the e2e support module)
 
 NUM = re.compile(r"-?(?:\d+\.\d+(?:e[+-]\d+)?|\d+e[+-]\d+|nan|inf)")
 
@@ -364,7 +363,7 @@ class Formats(Base):
                  timeout=5, what="tokens_total to count the 5 tokens")
 
     # -- errors ------------------------------------------------------------
-    def test_400(self):
+    def test_bad_bodies_are_400_naming_what_is_wrong(self):
         s = self.srv
         js = {"Content-Type": "application/json"}
         self.assert_error(s.request("POST", "/embed", b"{nope", js),
@@ -380,7 +379,7 @@ class Formats(Base):
         self.assert_error(s.embed({"inputs": [[1]], "extra": 1}), 400,
                           "invalid_request", "extra")
 
-    def test_404_405(self):
+    def test_unknown_path_is_404_and_wrong_method_405_with_allow(self):
         self.assert_error(self.srv.get("/nope"), 404, "not_found")
         self.assert_error(self.srv.get("/embed/x"), 404, "not_found")
         hdr = self.assert_error(self.srv.get("/embed"), 405,
@@ -398,7 +397,7 @@ class Formats(Base):
         self.assertNotIn("Access-Control-Allow-Origin", hdr)
         self.assertEqual(self.srv.request("OPTIONS", "/embed")[0], 405)
 
-    def test_406_415(self):
+    def test_unproducible_accept_is_406_unknown_body_type_415(self):
         self.assert_error(self.srv.embed({"inputs": [[1]]}, "text/html"),
                           406, "not_acceptable")
         self.assert_error(self.srv.embed({"inputs": [[1]]},
@@ -410,7 +409,7 @@ class Formats(Base):
                                                {"Content-Type": ct}),
                               415, "unsupported_media_type")
 
-    def test_413(self):
+    def test_bodies_and_batches_over_the_limits_are_413(self):
         s = self.srv
         self.assert_error(s.embed({"inputs": [[1] * 9] * 8}), 413,
                           "payload_too_large")  # 72 tokens > 64
@@ -448,7 +447,7 @@ class Formats(Base):
         self.assertIn(b" 413 ", head.split(b"\r\n")[0])
         self.assertEqual(json.loads(body)["error_type"], "payload_too_large")
 
-    def test_422(self):
+    def test_bad_ids_and_lengths_are_422_naming_where(self):
         s = self.srv
         self.assert_error(s.embed({"inputs": [[1, 2], [3, 1000]]}), 422,
                           "token_out_of_range", "1000", "batch index 1",
@@ -1232,8 +1231,4 @@ class Faults(Base):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -26,7 +26,6 @@ What is covered:
   idle       RSS (anonymous) grows during a burst of large replies and
              falls back within a few seconds of idle.
 """
-import argparse
 import http.client
 import json
 import os
@@ -38,13 +37,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import unittest
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (shared helpers)
+import support as tc  # noqa: E402  (the e2e support module)
 from test_server import expected, init, load, wait_for  # noqa: E402
 
 RAW = "application/octet-stream"
@@ -433,8 +431,4 @@ class Threads(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -34,6 +34,7 @@ FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
                 -Iinclude -Iserver -Icore -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/request_fast.c \
                 server/request_prescan.c server/encode.c server/config.c \
+                server/config_value.c server/suggest.c \
                 server/log.c server/metrics.c server/routes.c \
                 server/alloc.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)

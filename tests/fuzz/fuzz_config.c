@@ -11,8 +11,8 @@
  * /dev/null so an api_key_file of /dev/stdin cannot block.
  *
  * Invariants: the loader returns OK or ERROR (never HELP without --help);
- * an ERROR has a message; describe() never shows the API key; OK settings describe() within bounds;
- * tv_config_free is safe after either.
+ * an ERROR has a message; describe() never shows the API key; OK settings
+ * describe() within bounds; tv_config_free is safe after either.
  */
 #include <fcntl.h>
 #include <stdint.h>

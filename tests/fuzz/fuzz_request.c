@@ -45,7 +45,8 @@ static tokvec_table *make_table(int with_pos)
     if (fd < 0)
         abort();
     char hdr[512];
-    size_t tok_bytes = (size_t)VOCAB * DIM * 4, pos_bytes = (size_t)CTX * DIM * 4;
+    size_t tok_bytes = (size_t)VOCAB * DIM * 4;
+    size_t pos_bytes = (size_t)CTX * DIM * 4;
     int n = with_pos
         ? snprintf(hdr, sizeof hdr,
                    "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
@@ -70,7 +71,7 @@ static tokvec_table *make_table(int with_pos)
     free(data);
     close(fd);
     tokvec_table *t;
-    char err[256];
+    char err[256] = "";
     tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
     if (tokvec_table_open(path, &o, &t) < 0) {
         fprintf(stderr, "fuzz_request: cannot open its table: %s\n", err);
@@ -204,8 +205,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Both parsers see every body: binary with the shape field. */
     tv_request rb;
     if (tv_request_parse_binary(body, body_len, shape, lim, &rb, &e) == 0) {
-        if (rb.batch < 1 || rb.seq < 1 || rb.batch * rb.seq > lim->max_tokens
-            || rb.batch > lim->max_batch || (size_t)(rb.batch * rb.seq) * 4 != body_len)
+        if (rb.batch < 1 || rb.seq < 1 ||
+            rb.batch * rb.seq > lim->max_tokens ||
+            rb.batch > lim->max_batch ||
+            (size_t)(rb.batch * rb.seq) * 4 != body_len)
             abort();
         tv_request_free(&rb);
     } else {

@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (second)
         pfd = write_memfd(second, second_len, ppath, sizeof ppath);
 
-    char err[512];
+    char err[512] = "";
     tokvec_table_opts o = {
         .positional = (tokvec_positional)(sel & 3),
         .token_tensor = (sel & 4) ? "wte.weight" : NULL,

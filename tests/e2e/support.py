@@ -1,23 +1,25 @@
-"""Shared helpers of the end-to-end suites, and a check of the helpers.
+"""The support module of the end-to-end suites (tests/e2e/test_*.py import
+it as `tc`; it holds no tests).
 
-test_server.py (the HTTP contract), test_cli.py and test_openapi.py import
-this module as `tc`: `tc.BINARY` (set from --binary by the running suite),
-`tc.free_port()`, `tc.read_safetensors()` (an independent numpy reader of
-the table files), `tc.bf16_rne()` and `tc.Server` (the real `tokvec serve`
-on a free loopback port; its stderr goes to a file, so a chatty access log
-can never fill a pipe and stall the server).
+* `tc.BINARY`: the tokvec under test, set from --binary by `tc.main()`,
+  the `__main__` of every suite (`tc.parse_args()` for a suite with its
+  own main).
+* `tc.Server`: the real `tokvec serve` on a free loopback port, waited for
+  until /health answers; its stderr goes to a file (`.stderr()`), so a
+  chatty access log can never fill a pipe and stall the server. HTTP
+  helpers: get, request, embed, metric; `.stop()` sends SIGTERM.
+* `tc.start_server()`: the same for suites that own the process (returns
+  it, with the port and a fresh table).
+* `tc.free_port()`, `tc.read_safetensors()` (an independent numpy reader
+  of table files; test_cli.py checks it against `tokvec lookup`, since
+  every suite trusts it for expected values), `tc.bf16_rne()`.
 
-The one test here checks the reader itself against `tokvec lookup`, since
-every other suite trusts it to compute expected values.
-
-Run: /usr/bin/python3 tests/e2e/test_contract.py --binary build/tokvec
 Standard library + numpy.
 """
 import argparse
 import http.client
 import json
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -77,20 +79,70 @@ def bf16_rne(x):
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def spawn(table, args, stderr, env=None, port=None):
+    """Starts `tokvec serve [--table TABLE] --port P ARGS...` (stdout
+    dropped, stderr to the given file); returns (proc, port) at once."""
+    port = port or free_port()
+    argv = [BINARY, "serve"]
+    if table is not None:
+        argv += ["--table", table]
+    proc = subprocess.Popen(argv + ["--port", str(port)] + list(args),
+                            stdout=subprocess.DEVNULL, stderr=stderr,
+                            env=dict(os.environ, **(env or {})))
+    return proc, port
+
+
+def health_status(port, timeout=5):
+    """GET /health on a new connection: the status (OSError if none)."""
+    c = http.client.HTTPConnection("127.0.0.1", port,
+                                   timeout=timeout * TIME_SCALE)
+    try:
+        c.request("GET", "/health")
+        return c.getresponse().status
+    finally:
+        c.close()
+
+
+def wait_healthy(proc, port):
+    """Waits until /health on port answers 200; RuntimeError (the process
+    killed) if it exits first or does not come up in 20 s (scaled)."""
+    deadline = time.time() + 20 * TIME_SCALE
+    while time.time() < deadline:
+        try:
+            if health_status(port) == 200:
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError("server exited with %d" % proc.returncode)
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError("server did not come up")
+
+
+def start_server(tmp, serve_args, stderr, vocab=100, dim=8, ctx=8,
+                 init_args=()):
+    """Makes a table in tmp, starts `tokvec serve` on it on a free port
+    with serve_args (stderr to the given file) and waits for /health.
+    Returns (proc, port, table); the caller stops the process."""
+    table = os.path.join(tmp, "t.safetensors")
+    subprocess.run([BINARY, "init", "--vocab", str(vocab), "--dim",
+                    str(dim), "--context", str(ctx), *init_args, "-o",
+                    table], check=True, stdout=subprocess.DEVNULL)
+    proc, port = spawn(table, serve_args, stderr)
+    wait_healthy(proc, port)
+    return proc, port, table
+
+
 class Server:
     """`tokvec serve TABLE --port P ARGS...`; waits for /health."""
 
     def __init__(self, table, *args, env=None, port=None):
-        self.port = port or free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="tokvec-serve-",
                                                suffix=".log", delete=False)
-        argv = [BINARY, "serve"]
-        if table is not None:
-            argv += ["--table", table]
-        self.proc = subprocess.Popen(
-            argv + ["--port", str(self.port)] + list(args),
-            stdout=subprocess.DEVNULL, stderr=self.log,
-            env=dict(os.environ, **(env or {})))
+        self.proc, self.port = spawn(table, args, self.log, env, port)
+        self.url = "http://127.0.0.1:%d" % self.port
         self.wait_up()
 
     def stderr(self):
@@ -98,19 +150,11 @@ class Server:
             return f.read().decode(errors="replace")
 
     def wait_up(self):
-        deadline = time.time() + 20 * TIME_SCALE
-        while time.time() < deadline:
-            try:
-                if self.get("/health")[0] == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                self.close_log()
-                raise RuntimeError("server exited: " + self.stderr())
-            time.sleep(0.02)
-        self.proc.kill()
-        raise RuntimeError("server did not come up")
+        try:
+            wait_healthy(self.proc, self.port)
+        except RuntimeError as e:
+            self.close_log()
+            raise RuntimeError("%s: %s" % (e, self.stderr()))
 
     def connect(self, timeout=30):
         return http.client.HTTPConnection("127.0.0.1", self.port,
@@ -169,32 +213,18 @@ class Server:
             pass
 
 
-class Reader(unittest.TestCase):
-    def test_reader_agrees_with_tokvec_lookup(self):
-        tmp = tempfile.mkdtemp(prefix="tokvec-reader-")
-        try:
-            for dtype in ("f32", "f16", "bf16"):
-                p = os.path.join(tmp, dtype + ".safetensors")
-                subprocess.run([BINARY, "init", "--vocab", "50", "--dim", "6",
-                                "--context", "8", "--dtype", dtype, "-o", p],
-                               check=True, stdout=subprocess.DEVNULL)
-                t = read_safetensors(p, widen=True)
-                r = subprocess.run([BINARY, "lookup", "--table", p, "7", "3"],
-                                   check=True, capture_output=True,
-                                   text=True)
-                got = np.array(json.loads(r.stdout)["embeddings"],
-                               dtype=np.float32)
-                want = (t["tok_emb.weight"][[7, 3]]
-                        + t["pos_emb.weight"][:2]).astype(np.float32)
-                self.assertEqual(got.reshape(want.shape).tobytes(),
-                                 want.tobytes(), dtype)
-        finally:
-            shutil.rmtree(tmp)
-
-
-if __name__ == "__main__":
+def parse_args():
+    """--binary PATH (default build/tokvec) into BINARY; returns argv for
+    unittest (the program name and the arguments not ours)."""
+    global BINARY
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=BINARY)
     args, rest = ap.parse_known_args()
     BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    return [sys.argv[0]] + rest
+
+
+def main():
+    """The __main__ of a suite: `python3 tests/e2e/test_X.py --binary B
+    [unittest arguments]`."""
+    unittest.main(module="__main__", argv=parse_args(), verbosity=2)

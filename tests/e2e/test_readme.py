@@ -1,0 +1,146 @@
+"""The README as a newcomer reads it: every curl line in it runs as written
+against a server on the default table's shape, `make run PORT= HOST=
+TABLE=` serves where it is told, and the README stands on its own (no
+link outside the repository, the API reference named).
+
+The curl lines are run as written but for the address (localhost:8080 ->
+the test server's port, the Unix socket path -> a temporary one) and
+`-sS --fail-with-body`, so an error status fails the line; they run in a
+temporary directory where `examples` points at the repository's.
+
+Run: /usr/bin/python3 tests/e2e/test_readme.py --binary build/tokvec
+Needs curl (Debian curl).
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import support as tc
+
+README = os.path.join(tc.TOP, "README.md")
+
+
+def make_env():
+    """The environment for a make of our own: none of the running make's
+    flags or variables (make test passes BUILD= and the like down)."""
+    env = dict(os.environ)
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "TABLE", "PORT", "HOST",
+              "BUILD"):
+        env.pop(k, None)
+    return env
+
+
+def readme_text():
+    with open(README, encoding="utf-8") as f:
+        return f.read()
+
+
+def curl_lines():
+    """The README's command lines that run curl ("$ " prompts removed)."""
+    out = []
+    for line in readme_text().splitlines():
+        cmd = line.strip()
+        if cmd.startswith("$ "):
+            cmd = cmd[2:]
+        if cmd.startswith("curl "):
+            out.append(cmd)
+    return out
+
+
+class Readme(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-readme-")
+        cls.table = os.path.join(cls.tmp, "gpt2-256.safetensors")
+        # The table `make run` creates (same command as the Makefile's).
+        subprocess.run([tc.BINARY, "init", "--vocab", "50257", "--dim",
+                        "256", "--context", "1024", "--positional",
+                        "learned", "--seed", "123", "-o", cls.table],
+                       check=True, stdout=subprocess.DEVNULL)
+        os.symlink(os.path.join(tc.TOP, "examples"),
+                   os.path.join(cls.tmp, "examples"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_every_curl_line_runs_as_written(self):
+        lines = curl_lines()
+        self.assertGreaterEqual(len(lines), 8, lines)
+        sock = os.path.join(self.tmp, "tokvec.sock")
+        s = tc.Server(self.table, "--unix-socket", sock)
+        try:
+            for line in lines:
+                cmd = (line.replace("localhost:8080", "localhost:%d" % s.port)
+                       .replace("/run/tokvec/tokvec.sock", sock))
+                cmd = re.sub(r"^curl ", "curl -sS --fail-with-body ", cmd)
+                r = subprocess.run(["sh", "-c", cmd], cwd=self.tmp,
+                                   capture_output=True, timeout=60)
+                self.assertEqual(r.returncode, 0, "%s\n%s%s" % (
+                    line, r.stdout[:300], r.stderr[:300]))
+                self.assertTrue(r.stdout or " -o " in cmd, line)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_make_run_serves_on_port_host_and_table(self):
+        # make run uses build/tokvec: only meaningful for that build.
+        if os.path.realpath(tc.BINARY) != os.path.realpath(
+                os.path.join(tc.TOP, "build", "tokvec")):
+            self.skipTest("make run serves build/tokvec, not %s" % tc.BINARY)
+        small = os.path.join(self.tmp, "small.safetensors")
+        subprocess.run([tc.BINARY, "init", "--vocab", "77", "--dim", "5",
+                        "-o", small], check=True, stdout=subprocess.DEVNULL)
+        port = tc.free_port()
+        log = open(os.path.join(self.tmp, "make-run.log"), "wb")
+        p = subprocess.Popen(
+            ["make", "-s", "--no-print-directory", "run", "PORT=%d" % port,
+             "HOST=127.0.0.1", "TABLE=" + small], cwd=tc.TOP,
+            stdout=log, stderr=log, start_new_session=True, env=make_env())
+        try:
+            probe = tc.Server.__new__(tc.Server)  # its HTTP helpers only
+            probe.port = port
+            deadline = time.time() + 60 * tc.TIME_SCALE
+            info = None
+            while time.time() < deadline and p.poll() is None:
+                try:
+                    st, _, body = probe.get("/info")
+                    if st == 200:
+                        info = body
+                        break
+                except OSError:
+                    time.sleep(0.1)
+            self.assertIsNotNone(info, "make run did not serve on %d" % port)
+            self.assertIn(b'"vocab_size":77', info)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=60)
+            log.close()
+
+    def test_make_run_without_settings_serves_the_default_table(self):
+        r = subprocess.run(["make", "-n", "--no-print-directory", "run"],
+                           cwd=tc.TOP, capture_output=True, text=True,
+                           env=make_env(), check=True)
+        serve = [ln for ln in r.stdout.splitlines() if " serve " in ln]
+        self.assertEqual(len(serve), 1, r.stdout)
+        self.assertTrue(serve[0].endswith(
+            "serve --table data/gpt2-256.safetensors"), serve)
+
+    def test_readme_stands_on_its_own(self):
+        text = readme_text()
+        self.assertNotIn("../shared", text)
+        self.assertIn("GET /openapi.json", text)
+        self.assertIn("docs/openapi.json", text)
+        self.assertTrue(os.path.exists(
+            os.path.join(tc.TOP, "docs", "openapi.json")))
+        for name in re.findall(r"`(examples/[\w.]+)`", text):
+            self.assertTrue(os.path.exists(os.path.join(tc.TOP, name)), name)
+
+
+if __name__ == "__main__":
+    tc.main()

@@ -1,0 +1,139 @@
+"""tests/run.py -- runs test suites quietly and keeps the count.
+
+    run.py --summary FILE --logs DIR --title T CMD...   run each CMD (a shell
+        command line: a cmocka binary, an e2e suite, a checker), its output
+        to DIR/<name>.log; one line per suite; a failing suite's log is
+        printed without its passing lines. Adds "passed failed" to FILE,
+        prints "N passed, N failed" for these suites, exits 1 if any
+        failed.
+    run.py --summary FILE --total   prints the line "N passed, N failed"
+        of everything FILE holds (what `make test` ends with); exits 1 if
+        anything failed or nothing ran.
+
+Counts are tests: cmocka's "[  PASSED  ] N test(s)." / "[  FAILED  ] N",
+unittest's "Ran N tests" and "OK (skipped=K)" / "FAILED (failures=F,
+errors=E)". A command without such lines (a checker) counts as one test.
+A suite that exits non-zero is failed even when its counts say otherwise
+(a crash, a sanitizer report).
+Standard library only.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+CMOCKA_PASS = re.compile(r"^\[  PASSED  \] (\d+) test", re.M)
+CMOCKA_FAIL = re.compile(r"^\[  FAILED  \] (\d+) test", re.M)
+UNIT_RAN = re.compile(r"^Ran (\d+) tests? in", re.M)
+UNIT_END = re.compile(r"^(OK|FAILED)(?: \((.*)\))?$", re.M)
+# Lines of a log that say a test passed (left out of a failure's print).
+PASSING = re.compile(r"^\[ (RUN      |      OK )\]|\.\.\. ok$|^ok \d+ ")
+
+
+def counts(log, rc):
+    """(passed, failed, skipped) of one suite's output."""
+    p = sum(map(int, CMOCKA_PASS.findall(log)))
+    f = sum(map(int, CMOCKA_FAIL.findall(log)))
+    s = 0
+    ran = UNIT_RAN.findall(log)
+    if ran:
+        n = int(ran[-1])
+        end = UNIT_END.findall(log)
+        kinds = {}
+        if end:
+            for part in (end[-1][1] or "").split(","):
+                if "=" in part:
+                    k, v = part.split("=")
+                    kinds[k.strip()] = int(v)
+        f += (kinds.get("failures", 0) + kinds.get("errors", 0)
+              + kinds.get("unexpected successes", 0))
+        s += kinds.get("skipped", 0)
+        p += n - f - s
+    elif not (p or f):
+        p, f = (1, 0) if rc == 0 else (0, 1)
+    if rc != 0 and f == 0:
+        f = 1
+    return p, f, s
+
+
+def suite_name(cmd):
+    """test_server for ".../python3 tests/e2e/test_server.py --binary B";
+    a checker keeps its arguments: "check_floats --narrow"."""
+    words = cmd.split()
+    for i, word in enumerate(words):
+        base = os.path.splitext(os.path.basename(word))[0]
+        if base.startswith("test_"):
+            return base
+        if base.startswith("check_"):
+            return " ".join([base] + words[i + 1:])
+    return words[0]
+
+
+def run(title, cmds, logs, summary):
+    os.makedirs(logs, exist_ok=True)
+    print("== " + title)
+    total_p = total_f = 0
+    for cmd in cmds:
+        name = suite_name(cmd)
+        path = os.path.join(logs, re.sub(r"[^\w.-]+", "_", name) + ".log")
+        t0 = time.time()
+        with open(path, "wb") as out:
+            rc = subprocess.call(cmd, shell=True, stdout=out,
+                                 stderr=subprocess.STDOUT)
+        with open(path, "rb") as f:
+            log = f.read().decode(errors="replace")
+        p, f, s = counts(log, rc)
+        total_p += p
+        total_f += f
+        took = "%.1f s" % (time.time() - t0)
+        extra = ", %d skipped" % s if s else ""
+        if f == 0:
+            print("  ok    %-28s %4d passed%s (%s)" % (name, p, extra, took))
+        else:
+            print("  FAIL  %-28s %4d failed, %d passed%s (%s; exit %d)"
+                  % (name, f, p, extra, took, rc))
+            print("  ---- %s, passing lines left out" % path)
+            for line in log.splitlines():
+                if not PASSING.search(line):
+                    print("  | " + line)
+            print("  ----")
+        sys.stdout.flush()
+    with open(summary, "a") as fs:
+        fs.write("%d %d\n" % (total_p, total_f))
+    print("%d passed, %d failed" % (total_p, total_f))
+    return 1 if total_f else 0
+
+
+def total(summary):
+    p = f = 0
+    try:
+        with open(summary) as fs:
+            for line in fs:
+                a, b = line.split()
+                p, f = p + int(a), f + int(b)
+    except OSError:
+        pass
+    print("%d passed, %d failed" % (p, f))
+    return 1 if f or not p else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--summary", required=True)
+    ap.add_argument("--logs")
+    ap.add_argument("--total", action="store_true")
+    ap.add_argument("--title", default="tests")
+    ap.add_argument("cmds", nargs="*")
+    a = ap.parse_args()
+    if a.total:
+        return total(a.summary)
+    if not a.logs or not a.cmds:
+        ap.error("--logs DIR and at least one command")
+    os.makedirs(os.path.dirname(a.summary) or ".", exist_ok=True)
+    return run(a.title, a.cmds, a.logs, a.summary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
