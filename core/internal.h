@@ -12,6 +12,7 @@
 
 #include "tokvec_embed.h"
 #include "tokvec_float.h"
+#include "tokvec_quant.h"
 #include "tokvec_table.h"
 
 typedef struct tokvec__tensor {
@@ -24,13 +25,36 @@ typedef struct tokvec__tensor {
     int file; /* which mapped file: 0 (map) or 1 (map2) */
 } tokvec__tensor;
 
+/* How one table's rows are stored: row r is row_bytes at base + r *
+ * row_bytes, dim values of dtype, or (q != TOKVEC_Q_NONE) dim / B blocks
+ * of q that dequantize to float32 (dtype TOKVEC_F32). */
+typedef struct tokvec__rows {
+    const unsigned char *base;
+    size_t row_bytes;
+    tokvec_dtype dtype;
+    tokvec_qtype q;
+} tokvec__rows;
+
+/* A shard named in a sharded checkpoint's index. */
+typedef struct tokvec__shard {
+    char *file;      /* as the index spells it */
+    size_t ntensors; /* weight_map entries naming it */
+    int map;         /* -1, or which map holds it (0: map, 1: map2) */
+    uint64_t size;   /* bytes, when mapped */
+} tokvec__shard;
+
 struct tokvec_table {
     tokvec_table_info info;
     char *path;
     const unsigned char *map; /* the file, PROT_READ */
     size_t map_len;
-    const unsigned char *map2; /* positions .npy, or NULL */
+    const unsigned char *map2; /* positions .npy or shard, or NULL */
     size_t map2_len;
+    char *map_path[2]; /* sharded: the shards' paths, else NULL */
+    tokvec__shard *shards; /* sharded checkpoints: every shard named */
+    size_t nshards;
+    int gguf; /* a GGUF file: quantized rows, mixed dtypes allowed */
+    const char *const *pos_names; /* the position names searched */
     tokvec__tensor *tensors;
     size_t ntensors;
     char *metadata_json;
@@ -39,9 +63,24 @@ struct tokvec_table {
     const unsigned char *tok; /* row 0 of the token table */
     const unsigned char *pos; /* row 0 of learned positions, or NULL */
     float *sin_pos;           /* sinusoidal positions, or NULL */
-    size_t row_bytes;         /* dim * dtype size */
-    int aligned;              /* tok and pos rows are float-aligned */
+    size_t row_bytes;         /* bytes of a token row */
+    tokvec__rows tok_rows, pos_rows; /* pos_rows: learned only */
+    int aligned; /* tok and pos are float32 rows, float-aligned */
 };
+
+/* The contract's tensor names, NULL-terminated (table.c). */
+extern const char *const tokvec__token_names[];
+extern const char *const tokvec__position_names[];
+
+/* The first tensor called name in map `file` (-1: in any). */
+const tokvec__tensor *tokvec__find_tensor(const tokvec_table *t,
+                                          const char *name, int file);
+/* Picks the token and position tensors among t->tensors by opts or by
+ * names[0] (token) and names[1] (position); TOKVEC_E_NO_TENSOR if no
+ * token tensor or a named one is missing. *pos may be NULL. */
+int tokvec__pick(const tokvec_table *t, const tokvec_table_opts *o,
+                 const char *path, const char *const *const names[2],
+                 const tokvec__tensor **tok, const tokvec__tensor **pos);
 
 /* Records a one-line reason "path: what" in o->errbuf (if any); returns
  * code, so that error paths are one statement. */
@@ -69,5 +108,15 @@ int tokvec__check_overlaps(const tokvec_table *t, const tokvec_table_opts *o,
 int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
                       const unsigned char *map, size_t len,
                       tokvec__tensor *x, tokvec_dtype *dtype);
+
+/* shards.c: path itself, or the index in the directory path (a new
+ * string; NULL when out of memory). */
+char *tokvec__index_in_dir(const char *path);
+/* shards.c: t->map holds an index; maps the shard(s) holding the
+ * token/position tensors into map/map2 (the index is unmapped), parses
+ * them and picks the tensors. */
+int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
+                       const char *path, const tokvec__tensor **tok,
+                       const tokvec__tensor **pos);
 
 #endif

@@ -24,10 +24,10 @@
 
 #include "internal.h"
 
-static const char *const token_names[] = {
+const char *const tokvec__token_names[] = {
     "tok_emb.weight", "wte.weight", "transformer.wte.weight",
     "embeddings.word_embeddings.weight", "model.embed_tokens.weight", NULL};
-static const char *const position_names[] = {
+const char *const tokvec__position_names[] = {
     "pos_emb.weight", "wpe.weight", "transformer.wpe.weight",
     "embeddings.position_embeddings.weight", NULL};
 
@@ -144,31 +144,81 @@ int tokvec__mul_ok(uint64_t a, uint64_t b, uint64_t *out)
     return !__builtin_mul_overflow(a, b, out);
 }
 
-static const tokvec__tensor *find_tensor(const tokvec_table *t,
-                                         const char *name)
+
+/* --- open ----------------------------------------------------------------- */
+
+const tokvec__tensor *tokvec__find_tensor(const tokvec_table *t,
+                                          const char *name, int file)
 {
     for (size_t i = 0; i < t->ntensors; i++)
-        if (!strcmp(t->tensors[i].name, name))
+        if (!strcmp(t->tensors[i].name, name) &&
+            (file < 0 || t->tensors[i].file == file))
             return &t->tensors[i];
     return NULL;
 }
 
-/* --- open ----------------------------------------------------------------- */
+/* The token tensor (opts->token_tensor or the first of names[0] present)
+ * and the position tensor (opts->position_tensor, or the first of names[1]
+ * when positions may be learned; NULL if none). */
+int tokvec__pick(const tokvec_table *t, const tokvec_table_opts *o,
+                 const char *path, const char *const *const names[2],
+                 const tokvec__tensor **tok, const tokvec__tensor **pos)
+{
+    *tok = *pos = NULL;
+    if (o->token_tensor) {
+        *tok = tokvec__find_tensor(t, o->token_tensor, -1);
+    } else {
+        for (int i = 0; names[0][i] && !*tok; i++)
+            *tok = tokvec__find_tensor(t, names[0][i], -1);
+    }
+    if (!*tok)
+        return tokvec__fail(o, path, TOKVEC_E_NO_TENSOR,
+                            o->token_tensor ? "no tensor named '%s'"
+                                            : "no token tensor (%s or the "
+                                              "other names of the contract)",
+                            o->token_tensor ? o->token_tensor : names[0][0]);
+    if (o->position_tensor) {
+        *pos = tokvec__find_tensor(t, o->position_tensor, -1);
+        if (!*pos)
+            return tokvec__fail(o, path, TOKVEC_E_NO_TENSOR,
+                                "no tensor named '%s'", o->position_tensor);
+    } else if (o->positional == TOKVEC_POS_AUTO ||
+               o->positional == TOKVEC_POS_LEARNED) {
+        for (int i = 0; names[1][i] && !*pos; i++)
+            *pos = tokvec__find_tensor(t, names[1][i], -1);
+    }
+    return 0;
+}
 
-static int embedding_dtype(const tokvec_table_opts *o, const char *path,
-                           const tokvec__tensor *x, tokvec_dtype *d)
+/* How the rows of an embedding tensor are stored. Quantized types (GGUF
+ * only: allow_quant) give float32 rows; their row length is a whole
+ * number of blocks (checked by the GGUF parser). */
+static int row_format(const tokvec_table_opts *o, const char *path,
+                      const tokvec__tensor *x, int allow_quant,
+                      tokvec__rows *r)
 {
     if (x->ndim != 2)
-        return tokvec__fail(o, path, TOKVEC_E_RANK, "tensor '%s' is %d-D, not 2-D",
-                    x->name, x->ndim);
-    if (tokvec_dtype_parse(x->dtype, d) < 0 || strlen(x->dtype) > 4)
-        return tokvec__fail(o, path, TOKVEC_E_DTYPE,
-                    "tensor '%s' has dtype %s; embeddings must be F32, F16 "
-                    "or BF16", x->name, x->dtype);
+        return tokvec__fail(o, path, TOKVEC_E_RANK,
+                            "tensor '%s' is %d-D, not 2-D", x->name,
+                            x->ndim);
+    r->q = TOKVEC_Q_NONE;
+    if (tokvec_dtype_parse(x->dtype, &r->dtype) < 0 ||
+        strlen(x->dtype) > 4) {
+        if (!allow_quant || tokvec_qtype_parse(x->dtype, &r->q) < 0)
+            return tokvec__fail(o, path, TOKVEC_E_DTYPE,
+                                "tensor '%s' has dtype %s; embeddings must "
+                                "be F32, F16 or BF16%s", x->name, x->dtype,
+                                allow_quant ? " or Q8_0, Q4_0, Q4_1, Q5_0, "
+                                              "Q5_1, Q4_K, Q5_K, Q6_K"
+                                            : "");
+        r->dtype = TOKVEC_F32;
+    }
     if (x->shape[0] == 0 || x->shape[1] == 0)
-        return tokvec__fail(o, path, TOKVEC_E_EMPTY, "tensor '%s' is empty (%" PRId64
-                                             " x %" PRId64 ")",
-                    x->name, x->shape[0], x->shape[1]);
+        return tokvec__fail(o, path, TOKVEC_E_EMPTY,
+                            "tensor '%s' is empty (%" PRId64 " x %" PRId64
+                            ")", x->name, x->shape[0], x->shape[1]);
+    r->base = x->data;
+    r->row_bytes = (size_t)(x->nbytes / (uint64_t)x->shape[0]);
     return 0;
 }
 
@@ -201,6 +251,148 @@ static int make_sinusoidal(tokvec_table *t, unsigned flags)
     return 0;
 }
 
+/* A token table .npy, and positions from opts->position_path. */
+static int load_npy(tokvec_table *t, const tokvec_table_opts *o,
+                    const char *path, const tokvec__tensor **tok,
+                    const tokvec__tensor **pos)
+{
+    tokvec_dtype dtype;
+    int rc;
+    t->info.format = "npy";
+    t->tensors = calloc(2, sizeof *t->tensors);
+    if (!t->tensors)
+        return -ENOMEM;
+    t->ntensors = 1; /* counted first so close frees a partial parse */
+    if ((rc = tokvec__parse_npy(o, path, t->map, t->map_len, &t->tensors[0],
+                                &dtype)) < 0)
+        return rc;
+    *tok = &t->tensors[0];
+    if (o->position_path) {
+        t->ntensors = 2;
+        t->tensors[1].file = 1;
+        if ((rc = tokvec__map_file(o, o->position_path, &t->map2,
+                                   &t->map2_len)) < 0 ||
+            (rc = tokvec__parse_npy(o, o->position_path, t->map2,
+                                    t->map2_len, &t->tensors[1], &dtype)) <
+                0)
+            return rc;
+        *pos = &t->tensors[1];
+    }
+    return 0;
+}
+
+/* What the first bytes of a file say it is. A safetensors file starts
+ * with its header length, which fits in the file, and its header's '{';
+ * a sharded checkpoint's index is JSON text (no NUL in its first bytes). */
+typedef enum { F_UNKNOWN, F_NPY, F_GGUF, F_INDEX, F_SAFETENSORS } kind;
+
+static kind sniff(const unsigned char *m, size_t len)
+{
+    if (len >= 6 && !memcmp(m, "\x93NUMPY", 6))
+        return F_NPY;
+    if (len >= 4 && !memcmp(m, "GGUF", 4))
+        return F_GGUF;
+    size_t i = 0;
+    while (i < len && i < 8 && m[i] && strchr(" \t\r\n", m[i]))
+        i++;
+    if (i < len && m[i] == '{' && !memchr(m, 0, len < 8 ? len : 8))
+        return F_INDEX;
+    if (len < 8 || tokvec__le64(m) <= len - 8 || (len > 8 && m[8] == '{'))
+        return F_SAFETENSORS;
+    return F_UNKNOWN;
+}
+
+/* Maps path and parses it by what it is; *tok and *pos are its tensors. */
+static int load(tokvec_table *t, const tokvec_table_opts *o,
+                const char *path, const tokvec__tensor **tok,
+                const tokvec__tensor **pos)
+{
+    static const char *const *const st_names[2] = {tokvec__token_names,
+                                                   tokvec__position_names};
+    int rc = tokvec__map_file(o, path, &t->map, &t->map_len);
+    if (rc < 0)
+        return rc;
+    t->info.file_size = t->map_len;
+    kind k = sniff(t->map, t->map_len);
+    if (k == F_NPY)
+        return load_npy(t, o, path, tok, pos);
+    if (o->position_path)
+        return tokvec__fail(o, path, TOKVEC_E_INVAL, "a position .npy goes "
+                                                     "with a .npy token "
+                                                     "table only");
+    if (k == F_INDEX) {
+        t->info.format = "safetensors-index";
+        return tokvec__open_index(t, o, path, tok, pos);
+    }
+    if (k != F_SAFETENSORS)
+        return tokvec__fail(o, path, TOKVEC_E_FORMAT,
+                            "not a safetensors, .npy or GGUF file (and "
+                            "not a model.safetensors.index.json)");
+    t->info.format = "safetensors";
+    if ((rc = tokvec__parse_safetensors(t, o, path, t->map, t->map_len,
+                                        0)) < 0)
+        return rc;
+    return tokvec__pick(t, o, path, st_names, tok, pos);
+}
+
+/* The learned position table: as wide as the token table and, but in
+ * GGUF (whose rows are all widened to float32), of the same dtype. */
+static int learned(tokvec_table *t, const tokvec_table_opts *o,
+                   const char *path, const tokvec__tensor *tok,
+                   const tokvec__tensor *pos, int gguf)
+{
+    int rc = row_format(o, path, pos, gguf, &t->pos_rows);
+    if (rc < 0)
+        return rc;
+    if (pos->shape[1] != tok->shape[1] ||
+        (!gguf && strcmp(pos->dtype, tok->dtype)))
+        return tokvec__fail(o, path, TOKVEC_E_MISMATCH,
+                            "token table '%s' is %" PRId64 " wide %s, "
+                            "position table '%s' is %" PRId64 " wide %s",
+                            tok->name, tok->shape[1], tok->dtype, pos->name,
+                            pos->shape[1], pos->dtype);
+    t->pos = pos->data;
+    t->info.context_length = pos->shape[0];
+    t->info.position_tensor = pos->name;
+    t->info.position_dtype = pos->dtype;
+    return 0;
+}
+
+/* The positions the table has: learned, sinusoidal or none. */
+static int positions(tokvec_table *t, const tokvec_table_opts *o,
+                     const char *path, const tokvec__tensor *tok,
+                     const tokvec__tensor *pos)
+{
+    tokvec_positional kind = o->positional;
+    int rc;
+    if (kind == TOKVEC_POS_AUTO)
+        kind = pos ? TOKVEC_POS_LEARNED
+               : t->meta_positional == TOKVEC_POS_SINUSOIDAL
+                   ? TOKVEC_POS_SINUSOIDAL
+                   : TOKVEC_POS_NONE;
+    if (kind == TOKVEC_POS_LEARNED && !pos)
+        return tokvec__fail(o, path, TOKVEC_E_NO_TENSOR,
+                            "no position tensor (%s or the other names)",
+                            t->pos_names[0]);
+    t->info.positional = kind;
+    if (kind == TOKVEC_POS_LEARNED)
+        return learned(t, o, path, tok, pos, t->gguf);
+    if (kind != TOKVEC_POS_SINUSOIDAL)
+        return 0;
+    t->info.context_length = o->context_length > 0 ? o->context_length
+                             : t->meta_context > 0
+                                 ? t->meta_context
+                                 : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
+    if ((rc = make_sinusoidal(t, o->flags)) < 0)
+        return tokvec__fail(o, path, rc, "cannot compute sinusoidal positions "
+                            "for context_length %" PRId64 " x dim %" PRId64
+                            ": %s%s", t->info.context_length, t->info.dim,
+                            tokvec_strerror(rc),
+                            rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 "
+                                                       "floats)" : "");
+    return 0;
+}
+
 int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
                       tokvec_table **out)
 {
@@ -218,127 +410,32 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     if (!t)
         return -ENOMEM;
     t->meta_positional = TOKVEC_POS_AUTO;
-    t->path = strdup(path);
+    t->pos_names = tokvec__position_names;
+    t->path = tokvec__index_in_dir(path);
     if (!t->path) {
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = tokvec__map_file(o, path, &t->map, &t->map_len)) < 0)
+    if ((rc = load(t, o, t->path, &tok, &pos)) < 0 ||
+        (rc = row_format(o, t->path, tok, t->gguf, &t->tok_rows)) < 0)
         goto out;
-
-    tokvec_dtype dtype, pdtype;
-    if (t->map_len >= 6 && !memcmp(t->map, "\x93NUMPY", 6)) {
-        t->info.format = "npy";
-        t->tensors = calloc(2, sizeof *t->tensors);
-        if (!t->tensors) {
-            rc = -ENOMEM;
-            goto out;
-        }
-        t->ntensors = 1; /* counted first so close frees a partial parse */
-        if ((rc = tokvec__parse_npy(o, path, t->map, t->map_len, &t->tensors[0],
-                            &dtype)) < 0)
-            goto out;
-        tok = &t->tensors[0];
-        if (o->position_path) {
-            t->ntensors = 2;
-            t->tensors[1].file = 1;
-            if ((rc = tokvec__map_file(o, o->position_path, &t->map2,
-                               &t->map2_len)) < 0 ||
-                (rc = tokvec__parse_npy(o, o->position_path, t->map2, t->map2_len,
-                                &t->tensors[1], &pdtype)) < 0)
-                goto out;
-            pos = &t->tensors[1];
-        }
-    } else {
-        t->info.format = "safetensors";
-        if (o->position_path) {
-            rc = tokvec__fail(o, path, TOKVEC_E_INVAL, "a position .npy goes with "
-                                               "a .npy token table only");
-            goto out;
-        }
-        if ((rc = tokvec__parse_safetensors(t, o, path, t->map, t->map_len,
-                                            0)) < 0)
-            goto out;
-        if (o->token_tensor) {
-            tok = find_tensor(t, o->token_tensor);
-        } else {
-            for (int i = 0; token_names[i] && !tok; i++)
-                tok = find_tensor(t, token_names[i]);
-        }
-        if (!tok) {
-            rc = tokvec__fail(o, path, TOKVEC_E_NO_TENSOR,
-                      o->token_tensor ? "no tensor named '%s'"
-                                      : "no token tensor (%s or the other "
-                                        "names of the contract)",
-                      o->token_tensor ? o->token_tensor : token_names[0]);
-            goto out;
-        }
-        if (o->position_tensor) {
-            pos = find_tensor(t, o->position_tensor);
-            if (!pos) {
-                rc = tokvec__fail(o, path, TOKVEC_E_NO_TENSOR,
-                          "no tensor named '%s'", o->position_tensor);
-                goto out;
-            }
-        } else if (o->positional == TOKVEC_POS_AUTO ||
-                   o->positional == TOKVEC_POS_LEARNED) {
-            for (int i = 0; position_names[i] && !pos; i++)
-                pos = find_tensor(t, position_names[i]);
-        }
-    }
-    if ((rc = embedding_dtype(o, path, tok, &dtype)) < 0)
-        goto out;
-
-    tokvec_positional kind = o->positional;
-    if (kind == TOKVEC_POS_AUTO)
-        kind = pos ? TOKVEC_POS_LEARNED
-               : t->meta_positional == TOKVEC_POS_SINUSOIDAL
-                   ? TOKVEC_POS_SINUSOIDAL
-                   : TOKVEC_POS_NONE;
-    if (kind == TOKVEC_POS_LEARNED && !pos) {
-        rc = tokvec__fail(o, path, TOKVEC_E_NO_TENSOR, "no position tensor (%s or "
-                                               "the other names)",
-                  position_names[0]);
-        goto out;
-    }
     t->info.vocab_size = tok->shape[0];
     t->info.dim = tok->shape[1];
-    t->info.dtype = dtype;
-    t->row_bytes = (size_t)t->info.dim * tokvec_dtype_size(dtype);
-    t->tok = tok->data;
     t->info.token_tensor = tok->name;
-    if (kind == TOKVEC_POS_LEARNED) {
-        if ((rc = embedding_dtype(o, path, pos, &pdtype)) < 0)
-            goto out;
-        if (pos->shape[1] != tok->shape[1] || pdtype != dtype) {
-            rc = tokvec__fail(o, path, TOKVEC_E_MISMATCH,
-                      "token table '%s' is %" PRId64 " wide %s, position "
-                      "table '%s' is %" PRId64 " wide %s",
-                      tok->name, tok->shape[1], tok->dtype, pos->name,
-                      pos->shape[1], pos->dtype);
-            goto out;
-        }
-        t->pos = pos->data;
-        t->info.context_length = pos->shape[0];
-        t->info.position_tensor = pos->name;
-    } else if (kind == TOKVEC_POS_SINUSOIDAL) {
-        t->info.context_length = o->context_length > 0 ? o->context_length
-                                 : t->meta_context > 0
-                                     ? t->meta_context
-                                     : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
-        if ((rc = make_sinusoidal(t, o->flags)) < 0) {
-            tokvec__fail(o, path, rc, "cannot compute sinusoidal positions for "
-                 "context_length %" PRId64 " x dim %" PRId64 ": %s%s",
-                 t->info.context_length, t->info.dim, tokvec_strerror(rc),
-                 rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 floats)" : "");
-            goto out;
-        }
-    }
-    t->info.positional = kind;
+    t->info.token_dtype = tok->dtype;
+    t->tok = tok->data;
+    t->row_bytes = t->tok_rows.row_bytes;
+    if ((rc = positions(t, o, t->path, tok, pos)) < 0)
+        goto out;
+    /* The dtype of the rows: as stored, or float32 for quantized tables
+     * and for GGUF files whose two tables differ (all widened). */
+    int plain = t->tok_rows.q == TOKVEC_Q_NONE &&
+                (!t->pos || (t->pos_rows.q == TOKVEC_Q_NONE &&
+                             t->pos_rows.dtype == t->tok_rows.dtype));
+    t->info.dtype = plain ? t->tok_rows.dtype : TOKVEC_F32;
     t->info.path = t->path;
-    t->info.file_size = t->map_len;
     t->info.metadata_json = t->metadata_json;
-    t->aligned = ((uintptr_t)t->tok % 4 == 0) &&
+    t->aligned = plain && ((uintptr_t)t->tok % 4 == 0) &&
                  (!t->pos || (uintptr_t)t->pos % 4 == 0);
     *out = t;
     return 0;
@@ -362,6 +459,11 @@ void tokvec_table_close(tokvec_table *t)
         free(t->tensors[i].dtype);
         free(t->tensors[i].shape);
     }
+    for (size_t i = 0; i < t->nshards; i++)
+        free(t->shards[i].file);
+    free(t->shards);
+    free(t->map_path[0]);
+    free(t->map_path[1]);
     free(t->tensors);
     free(t->metadata_json);
     free(t->sin_pos);
@@ -390,17 +492,45 @@ int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out)
     out->shape = x->shape;
     out->data = x->data;
     out->nbytes = x->nbytes;
+    out->file = NULL;
+    for (size_t k = 0; k < t->nshards; k++)
+        if (t->shards[k].map == x->file)
+            out->file = t->shards[k].file;
     return 0;
+}
+
+size_t tokvec_table_shard_count(const tokvec_table *t)
+{
+    return t->nshards;
+}
+
+int tokvec_table_shard(const tokvec_table *t, size_t i, tokvec_shard *out)
+{
+    if (i >= t->nshards)
+        return TOKVEC_E_INVAL;
+    const tokvec__shard *s = &t->shards[i];
+    out->file = s->file;
+    out->ntensors = s->ntensors;
+    out->mapped = s->map >= 0;
+    out->file_size = s->map == 0 ? t->map_len : s->map == 1 ? t->map2_len : 0;
+    return 0;
+}
+
+static void row_view(const tokvec__rows *r, int64_t i, int64_t dim,
+                     tokvec_row *out)
+{
+    out->data = r->base + (size_t)i * r->row_bytes;
+    out->dim = dim;
+    out->dtype = r->dtype;
+    out->nbytes = r->row_bytes;
+    out->qtype = r->q;
 }
 
 int tokvec_table_token_row(const tokvec_table *t, int64_t id, tokvec_row *out)
 {
     if (id < 0 || id >= t->info.vocab_size)
         return TOKVEC_E_TOKEN_RANGE;
-    out->data = t->tok + (size_t)id * t->row_bytes;
-    out->dim = t->info.dim;
-    out->dtype = t->info.dtype;
-    out->nbytes = t->row_bytes;
+    row_view(&t->tok_rows, id, t->info.dim, out);
     return 0;
 }
 
@@ -413,20 +543,22 @@ int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
         return TOKVEC_E_NO_POSITIONS; /* TOKVEC_TABLE_SKIP_SINUSOIDAL */
     if (pos < 0 || pos >= t->info.context_length)
         return TOKVEC_E_POSITION_RANGE;
-    out->dim = t->info.dim;
     if (t->sin_pos) {
         out->data = t->sin_pos + (size_t)pos * (size_t)t->info.dim;
+        out->dim = t->info.dim;
         out->dtype = TOKVEC_F32;
         out->nbytes = (size_t)t->info.dim * 4;
+        out->qtype = TOKVEC_Q_NONE;
     } else {
-        out->data = t->pos + (size_t)pos * t->row_bytes;
-        out->dtype = t->info.dtype;
-        out->nbytes = t->row_bytes;
+        row_view(&t->pos_rows, pos, t->info.dim, out);
     }
     return 0;
 }
 
 void tokvec_row_to_f32(const tokvec_row *row, float *dst)
 {
-    tokvec_widen(row->dtype, row->data, dst, (size_t)row->dim);
+    if (row->qtype != TOKVEC_Q_NONE)
+        tokvec_dequantize(row->qtype, row->data, dst, (size_t)row->dim);
+    else
+        tokvec_widen(row->dtype, row->data, dst, (size_t)row->dim);
 }

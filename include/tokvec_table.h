@@ -58,6 +58,7 @@
 
 #include "tokvec_error.h"
 #include "tokvec_float.h"
+#include "tokvec_quant.h"
 
 #define TOKVEC_MAX_HEADER (100u * 1000u * 1000u)
 #define TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT 1024
@@ -112,6 +113,11 @@ typedef struct tokvec_table_info {
     const char *position_tensor; /* NULL unless LEARNED */
     uint64_t file_size;
     const char *metadata_json; /* "__metadata__" as compact JSON, or NULL */
+    /* The tables' dtypes as the file spells them ("F32", "BF16", "Q4_K"),
+     * which dtype may not say: it is float32 for quantized GGUF tables
+     * (rows are dequantized) and GGUF files whose two tables differ. */
+    const char *token_dtype;
+    const char *position_dtype; /* NULL unless LEARNED */
 } tokvec_table_info;
 
 typedef struct tokvec_tensor {
@@ -121,13 +127,26 @@ typedef struct tokvec_tensor {
     const int64_t *shape; /* ndim entries */
     const void *data;     /* into the map; may be unaligned */
     uint64_t nbytes;
+    const char *file; /* sharded checkpoints: its shard, else NULL */
 } tokvec_tensor;
+
+/* A shard of a sharded checkpoint, as its index names it. */
+typedef struct tokvec_shard {
+    const char *file;   /* relative to the index's directory */
+    size_t ntensors;    /* tensors the index puts there */
+    int mapped;         /* 1: holds the token or position table, mapped */
+    uint64_t file_size; /* bytes, when mapped (else 0) */
+} tokvec_shard;
 
 typedef struct tokvec_row {
     const void *data; /* dim values of dtype; may be unaligned */
     int64_t dim;
     tokvec_dtype dtype;
     size_t nbytes;
+    /* TOKVEC_Q_NONE, or the row is nbytes of blocks of this type (data
+     * points at them) and dtype is TOKVEC_F32, what they dequantize to:
+     * read it with tokvec_row_to_f32, never as dtype values. */
+    tokvec_qtype qtype;
 } tokvec_row;
 
 /* Opens and validates path. On success *out is a new handle (close with
@@ -151,6 +170,11 @@ const tokvec_table_info *tokvec_table_get_info(const tokvec_table *t);
 size_t tokvec_table_tensor_count(const tokvec_table *t);
 int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out);
 
+/* Sharded checkpoints: the shards the index names, in index order
+ * (0 for other tables). */
+size_t tokvec_table_shard_count(const tokvec_table *t);
+int tokvec_table_shard(const tokvec_table *t, size_t i, tokvec_shard *out);
+
 /* Row views: TOKVEC_E_TOKEN_RANGE / TOKVEC_E_POSITION_RANGE when out of
  * range, TOKVEC_E_NO_POSITIONS when the table has none (positional NONE,
  * or sinusoidal opened with TOKVEC_TABLE_SKIP_SINUSOIDAL). Sinusoidal rows
@@ -159,7 +183,8 @@ int tokvec_table_token_row(const tokvec_table *t, int64_t id, tokvec_row *out);
 int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
                               tokvec_row *out);
 
-/* Widens a row to float32 exactly into dst[0..row->dim-1]. */
+/* Widens (or dequantizes) a row to float32 exactly into
+ * dst[0..row->dim-1]. */
 void tokvec_row_to_f32(const tokvec_row *row, float *dst);
 
 #endif
