@@ -109,6 +109,11 @@ int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
                       const unsigned char *map, size_t len,
                       tokvec__tensor *x, tokvec_dtype *dtype);
 
+/* gguf.c: the tensors of the GGUF file at map, every rule checked; its
+ * scalar metadata as t->metadata_json. */
+int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
+                       const char *path, const unsigned char *map,
+                       size_t len);
 /* shards.c: path itself, or the index in the directory path (a new
  * string; NULL when out of memory). */
 char *tokvec__index_in_dir(const char *path);

@@ -23,8 +23,8 @@ static const struct {
 } qtypes[] = {
     {TOKVEC_Q4_0, "Q4_0", 32, 18},   {TOKVEC_Q4_1, "Q4_1", 32, 20},
     {TOKVEC_Q5_0, "Q5_0", 32, 22},   {TOKVEC_Q5_1, "Q5_1", 32, 24},
-    {TOKVEC_Q8_0, "Q8_0", 32, 34},   {TOKVEC_Q4_K, "Q4_K", 256, 144},
-    {TOKVEC_Q5_K, "Q5_K", 256, 176}, {TOKVEC_Q6_K, "Q6_K", 256, 210},
+    {TOKVEC_Q8_0, "Q8_0", 32, 34},
+    /* @K_TYPES@ */
 };
 #define NQ (sizeof qtypes / sizeof qtypes[0])
 

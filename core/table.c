@@ -320,6 +320,17 @@ static int load(tokvec_table *t, const tokvec_table_opts *o,
         return tokvec__fail(o, path, TOKVEC_E_INVAL, "a position .npy goes "
                                                      "with a .npy token "
                                                      "table only");
+    if (k == F_GGUF) {
+        static const char *const tn[] = {"token_embd.weight", NULL};
+        static const char *const pn[] = {"position_embd.weight", NULL};
+        static const char *const *const gg_names[2] = {tn, pn};
+        t->info.format = "gguf";
+        t->gguf = 1;
+        t->pos_names = pn;
+        if ((rc = tokvec__parse_gguf(t, o, path, t->map, t->map_len)) < 0)
+            return rc;
+        return tokvec__pick(t, o, path, gg_names, tok, pos);
+    }
     if (k == F_INDEX) {
         t->info.format = "safetensors-index";
         return tokvec__open_index(t, o, path, tok, pos);
