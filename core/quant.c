@@ -23,8 +23,8 @@ static const struct {
 } qtypes[] = {
     {TOKVEC_Q4_0, "Q4_0", 32, 18},   {TOKVEC_Q4_1, "Q4_1", 32, 20},
     {TOKVEC_Q5_0, "Q5_0", 32, 22},   {TOKVEC_Q5_1, "Q5_1", 32, 24},
-    {TOKVEC_Q8_0, "Q8_0", 32, 34},
-    /* @K_TYPES@ */
+    {TOKVEC_Q8_0, "Q8_0", 32, 34},   {TOKVEC_Q4_K, "Q4_K", 256, 144},
+    {TOKVEC_Q5_K, "Q5_K", 256, 176}, {TOKVEC_Q6_K, "Q6_K", 256, 210},
 };
 #define NQ (sizeof qtypes / sizeof qtypes[0])
 
@@ -138,7 +138,84 @@ static void q5_1(const unsigned char *b, float *y)
     }
 }
 
-/* @K_QUANTS@ */
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block,
+ * packed in scales[12] (ggml's get_scale_min_k4). */
+static void scale_min_k4(int j, const unsigned char *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* block_q4_K: d, dmin, scales[12], qs[128]. For each 64 values: the low
+ * nibbles of 32 bytes of qs with sub-block scale/min 2k, then the high
+ * nibbles with 2k + 1. y = (d * sc) * q - (dmin * m). */
+static void q4_k(const unsigned char *b, float *y)
+{
+    const float d = f16(b), min = f16(b + 2);
+    const unsigned char *scales = b + 4, *q = b + 16;
+    for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+        int sc, m;
+        scale_min_k4(is, scales, &sc, &m);
+        const float d1 = d * (float)sc, m1 = min * (float)m;
+        scale_min_k4(is + 1, scales, &sc, &m);
+        const float d2 = d * (float)sc, m2 = min * (float)m;
+        for (int l = 0; l < 32; l++)
+            *y++ = d1 * (float)(q[l] & 0xF) - m1;
+        for (int l = 0; l < 32; l++)
+            *y++ = d2 * (float)(q[l] >> 4) - m2;
+    }
+}
+
+/* block_q5_K: d, dmin, scales[12], qh[32], qs[128]: Q4_K with a 5th bit
+ * (+16) from qh, bit pair (2k, 2k + 1) for the k-th 64 values. */
+static void q5_k(const unsigned char *b, float *y)
+{
+    const float d = f16(b), min = f16(b + 2);
+    const unsigned char *scales = b + 4, *qh = b + 16, *ql = b + 48;
+    unsigned u1 = 1, u2 = 2;
+    for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
+        int sc, m;
+        scale_min_k4(is, scales, &sc, &m);
+        const float d1 = d * (float)sc, m1 = min * (float)m;
+        scale_min_k4(is + 1, scales, &sc, &m);
+        const float d2 = d * (float)sc, m2 = min * (float)m;
+        for (int l = 0; l < 32; l++)
+            *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+        for (int l = 0; l < 32; l++)
+            *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+        u1 <<= 2;
+        u2 <<= 2;
+    }
+}
+
+/* block_q6_K: ql[128], qh[64], scales[16] (int8), d. Per 128 values: 64
+ * bytes of ql (low 4 bits), 32 of qh (2 high bits each), 8 scales, one per
+ * 16 values. y = (d * sc) * (q - 32). */
+static void q6_k(const unsigned char *b, float *y)
+{
+    const unsigned char *ql = b, *qh = b + 128;
+    const signed char *sc = (const signed char *)(b + 192);
+    const float d = f16(b + 208);
+    for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32,
+             sc += 8) {
+        for (int l = 0; l < 32; l++) {
+            const int is = l / 16;
+            const int q1 = ((ql[l] & 0xF) | ((qh[l] >> 0 & 3) << 4)) - 32;
+            const int q2 = ((ql[l + 32] & 0xF) | ((qh[l] >> 2 & 3) << 4)) - 32;
+            const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4 & 3) << 4)) - 32;
+            const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6 & 3) << 4)) - 32;
+            y[l] = d * (float)sc[is] * (float)q1;
+            y[l + 32] = d * (float)sc[is + 2] * (float)q2;
+            y[l + 64] = d * (float)sc[is + 4] * (float)q3;
+            y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+        }
+    }
+}
 
 void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst, size_t n)
 {
@@ -152,7 +229,10 @@ void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst, size_t n)
         : q == TOKVEC_Q4_1 ? q4_1
         : q == TOKVEC_Q5_0 ? q5_0
         : q == TOKVEC_Q5_1 ? q5_1
-                           : NULL; /* @K_DISPATCH@ */
+        : q == TOKVEC_Q4_K ? q4_k
+        : q == TOKVEC_Q5_K ? q5_k
+        : q == TOKVEC_Q6_K ? q6_k
+                           : NULL;
     assert(one);
     const unsigned char *b = src;
     for (size_t i = 0; i < n / values; i++)

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_ref as g  # noqa: E402
 import test_contract as tc  # noqa: E402
 
-QUANT = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
+QUANT = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
 VOCAB, CTX, DIM = 6, 3, 1280
 
 
@@ -50,7 +50,8 @@ def raw_table(rng, tname, rows, dim):
 
 
 def read_safetensors(path):
-    b = open(path, "rb").read()
+    with open(path, "rb") as f:
+        b = f.read()
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8:8 + n])
     out = {}
@@ -123,10 +124,10 @@ class GGUF(unittest.TestCase):
         self.check("Q8_0", "F16", version=2)
 
     def test_inspect_reports_each_tensors_ggml_type(self):
-        path, _, _ = self.write("Q4_1", "Q8_0")
+        path, _, _ = self.write("Q4_K", "Q8_0")
         out = run("inspect", path).stdout
         self.assertIn("(gguf,", out)
-        self.assertIn("token       token_embd.weight: 6 x 1280 Q4_1", out)
+        self.assertIn("token       token_embd.weight: 6 x 1280 Q4_K", out)
         self.assertIn("position    position_embd.weight: 3 x 1280 Q8_0", out)
         self.assertIn("output_norm.weight  F32  [8]", out)
         self.assertIn('"general.architecture":"gpt2"', out)
