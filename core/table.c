@@ -1,6 +1,7 @@
 /* table.c -- opening, validating and viewing embedding tables: what every
  * format shares (mapping, the choice of tensors, positions, row views); the
- * formats' parsers are safetensors.c and npy.c.
+ * formats' parsers are safetensors.c, shards.c (sharded checkpoints),
+ * gguf.c and npy.c; quantized GGUF rows are dequantized by quant.c.
  *
  * A file is mapped whole (PROT_READ, MAP_SHARED); nothing is copied, so
  * open time is O(header) and processes serving one file share its pages.
@@ -105,14 +106,16 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
     *map = NULL;
     *len = 0;
     if (fd < 0)
-        return tokvec__fail(o, path, -errno, "cannot open: %s", strerror(errno));
+        return tokvec__fail(o, path, -errno, "cannot open: %s",
+                            strerror(errno));
     if (fstat(fd, &st) < 0) {
-        rc = tokvec__fail(o, path, -errno, "cannot stat: %s", strerror(errno));
+        rc = tokvec__fail(o, path, -errno, "cannot stat: %s",
+                          strerror(errno));
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = tokvec__fail(o, path, TOKVEC_E_FORMAT, "is %s, not a regular file",
-                  file_kind(st.st_mode));
+        rc = tokvec__fail(o, path, TOKVEC_E_FORMAT,
+                          "is %s, not a regular file", file_kind(st.st_mode));
         goto out;
     }
     if (st.st_size == 0) {
@@ -121,7 +124,8 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
-        rc = tokvec__fail(o, path, -errno, "cannot map: %s", strerror(errno));
+        rc = tokvec__fail(o, path, -errno, "cannot map: %s",
+                          strerror(errno));
         goto out;
     }
     *map = m;
@@ -144,8 +148,7 @@ int tokvec__mul_ok(uint64_t a, uint64_t b, uint64_t *out)
     return !__builtin_mul_overflow(a, b, out);
 }
 
-
-/* --- open ----------------------------------------------------------------- */
+/* --- open ---------------------------------------------------------------- */
 
 const tokvec__tensor *tokvec__find_tensor(const tokvec_table *t,
                                           const char *name, int file)

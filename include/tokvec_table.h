@@ -35,6 +35,31 @@
  *      bounds and size only (any rank, any safetensors dtype).
  *   Tensor data may sit at any byte offset: views may be unaligned.
  *
+ *  sharded safetensors (path is a *.safetensors.index.json, or a directory
+ *  holding model.safetensors.index.json or else exactly one
+ *  *.safetensors.index.json)
+ *   a JSON object whose "weight_map" maps tensor names to shard files,
+ *   relative paths inside the index's directory (no absolute path, no ".."
+ *   component: TOKVEC_E_SHARD_PATH). The token/position tensors are chosen
+ *   among the weight_map's names as in 3.; only the shard(s) holding them
+ *   are mapped (the token's first, the position's second) and each is a
+ *   safetensors file checked by every rule above, its own tensors
+ *   included. The token shard's __metadata__ is the table's.
+ *
+ *  GGUF (magic "GGUF", versions 2 and 3, little endian)
+ *   checked as core/gguf.c says (header, counts, metadata, alignment,
+ *   tensor infos, ggml types, whole blocks per row, offsets, overlaps).
+ *   Tensors token_embd.weight and position_embd.weight, or opts' names;
+ *   2-D, of type F32, F16, BF16 (served in place) or Q8_0, Q4_0, Q4_1,
+ *   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (rows dequantized on lookup, see
+ *   tokvec_quant.h; nothing is copied at open). The two tables may differ
+ *   in type; info.dtype is then float32. Shapes are in numpy order
+ *   ([n_vocab, n_embd]: GGUF lists dims fastest first).
+ *
+ *  A file that is none of these (no .npy or GGUF magic, and a length prefix
+ *  beyond the file without '{' at byte 8) is TOKVEC_E_FORMAT, "not a
+ *  safetensors, .npy or GGUF file".
+ *
  *  .npy (token table; opts->position_path may name a second .npy)
  *   magic "\x93NUMPY", version 1.0 (u16 header length), 2.0 or 3.0 (u32),
  *   a Python dict literal with 'descr' '<f4' or '<f2', 'fortran_order'
@@ -103,7 +128,7 @@ typedef struct tokvec_table_opts {
 
 typedef struct tokvec_table_info {
     const char *path;
-    const char *format; /* "safetensors" or "npy" */
+    const char *format; /* safetensors, safetensors-index, gguf, npy */
     int64_t vocab_size;
     int64_t dim;
     int64_t context_length; /* 0 when positional is NONE */
@@ -111,7 +136,7 @@ typedef struct tokvec_table_info {
     tokvec_positional positional;
     const char *token_tensor;    /* name in the file ("" for .npy) */
     const char *position_tensor; /* NULL unless LEARNED */
-    uint64_t file_size;
+    uint64_t file_size; /* of path (the index, for sharded checkpoints) */
     const char *metadata_json; /* "__metadata__" as compact JSON, or NULL */
     /* The tables' dtypes as the file spells them ("F32", "BF16", "Q4_K"),
      * which dtype may not say: it is float32 for quantized GGUF tables
