@@ -65,7 +65,7 @@ static float f16(const unsigned char *p)
 }
 
 /* block_q8_0: d, qs[32] (int8). y = q * d. */
-static void q8_0(const unsigned char *b, float *y)
+static void q8_0(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b);
     for (int j = 0; j < 32; j++)
@@ -74,7 +74,7 @@ static void q8_0(const unsigned char *b, float *y)
 
 /* block_q4_0: d, qs[16]; value j in the low nibble of qs[j], value
  * j + 16 in the high one. y = (q - 8) * d. */
-static void q4_0(const unsigned char *b, float *y)
+static void q4_0(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b);
     const unsigned char *qs = b + 2;
@@ -87,7 +87,7 @@ static void q4_0(const unsigned char *b, float *y)
 }
 
 /* block_q4_1: d, m, qs[16]. y = q * d + m. */
-static void q4_1(const unsigned char *b, float *y)
+static void q4_1(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b), m = f16(b + 2);
     const unsigned char *qs = b + 4;
@@ -99,40 +99,48 @@ static void q4_1(const unsigned char *b, float *y)
     }
 }
 
-static uint32_t le32(const unsigned char *p)
+/* The 5th bit of value j of a Q5 block is bit j of qh (u32, little
+ * endian), i.e. bit j % 8 of byte j / 8: spread as 0 or 16 per value, a
+ * byte of qh at a time (its bit i to byte i of a word: copied to every
+ * byte, masked, then 0 or not tested by a carry into bit 7), so that the
+ * value loops below vectorize. The word is stored little endian, as
+ * tokvec reads every table (the host is little endian). */
+static void fifth_bits(const unsigned char *restrict qh,
+                       unsigned char *restrict hb)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
+    for (int k = 0; k < 4; k++) {
+        uint64_t x = qh[k] * 0x0101010101010101ull;
+        x &= 0x8040201008040201ull;
+        x = ((x + 0x7f7f7f7f7f7f7f7full) >> 7 & 0x0101010101010101ull) << 4;
+        memcpy(hb + 8 * k, &x, 8);
+    }
 }
 
-/* block_q5_0: d, qh[4] (bit j: 5th bit of value j), qs[16].
- * y = (q - 16) * d. */
-static void q5_0(const unsigned char *b, float *y)
+/* block_q5_0: d, qh[4], qs[16]. y = (q - 16) * d. */
+static void q5_0(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b);
-    const uint32_t qh = le32(b + 2);
     const unsigned char *qs = b + 6;
+    unsigned char hb[32];
+    fifth_bits(b + 2, hb);
     for (int j = 0; j < 16; j++) {
-        const int h0 = (int)((qh >> j) << 4 & 0x10);
-        const int h1 = (int)((qh >> (j + 12)) & 0x10);
-        const int x0 = ((qs[j] & 0x0F) | h0) - 16;
-        const int x1 = ((qs[j] >> 4) | h1) - 16;
+        const int x0 = ((qs[j] & 0x0F) | hb[j]) - 16;
+        const int x1 = ((qs[j] >> 4) | hb[j + 16]) - 16;
         y[j] = (float)x0 * d;
         y[j + 16] = (float)x1 * d;
     }
 }
 
 /* block_q5_1: d, m, qh[4], qs[16]. y = q * d + m. */
-static void q5_1(const unsigned char *b, float *y)
+static void q5_1(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b), m = f16(b + 2);
-    const uint32_t qh = le32(b + 4);
     const unsigned char *qs = b + 8;
+    unsigned char hb[32];
+    fifth_bits(b + 4, hb);
     for (int j = 0; j < 16; j++) {
-        const int h0 = (int)((qh >> j) << 4 & 0x10);
-        const int h1 = (int)((qh >> (j + 12)) & 0x10);
-        const int x0 = (qs[j] & 0x0F) | h0;
-        const int x1 = (qs[j] >> 4) | h1;
+        const int x0 = (qs[j] & 0x0F) | hb[j];
+        const int x1 = (qs[j] >> 4) | hb[j + 16];
         y[j] = (float)x0 * d + m;
         y[j + 16] = (float)x1 * d + m;
     }
@@ -154,7 +162,7 @@ static void scale_min_k4(int j, const unsigned char *q, int *sc, int *m)
 /* block_q4_K: d, dmin, scales[12], qs[128]. For each 64 values: the low
  * nibbles of 32 bytes of qs with sub-block scale/min 2k, then the high
  * nibbles with 2k + 1. y = (d * sc) * q - (dmin * m). */
-static void q4_k(const unsigned char *b, float *y)
+static void q4_k(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b), min = f16(b + 2);
     const unsigned char *scales = b + 4, *q = b + 16;
@@ -173,7 +181,7 @@ static void q4_k(const unsigned char *b, float *y)
 
 /* block_q5_K: d, dmin, scales[12], qh[32], qs[128]: Q4_K with a 5th bit
  * (+16) from qh, bit pair (2k, 2k + 1) for the k-th 64 values. */
-static void q5_k(const unsigned char *b, float *y)
+static void q5_k(const unsigned char *restrict b, float *restrict y)
 {
     const float d = f16(b), min = f16(b + 2);
     const unsigned char *scales = b + 4, *qh = b + 16, *ql = b + 48;
@@ -195,24 +203,30 @@ static void q5_k(const unsigned char *b, float *y)
 
 /* block_q6_K: ql[128], qh[64], scales[16] (int8), d. Per 128 values: 64
  * bytes of ql (low 4 bits), 32 of qh (2 high bits each), 8 scales, one per
- * 16 values. y = (d * sc) * (q - 32). */
-static void q6_k(const unsigned char *b, float *y)
+ * 16 values. y = (d * sc) * (q - 32); d * sc is rounded once per scale,
+ * as ggml rounds it per value (the same product each time). */
+static void q6_k(const unsigned char *restrict b, float *restrict y)
 {
-    const unsigned char *ql = b, *qh = b + 128;
-    const signed char *sc = (const signed char *)(b + 192);
     const float d = f16(b + 208);
-    for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32,
-             sc += 8) {
-        for (int l = 0; l < 32; l++) {
-            const int is = l / 16;
-            const int q1 = ((ql[l] & 0xF) | ((qh[l] >> 0 & 3) << 4)) - 32;
-            const int q2 = ((ql[l + 32] & 0xF) | ((qh[l] >> 2 & 3) << 4)) - 32;
-            const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4 & 3) << 4)) - 32;
-            const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6 & 3) << 4)) - 32;
-            y[l] = d * (float)sc[is] * (float)q1;
-            y[l + 32] = d * (float)sc[is + 2] * (float)q2;
-            y[l + 64] = d * (float)sc[is + 4] * (float)q3;
-            y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+    float ds[16];
+    for (int i = 0; i < 16; i++)
+        ds[i] = d * (float)(signed char)b[192 + i];
+    for (int h = 0; h < 2; h++) {
+        const unsigned char *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+        for (int g = 0; g < 4; g++) {
+            /* values 32g + l: low nibbles of ql[l + 32 (g & 1)] for g < 2,
+             * high ones after; bits 2g, 2g + 1 of qh[l] on top */
+            const unsigned char *lo = ql + 32 * (g & 1);
+            const int sh = g < 2 ? 0 : 4;
+            float *out = y + 128 * h + 32 * g;
+            for (int half = 0; half < 2; half++) {
+                const float s = ds[8 * h + 2 * g + half];
+                for (int l = 16 * half; l < 16 * half + 16; l++) {
+                    const int q = ((lo[l] >> sh & 0xF) |
+                                   ((qh[l] >> (2 * g) & 3) << 4)) - 32;
+                    out[l] = s * (float)q;
+                }
+            }
         }
     }
 }
@@ -223,7 +237,7 @@ void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst, size_t n)
     int rc = tokvec_qtype_block(q, &values, &bytes);
     assert(rc == 0 && n % values == 0);
     (void)rc;
-    void (*one)(const unsigned char *, float *) =
+    void (*one)(const unsigned char *restrict, float *restrict) =
         q == TOKVEC_Q8_0   ? q8_0
         : q == TOKVEC_Q4_0 ? q4_0
         : q == TOKVEC_Q4_1 ? q4_1
