@@ -4,8 +4,9 @@ with gguf_ref's numpy dequantization of the blocks.
 
 Run: /usr/bin/python3 tests/e2e/test_gguf.py --binary build/tokvec
 Rows are read back through `tokvec convert --dtype f32` (every row of both
-tables, dequantized) and `tokvec lookup` (the embed path: token + position,
-a row of 1280 values dequantized in two chunks).
+tables, dequantized), `tokvec lookup` (the embed path: token + position,
+a row of 1280 values dequantized in two chunks) and `tokvec serve` (POST
+/embed raw float32, GET /tokens/ID, /info).
 """
 import argparse
 import json
@@ -119,6 +120,30 @@ class GGUF(unittest.TestCase):
         for i, t in enumerate(QUANT):
             with self.subTest(t=t):
                 self.check(t, QUANT[(i + 3) % len(QUANT)])
+
+    def test_serve_answers_the_dequantized_rows(self):
+        path, tok, pos = self.write("Q6_K", "Q5_0", seed=3)
+        s = tc.Server(path)
+        try:
+            st, _, body = s.get("/info")
+            info = json.loads(body)
+            self.assertEqual((st, info["dtype"], info["dim"],
+                              info["context_length"]),
+                             (200, "float32", DIM, CTX))
+            st, _, body = s.embed({"inputs": [[4, 1, 2], [0, 5, 5]]},
+                                  accept="application/octet-stream")
+            self.assertEqual(st, 200)
+            got = np.frombuffer(body, "<f4").reshape(2, 3, DIM)
+            ids = np.array([[4, 1, 2], [0, 5, 5]])
+            want = tok[ids] + pos[np.arange(3)]
+            np.testing.assert_array_equal(got.view("<u4"), want.view("<u4"))
+            st, _, body = s.get("/tokens/5")
+            row = json.loads(body)
+            np.testing.assert_array_equal(
+                np.array(row["embedding"], np.float32).view("<u4"),
+                tok[5].view("<u4"))
+        finally:
+            self.assertEqual(s.stop(), 0)
 
     def test_version_2_reads_like_version_3(self):
         self.check("Q8_0", "F16", version=2)
