@@ -247,6 +247,25 @@ static void good_file_serves_both_tables(void **s)
     tokvec_table_close(t);
 }
 
+static void tensors_can_be_named(void **s)
+{
+    (void)s;
+    /* Any 2-D tensor can be the token table: here the Q8_0 one. */
+    tokvec_table_opts o = {.token_tensor = "position_embd.weight",
+                           .positional = TOKVEC_POS_NONE};
+    tokvec_table *t;
+    assert_int_equal(tokvec_table_open(gguf_file(GOOD), &o, &t), 0);
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    assert_int_equal(in->vocab_size, 2);
+    assert_int_equal(in->dim, 32);
+    assert_string_equal(in->token_dtype, "Q8_0");
+    assert_null(in->position_dtype);
+    tokvec_table_close(t);
+    tokvec_table_opts none = {.position_tensor = "nope"};
+    assert_int_equal(tokvec_table_open(gguf_file(GOOD), &none, &t),
+                     TOKVEC_E_NO_TENSOR);
+}
+
 static void every_rule_has_its_error(void **s)
 {
     (void)s;
@@ -298,6 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_file_serves_both_tables),
+        cmocka_unit_test(tensors_can_be_named),
         cmocka_unit_test(every_rule_has_its_error),
         cmocka_unit_test(position_table_must_be_as_wide),
     };
