@@ -3,7 +3,8 @@
 # compared is measured in this one run, so noise on this shared machine hits
 # both sides; read the ratios, not the absolute numbers.
 #
-#   core    embedbench (gather+add vs memcpy), floatbench (JSON float writer
+#   core    embedbench (gather+add vs memcpy), quantbench (GGUF rows per
+#           ggml type), floatbench (JSON float writer
 #           vs snprintf %.9g), idbench (JSON id parsing: fast path vs
 #           jansson), tokvec vs torch init of the default table
 #   http    bench/loadbench.py: tokvec vs the PyTorch peer vs nginx under
@@ -52,6 +53,10 @@ CORE="$BUILD/bench/work/core.txt"
 {
 echo "== core lookup: gather+add of 32x128 ids vs memcpy of the same bytes"
 "$BUILD/bench/embedbench" "$TABLE" 32 128
+
+echo
+echo "== GGUF rows by ggml type: dequantized (or widened) per lookup"
+"$BUILD/bench/quantbench" 768 4096
 
 echo
 echo "== JSON float formatting (one core)"

@@ -4,6 +4,7 @@
  * tok_emb(ids) + pos_emb(arange) does. The float32 path over an aligned
  * map reads rows in place and lets the compiler vectorize the add; other
  * dtypes (and unaligned maps) widen chunks of a row into stack scratch,
+ * quantized GGUF rows are dequantized a chunk of blocks at a time there,
  * and half-precision outputs narrow the float32 sum (core/float.c's bulk
  * conversions, vectorized).
  * Reads the immutable table only: any number of threads at once.
@@ -121,10 +122,20 @@ static void prefetch_bytes(const void *p, size_t n)
 }
 
 /* Floats [c, c + k) of a row: in place when the row is aligned float32,
- * else widened into scratch. */
+ * else widened (or dequantized) into scratch. A quantized row's chunks
+ * are whole blocks: c and k are multiples of SCRATCH or end the row, and
+ * SCRATCH and the row length are multiples of the block length. */
 static const float *row_chunk(const tokvec_row *r, size_t c, size_t k,
                               float *scratch)
 {
+    if (r->qtype != TOKVEC_Q_NONE) {
+        size_t values, bytes;
+        (void)tokvec_qtype_block(r->qtype, &values, &bytes);
+        tokvec_dequantize(r->qtype,
+                          (const unsigned char *)r->data + c / values * bytes,
+                          scratch, k);
+        return scratch;
+    }
     if (r->dtype == TOKVEC_F32 && ((uintptr_t)r->data & 3u) == 0)
         return (const float *)r->data + c;
     size_t esz = tokvec_dtype_size(r->dtype);
@@ -191,7 +202,7 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
         if (i + PREFETCH_AHEAD < B * S) {
             tokvec_row nr;
             if (tokvec_table_token_row(t, ids[i + PREFETCH_AHEAD], &nr) == 0)
-                prefetch_bytes(nr.data, D * tokvec_dtype_size(nr.dtype));
+                prefetch_bytes(nr.data, nr.nbytes);
         }
         for (size_t c = 0; c < D; c += SCRATCH) {
             size_t k = D - c < SCRATCH ? D - c : SCRATCH;

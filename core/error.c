@@ -7,7 +7,7 @@
 #include "tokvec_error.h"
 
 #define ERRORS(X)                                                            \
-    X(TOKVEC_E_FORMAT, "not a safetensors or .npy file")                     \
+    X(TOKVEC_E_FORMAT, "not a safetensors, .npy or GGUF file")               \
     X(TOKVEC_E_TRUNCATED, "file is truncated")                               \
     X(TOKVEC_E_HEADER_SIZE, "header length is beyond the file or the limit") \
     X(TOKVEC_E_HEADER_JSON, "header is not valid safetensors JSON")          \
@@ -24,7 +24,9 @@
     X(TOKVEC_E_NO_POSITIONS, "table has no position embeddings")             \
     X(TOKVEC_E_INVAL, "invalid argument")                                    \
     X(TOKVEC_E_TOO_LARGE, "size too large")                                  \
-    X(TOKVEC_E_METADATA, "bad __metadata__ value")
+    X(TOKVEC_E_METADATA, "bad __metadata__ value")                           \
+    X(TOKVEC_E_SHARD_PATH, "shard path is outside the index's directory")    \
+    X(TOKVEC_E_GGUF, "bad GGUF header or metadata")
 
 const char *tokvec_strerror(int code)
 {

@@ -19,7 +19,7 @@
 
 enum {
     TOKVEC_OK = 0,
-    TOKVEC_E_FORMAT = -30600,         /* neither safetensors nor .npy */
+    TOKVEC_E_FORMAT = -30600,         /* not safetensors, .npy or GGUF */
     TOKVEC_E_TRUNCATED = -30601,      /* file shorter than its header */
     TOKVEC_E_HEADER_SIZE = -30602,    /* header length beyond file/limit */
     TOKVEC_E_HEADER_JSON = -30603,    /* header JSON malformed or misshapen */
@@ -37,6 +37,8 @@ enum {
     TOKVEC_E_INVAL = -30615,          /* invalid argument */
     TOKVEC_E_TOO_LARGE = -30616,      /* sizes overflow or exceed a limit */
     TOKVEC_E_METADATA = -30617,       /* __metadata__ value not usable */
+    TOKVEC_E_SHARD_PATH = -30618,     /* shard outside the index's dir */
+    TOKVEC_E_GGUF = -30619,           /* bad GGUF header or metadata */
 };
 
 /* A static string for any code this library returns (never NULL). */

@@ -35,6 +35,31 @@
  *      bounds and size only (any rank, any safetensors dtype).
  *   Tensor data may sit at any byte offset: views may be unaligned.
  *
+ *  sharded safetensors (path is a *.safetensors.index.json, or a directory
+ *  holding model.safetensors.index.json or else exactly one
+ *  *.safetensors.index.json)
+ *   a JSON object whose "weight_map" maps tensor names to shard files,
+ *   relative paths inside the index's directory (no absolute path, no ".."
+ *   component: TOKVEC_E_SHARD_PATH). The token/position tensors are chosen
+ *   among the weight_map's names as in 3.; only the shard(s) holding them
+ *   are mapped (the token's first, the position's second) and each is a
+ *   safetensors file checked by every rule above, its own tensors
+ *   included. The token shard's __metadata__ is the table's.
+ *
+ *  GGUF (magic "GGUF", versions 2 and 3, little endian)
+ *   checked as core/gguf.c says (header, counts, metadata, alignment,
+ *   tensor infos, ggml types, whole blocks per row, offsets, overlaps).
+ *   Tensors token_embd.weight and position_embd.weight, or opts' names;
+ *   2-D, of type F32, F16, BF16 (served in place) or Q8_0, Q4_0, Q4_1,
+ *   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (rows dequantized on lookup, see
+ *   tokvec_quant.h; nothing is copied at open). The two tables may differ
+ *   in type; info.dtype is then float32. Shapes are in numpy order
+ *   ([n_vocab, n_embd]: GGUF lists dims fastest first).
+ *
+ *  A file that is none of these (no .npy or GGUF magic, and a length prefix
+ *  beyond the file without '{' at byte 8) is TOKVEC_E_FORMAT, "not a
+ *  safetensors, .npy or GGUF file".
+ *
  *  .npy (token table; opts->position_path may name a second .npy)
  *   magic "\x93NUMPY", version 1.0 (u16 header length), 2.0 or 3.0 (u32),
  *   a Python dict literal with 'descr' '<f4' or '<f2', 'fortran_order'
@@ -58,6 +83,7 @@
 
 #include "tokvec_error.h"
 #include "tokvec_float.h"
+#include "tokvec_quant.h"
 
 #define TOKVEC_MAX_HEADER (100u * 1000u * 1000u)
 #define TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT 1024
@@ -102,7 +128,7 @@ typedef struct tokvec_table_opts {
 
 typedef struct tokvec_table_info {
     const char *path;
-    const char *format; /* "safetensors" or "npy" */
+    const char *format; /* safetensors, safetensors-index, gguf, npy */
     int64_t vocab_size;
     int64_t dim;
     int64_t context_length; /* 0 when positional is NONE */
@@ -110,8 +136,13 @@ typedef struct tokvec_table_info {
     tokvec_positional positional;
     const char *token_tensor;    /* name in the file ("" for .npy) */
     const char *position_tensor; /* NULL unless LEARNED */
-    uint64_t file_size;
+    uint64_t file_size; /* of path (the index, for sharded checkpoints) */
     const char *metadata_json; /* "__metadata__" as compact JSON, or NULL */
+    /* The tables' dtypes as the file spells them ("F32", "BF16", "Q4_K"),
+     * which dtype may not say: it is float32 for quantized GGUF tables
+     * (rows are dequantized) and GGUF files whose two tables differ. */
+    const char *token_dtype;
+    const char *position_dtype; /* NULL unless LEARNED */
 } tokvec_table_info;
 
 typedef struct tokvec_tensor {
@@ -121,13 +152,26 @@ typedef struct tokvec_tensor {
     const int64_t *shape; /* ndim entries */
     const void *data;     /* into the map; may be unaligned */
     uint64_t nbytes;
+    const char *file; /* sharded checkpoints: its shard, else NULL */
 } tokvec_tensor;
+
+/* A shard of a sharded checkpoint, as its index names it. */
+typedef struct tokvec_shard {
+    const char *file;   /* relative to the index's directory */
+    size_t ntensors;    /* tensors the index puts there */
+    int mapped;         /* 1: holds the token or position table, mapped */
+    uint64_t file_size; /* bytes, when mapped (else 0) */
+} tokvec_shard;
 
 typedef struct tokvec_row {
     const void *data; /* dim values of dtype; may be unaligned */
     int64_t dim;
     tokvec_dtype dtype;
     size_t nbytes;
+    /* TOKVEC_Q_NONE, or the row is nbytes of blocks of this type (data
+     * points at them) and dtype is TOKVEC_F32, what they dequantize to:
+     * read it with tokvec_row_to_f32, never as dtype values. */
+    tokvec_qtype qtype;
 } tokvec_row;
 
 /* Opens and validates path. On success *out is a new handle (close with
@@ -151,6 +195,11 @@ const tokvec_table_info *tokvec_table_get_info(const tokvec_table *t);
 size_t tokvec_table_tensor_count(const tokvec_table *t);
 int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out);
 
+/* Sharded checkpoints: the shards the index names, in index order
+ * (0 for other tables). */
+size_t tokvec_table_shard_count(const tokvec_table *t);
+int tokvec_table_shard(const tokvec_table *t, size_t i, tokvec_shard *out);
+
 /* Row views: TOKVEC_E_TOKEN_RANGE / TOKVEC_E_POSITION_RANGE when out of
  * range, TOKVEC_E_NO_POSITIONS when the table has none (positional NONE,
  * or sinusoidal opened with TOKVEC_TABLE_SKIP_SINUSOIDAL). Sinusoidal rows
@@ -160,7 +209,8 @@ int tokvec_table_token_row(const tokvec_table *t, int64_t id,
 int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
                               tokvec_row *out) TOKVEC_MUST_CHECK;
 
-/* Widens a row to float32 exactly into dst[0..row->dim-1]. */
+/* Widens (or dequantizes) a row to float32 exactly into
+ * dst[0..row->dim-1]. */
 void tokvec_row_to_f32(const tokvec_row *row, float *dst);
 
 #endif

@@ -488,11 +488,11 @@ int cmd_inspect(int argc, char **argv)
            in->file_size);
     printf("token       %s: %" PRId64 " x %" PRId64 " %s\n",
            in->token_tensor[0] ? in->token_tensor : "(npy)", in->vocab_size,
-           in->dim, tokvec_dtype_name(in->dtype));
+           in->dim, in->token_dtype);
     if (in->positional == TOKVEC_POS_LEARNED)
-        printf("position    %s: %" PRId64 " x %" PRId64 " (learned)\n",
+        printf("position    %s: %" PRId64 " x %" PRId64 " %s (learned)\n",
                in->position_tensor[0] ? in->position_tensor : "(npy)",
-               in->context_length, in->dim);
+               in->context_length, in->dim, in->position_dtype);
     else if (in->positional == TOKVEC_POS_SINUSOIDAL)
         printf("position    sinusoidal, context_length %" PRId64 "\n",
                in->context_length);
@@ -501,6 +501,19 @@ int cmd_inspect(int argc, char **argv)
     if (in->metadata_json)
         printf("metadata    %s\n", in->metadata_json);
 
+    size_t ns = tokvec_table_shard_count(t);
+    if (ns)
+        printf("shards      %zu (only those holding the tables are mapped "
+               "and listed below)\n", ns);
+    for (size_t i = 0; i < ns; i++) {
+        tokvec_shard sh;
+        if (tokvec_table_shard(t, i, &sh) < 0)
+            continue;
+        printf("  %s  %zu tensors", sh.file, sh.ntensors);
+        if (sh.mapped)
+            printf("  mapped, %" PRIu64 " bytes", sh.file_size);
+        printf("\n");
+    }
     size_t n = tokvec_table_tensor_count(t);
     printf("tensors     %zu\n", n);
     for (size_t i = 0; i < n; i++) {
@@ -524,6 +537,8 @@ int cmd_inspect(int argc, char **argv)
             role = "  <- position";
         printf("  %s  %s  [%s]  %" PRIu64 " bytes  sha256 %s", x.name,
                x.dtype, shape, x.nbytes, hex);
+        if (x.file)
+            printf("  in %s", x.file);
         if (bad >= 0)
             printf("  non-finite %" PRId64, bad);
         printf("%s\n", role);
@@ -541,7 +556,8 @@ static const char lookup_usage[] =
     "Prints the JSON POST /embed returns for one sequence of ids:\n"
     "{\"shape\":[1,S,D],\"dtype\":\"float32\",\"embeddings\":[[[...]]]},\n"
     "each number the shortest decimal that reads back as the same float32.\n"
-    "  --table FILE           the table (.safetensors or .npy)\n"
+    "  --table FILE           the table (.safetensors, its shards' index or\n"
+    "                         directory, .gguf or .npy)\n"
     "  --pos POS.npy          positions for a .npy token table\n"
     "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
     "  --start-position N     first position (default 0)\n"
@@ -653,9 +669,11 @@ static const char convert_usage[] =
     "usage: tokvec convert IN -o OUT.safetensors [--pos POS.npy] "
     "[--dtype T]\n"
     "\n"
-    "Writes the token table (and learned position table) of IN -- a .npy or\n"
-    "a safetensors file such as a Hugging Face GPT-2 model.safetensors -- as\n"
-    "a tokvec safetensors file with tok_emb.weight [+ pos_emb.weight].\n"
+    "Writes the token table (and learned position table) of IN -- a .npy,\n"
+    "a safetensors file such as a Hugging Face GPT-2 model.safetensors, a\n"
+    "sharded checkpoint's index (or its directory) or a GGUF file (rows of\n"
+    "quantized types dequantized to float32) -- as a tokvec safetensors file\n"
+    "with tok_emb.weight [+ pos_emb.weight].\n"
     "  --pos POS.npy          learned positions for a .npy token table\n"
     "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
     "  --dtype T              f32, f16 or bf16 (default: as stored;\n"
@@ -663,14 +681,15 @@ static const char convert_usage[] =
     "  -o, --output FILE      where to write (atomically, by rename)\n";
 
 /* Returns rows x dim of a view converted to dtype `to` in a new buffer
- * (caller frees), or the stored bytes when the dtype is unchanged. */
+ * (caller frees): the stored bytes when they are `to` values, else the
+ * rows widened (or dequantized) and narrowed. */
 static void *convert_rows(const tokvec_table *t, int tokens, int64_t rows,
-                          int64_t dim, tokvec_dtype from, tokvec_dtype to)
+                          int64_t dim, tokvec_dtype to)
 {
     size_t n = (size_t)rows * (size_t)dim;
     unsigned char *dst = malloc(n * tokvec_dtype_size(to));
-    float *tmp = to == from ? NULL : malloc((size_t)dim * sizeof *tmp);
-    if (!dst || (to != from && !tmp)) {
+    float *tmp = malloc((size_t)dim * sizeof *tmp); /* widened rows */
+    if (!dst || !tmp) {
         free(dst);
         free(tmp);
         return NULL;
@@ -685,7 +704,7 @@ static void *convert_rows(const tokvec_table *t, int tokens, int64_t rows,
             free(tmp);
             return NULL;
         }
-        if (to == from) {
+        if (v.qtype == TOKVEC_Q_NONE && v.dtype == to) {
             memcpy(dst + (size_t)r * row_out, v.data, row_out);
         } else {
             tokvec_row_to_f32(&v, tmp);
@@ -739,9 +758,8 @@ int cmd_convert(int argc, char **argv)
         dtype = in->dtype;
     int learned = in->positional == TOKVEC_POS_LEARNED;
     ret = 1;
-    tok = convert_rows(t, 1, in->vocab_size, in->dim, in->dtype, dtype);
-    pos = learned ? convert_rows(t, 0, in->context_length, in->dim,
-                                 in->dtype, dtype)
+    tok = convert_rows(t, 1, in->vocab_size, in->dim, dtype);
+    pos = learned ? convert_rows(t, 0, in->context_length, in->dim, dtype)
                   : NULL;
     if (!tok || (learned && !pos)) {
         fail(1, "convert: out of memory");

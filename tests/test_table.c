@@ -110,6 +110,26 @@ static void open_rejects_header_over_100_mb(void **s)
     expect(raw_file(b, sizeof b), NULL, TOKVEC_E_HEADER_SIZE);
 }
 
+/* A text file (a README given as --table) used to be read as a
+ * safetensors header length of some 7e18 bytes; it is no format at all. */
+static void open_says_a_text_file_is_not_a_table(void **s)
+{
+    (void)s;
+    static const char readme[] = "# tokvec\n\nServes token embeddings.\n";
+    char err[512] = "";
+    tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_table *t = (tokvec_table *)1;
+    assert_int_equal(tokvec_table_open(raw_file(readme, sizeof readme - 1),
+                                       &o, &t),
+                     TOKVEC_E_FORMAT);
+    assert_null(t);
+    if (!strstr(err, "not a safetensors, .npy or GGUF file") ||
+        strstr(err, "header length"))
+        fail_msg("message: %s", err);
+    /* Still a safetensors file when the length fits, whatever follows. */
+    expect(st_file("[1,2,3]", 0, NULL, 0), NULL, TOKVEC_E_HEADER_JSON);
+}
+
 static void open_rejects_bad_json(void **s)
 {
     (void)s;
@@ -575,10 +595,9 @@ static void npy_with_position_file_is_learned(void **s)
 static void npy_rejects_bad_magic_order_dtype_rank_and_size(void **s)
 {
     (void)s;
-    /* Without the full magic a file is read as safetensors, whose length
-     * prefix is then absurd. */
+    /* Without the full magic it is no format tokvec knows. */
     expect(raw_file("\x93NUMPX\x01\x00\x00\x00", 10), NULL,
-           TOKVEC_E_HEADER_SIZE);
+           TOKVEC_E_FORMAT);
     expect(npy_file("a.npy", 4, NPY_DICT("<f4", "False", "(3, 4)"), data12,
                     48), NULL, TOKVEC_E_NPY);
     expect(npy_file("b.npy", 1, NPY_DICT("<f4", "True", "(3, 4)"), data12,
@@ -657,6 +676,7 @@ int main(void)
         cmocka_unit_test(open_rejects_empty_file),
         cmocka_unit_test(open_rejects_header_beyond_file),
         cmocka_unit_test(open_rejects_header_over_100_mb),
+        cmocka_unit_test(open_says_a_text_file_is_not_a_table),
         cmocka_unit_test(open_rejects_bad_json),
         cmocka_unit_test(open_rejects_header_that_is_not_an_object),
         cmocka_unit_test(open_rejects_duplicate_keys),

@@ -37,6 +37,44 @@ class CLI(unittest.TestCase):
     def p(self, name):
         return os.path.join(self.tmp, name)
 
+    def test_inspect_and_lookup_read_a_sharded_checkpoint(self):
+        d = self.p("ckpt")
+        os.mkdir(d)
+        tok = np.arange(12, dtype=np.float32).reshape(3, 4)
+        pos = np.full((2, 4), 0.5, np.float32)
+        for name, tensors in (("model-00001-of-00002.safetensors",
+                               {"wte.weight": tok}),
+                              ("model-00002-of-00002.safetensors",
+                               {"wpe.weight": pos,
+                                "h.0.b": np.ones(2, np.float32)})):
+            hdr, blobs, off = {}, [], 0
+            for k, a in tensors.items():
+                hdr[k] = {"dtype": "F32", "shape": list(a.shape),
+                          "data_offsets": [off, off + a.nbytes]}
+                off += a.nbytes
+                blobs.append(a.tobytes())
+            h = json.dumps(hdr).encode()
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+        with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": 88}, "weight_map": {
+                "wte.weight": "model-00001-of-00002.safetensors",
+                "wpe.weight": "model-00002-of-00002.safetensors",
+                "h.0.b": "model-00002-of-00002.safetensors",
+                "lm_head.weight": "model-00003-of-00002.safetensors"}}, f)
+        out = run("inspect", d).stdout
+        self.assertIn("(safetensors-index,", out)
+        self.assertIn("shards      3", out)
+        self.assertIn("model-00002-of-00002.safetensors  2 tensors  mapped",
+                      out)
+        self.assertRegex(out, r"model-00003-of-00002.safetensors  1 tensors"
+                              r"\n")
+        self.assertRegex(out, r"wpe.weight  F32  \[2 x 4\].* in "
+                              r"model-00002-of-00002.safetensors.*<- position")
+        r = json.loads(run("lookup", "--table", d, "2", "0").stdout)
+        self.assertEqual(r["embeddings"], [[[8.5, 9.5, 10.5, 11.5],
+                                            [0.5, 1.5, 2.5, 3.5]]])
+
     def test_textbook_lookup_prints_numpy_repr(self):
         run("init", "--vocab", "6", "--dim", "3", "--positional", "none",
             "--seed", "123", "-o", self.p("six.safetensors"))

@@ -1,6 +1,8 @@
 /* fuzz_table.c -- libFuzzer target for the table file parsers: safetensors
- * (u64 header length, JSON header, offsets, sizes, dtypes, __metadata__)
- * and .npy (magic, versions 1-3, the dict literal), through
+ * (u64 header length, JSON header, offsets, sizes, dtypes, __metadata__),
+ * .npy (magic, versions 1-3, the dict literal) and GGUF v2/v3 (header,
+ * metadata values and arrays, tensor infos, alignment, ggml types and
+ * blocks; quantized rows dequantized), through
  * tokvec_table_open on a file holding the input, then every view of what
  * opened.
  *
@@ -18,7 +20,8 @@
  *
  * Invariants checked: an opened table's views (every tensor, every row)
  * lie inside the mapped file(s); the info is consistent (dim >= 1,
- * vocab_size >= 1, row bytes = dim * dtype size); the embedding of the
+ * vocab_size >= 1, row bytes = dim * dtype size, or dim / B blocks of S
+ * bytes for a quantized row); the embedding of the
  * first and last ids runs; a failed open leaves an error message.
  */
 #include <stdint.h>
@@ -123,9 +126,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     }
     const tokvec_table_info *in = tokvec_table_get_info(t);
-    if (in->vocab_size < 1 || in->dim < 1 ||
-        t->row_bytes != (size_t)in->dim * tokvec_dtype_size(in->dtype) ||
-        in->file_size != size || !in->format || !in->token_tensor)
+    size_t bv = 1, bb = tokvec_dtype_size(t->tok_rows.dtype);
+    if (t->tok_rows.q != TOKVEC_Q_NONE &&
+        tokvec_qtype_block(t->tok_rows.q, &bv, &bb) < 0)
+        abort();
+    if (in->vocab_size < 1 || in->dim < 1 || in->dim % (int64_t)bv ||
+        t->row_bytes != (size_t)in->dim / bv * bb ||
+        in->file_size != size || !in->format || !in->token_tensor ||
+        !in->token_dtype)
         abort();
     if (in->positional == TOKVEC_POS_AUTO ||
         (in->positional == TOKVEC_POS_NONE && in->context_length != 0) ||
