@@ -13,14 +13,14 @@ FPFLAGS   := -ffp-contract=off -fno-fast-math
 WARN      := -Wall -Wextra $(if $(CI),-Werror)
 CFLAGS    ?= $(OPT) -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) $(WARN) -MMD -MP \
-             -Iinclude -Iserver $(SANFLAGS)
+             -Iinclude -Iserver -I$(BUILD)/gen $(SANFLAGS)
 LDFLAGS   += -pthread $(SANFLAGS)
 LIBS      := -lmicrohttpd -ljansson -lnettle -lm
 TEST_LIBS := -lcmocka
 
 # Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
-             nettle-dev
+             nettle-dev unicode-data
 DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
@@ -82,6 +82,14 @@ $(BUILD)/gen/openapi.c: docs/openapi.json
 
 $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The tokenizer's Unicode classes, from Debian's unicode-data (the UCD).
+UCD_DIR ?= /usr/share/unicode
+$(BUILD)/gen/tok_ucd.h: tools/gen_ucd.awk
+	@mkdir -p $(@D)
+	awk -f tools/gen_ucd.awk $(UCD_DIR)/PropList.txt \
+	  $(UCD_DIR)/UnicodeData.txt > $@.tmp && mv $@.tmp $@
+$(BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)

@@ -24,7 +24,8 @@
     X(TOKVEC_E_NO_POSITIONS, "table has no position embeddings")             \
     X(TOKVEC_E_INVAL, "invalid argument")                                    \
     X(TOKVEC_E_TOO_LARGE, "size too large")                                  \
-    X(TOKVEC_E_METADATA, "bad __metadata__ value")
+    X(TOKVEC_E_METADATA, "bad __metadata__ value")                          \
+    X(TOKVEC_E_TOKENIZER, "bad tokenizer file")
 
 const char *tokvec_strerror(int code)
 {

@@ -37,6 +37,7 @@ enum {
     TOKVEC_E_INVAL = -30615,          /* invalid argument */
     TOKVEC_E_TOO_LARGE = -30616,      /* sizes overflow or exceed a limit */
     TOKVEC_E_METADATA = -30617,       /* __metadata__ value not usable */
+    TOKVEC_E_TOKENIZER = -30618,      /* tokenizer file malformed */
 };
 
 /* A static string for any code this library returns (never NULL). */

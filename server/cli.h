@@ -12,5 +12,6 @@ int cmd_init(int argc, char **argv);  /* server/cli.c */
 int cmd_inspect(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv); /* server/cli_text.c */
 
 #endif
