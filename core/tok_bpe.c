@@ -20,8 +20,8 @@
 #include "tok_internal.h"
 
 #define HEAP_ABOVE 64    /* pieces longer than this use the heap */
-#define CACHE_SLOTS 4096 /* per state */
-#define CACHE_BYTES 24   /* longest piece cached */
+#define CACHE_SLOTS 8192 /* per state (about 2 MB) */
+#define CACHE_BYTES 40   /* longest piece cached */
 
 typedef struct tv_heap_ent {
     uint32_t rank, left, right, vl, vr;
@@ -147,7 +147,8 @@ int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup)
 
 static inline size_t pslot(uint64_t key, size_t mask)
 {
-    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    uint64_t h = (key ^ (key >> 29)) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ (h >> 32)) & mask;
 }
 
 static inline const tv_pslot *pair_get(const tokvec_tokenizer *t, int32_t a,
@@ -441,14 +442,11 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
         emit(out, offs, t->byte_id[p[0]], base);
         return 0;
     }
-    if (t->whole_lookup) {
-        int32_t id = tv_vmap_get(t, p, n);
-        if (id >= 0) {
-            emit(out, offs, id, base);
-            return 0;
-        }
-    }
     tv_cache_ent *c = NULL;
+    if (s->cache && s->cache_of != t->serial) { /* another tokenizer's */
+        memset(s->cache, 0, CACHE_SLOTS * sizeof *s->cache);
+        s->cache_of = t->serial;
+    }
     if (n <= CACHE_BYTES && s->cache) {
         c = &s->cache[tv_hash(p, n) & (CACHE_SLOTS - 1)];
         if (c->len == n && !memcmp(c->bytes, p, n)) {
@@ -457,17 +455,22 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
             return 0;
         }
     }
-    long m = merge(t, s, p, n, n > HEAP_ABOVE);
-    if (m < 0)
+    int32_t whole = t->whole_lookup ? tv_vmap_get(t, p, n) : -1;
+    long m = 1;
+    if (whole >= 0)
+        emit(out, offs, whole, base);
+    else if ((m = merge(t, s, p, n, n > HEAP_ABOVE)) < 0)
         return -ENOMEM;
-    for (long k = 0; k < m; k++)
+    for (long k = 0; whole < 0 && k < m; k++)
         emit(out, offs, s->pid[k], base + s->pver[k]);
-    if (c) {
+    if (c) { /* the answer, for the next time this piece comes */
         c->len = (uint8_t)n;
         c->n = (uint8_t)m;
         memcpy(c->bytes, p, n);
-        for (long k = 0; k < m; k++)
-            c->ids[k] = s->pid[k], c->start[k] = (uint8_t)s->pver[k];
+        for (long k = 0; k < m; k++) {
+            c->ids[k] = whole >= 0 ? whole : s->pid[k];
+            c->start[k] = whole >= 0 ? 0 : (uint8_t)s->pver[k];
+        }
     }
     return 0;
 }

@@ -39,6 +39,7 @@ struct tokvec_tokenizer {
     char *name;
     tv_pattern pattern;
     int whole_lookup; /* a piece that is a token is that token (tiktoken) */
+    uint64_t serial;  /* unique per open: states' caches follow it */
     uint32_t n_ids;   /* vocab_size */
     uint32_t *off;    /* token bytes: blob + off[id], len[id] bytes */
     uint32_t *len;    /* UINT32_MAX: no such id */
@@ -63,6 +64,7 @@ struct tokvec_tok_state {
     struct tv_heap_ent *heap;
     size_t cap, hcap, hn;
     struct tv_cache_ent *cache; /* recent pieces */
+    uint64_t cache_of;          /* serial of the tokenizer they are of */
 };
 
 uint64_t tv_hash(const unsigned char *p, size_t n);

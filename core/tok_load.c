@@ -253,7 +253,16 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
     shaped = ordinary == 256 + m->n;
     for (int k = 0; shaped && k < 256; k++)
         shaped = tv_vmap_get(t, &order[k], 1) == k;
-    int rc = tv_pmap_init(t, m->n + 16);
+    for (size_t k = 0; shaped && k < m->n; k++) {
+        const unsigned char *b = m->bytes + m->at[3 * k];
+        shaped = tv_vmap_get(t, b, m->at[3 * k + 2] - m->at[3 * k]) ==
+                 (int32_t)(256 + k);
+    }
+    int rc = 0;
+    if (shaped) { /* tiktoken's rule: every split of every token */
+        t->whole_lookup = 1;
+        rc = tv_pmap_from_ranks(t);
+    }
     for (size_t k = 0; rc == 0 && k < m->n; k++) {
         const unsigned char *b = m->bytes + m->at[3 * k];
         size_t na = m->at[3 * k + 1] - m->at[3 * k];
@@ -265,15 +274,13 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
                         "in the vocabulary", k + 1,
                         a < 0 ? "left token" : c < 0 ? "right token"
                                                      : "merged token");
-        shaped = shaped && r == (int32_t)(256 + k);
-        rc = tv_pmap_put(t, a, c, (uint32_t)k, r);
+        if (!shaped) /* Hugging Face's rule: listed pairs, list order */
+            rc = (t->pmap || (rc = tv_pmap_init(t, m->n + 16)) == 0)
+                     ? tv_pmap_put(t, a, c, (uint32_t)k, r)
+                     : rc;
     }
-    if (rc == 0 && shaped) {
-        free(t->pmap);
-        t->pmap = NULL;
-        t->whole_lookup = 1;
-        rc = tv_pmap_from_ranks(t);
-    }
+    if (rc == 0 && !t->pmap) /* no merges at all */
+        rc = tv_pmap_init(t, 16);
     return rc;
 }
 

@@ -83,6 +83,12 @@ static inline ch at(const unsigned char *s, size_t i, size_t end)
 static size_t run(const unsigned char *s, size_t i, size_t end, unsigned set)
 {
     while (i < end) {
+        if (s[i] < 0x80) { /* ASCII without decoding */
+            if (!(B(tv_ucd_stage2[s[i]]) & set))
+                break;
+            i++;
+            continue;
+        }
         ch c = at(s, i, end);
         if (!(c.set & set))
             break;

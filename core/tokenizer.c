@@ -29,6 +29,8 @@ int tokvec_tokenizer_open(const char *path, const tokvec_tokenizer_opts *o,
     tokvec_tokenizer *t = calloc(1, sizeof *t);
     if (!t)
         return -ENOMEM;
+    static _Atomic uint64_t serials;
+    t->serial = ++serials; /* never 0, which a fresh state holds */
     int rc = tv_tok_load(t, path, o);
     if (rc < 0) {
         if (o && o->errbuf && o->errlen && !o->errbuf[0])

@@ -663,7 +663,7 @@ static void tokenizer_json_opens_with_and_without_split(void **s)
     assert_string_equal(i.format, "tokenizer.json");
     assert_string_equal(i.pattern, "gpt2");
     assert_int_equal(i.n_special, 1);
-    static const int32_t want[] = {257, 258, 32, 256};
+    static const int32_t want[] = {257, 258, 220, 256}; /* 220: GPT-2 order */
     expect_ids(t, "abc<|endoftext|> ab", TOKVEC_TOK_SPECIAL, want, 4);
     tokvec_tokenizer_close(t);
     t = expect_open(
@@ -707,6 +707,24 @@ static void tokenizer_json_rules(void **s)
                 TOKVEC_E_TOKENIZER, "BPE");
 }
 
+/* A state caches pieces; the cache is of one tokenizer at a time. */
+static void one_state_serves_two_tokenizers_in_turn(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *a =
+        expect_open(tiktoken_file("tiny.tiktoken", -1, TT_EXTRA), "gpt2",
+                    0, NULL);
+    tokvec_tokenizer *b = expect_open(hf_json(BYTELEVEL, "", ""), NULL, 0,
+                                      NULL);
+    static const int32_t in_a[] = {32, 256}, in_b[] = {220, 256};
+    for (int k = 0; k < 3; k++) {
+        expect_ids(a, " ab", 0, in_a, 2);
+        expect_ids(b, " ab", 0, in_b, 2);
+    }
+    tokvec_tokenizer_close(a);
+    tokvec_tokenizer_close(b);
+}
+
 static void open_refuses_what_is_not_a_regular_file(void **s)
 {
     (void)s;
@@ -726,6 +744,7 @@ static void open_refuses_what_is_not_a_regular_file(void **s)
         cmocka_unit_test(gpt2_json_rules),                               \
         cmocka_unit_test(tokenizer_json_opens_with_and_without_split),   \
         cmocka_unit_test(tokenizer_json_rules),                          \
+        cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),       \
         cmocka_unit_test(open_refuses_what_is_not_a_regular_file),
 
 int main(void)
