@@ -4,10 +4,12 @@
  * prints the ids as one JSON array; --jsonl reads one JSON string per line
  * instead and prints one array per line (how the tests feed it many texts
  * at once). Exit codes as cli.c: 0 ok, 1 runtime failure, 2 bad usage or a
- * bad file, with one line on stderr. Single-threaded.
+ * bad file, with one line on stderr. Single-threaded. Also the text half
+ * of tokvec lookup --text (tv_cli_text_ids).
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,44 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st,
             return 1;
         }
         p = le + 1;
+    }
+    return 0;
+}
+
+int tv_cli_text_ids(const char *tok_path, const char *text, int special,
+                    int64_t **ids, int64_t *n)
+{
+    if (!tok_path || !*tok_path)
+        tok_path = getenv("TOKVEC_TOKENIZER");
+    if (!tok_path || !*tok_path)
+        tok_path = DEFAULT_TOKENIZER;
+    char err[512] = "";
+    tokvec_tokenizer_opts topts = {.errbuf = err, .errlen = sizeof err};
+    tokvec_tokenizer *t = NULL;
+    if (tokvec_tokenizer_open(tok_path, &topts, &t) < 0) {
+        fprintf(stderr, "tokvec: %s\n", err);
+        return 2;
+    }
+    tokvec_tok_ids out = {0};
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    int rc = st ? tokvec_tokenizer_encode(t, st, text, strlen(text),
+                                          special ? TOKVEC_TOK_SPECIAL : 0,
+                                          &out)
+                : -ENOMEM;
+    int64_t *v = rc == 0 ? malloc((out.n + 1) * sizeof *v) : NULL;
+    if (v) {
+        for (size_t k = 0; k < out.n; k++)
+            v[k] = out.ids[k];
+        free(*ids);
+        *ids = v;
+        *n = (int64_t)out.n;
+    }
+    tokvec_tok_ids_free(&out);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+    if (!v) {
+        fprintf(stderr, "tokvec: out of memory\n");
+        return 1;
     }
     return 0;
 }
