@@ -23,8 +23,8 @@
 #define CACHE_SLOTS 8192 /* per state (about 2 MB) */
 #define CACHE_BYTES 40   /* longest piece cached */
 
-typedef struct tv_heap_ent {
-    uint32_t rank, left, right, vl, vr;
+typedef struct tv_heap_ent { /* the pair of part left and its next */
+    uint32_t rank, left, ver;
 } tv_heap_ent;
 
 typedef struct tv_cache_ent {
@@ -290,24 +290,28 @@ static size_t merge_small(const tokvec_tokenizer *t, tokvec_tok_state *s,
     return m;
 }
 
+/* Heap order: lower rank first, then the leftmost pair. */
 static inline int heap_less(const tv_heap_ent *a, const tv_heap_ent *b)
 {
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
+/* A 4-ary min-heap: shallower than a binary one, its four children share
+ * a cache line or two. */
 static void heap_down(tv_heap_ent *h, size_t n, size_t i)
 {
     tv_heap_ent e = h[i];
     for (;;) {
-        size_t c = 2 * i + 1;
+        size_t c = 4 * i + 1, best = c;
         if (c >= n)
             break;
-        if (c + 1 < n && heap_less(&h[c + 1], &h[c]))
-            c++;
-        if (!heap_less(&h[c], &e))
+        for (size_t k = c + 1; k < c + 4 && k < n; k++)
+            if (heap_less(&h[k], &h[best]))
+                best = k;
+        if (!heap_less(&h[best], &e))
             break;
-        h[i] = h[c];
-        i = c;
+        h[i] = h[best];
+        i = best;
     }
     h[i] = e;
 }
@@ -318,18 +322,20 @@ static void heap_push(tokvec_tok_state *s, const tokvec_tokenizer *t,
     const tv_pslot *p = pair_get(t, s->pid[l], s->pid[r]);
     if (!p)
         return;
-    tv_heap_ent e = {p->rank, l, r, s->pver[l], s->pver[r]};
+    tv_heap_ent e = {p->rank, l, s->pver[l]};
     size_t i = s->hn++;
-    while (i > 0 && heap_less(&e, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i > 0 && heap_less(&e, &s->heap[(i - 1) / 4])) {
+        s->heap[i] = s->heap[(i - 1) / 4];
+        i = (i - 1) / 4;
     }
     s->heap[i] = e;
 }
 
 /* The same merges with a heap: parts are nodes 0..n-1 (a part keeps the
- * index of its first byte), linked by pnext/pprev; pver[k] changes when a
- * part changes or dies, making heap entries naming it stale. */
+ * index of its first byte), linked by pnext/pprev. A heap entry names a
+ * pair by its left part and that part's version; merging (L, R) changes
+ * the versions of L, R and L's left neighbour, the three parts whose pair
+ * to the right is no longer what an entry says. */
 static void merge_heap(const tokvec_tokenizer *t, tokvec_tok_state *s,
                        size_t n)
 {
@@ -343,29 +349,31 @@ static void merge_heap(const tokvec_tokenizer *t, tokvec_tok_state *s,
     for (size_t k = 0; k + 1 < n; k++) {
         const tv_pslot *p = pair_get(t, s->pid[k], s->pid[k + 1]);
         if (p)
-            s->heap[s->hn++] = (tv_heap_ent){p->rank, (uint32_t)k,
-                                             (uint32_t)k + 1, 0, 0};
+            s->heap[s->hn++] = (tv_heap_ent){p->rank, (uint32_t)k, 0};
     }
-    for (size_t i = s->hn / 2; i-- > 0;)
-        heap_down(s->heap, s->hn, i);
+    for (size_t i = s->hn / 4 + 1; i-- > 0;)
+        if (i < s->hn)
+            heap_down(s->heap, s->hn, i);
     while (s->hn) {
         tv_heap_ent e = s->heap[0];
         s->heap[0] = s->heap[--s->hn];
         heap_down(s->heap, s->hn, 0);
-        if (s->pver[e.left] != e.vl || s->pnext[e.left] != e.right ||
-            s->pver[e.right] != e.vr)
+        uint32_t l = e.left, r = s->pnext[l];
+        if (s->pver[l] != e.ver || r == none)
             continue;
-        s->pid[e.left] = pair_get(t, s->pid[e.left], s->pid[e.right])->id;
-        s->pver[e.left]++;
-        s->pver[e.right]++;
-        uint32_t nx = s->pnext[e.right];
-        s->pnext[e.left] = nx;
+        s->pid[l] = pair_get(t, s->pid[l], s->pid[r])->id;
+        uint32_t pv = s->pprev[l], nx = s->pnext[r];
+        s->pver[l]++;
+        s->pver[r]++;
+        if (pv != none)
+            s->pver[pv]++;
+        s->pnext[l] = nx;
         if (nx != none)
-            s->pprev[nx] = e.left;
-        if (s->pprev[e.left] != none)
-            heap_push(s, t, s->pprev[e.left], e.left);
+            s->pprev[nx] = l;
+        if (pv != none)
+            heap_push(s, t, pv, l);
         if (nx != none)
-            heap_push(s, t, e.left, nx);
+            heap_push(s, t, l, nx);
     }
 }
 
