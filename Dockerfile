@@ -23,7 +23,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
-        libmicrohttpd-dev libjansson-dev nettle-dev \
+        libmicrohttpd-dev libjansson-dev nettle-dev unicode-data \
  && mkdir -p /debs && cd /debs \
  && apt-get download libmicrohttpd12 libjansson4 \
  && rm -rf /var/lib/apt/lists/*

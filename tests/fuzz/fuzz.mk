@@ -27,11 +27,14 @@ FUZZ_SECONDS ?= 60
 # a CI failure replays the same way; longer runs by hand should not.
 FUZZ_SEED    ?= 0
 # ids: the fast JSON id parser against jansson, differential (fuzz_ids.c)
-FUZZ_TARGETS := request table config ids
+# tokload: the tokenizer-file loaders (.tiktoken, tokenizer.json,
+# encoder.json + vocab.bpe); tokenc: the encoder on arbitrary bytes with
+# data/gpt2 (make data), differential heap/quadratic merge
+FUZZ_TARGETS := request table config ids tokload tokenc
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
-                -Iinclude -Iserver -Icore -MMD -MP $(FUZZ_SAN)
+                -Iinclude -Iserver -Icore -I$(BUILD)/gen -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/request_fast.c \
                 server/request_prescan.c server/encode.c server/config.c \
                 server/config_value.c server/suggest.c \
@@ -44,6 +47,8 @@ FUZZ_OPTS_request := -max_len=8192 -dict=tests/fuzz/request.dict
 FUZZ_OPTS_table   := -max_len=16384 -dict=tests/fuzz/table.dict
 FUZZ_OPTS_config  := -max_len=4096 -dict=tests/fuzz/config.dict
 FUZZ_OPTS_ids     := -max_len=8192 -dict=tests/fuzz/ids.dict
+FUZZ_OPTS_tokload := -max_len=16384 -dict=tests/fuzz/tokload.dict
+FUZZ_OPTS_tokenc  := -max_len=65536 -dict=tests/fuzz/tokenc.dict
 FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                 -print_final_stats=1
 
@@ -56,6 +61,7 @@ SOAK_P99_MS  ?= 1000
 .SECONDARY: $(FUZZ_LIB_OBJ)
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:=.d)
 
+$(FUZZ_BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -68,7 +74,7 @@ fuzz-build: $(FUZZ_BINS)
 
 # Each input once: the checked-in corpus and every regression input. Fails
 # on the first crash, leak or sanitizer report.
-fuzz-regress: fuzz-build
+fuzz-regress: fuzz-build data
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  files=$$(find tests/fuzz/corpus/$$t tests/fuzz/regress/$$t \
 	           -type f 2>/dev/null | sort); \

@@ -1,0 +1,511 @@
+/* tok_bpe.c -- the tokenizer's hash maps and the byte-pair merge.
+ *
+ * Two open-addressing maps, built once at open and read-only afterwards:
+ * token bytes -> id (vmap), and a pair of adjacent token ids -> (rank of
+ * their merge, merged id) (pmap). The merge is tiktoken's: start from one
+ * part per byte, repeatedly merge the adjacent pair of lowest rank (the
+ * leftmost of equals), until no adjacent pair has a rank. Short pieces use
+ * tiktoken's quadratic scan over a small array; long ones (1 MB of one
+ * letter is one piece) a binary heap of pairs keyed (rank, left start) over
+ * a linked list of parts, with stale entries skipped by version: the same
+ * merges in the same order, in O(n log n). Working memory lives in the
+ * caller's tokvec_tok_state and grows only; nothing is allocated per token.
+ * A small direct-mapped cache of recent multi-token pieces sits in front.
+ * Threads: maps are shared read-only; a state belongs to one thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+#define HEAP_ABOVE 64    /* pieces longer than this use the heap */
+#define CACHE_SLOTS 8192 /* per state (about 2 MB) */
+#define CACHE_BYTES 40   /* longest piece cached */
+
+typedef struct tv_heap_ent { /* the pair of part left and its next */
+    uint32_t rank, left, ver;
+} tv_heap_ent;
+
+typedef struct tv_cache_ent {
+    uint8_t len, n;
+    unsigned char bytes[CACHE_BYTES];
+    uint8_t start[CACHE_BYTES];
+    int32_t ids[CACHE_BYTES];
+} tv_cache_ent;
+
+uint64_t tv_hash(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 29);
+}
+
+int tv_tok_add(tokvec_tokenizer *t, const unsigned char *b, size_t n,
+               int32_t id, int special)
+{
+    if (id < 0 || id >= TV_TOK_MAX_ID || n == 0 || n > UINT32_MAX / 2)
+        return TOKVEC_E_INVAL;
+    if ((uint32_t)id >= t->n_ids) {
+        uint32_t cap = t->n_ids ? t->n_ids : 1024;
+        while (cap <= (uint32_t)id)
+            cap *= 2;
+        uint32_t *off = realloc(t->off, cap * sizeof *off);
+        if (!off)
+            return -ENOMEM;
+        t->off = off;
+        uint32_t *len = realloc(t->len, cap * sizeof *len);
+        if (!len)
+            return -ENOMEM;
+        t->len = len;
+        unsigned char *sp = realloc(t->special, cap);
+        if (!sp)
+            return -ENOMEM;
+        t->special = sp;
+        for (uint32_t k = t->n_ids; k < cap; k++)
+            len[k] = UINT32_MAX, sp[k] = 0;
+        t->n_ids = cap; /* trimmed to the highest id + 1 by the loader */
+    }
+    if (t->len[id] != UINT32_MAX)
+        return TOKVEC_E_MISMATCH; /* the id is taken */
+    if (t->blob_len + n > UINT32_MAX)
+        return TOKVEC_E_TOO_LARGE;
+    if (t->blob_len + n > t->blob_cap) {
+        size_t cap = t->blob_cap ? t->blob_cap : 65536;
+        while (cap < t->blob_len + n)
+            cap *= 2;
+        unsigned char *nb = realloc(t->blob, cap);
+        if (!nb)
+            return -ENOMEM;
+        t->blob = nb;
+        t->blob_cap = cap;
+    }
+    memcpy(t->blob + t->blob_len, b, n);
+    t->off[id] = (uint32_t)t->blob_len;
+    t->len[id] = (uint32_t)n;
+    t->special[id] = (unsigned char)(special != 0);
+    t->blob_len += n;
+    return 0;
+}
+
+int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
+                    size_t n)
+{
+    uint64_t h = tv_hash(b, n);
+    for (size_t k = h & t->vmask;; k = (k + 1) & t->vmask) {
+        const tv_vslot *s = &t->vmap[k];
+        if (s->id < 0)
+            return -1;
+        if (s->hash == h && t->len[s->id] == n &&
+            !memcmp(t->blob + t->off[s->id], b, n))
+            return s->id;
+    }
+}
+
+/* Returns 0, -ENOMEM, or TOKVEC_E_MISMATCH with *dup the later id of two
+ * tokens with the same bytes. */
+int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup)
+{
+    size_t count = 0, size = 16;
+    for (uint32_t id = 0; id < t->n_ids; id++)
+        count += t->len[id] != UINT32_MAX && !t->special[id];
+    while (size < count * 2)
+        size *= 2;
+    t->vmap = malloc(size * sizeof *t->vmap);
+    if (!t->vmap)
+        return -ENOMEM;
+    for (size_t k = 0; k < size; k++)
+        t->vmap[k].id = -1;
+    t->vmask = size - 1;
+    for (uint32_t id = 0; id < t->n_ids; id++) {
+        if (t->len[id] == UINT32_MAX || t->special[id])
+            continue;
+        const unsigned char *b = t->blob + t->off[id];
+        if (tv_vmap_get(t, b, t->len[id]) >= 0) {
+            *dup = (int32_t)id;
+            return TOKVEC_E_MISMATCH;
+        }
+        uint64_t h = tv_hash(b, t->len[id]);
+        size_t k = h & t->vmask;
+        while (t->vmap[k].id >= 0)
+            k = (k + 1) & t->vmask;
+        t->vmap[k].hash = h;
+        t->vmap[k].id = (int32_t)id;
+    }
+    return 0;
+}
+
+static inline size_t pslot(uint64_t key, size_t mask)
+{
+    uint64_t h = (key ^ (key >> 29)) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h ^ (h >> 32)) & mask;
+}
+
+static inline const tv_pslot *pair_get(const tokvec_tokenizer *t, int32_t a,
+                                       int32_t b)
+{
+    uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+    for (size_t k = pslot(key, t->pmask);; k = (k + 1) & t->pmask) {
+        const tv_pslot *s = &t->pmap[k];
+        if (s->key == key)
+            return s;
+        if (s->key == UINT64_MAX)
+            return NULL;
+    }
+}
+
+int tv_pmap_init(tokvec_tokenizer *t, size_t expect)
+{
+    size_t size = 16;
+    while (size < expect * 2)
+        size *= 2;
+    t->pmap = malloc(size * sizeof *t->pmap);
+    if (!t->pmap)
+        return -ENOMEM;
+    for (size_t k = 0; k < size; k++)
+        t->pmap[k].key = UINT64_MAX;
+    t->pmask = size - 1;
+    t->pcount = 0;
+    return 0;
+}
+
+/* Keeps the first rank given for a pair (a merges list may repeat one). */
+int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
+                int32_t id)
+{
+    if (t->pcount * 2 >= t->pmask) { /* grow: rehash into twice the size */
+        tv_pslot *old = t->pmap;
+        size_t oldn = t->pmask + 1;
+        if (tv_pmap_init(t, oldn) < 0) {
+            t->pmap = old;
+            t->pmask = oldn - 1;
+            return -ENOMEM;
+        }
+        for (size_t k = 0; k < oldn; k++)
+            if (old[k].key != UINT64_MAX) {
+                size_t j = pslot(old[k].key, t->pmask);
+                while (t->pmap[j].key != UINT64_MAX)
+                    j = (j + 1) & t->pmask;
+                t->pmap[j] = old[k];
+                t->pcount++;
+            }
+        free(old);
+    }
+    uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+    size_t k = pslot(key, t->pmask);
+    while (t->pmap[k].key != UINT64_MAX) {
+        if (t->pmap[k].key == key)
+            return 0;
+        k = (k + 1) & t->pmask;
+    }
+    t->pmap[k] = (tv_pslot){key, rank, id};
+    t->pcount++;
+    return 0;
+}
+
+int tv_pmap_from_ranks(tokvec_tokenizer *t)
+{
+    int rc = t->pmap ? 0 : tv_pmap_init(t, (size_t)t->n_ids * 4);
+    for (uint32_t id = 0; rc == 0 && id < t->n_ids; id++) {
+        if (t->len[id] == UINT32_MAX || t->special[id] || t->len[id] < 2)
+            continue;
+        const unsigned char *b = t->blob + t->off[id];
+        size_t n = t->len[id];
+        for (size_t p = 1; rc == 0 && p < n; p++) {
+            int32_t l = tv_vmap_get(t, b, p), r;
+            if (l >= 0 && (r = tv_vmap_get(t, b + p, n - p)) >= 0)
+                rc = tv_pmap_put(t, l, r, id, (int32_t)id);
+        }
+    }
+    return rc;
+}
+
+#define GROW(p, n) \
+    ((tmp = realloc((p), (n) * sizeof *(p))) ? ((p) = tmp, 0) : -ENOMEM)
+
+static int state_reserve(tokvec_tok_state *s, size_t n, int heap)
+{
+    void *tmp;
+    if (n > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < n)
+            cap *= 2;
+        if (GROW(s->pid, cap) || GROW(s->prank, cap) ||
+            GROW(s->pnext, cap) || GROW(s->pprev, cap) || GROW(s->pver, cap))
+            return -ENOMEM;
+        s->cap = cap;
+    }
+    if (heap && 3 * n > s->hcap) {
+        if (GROW(s->heap, 3 * n))
+            return -ENOMEM;
+        s->hcap = 3 * n;
+    }
+    return 0;
+}
+
+/* tiktoken's merge over arrays: pid[0..m) parts starting at pver[k]. */
+static size_t merge_small(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                          size_t m)
+{
+    int32_t *id = s->pid;
+    uint32_t *rank = s->prank, *res = s->pnext, *st = s->pver;
+    for (size_t k = 0; k + 1 < m; k++) {
+        const tv_pslot *p = pair_get(t, id[k], id[k + 1]);
+        rank[k] = p ? p->rank : TV_NO_RANK;
+        res[k] = p ? (uint32_t)p->id : 0;
+    }
+    while (m > 1) {
+        uint32_t min = TV_NO_RANK;
+        size_t mi = 0;
+        for (size_t k = 0; k + 1 < m; k++)
+            if (rank[k] < min)
+                min = rank[k], mi = k;
+        if (min == TV_NO_RANK)
+            break;
+        id[mi] = (int32_t)res[mi];
+        size_t tail = m - mi - 2; /* parts after the pair */
+        memmove(id + mi + 1, id + mi + 2, tail * sizeof *id);
+        memmove(st + mi + 1, st + mi + 2, tail * sizeof *st);
+        if (tail > 1) { /* pairs after the pair's right neighbour */
+            memmove(rank + mi + 1, rank + mi + 2, (tail - 1) * sizeof *rank);
+            memmove(res + mi + 1, res + mi + 2, (tail - 1) * sizeof *res);
+        }
+        m--;
+        for (size_t k = mi ? mi - 1 : 0; k <= mi && k + 1 < m; k++) {
+            const tv_pslot *p = pair_get(t, id[k], id[k + 1]);
+            rank[k] = p ? p->rank : TV_NO_RANK;
+            res[k] = p ? (uint32_t)p->id : 0;
+        }
+    }
+    return m;
+}
+
+/* Heap order: lower rank first, then the leftmost pair. */
+static inline int heap_less(const tv_heap_ent *a, const tv_heap_ent *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+/* A 4-ary min-heap: shallower than a binary one, its four children share
+ * a cache line or two. */
+static void heap_down(tv_heap_ent *h, size_t n, size_t i)
+{
+    tv_heap_ent e = h[i];
+    for (;;) {
+        size_t c = 4 * i + 1, best = c;
+        if (c >= n)
+            break;
+        for (size_t k = c + 1; k < c + 4 && k < n; k++)
+            if (heap_less(&h[k], &h[best]))
+                best = k;
+        if (!heap_less(&h[best], &e))
+            break;
+        h[i] = h[best];
+        i = best;
+    }
+    h[i] = e;
+}
+
+static void heap_push(tokvec_tok_state *s, const tokvec_tokenizer *t,
+                      uint32_t l, uint32_t r)
+{
+    const tv_pslot *p = pair_get(t, s->pid[l], s->pid[r]);
+    if (!p)
+        return;
+    tv_heap_ent e = {p->rank, l, s->pver[l]};
+    size_t i = s->hn++;
+    while (i > 0 && heap_less(&e, &s->heap[(i - 1) / 4])) {
+        s->heap[i] = s->heap[(i - 1) / 4];
+        i = (i - 1) / 4;
+    }
+    s->heap[i] = e;
+}
+
+/* The same merges with a heap: parts are nodes 0..n-1 (a part keeps the
+ * index of its first byte), linked by pnext/pprev. A heap entry names a
+ * pair by its left part and that part's version; merging (L, R) changes
+ * the versions of L, R and L's left neighbour, the three parts whose pair
+ * to the right is no longer what an entry says. */
+static void merge_heap(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                       size_t n)
+{
+    const uint32_t none = UINT32_MAX;
+    s->hn = 0;
+    for (size_t k = 0; k < n; k++) {
+        s->pnext[k] = k + 1 < n ? (uint32_t)k + 1 : none;
+        s->pprev[k] = k ? (uint32_t)k - 1 : none;
+        s->pver[k] = 0;
+    }
+    for (size_t k = 0; k + 1 < n; k++) {
+        const tv_pslot *p = pair_get(t, s->pid[k], s->pid[k + 1]);
+        if (p)
+            s->heap[s->hn++] = (tv_heap_ent){p->rank, (uint32_t)k, 0};
+    }
+    for (size_t i = s->hn / 4 + 1; i-- > 0;)
+        if (i < s->hn)
+            heap_down(s->heap, s->hn, i);
+    while (s->hn) {
+        tv_heap_ent e = s->heap[0];
+        s->heap[0] = s->heap[--s->hn];
+        heap_down(s->heap, s->hn, 0);
+        uint32_t l = e.left, r = s->pnext[l];
+        if (s->pver[l] != e.ver || r == none)
+            continue;
+        s->pid[l] = pair_get(t, s->pid[l], s->pid[r])->id;
+        uint32_t pv = s->pprev[l], nx = s->pnext[r];
+        s->pver[l]++;
+        s->pver[r]++;
+        if (pv != none)
+            s->pver[pv]++;
+        s->pnext[l] = nx;
+        if (nx != none)
+            s->pprev[nx] = l;
+        if (pv != none)
+            heap_push(s, t, pv, l);
+        if (nx != none)
+            heap_push(s, t, l, nx);
+    }
+}
+
+/* Merges p[0..n) into ids/starts; returns the count or -ENOMEM. */
+static long merge(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const unsigned char *p, size_t n, int heap)
+{
+    if (state_reserve(s, n, heap) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < n; k++)
+        s->pid[k] = t->byte_id[p[k]];
+    if (!heap) {
+        for (size_t k = 0; k < n; k++)
+            s->pver[k] = (uint32_t)k;
+        return (long)merge_small(t, s, n);
+    }
+    merge_heap(t, s, n);
+    size_t m = 0; /* compact into pid[], starts into pver[] */
+    for (uint32_t k = 0; k != UINT32_MAX; k = s->pnext[k]) {
+        s->pid[m] = s->pid[k];
+        s->pver[m++] = k;
+    }
+    return (long)m;
+}
+
+int tv_bpe_merge_mode(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                      const unsigned char *p, size_t n, int heap,
+                      int32_t *ids, size_t *nids)
+{
+    long m = merge(t, s, p, n, heap);
+    if (m < 0)
+        return (int)m;
+    memcpy(ids, s->pid, (size_t)m * sizeof *ids);
+    *nids = (size_t)m;
+    return 0;
+}
+
+int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offs)
+{
+    size_t need = o->n + more + 1;
+    if (need <= o->cap && (!offs || o->offsets))
+        return 0;
+    size_t cap = o->cap > 256 ? o->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    int32_t *ids = realloc(o->ids, cap * sizeof *ids);
+    if (!ids)
+        return -ENOMEM;
+    o->ids = ids;
+    if (offs || o->offsets) {
+        size_t *of = realloc(o->offsets, cap * sizeof *of);
+        if (!of)
+            return -ENOMEM;
+        o->offsets = of;
+    }
+    o->cap = cap;
+    return 0;
+}
+
+static void emit(tokvec_tok_ids *out, int offs, int32_t id, size_t at)
+{
+    if (offs)
+        out->offsets[out->n] = at;
+    out->ids[out->n++] = id;
+}
+
+int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                 const unsigned char *p, size_t n, size_t base,
+                 tokvec_tok_ids *out, int offs)
+{
+    if (tv_ids_reserve(out, n, offs) < 0)
+        return -ENOMEM;
+    if (n == 1) {
+        emit(out, offs, t->byte_id[p[0]], base);
+        return 0;
+    }
+    tv_cache_ent *c = NULL;
+    if (s->cache && s->cache_of != t->serial) { /* another tokenizer's */
+        memset(s->cache, 0, CACHE_SLOTS * sizeof *s->cache);
+        s->cache_of = t->serial;
+    }
+    if (n <= CACHE_BYTES && s->cache) {
+        c = &s->cache[tv_hash(p, n) & (CACHE_SLOTS - 1)];
+        if (c->len == n && !memcmp(c->bytes, p, n)) {
+            for (size_t k = 0; k < c->n; k++)
+                emit(out, offs, c->ids[k], base + c->start[k]);
+            return 0;
+        }
+    }
+    int32_t whole = t->whole_lookup ? tv_vmap_get(t, p, n) : -1;
+    long m = 1;
+    if (whole >= 0)
+        emit(out, offs, whole, base);
+    else if ((m = merge(t, s, p, n, n > HEAP_ABOVE)) < 0)
+        return -ENOMEM;
+    for (long k = 0; whole < 0 && k < m; k++)
+        emit(out, offs, s->pid[k], base + s->pver[k]);
+    if (c) { /* the answer, for the next time this piece comes */
+        c->len = (uint8_t)n;
+        c->n = (uint8_t)m;
+        memcpy(c->bytes, p, n);
+        for (long k = 0; k < m; k++) {
+            c->ids[k] = whole >= 0 ? whole : s->pid[k];
+            c->start[k] = whole >= 0 ? 0 : (uint8_t)s->pver[k];
+        }
+    }
+    return 0;
+}
+
+tokvec_tok_state *tokvec_tok_state_new(void)
+{
+    tokvec_tok_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->cache = calloc(CACHE_SLOTS, sizeof *s->cache);
+    if (!s->cache) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void tokvec_tok_state_free(tokvec_tok_state *s)
+{
+    if (!s)
+        return;
+    free(s->pid);
+    free(s->prank);
+    free(s->pnext);
+    free(s->pprev);
+    free(s->pver);
+    free(s->heap);
+    free(s->cache);
+    free(s);
+}

@@ -1,0 +1,111 @@
+/* tok_internal.h -- the tokenizer handle's fields and the functions the
+ * tokenizer's files share: tok_load.c builds a handle, tok_bpe.c holds the
+ * hash maps and the merge, tok_split.c the pre-tokenizers, tokenizer.c the
+ * public calls. Not a public header. Nothing in a handle changes after
+ * tokvec_tokenizer_open returns; per-thread memory is tokvec_tok_state.
+ */
+#ifndef TOKVEC_TOK_INTERNAL_H
+#define TOKVEC_TOK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokvec_tokenizer.h"
+
+#define TV_TOK_MAX_ID (1 << 24)
+#define TV_NO_RANK UINT32_MAX
+
+/* Split patterns (tiktoken's regexes; see tok_split.c). */
+typedef enum {
+    TV_PAT_GPT2 = 0,   /* gpt2, r50k_base, p50k_base; HF ByteLevel */
+    TV_PAT_CL100K = 1, /* cl100k_base; Llama 3 */
+    TV_PAT_O200K = 2,  /* o200k_base */
+    TV_PAT_QWEN2 = 3,  /* cl100k with one digit a piece (Qwen 2) */
+} tv_pattern;
+
+typedef struct tv_vslot { /* bytes -> id; id -1 = empty */
+    uint64_t hash;
+    int32_t id;
+} tv_vslot;
+
+typedef struct tv_pslot { /* (left, right) -> rank, result */
+    uint64_t key;         /* left << 32 | right; UINT64_MAX = empty */
+    uint32_t rank;
+    int32_t id;
+} tv_pslot;
+
+struct tokvec_tokenizer {
+    tokvec_tokenizer_info info;
+    char *name;
+    tv_pattern pattern;
+    int whole_lookup; /* a piece that is a token is that token (tiktoken) */
+    uint64_t serial;  /* unique per open: states' caches follow it */
+    uint32_t n_ids;   /* vocab_size */
+    uint32_t *off;    /* token bytes: blob + off[id], len[id] bytes */
+    uint32_t *len;    /* UINT32_MAX: no such id */
+    unsigned char *special; /* per id: 1 for special tokens */
+    unsigned char *blob;
+    size_t blob_len, blob_cap;
+    tv_vslot *vmap; /* ordinary tokens by bytes */
+    size_t vmask;
+    tv_pslot *pmap;
+    size_t pmask, pcount;
+    int32_t byte_id[256];
+    size_t n_special;
+    int32_t *sp_id;           /* specials, longest first */
+    unsigned char sp_first[256]; /* first bytes of specials */
+};
+
+/* Per-thread working memory (tokenizer.c, tok_bpe.c). */
+struct tokvec_tok_state {
+    int32_t *pid;    /* part ids */
+    uint32_t *prank; /* rank of part i with part i+1 */
+    uint32_t *pnext, *pprev, *pver;
+    struct tv_heap_ent *heap;
+    size_t cap, hcap, hn;
+    struct tv_cache_ent *cache; /* recent pieces */
+    uint64_t cache_of;          /* serial of the tokenizer they are of */
+};
+
+uint64_t tv_hash(const unsigned char *p, size_t n);
+
+/* tok_bpe.c: building (open only) */
+int tv_tok_add(tokvec_tokenizer *t, const unsigned char *b, size_t n,
+               int32_t id, int special);
+int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup);
+int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
+                    size_t n);
+int tv_pmap_init(tokvec_tokenizer *t, size_t expect);
+int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
+                int32_t id);
+/* Pairs for rank semantics: every split of every token into two tokens. */
+int tv_pmap_from_ranks(tokvec_tokenizer *t);
+
+/* tok_bpe.c: encoding a piece; appends its ids (and start offsets relative
+ * to base when offs is non-NULL) to out. Quadratic below the threshold,
+ * O(n log n) above. */
+int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                 const unsigned char *p, size_t n, size_t base,
+                 tokvec_tok_ids *out, int offsets);
+/* Tests: force the heap (1) or the quadratic (0) merge. */
+int tv_bpe_merge_mode(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                      const unsigned char *p, size_t n, int heap,
+                      int32_t *ids, size_t *nids);
+int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offsets);
+
+/* tok_split.c: end of the piece that starts at i (< end). */
+size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,
+                     size_t end);
+/* Unicode class of a code point (0 other ... 8 White_Space). */
+unsigned tv_ucd_class(uint32_t cp);
+const char *tv_ucd_version(void);
+int tv_pattern_parse(const char *name, tv_pattern *out);
+const char *tv_pattern_name(tv_pattern p);
+/* The known regex strings (tokenizer.json Split): pattern or -1. */
+int tv_pattern_from_regex(const char *re);
+
+/* tok_load.c */
+int tv_tok_load(tokvec_tokenizer *t, const char *path,
+                const tokvec_tokenizer_opts *o);
+
+#endif

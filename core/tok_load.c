@@ -1,0 +1,737 @@
+/* tok_load.c -- reading and validating tokenizer files (formats in
+ * tokvec_tokenizer.h): GPT-2's encoder.json + vocab.bpe (Hugging Face's
+ * vocab.json + merges.txt), Hugging Face's tokenizer.json, tiktoken's
+ * .tiktoken rank files. Each loader fills the token table of a fresh
+ * handle and its pair map; tv_tok_load then builds the lookups every
+ * format shares and checks what every format must hold. Every failure is
+ * one line naming the file and the rule. Runs once, in the opening thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tok_internal.h"
+
+#define MAX_FILE ((size_t)1 << 30)
+
+typedef struct ld {
+    tokvec_tokenizer *t;
+    const tokvec_tokenizer_opts *o;
+    const char *path; /* the file being read, for messages */
+    uint32_t uni_to_byte[512]; /* GPT-2's alphabet: code point -> byte+1 */
+} ld;
+
+static int fail(ld *l, int code, const char *fmt, ...)
+{
+    const tokvec_tokenizer_opts *o = l->o;
+    if (o && o->errbuf && o->errlen) {
+        int n = snprintf(o->errbuf, o->errlen, "%s: ", l->path);
+        if (n >= 0 && (size_t)n < o->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(o->errbuf + n, o->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return code;
+}
+
+static int slurp(ld *l, const char *path, char **buf, size_t *len)
+{
+    l->path = path;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return fail(l, -errno, "%s", strerror(errno));
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) < 0)
+        rc = fail(l, -errno, "%s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = fail(l, TOKVEC_E_TOKENIZER, "not a regular file");
+    else if ((size_t)st.st_size > MAX_FILE)
+        rc = fail(l, TOKVEC_E_TOO_LARGE, "larger than 1 GiB");
+    else if (!(*buf = malloc((size_t)st.st_size + 1)))
+        rc = -ENOMEM;
+    size_t got = 0;
+    while (rc == 0 && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = fail(l, r < 0 ? -errno : TOKVEC_E_TOKENIZER, "read: %s",
+                      r < 0 ? strerror(errno) : "file shrank");
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (rc < 0) {
+        if (rc != -ENOMEM || *buf)
+            free(*buf);
+        *buf = NULL;
+        return rc;
+    }
+    (*buf)[got] = '\0';
+    *len = got;
+    return 0;
+}
+
+/* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves,
+ * the other 68 for 256, 257, ... in byte order. order[] is the rank order
+ * of single bytes in tiktoken's data_gym loader: printable ones first. */
+static int printable(int b)
+{
+    return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+}
+
+static void alphabet(ld *l, unsigned char order[256])
+{
+    int n = 0, k = 0;
+    memset(l->uni_to_byte, 0, sizeof l->uni_to_byte);
+    for (int b = 0; b < 256; b++)
+        if (printable(b)) {
+            l->uni_to_byte[b] = (uint32_t)b + 1;
+            order[k++] = (unsigned char)b;
+        }
+    for (int b = 0; b < 256; b++)
+        if (!printable(b)) {
+            l->uni_to_byte[256 + n++] = (uint32_t)b + 1;
+            order[k++] = (unsigned char)b;
+        }
+}
+
+/* Decodes a token written in GPT-2's alphabet into out (>= strlen(s)
+ * bytes): its byte count, or -1 when a character is outside it. */
+static long unalpha(const ld *l, const char *s, unsigned char *out)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    long n = 0;
+    while (*p) {
+        uint32_t cp;
+        if (p[0] < 0x80)
+            cp = *p++;
+        else if ((p[0] & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80)
+            cp = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
+        else
+            return -1;
+        if (cp >= 512 || !l->uni_to_byte[cp])
+            return -1;
+        out[n++] = (unsigned char)(l->uni_to_byte[cp] - 1);
+    }
+    return n;
+}
+
+static int is_special_name(const char *k)
+{
+    return !strcmp(k, "<|endoftext|>") || !strcmp(k, "<|startoftext|>");
+}
+
+/* An object of token -> id in GPT-2's alphabet. specials: names of keys
+ * that are special tokens and stand for themselves (or NULL: the two of
+ * GPT-2). */
+static int load_vocab(ld *l, json_t *obj, json_t *specials)
+{
+    if (!json_is_object(obj) || json_object_size(obj) == 0)
+        return fail(l, TOKVEC_E_TOKENIZER, "vocabulary is not a non-empty "
+                                           "object of token -> id");
+    const char *key;
+    json_t *v;
+    unsigned char *buf = malloc(4096);
+    if (!buf)
+        return -ENOMEM;
+    int rc = 0;
+    json_object_foreach(obj, key, v)
+    {
+        size_t kl = strlen(key);
+        json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (id < 0 || id >= TV_TOK_MAX_ID) {
+            rc = fail(l, TOKVEC_E_TOKENIZER, "token \"%.40s\": id is not "
+                      "an integer in [0, 2^24)", key);
+            break;
+        }
+        int sp = specials ? json_object_get(specials, key) != NULL
+                          : is_special_name(key);
+        long n = sp ? (long)kl : (kl <= 4096 ? unalpha(l, key, buf) : -1);
+        if (sp)
+            memcpy(buf, key, kl <= 4096 ? kl : 0);
+        if (n <= 0 || (sp && kl > 4096)) {
+            rc = fail(l, TOKVEC_E_TOKENIZER, "token \"%.40s\": empty, too "
+                      "long or not in GPT-2's byte alphabet", key);
+            break;
+        }
+        rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)id, sp);
+        if (rc == TOKVEC_E_MISMATCH)
+            rc = fail(l, TOKVEC_E_TOKENIZER, "token \"%.40s\": id %lld is "
+                      "given twice", key, (long long)id);
+        if (rc)
+            break;
+    }
+    free(buf);
+    return rc;
+}
+
+typedef struct merges {
+    unsigned char *bytes; /* left and right tokens, decoded, back to back */
+    uint32_t *at;         /* 3 per merge: left start, split, right end */
+    size_t n;
+} merges;
+
+static int merges_add(ld *l, merges *m, const char *a, const char *b,
+                      size_t line, size_t *blen)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (!la || !lb)
+        return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: empty token", line);
+    uint32_t s = (uint32_t)*blen;
+    long na = unalpha(l, a, m->bytes + *blen);
+    long nb = na < 0 ? -1 : unalpha(l, b, m->bytes + *blen + na);
+    if (na < 0 || nb < 0)
+        return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: \"%.40s %.40s\" is "
+                    "not in GPT-2's byte alphabet", line, a, b);
+    m->at[3 * m->n] = s;
+    m->at[3 * m->n + 1] = s + (uint32_t)na;
+    m->at[3 * m->n + 2] = s + (uint32_t)(na + nb);
+    *blen += (size_t)(na + nb);
+    m->n++;
+    return 0;
+}
+
+/* Lines "a b" after an optional "#version" line. */
+static int parse_merges_txt(ld *l, char *text, size_t len, merges *m)
+{
+    size_t lines = 1;
+    for (size_t k = 0; k < len; k++)
+        lines += text[k] == '\n';
+    m->bytes = malloc(len + 1);
+    m->at = malloc(lines * 3 * sizeof *m->at);
+    if (!m->bytes || !m->at)
+        return -ENOMEM;
+    size_t blen = 0, line = 0;
+    char *p = text;
+    while (*p || p < text + len) {
+        char *nl = strchr(p, '\n');
+        if (!nl && p >= text + len)
+            break;
+        if (nl)
+            *nl = '\0';
+        line++;
+        if (strlen(p) != (size_t)((nl ? nl : text + len) - p))
+            return fail(l, TOKVEC_E_TOKENIZER, "line %zu: NUL byte", line);
+        if (!(line == 1 && !strncmp(p, "#version", 8)) &&
+            !(!nl && !*p)) {
+            char *sp = strchr(p, ' ');
+            if (!sp || strchr(sp + 1, ' '))
+                return fail(l, TOKVEC_E_TOKENIZER, "line %zu: not two "
+                            "tokens separated by one space", line);
+            *sp = '\0';
+            int rc = merges_add(l, m, p, sp + 1, line, &blen);
+            if (rc)
+                return rc;
+        }
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* Chooses the merge rule: tiktoken's (ranks) when the ids are exactly the
+ * ranks the merges build, else the listed merges in list order. */
+static int apply_merges(ld *l, const merges *m, const unsigned char *order)
+{
+    tokvec_tokenizer *t = l->t;
+    int shaped = 1;
+    size_t ordinary = 0;
+    for (uint32_t id = 0; id < t->n_ids; id++)
+        ordinary += t->len[id] != UINT32_MAX && !t->special[id];
+    shaped = ordinary == 256 + m->n;
+    for (int k = 0; shaped && k < 256; k++)
+        shaped = tv_vmap_get(t, &order[k], 1) == k;
+    for (size_t k = 0; shaped && k < m->n; k++) {
+        const unsigned char *b = m->bytes + m->at[3 * k];
+        shaped = tv_vmap_get(t, b, m->at[3 * k + 2] - m->at[3 * k]) ==
+                 (int32_t)(256 + k);
+    }
+    int rc = 0;
+    if (shaped) { /* tiktoken's rule: every split of every token */
+        t->whole_lookup = 1;
+        rc = tv_pmap_from_ranks(t);
+    }
+    for (size_t k = 0; rc == 0 && k < m->n; k++) {
+        const unsigned char *b = m->bytes + m->at[3 * k];
+        size_t na = m->at[3 * k + 1] - m->at[3 * k];
+        size_t n = m->at[3 * k + 2] - m->at[3 * k];
+        int32_t a = tv_vmap_get(t, b, na), c = tv_vmap_get(t, b + na, n - na);
+        int32_t r = tv_vmap_get(t, b, n);
+        if (a < 0 || c < 0 || r < 0)
+            return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: the %s is not "
+                        "in the vocabulary", k + 1,
+                        a < 0 ? "left token" : c < 0 ? "right token"
+                                                     : "merged token");
+        if (!shaped) /* Hugging Face's rule: listed pairs, list order */
+            rc = (t->pmap || (rc = tv_pmap_init(t, m->n + 16)) == 0)
+                     ? tv_pmap_put(t, a, c, (uint32_t)k, r)
+                     : rc;
+    }
+    if (rc == 0 && !t->pmap) /* no merges at all */
+        rc = tv_pmap_init(t, 16);
+    return rc;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* The merges file beside a vocabulary JSON: vocab.bpe, else merges.txt. */
+static char *sibling(const char *path, const char *name)
+{
+    size_t dl = (size_t)(base_name(path) - path);
+    char *s = malloc(dl + strlen(name) + 1);
+    if (s) {
+        memcpy(s, path, dl);
+        strcpy(s + dl, name);
+    }
+    return s;
+}
+
+static int load_gpt2(ld *l, const char *path, json_t *vocab)
+{
+    unsigned char order[256];
+    alphabet(l, order);
+    int rc = load_vocab(l, vocab, NULL);
+    if (rc)
+        return rc;
+    const char *mp = l->o ? l->o->merges_path : NULL;
+    char *own = NULL;
+    if (!mp) {
+        own = sibling(path, "vocab.bpe");
+        if (own && access(own, F_OK) != 0) {
+            free(own);
+            own = sibling(path, "merges.txt");
+        }
+        if (!own)
+            return -ENOMEM;
+        mp = own;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    merges m = {0};
+    rc = slurp(l, mp, &text, &len);
+    if (rc == 0)
+        rc = parse_merges_txt(l, text, len, &m);
+    int32_t dup = -1;
+    if (rc == 0 && (rc = tv_vmap_build(l->t, &dup)) == TOKVEC_E_MISMATCH) {
+        l->path = path;
+        rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
+                  "earlier token", dup);
+    }
+    if (rc == 0)
+        rc = apply_merges(l, &m, order);
+    free(text);
+    free(m.bytes);
+    free(m.at);
+    free(own);
+    l->t->info.format = "gpt2-json";
+    return rc;
+}
+
+/* tokenizer.json: checks the pipeline is one tokvec runs exactly. */
+static int hf_pipeline(ld *l, json_t *root)
+{
+    json_t *norm = json_object_get(root, "normalizer");
+    if (norm && !json_is_null(norm))
+        return fail(l, TOKVEC_E_TOKENIZER, "a normalizer is not supported");
+    json_t *pre = json_object_get(root, "pre_tokenizer");
+    const char *ty = json_string_value(json_object_get(pre, "type"));
+    json_t *bl = pre, *split = NULL;
+    if (ty && !strcmp(ty, "Sequence")) {
+        json_t *seq = json_object_get(pre, "pretokenizers");
+        if (json_array_size(seq) == 2) {
+            split = json_array_get(seq, 0);
+            bl = json_array_get(seq, 1);
+        } else {
+            bl = NULL;
+        }
+    }
+    const char *bty = json_string_value(json_object_get(bl, "type"));
+    if (!bty || strcmp(bty, "ByteLevel") ||
+        json_is_true(json_object_get(bl, "add_prefix_space")))
+        return fail(l, TOKVEC_E_TOKENIZER, "pre_tokenizer is not ByteLevel "
+                    "(add_prefix_space false), alone or after one Split");
+    l->t->pattern = TV_PAT_GPT2;
+    if (split) {
+        const char *sty = json_string_value(json_object_get(split, "type"));
+        const char *re = json_string_value(
+            json_object_get(json_object_get(split, "pattern"), "Regex"));
+        const char *beh = json_string_value(json_object_get(split,
+                                                            "behavior"));
+        int p = re ? tv_pattern_from_regex(re) : -1;
+        if (!sty || strcmp(sty, "Split") || p < 0 || !beh ||
+            strcmp(beh, "Isolated") ||
+            json_is_true(json_object_get(split, "invert")) ||
+            json_is_true(json_object_get(bl, "use_regex")))
+            return fail(l, TOKVEC_E_TOKENIZER, "Split pre-tokenizer: only "
+                        "the gpt2, cl100k_base, o200k_base and Qwen 2 "
+                        "regexes, Isolated, are supported");
+        l->t->pattern = (tv_pattern)p;
+    } else if (json_is_false(json_object_get(bl, "use_regex"))) {
+        return fail(l, TOKVEC_E_TOKENIZER, "ByteLevel without its regex "
+                    "and without a Split is not supported");
+    }
+    json_t *model = json_object_get(root, "model");
+    const char *mty = json_string_value(json_object_get(model, "type"));
+    json_t *x;
+    if (!json_is_object(model) || (mty && strcmp(mty, "BPE")) ||
+        ((x = json_object_get(model, "dropout")) && !json_is_null(x)) ||
+        json_is_true(json_object_get(model, "byte_fallback")) ||
+        ((x = json_object_get(model, "continuing_subword_prefix")) &&
+         !json_is_null(x) && strcmp(json_string_value(x) ? json_string_value(x) : "x", "")) ||
+        ((x = json_object_get(model, "end_of_word_suffix")) &&
+         !json_is_null(x) && strcmp(json_string_value(x) ? json_string_value(x) : "x", "")))
+        return fail(l, TOKVEC_E_TOKENIZER, "model is not a plain BPE "
+                    "(no dropout, byte_fallback or affixes)");
+    return 0;
+}
+
+/* The merges of a tokenizer.json: "a b" strings or ["a", "b"] pairs. */
+static int hf_merges(ld *l, json_t *arr, merges *m)
+{
+    if (!json_is_array(arr))
+        return fail(l, TOKVEC_E_TOKENIZER, "model.merges is not an array");
+    size_t n = json_array_size(arr), total = 1;
+    json_t *v;
+    size_t k;
+    json_array_foreach(arr, k, v) total += json_is_string(v)
+        ? json_string_length(v)
+        : json_string_length(json_array_get(v, 0)) +
+              json_string_length(json_array_get(v, 1));
+    m->bytes = malloc(total);
+    m->at = malloc((n + 1) * 3 * sizeof *m->at);
+    if (!m->bytes || !m->at)
+        return -ENOMEM;
+    size_t blen = 0;
+    char pair[2][1024];
+    json_array_foreach(arr, k, v)
+    {
+        const char *a = NULL, *b = NULL;
+        if (json_is_string(v)) {
+            const char *s = json_string_value(v), *sp = strchr(s, ' ');
+            if (sp && !strchr(sp + 1, ' ') && (size_t)(sp - s) < 1024 &&
+                strlen(sp + 1) < 1024) {
+                memcpy(pair[0], s, (size_t)(sp - s));
+                pair[0][sp - s] = '\0';
+                strcpy(pair[1], sp + 1);
+                a = pair[0], b = pair[1];
+            }
+        } else if (json_array_size(v) == 2) {
+            a = json_string_value(json_array_get(v, 0));
+            b = json_string_value(json_array_get(v, 1));
+        }
+        if (!a || !b)
+            return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: not \"a b\" or "
+                        "[\"a\", \"b\"]", k + 1);
+        int rc = merges_add(l, m, a, b, k + 1, &blen);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int load_hf(ld *l, json_t *root)
+{
+    unsigned char order[256];
+    alphabet(l, order);
+    l->t->info.format = "tokenizer.json";
+    int rc = hf_pipeline(l, root);
+    if (rc)
+        return rc;
+    json_t *model = json_object_get(root, "model"), *added, *v;
+    json_t *specials = json_object();
+    if (!specials)
+        return -ENOMEM;
+    added = json_object_get(root, "added_tokens");
+    size_t k;
+    json_array_foreach(added, k, v)
+    {
+        const char *c = json_string_value(json_object_get(v, "content"));
+        if (c)
+            json_object_set(specials, c, json_object_get(v, "id"));
+    }
+    rc = load_vocab(l, json_object_get(model, "vocab"), specials);
+    const char *key;
+    json_object_foreach(specials, key, v) /* added tokens not in vocab */
+    {
+        json_int_t id = json_integer_value(v);
+        if (rc || !json_is_integer(v) || id < 0 || id >= TV_TOK_MAX_ID) {
+            rc = rc ? rc : fail(l, TOKVEC_E_TOKENIZER, "added token "
+                                "\"%.40s\": bad id", key);
+            break;
+        }
+        if ((uint32_t)id < l->t->n_ids && l->t->len[id] != UINT32_MAX) {
+            const tokvec_tokenizer *t = l->t;
+            if (!t->special[id] || t->len[id] != strlen(key) ||
+                memcmp(t->blob + t->off[id], key, strlen(key)))
+                rc = fail(l, TOKVEC_E_TOKENIZER, "added token \"%.40s\": "
+                          "id %lld is another token", key, (long long)id);
+        } else if (*key) {
+            rc = tv_tok_add(l->t, (const unsigned char *)key, strlen(key),
+                            (int32_t)id, 1);
+        }
+    }
+    json_decref(specials);
+    merges m = {0};
+    int32_t dup = -1;
+    if (rc == 0)
+        rc = hf_merges(l, json_object_get(model, "merges"), &m);
+    if (rc == 0 && (rc = tv_vmap_build(l->t, &dup)) == TOKVEC_E_MISMATCH)
+        rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
+                  "earlier token", dup);
+    if (rc == 0)
+        rc = apply_merges(l, &m, order);
+    if (rc == 0 && json_is_true(json_object_get(model, "ignore_merges")))
+        l->t->whole_lookup = 1;
+    free(m.bytes);
+    free(m.at);
+    return rc;
+}
+
+static int b64val(int c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Strict base64 (padded) of n chars into out; byte count or -1. */
+static long b64dec(const char *s, size_t n, unsigned char *out)
+{
+    if (n == 0 || n % 4)
+        return -1;
+    long o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4], pad = 0;
+        for (int k = 0; k < 4; k++) {
+            if (s[i + k] == '=' && i + 4 == n && k >= 2) {
+                v[k] = 0, pad++;
+            } else if (pad || (v[k] = b64val((unsigned char)s[i + k])) < 0) {
+                return -1;
+            }
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
+                     (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        out[o++] = (unsigned char)(w >> 16);
+        if (pad < 2)
+            out[o++] = (unsigned char)(w >> 8);
+        if (pad < 1)
+            out[o++] = (unsigned char)w;
+        if ((pad == 1 && (w & 0xFF)) || (pad == 2 && (w & 0xFFFF)))
+            return -1; /* non-canonical padding bits */
+    }
+    return o;
+}
+
+static const struct {
+    const char *pattern;
+    const char *name;
+    int32_t id;
+} tiktoken_specials[] = {
+    {"gpt2", "<|endoftext|>", 50256},
+    {"r50k_base", "<|endoftext|>", 50256},
+    {"p50k_base", "<|endoftext|>", 50256},
+    {"cl100k_base", "<|endoftext|>", 100257},
+    {"cl100k_base", "<|fim_prefix|>", 100258},
+    {"cl100k_base", "<|fim_middle|>", 100259},
+    {"cl100k_base", "<|fim_suffix|>", 100260},
+    {"cl100k_base", "<|endofprompt|>", 100276},
+    {"o200k_base", "<|endoftext|>", 199999},
+    {"o200k_base", "<|endofprompt|>", 200018},
+};
+
+static int tiktoken_lines(ld *l, char *text, size_t len)
+{
+    unsigned char buf[768];
+    size_t line = 0;
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        line++;
+        char *sp = memchr(p, ' ', (size_t)(le - p));
+        char *q = sp ? sp + 1 : NULL;
+        long n = (sp && sp - p <= 1024) ? b64dec(p, (size_t)(sp - p), buf)
+                                        : -1;
+        long long rank = 0;
+        int ok = n > 0 && q < le;
+        for (; ok && q < le; q++)
+            ok = *q >= '0' && *q <= '9' &&
+                 (rank = rank * 10 + (*q - '0')) < TV_TOK_MAX_ID;
+        if (!ok)
+            return fail(l, TOKVEC_E_TOKENIZER, "line %zu: not \"base64 "
+                        "rank\" with a rank below 2^24", line);
+        int rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)rank, 0);
+        if (rc == TOKVEC_E_MISMATCH)
+            return fail(l, TOKVEC_E_TOKENIZER, "line %zu: rank %lld is "
+                        "given twice", line, rank);
+        if (rc)
+            return rc;
+        p = le + 1;
+    }
+    return line ? 0 : fail(l, TOKVEC_E_TOKENIZER, "no tokens");
+}
+
+static int load_tiktoken(ld *l, char *text, size_t len)
+{
+    tokvec_tokenizer *t = l->t;
+    const char *pat = l->o ? l->o->pattern : NULL;
+    const char *b = base_name(l->path);
+    static const char *const names[] = {"gpt2",        "r50k_base",
+                                        "p50k_base",   "cl100k_base",
+                                        "o200k_base"};
+    for (size_t k = 0; !pat && k < sizeof names / sizeof *names; k++)
+        if (!strncmp(b, names[k], strlen(names[k])))
+            pat = names[k];
+    if (!pat || tv_pattern_parse(pat, &t->pattern) < 0)
+        return fail(l, TOKVEC_E_TOKENIZER, "name the split pattern (gpt2, "
+                    "r50k_base, p50k_base, cl100k_base, o200k_base): %s",
+                    pat ? pat : "none given and the file name has none");
+    t->info.format = "tiktoken";
+    t->whole_lookup = 1;
+    int rc = tiktoken_lines(l, text, len);
+    for (size_t k = 0; rc == 0 && k < sizeof tiktoken_specials /
+                                          sizeof *tiktoken_specials; k++) {
+        if (strcmp(tiktoken_specials[k].pattern, pat))
+            continue;
+        const char *s = tiktoken_specials[k].name;
+        rc = tv_tok_add(t, (const unsigned char *)s, strlen(s),
+                        tiktoken_specials[k].id, 1);
+        if (rc == TOKVEC_E_MISMATCH)
+            rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d is %s's special "
+                      "token %s", tiktoken_specials[k].id, pat, s);
+    }
+    int32_t dup = -1;
+    if (rc == 0 && (rc = tv_vmap_build(t, &dup)) == TOKVEC_E_MISMATCH)
+        rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d has the bytes of an "
+                  "earlier token", dup);
+    if (rc == 0)
+        rc = tv_pmap_from_ranks(t);
+    return rc;
+}
+
+static char *dup_name(const char *path)
+{
+    const char *b = base_name(path);
+    size_t n = strcspn(b, ".");
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, b, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+/* What every format must hold, and the lookups encoding uses. */
+static int finish(ld *l)
+{
+    tokvec_tokenizer *t = l->t;
+    uint32_t top = 0;
+    size_t ordinary = 0;
+    for (uint32_t id = 0; id < t->n_ids; id++)
+        if (t->len[id] != UINT32_MAX) {
+            top = id + 1;
+            if (t->special[id])
+                t->n_special++;
+            else
+                ordinary++;
+        }
+    t->n_ids = top;
+    for (int b = 0; b < 256; b++) {
+        unsigned char c = (unsigned char)b;
+        if ((t->byte_id[b] = tv_vmap_get(t, &c, 1)) < 0)
+            return fail(l, TOKVEC_E_TOKENIZER, "byte 0x%02x is not a token "
+                        "(every byte must be one)", b);
+    }
+    t->sp_id = malloc((t->n_special + 1) * sizeof *t->sp_id);
+    if (!t->sp_id)
+        return -ENOMEM;
+    size_t n = 0;
+    for (uint32_t id = 0; id < t->n_ids; id++)
+        if (t->len[id] != UINT32_MAX && t->special[id]) {
+            size_t k = n++; /* insertion sort: longest first, then by id */
+            while (k > 0 && t->len[t->sp_id[k - 1]] < t->len[id]) {
+                t->sp_id[k] = t->sp_id[k - 1];
+                k--;
+            }
+            t->sp_id[k] = (int32_t)id;
+            t->sp_first[t->blob[t->off[id]]] = 1;
+        }
+    t->info.vocab_size = top;
+    t->info.n_tokens = (int64_t)ordinary;
+    t->info.n_special = t->n_special;
+    t->info.pattern = tv_pattern_name(t->pattern);
+    if (!strcmp(t->info.format, "gpt2-json") && t->whole_lookup &&
+        ordinary == 50256 && t->n_special == 1 && top == 50257 &&
+        t->special[50256]) {
+        free(t->name);
+        t->name = strdup("gpt2");
+    }
+    t->info.name = t->name;
+    return t->name ? 0 : -ENOMEM;
+}
+
+int tv_tok_load(tokvec_tokenizer *t, const char *path,
+                const tokvec_tokenizer_opts *o)
+{
+    ld l = {.t = t, .o = o, .path = path};
+    char *text = NULL, *jpath = NULL;
+    size_t len = 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t pl = strlen(path);
+        jpath = malloc(pl + 32);
+        if (!jpath)
+            return -ENOMEM;
+        snprintf(jpath, pl + 32, "%s/tokenizer.json", path);
+        if (access(jpath, F_OK) != 0)
+            snprintf(jpath, pl + 32, "%s/encoder.json", path);
+        if (access(jpath, F_OK) != 0)
+            snprintf(jpath, pl + 32, "%s/vocab.json", path);
+        path = jpath;
+    }
+    t->name = dup_name(path);
+    int rc = t->name ? slurp(&l, path, &text, &len) : -ENOMEM;
+    const char *b = base_name(path);
+    size_t bl = strlen(b);
+    if (rc == 0 && bl >= 9 && !strcmp(b + bl - 9, ".tiktoken")) {
+        rc = load_tiktoken(&l, text, len);
+    } else if (rc == 0) {
+        json_error_t je;
+        json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+        if (!root)
+            rc = fail(&l, TOKVEC_E_TOKENIZER, "not JSON (line %d: %s), and "
+                      "not named *.tiktoken", je.line, je.text);
+        else if (json_is_object(json_object_get(root, "model")))
+            rc = load_hf(&l, root);
+        else
+            rc = load_gpt2(&l, path, root);
+        json_decref(root);
+    }
+    free(text);
+    if (rc == 0) {
+        l.path = path;
+        rc = finish(&l);
+    }
+    free(jpath);
+    return rc;
+}

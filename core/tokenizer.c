@@ -1,0 +1,248 @@
+/* tokenizer.c -- the tokenizer's public calls: open and close, encoding
+ * (special tokens, then the split, then the merge of each piece) and
+ * decoding with lossy UTF-8.
+ *
+ * Encoding follows tiktoken's encode(text, allowed_special="all"): the text
+ * is cut at every special token (leftmost first; the longest when two
+ * start at one byte), and each stretch between them is split and merged
+ * on its own, so a split pattern's look-ahead never sees past a special
+ * token. Without TOKVEC_TOK_SPECIAL the whole text is one stretch
+ * (encode_ordinary). Offsets come out of the merge: a token is a run of
+ * the input's bytes, so they tile the input exactly.
+ * Threads: the handle is read-only here; a state belongs to its caller.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+int tokvec_tokenizer_open(const char *path, const tokvec_tokenizer_opts *o,
+                          tokvec_tokenizer **out)
+{
+    *out = NULL;
+    if (o && o->errbuf && o->errlen)
+        o->errbuf[0] = '\0';
+    if (!path)
+        return TOKVEC_E_INVAL;
+    tokvec_tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    static _Atomic uint64_t serials;
+    t->serial = ++serials; /* never 0, which a fresh state holds */
+    int rc = tv_tok_load(t, path, o);
+    if (rc < 0) {
+        if (o && o->errbuf && o->errlen && !o->errbuf[0])
+            snprintf(o->errbuf, o->errlen, "%s: %s", path,
+                     tokvec_strerror(rc));
+        tokvec_tokenizer_close(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void tokvec_tokenizer_close(tokvec_tokenizer *t)
+{
+    if (!t)
+        return;
+    free(t->name);
+    free(t->off);
+    free(t->len);
+    free(t->special);
+    free(t->blob);
+    free(t->vmap);
+    free(t->pmap);
+    free(t->sp_id);
+    free(t);
+}
+
+void tokvec_tokenizer_get_info(const tokvec_tokenizer *t,
+                               tokvec_tokenizer_info *info)
+{
+    *info = t->info;
+}
+
+const char *tokvec_tokenizer_special(const tokvec_tokenizer *t, size_t i,
+                                     int32_t *id)
+{
+    if (i >= t->n_special)
+        return NULL;
+    /* specials by id for listing: the i-th smallest */
+    int32_t best = -1;
+    size_t rank = 0;
+    for (size_t k = 0; k < t->n_special; k++) {
+        rank = 0;
+        for (size_t j = 0; j < t->n_special; j++)
+            rank += t->sp_id[j] < t->sp_id[k];
+        if (rank == i) {
+            best = t->sp_id[k];
+            break;
+        }
+    }
+    if (id)
+        *id = best;
+    return (const char *)t->blob + t->off[best];
+}
+
+int tokvec_tokenizer_token(const tokvec_tokenizer *t, int32_t id,
+                           const unsigned char **bytes, size_t *len,
+                           int *special)
+{
+    if (id < 0 || (uint32_t)id >= t->n_ids || t->len[id] == UINT32_MAX)
+        return TOKVEC_E_TOKEN_RANGE;
+    *bytes = t->blob + t->off[id];
+    *len = t->len[id];
+    if (special)
+        *special = t->special[id];
+    return 0;
+}
+
+/* The first special token at or after i: its start (len if none). */
+static size_t find_special(const tokvec_tokenizer *t, const unsigned char *u,
+                           size_t i, size_t len, int32_t *id)
+{
+    for (; i < len; i++) {
+        if (!t->sp_first[u[i]])
+            continue;
+        for (size_t k = 0; k < t->n_special; k++) {
+            int32_t s = t->sp_id[k];
+            size_t n = t->len[s];
+            if (n <= len - i && !memcmp(u + i, t->blob + t->off[s], n)) {
+                *id = s;
+                return i;
+            }
+        }
+    }
+    return len;
+}
+
+static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                   const unsigned char *u, size_t i, size_t end,
+                   tokvec_tok_ids *out, int offs)
+{
+    while (i < end) {
+        size_t e = tv_split_next(t->pattern, u, i, end);
+        int rc = tv_bpe_piece(t, s, u + i, e - i, i, out, offs);
+        if (rc)
+            return rc;
+        i = e;
+    }
+    return 0;
+}
+
+int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                            const char *text, size_t len, unsigned flags,
+                            tokvec_tok_ids *out)
+{
+    const unsigned char *u = (const unsigned char *)text;
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    out->n = 0;
+    if (tv_ids_reserve(out, 0, offs) < 0)
+        return -ENOMEM;
+    size_t i = 0;
+    int special = (flags & TOKVEC_TOK_SPECIAL) && t->n_special;
+    while (i < len) {
+        int32_t id = -1;
+        size_t at = special ? find_special(t, u, i, len, &id) : len;
+        int rc = stretch(t, s, u, i, at, out, offs);
+        if (rc) {
+            out->n = 0;
+            return rc;
+        }
+        if (at == len)
+            break;
+        if (tv_ids_reserve(out, 1, offs) < 0) {
+            out->n = 0;
+            return -ENOMEM;
+        }
+        if (offs)
+            out->offsets[out->n] = at;
+        out->ids[out->n++] = id;
+        i = at + t->len[id];
+    }
+    if (offs)
+        out->offsets[out->n] = len;
+    return 0;
+}
+
+void tokvec_tok_ids_free(tokvec_tok_ids *ids)
+{
+    if (!ids)
+        return;
+    free(ids->ids);
+    free(ids->offsets);
+    *ids = (tokvec_tok_ids){0};
+}
+
+size_t tokvec_utf8_lossy(const unsigned char *b, size_t n, char *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        unsigned c = b[i];
+        if (c < 0x80) {
+            out[o++] = (char)c;
+            i++;
+            continue;
+        }
+        unsigned need = 0, lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            need = 1;
+        else if (c >= 0xE0 && c <= 0xEF)
+            need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        else if (c >= 0xF0 && c <= 0xF4)
+            need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        size_t j = i + 1;
+        unsigned got = 0;
+        /* the maximal subpart: lead plus the continuation bytes that fit */
+        while (got < need && j < n && b[j] >= lo && b[j] <= hi) {
+            j++, got++;
+            lo = 0x80, hi = 0xBF;
+        }
+        if (need && got == need) {
+            memcpy(out + o, b + i, j - i);
+            o += j - i;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+        i = j;
+    }
+    return o;
+}
+
+int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
+                            size_t n, char **text, size_t *len,
+                            size_t *bad_index)
+{
+    size_t total = 0;
+    *text = NULL;
+    *len = 0;
+    for (size_t k = 0; k < n; k++) {
+        int32_t id = ids[k];
+        if (id < 0 || (uint32_t)id >= t->n_ids || t->len[id] == UINT32_MAX) {
+            if (bad_index)
+                *bad_index = k;
+            return TOKVEC_E_TOKEN_RANGE;
+        }
+        total += t->len[id];
+    }
+    unsigned char *raw = malloc(total ? total : 1);
+    char *out = malloc(3 * total + 1);
+    if (!raw || !out) {
+        free(raw);
+        free(out);
+        return -ENOMEM;
+    }
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        memcpy(raw + at, t->blob + t->off[ids[k]], t->len[ids[k]]);
+        at += t->len[ids[k]];
+    }
+    *len = tokvec_utf8_lossy(raw, total, out);
+    out[*len] = '\0';
+    free(raw);
+    *text = out;
+    return 0;
+}

@@ -1,0 +1,240 @@
+/* cli_text.c -- tokvec tokenize: text to token ids on the command line.
+ *
+ * Reads a whole file (or stdin), encodes it with a tokenizer file and
+ * prints the ids as one JSON array; --jsonl reads one JSON string per line
+ * instead and prints one array per line (how the tests feed it many texts
+ * at once). Exit codes as cli.c: 0 ok, 1 runtime failure, 2 bad usage or a
+ * bad file, with one line on stderr. Single-threaded. Also the text half
+ * of tokvec lookup --text (tv_cli_text_ids).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tokvec_tokenizer.h"
+
+#define DEFAULT_TOKENIZER "data/gpt2"
+
+static const char tokenize_usage[] =
+    "usage: tokvec tokenize [--tokenizer FILE] [--no-special] [FILE|-]\n"
+    "\n"
+    "Prints the token ids of FILE (default: standard input) as one JSON\n"
+    "array, as tiktoken's encode(text, allowed_special=\"all\").\n"
+    "\n"
+    "  --tokenizer FILE   encoder.json (vocab.bpe beside it), a directory\n"
+    "                     holding such a pair or a tokenizer.json,\n"
+    "                     tokenizer.json, or NAME.tiktoken (default:\n"
+    "                     $TOKVEC_TOKENIZER, else " DEFAULT_TOKENIZER ")\n"
+    "  --pattern NAME     split pattern of a .tiktoken file: gpt2,\n"
+    "                     r50k_base, p50k_base, cl100k_base, o200k_base\n"
+    "                     (default: from the file name)\n"
+    "  --no-special       special tokens in the text are ordinary text\n"
+    "                     (encode_ordinary)\n"
+    "  --jsonl            each input line is a JSON string; one array a "
+    "line\n";
+
+static int read_all(FILE *f, char **buf, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+        }
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(b);
+        return -EIO;
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+/* Prints ids as a JSON array and a newline, through one buffer. */
+static int print_ids(const tokvec_tok_ids *ids, FILE *out)
+{
+    char buf[1 << 16];
+    size_t n = 0;
+    buf[n++] = '[';
+    for (size_t k = 0; k < ids->n; k++) {
+        if (n > sizeof buf - 16) {
+            if (fwrite(buf, 1, n, out) != n)
+                return -EIO;
+            n = 0;
+        }
+        if (k)
+            buf[n++] = ',';
+        char d[12];
+        int m = 0;
+        uint32_t v = (uint32_t)ids->ids[k];
+        do
+            d[m++] = (char)('0' + v % 10);
+        while ((v /= 10));
+        while (m)
+            buf[n++] = d[--m];
+    }
+    buf[n++] = ']';
+    buf[n++] = '\n';
+    return fwrite(buf, 1, n, out) == n ? 0 : -EIO;
+}
+
+static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st,
+                     char *text, size_t len, unsigned flags,
+                     tokvec_tok_ids *ids)
+{
+    size_t line = 0;
+    char *p = text, *end = text + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        line++;
+        json_error_t je;
+        json_t *s = json_loadb(p, (size_t)(le - p),
+                               JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!json_is_string(s)) {
+            json_decref(s);
+            fprintf(stderr, "tokvec: input line %zu: not a JSON string\n",
+                    line);
+            return 2;
+        }
+        int rc = tokvec_tokenizer_encode(t, st, json_string_value(s),
+                                         json_string_length(s), flags, ids);
+        json_decref(s);
+        if (rc == 0)
+            rc = print_ids(ids, stdout);
+        if (rc) {
+            fprintf(stderr, "tokvec: %s\n", tokvec_strerror(rc));
+            return 1;
+        }
+        p = le + 1;
+    }
+    return 0;
+}
+
+int tv_cli_text_ids(const char *tok_path, const char *text, int special,
+                    int64_t **ids, int64_t *n)
+{
+    if (!tok_path || !*tok_path)
+        tok_path = getenv("TOKVEC_TOKENIZER");
+    if (!tok_path || !*tok_path)
+        tok_path = DEFAULT_TOKENIZER;
+    char err[512] = "";
+    tokvec_tokenizer_opts topts = {.errbuf = err, .errlen = sizeof err};
+    tokvec_tokenizer *t = NULL;
+    if (tokvec_tokenizer_open(tok_path, &topts, &t) < 0) {
+        fprintf(stderr, "tokvec: %s\n", err);
+        return 2;
+    }
+    tokvec_tok_ids out = {0};
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    int rc = st ? tokvec_tokenizer_encode(t, st, text, strlen(text),
+                                          special ? TOKVEC_TOK_SPECIAL : 0,
+                                          &out)
+                : -ENOMEM;
+    int64_t *v = rc == 0 ? malloc((out.n + 1) * sizeof *v) : NULL;
+    if (v) {
+        for (size_t k = 0; k < out.n; k++)
+            v[k] = out.ids[k];
+        free(*ids);
+        *ids = v;
+        *n = (int64_t)out.n;
+    }
+    tokvec_tok_ids_free(&out);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+    if (!v) {
+        fprintf(stderr, "tokvec: out of memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    const char *tok_path = getenv("TOKVEC_TOKENIZER"), *in_path = NULL;
+    tokvec_tokenizer_opts topts = {0};
+    unsigned flags = TOKVEC_TOK_SPECIAL;
+    int jsonl = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(tokenize_usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--no-special")) {
+            flags &= ~(unsigned)TOKVEC_TOK_SPECIAL;
+        } else if (!strcmp(a, "--jsonl")) {
+            jsonl = 1;
+        } else if ((!strcmp(a, "--tokenizer") || !strcmp(a, "--pattern")) &&
+                   i + 1 < argc) {
+            if (a[2] == 't')
+                tok_path = argv[++i];
+            else
+                topts.pattern = argv[++i];
+        } else if ((a[0] != '-' || !strcmp(a, "-")) && !in_path) {
+            in_path = a;
+        } else {
+            fprintf(stderr, "tokvec: tokenize: bad argument '%s'\n%s", a,
+                    tokenize_usage);
+            return 2;
+        }
+    }
+    if (!tok_path || !*tok_path)
+        tok_path = DEFAULT_TOKENIZER;
+    char err[512] = "";
+    topts.errbuf = err;
+    topts.errlen = sizeof err;
+    tokvec_tokenizer *t = NULL;
+    int rc = tokvec_tokenizer_open(tok_path, &topts, &t);
+    if (rc < 0) {
+        fprintf(stderr, "tokvec: %s\n", err);
+        return 2;
+    }
+    FILE *in = stdin;
+    if (in_path && strcmp(in_path, "-") && !(in = fopen(in_path, "rb"))) {
+        fprintf(stderr, "tokvec: %s: %s\n", in_path, strerror(errno));
+        tokvec_tokenizer_close(t);
+        return 2;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int code = 0;
+    tokvec_tok_ids ids = {0};
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    rc = st ? read_all(in, &text, &len) : -ENOMEM;
+    if (rc == 0 && jsonl)
+        code = run_jsonl(t, st, text, len, flags, &ids);
+    else if (rc == 0 &&
+             (rc = tokvec_tokenizer_encode(t, st, text, len, flags, &ids)) ==
+                 0)
+        rc = print_ids(&ids, stdout);
+    if (rc == 0 && fflush(stdout) != 0)
+        rc = -EIO;
+    if (rc) {
+        fprintf(stderr, "tokvec: tokenize: %s\n", tokvec_strerror(rc));
+        code = 1;
+    }
+    if (in != stdin)
+        fclose(in);
+    free(text);
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+    return code;
+}

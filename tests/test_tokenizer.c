@@ -1,0 +1,766 @@
+/* test_tokenizer.c -- the tokenizer module (contract section 7).
+ *
+ * Real data: data/gpt2 (OpenAI's encoder.json + vocab.bpe, `make data`)
+ * for the book's vectors, the-verdict.txt, offsets, round trips and
+ * threads. Small files written into a temporary directory for each loader
+ * and each malformed-file rule. The heap merge against the quadratic one.
+ * Exactness against tiktoken itself is tests/oracle (node).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../core/tok_internal.h"
+#include "tokvec_tokenizer.h"
+
+#define GPT2 "data/gpt2"
+#define VERDICT "tests/data/the-verdict.txt"
+
+static char dir[] = "/tmp/tokvec-test-tok-XXXXXX";
+static char path[512];
+static tokvec_tokenizer *gpt2;
+static tokvec_tok_state *st;
+
+static const char *write_file(const char *name, const void *data, size_t n)
+{
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    if (n)
+        assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+    return path;
+}
+
+static const char *write_str(const char *name, const char *s)
+{
+    return write_file(name, s, strlen(s));
+}
+
+static char *slurp(const char *p, size_t *n)
+{
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    b[len] = 0;
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+/* Opens p and expects code; a failure's message names the file (or, for
+ * two-file formats, a file) and contains want when given. */
+static tokvec_tokenizer *expect_open(const char *p, const char *pattern,
+                                     int code, const char *want)
+{
+    char err[512] = "";
+    tokvec_tokenizer_opts o = {.pattern = pattern, .errbuf = err,
+                               .errlen = sizeof err};
+    tokvec_tokenizer *t = (tokvec_tokenizer *)1;
+    int rc = tokvec_tokenizer_open(p, &o, &t);
+    if (rc != code)
+        fail_msg("%s: got %d (%s), want %d; message: %s", p, rc,
+                 tokvec_errname(rc), code, err);
+    if (code) {
+        assert_null(t);
+        assert_non_null(strstr(err, dir));
+        if (want && !strstr(err, want))
+            fail_msg("message '%s' lacks '%s'", err, want);
+        return NULL;
+    }
+    return t;
+}
+
+static void encode(const tokvec_tokenizer *t, const char *s, size_t n,
+                   unsigned flags, tokvec_tok_ids *ids)
+{
+    assert_int_equal(tokvec_tokenizer_encode(t, st, s, n, flags, ids), 0);
+}
+
+static void expect_ids(const tokvec_tokenizer *t, const char *s,
+                       unsigned flags, const int32_t *want, size_t n)
+{
+    tokvec_tok_ids ids = {0};
+    encode(t, s, strlen(s), flags | TOKVEC_TOK_OFFSETS, &ids);
+    if (ids.n != n)
+        fail_msg("'%s': %zu ids, want %zu", s, ids.n, n);
+    for (size_t k = 0; k < n; k++)
+        if (ids.ids[k] != want[k])
+            fail_msg("'%s': id %zu is %d, want %d", s, k, ids.ids[k],
+                     want[k]);
+    tokvec_tok_ids_free(&ids);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!mkdtemp(dir))
+        return -1;
+    char err[512] = "";
+    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
+    if (tokvec_tokenizer_open(GPT2, &o, &gpt2) < 0) {
+        fprintf(stderr, "%s (run make data)\n", err);
+        return -1;
+    }
+    st = tokvec_tok_state_new();
+    return st ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tokvec_tokenizer_close(gpt2);
+    tokvec_tok_state_free(st);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+/* --- GPT-2 ------------------------------------------------------------- */
+
+static void gpt2_files_open_as_gpt2(void **s)
+{
+    (void)s;
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(gpt2, &i);
+    assert_string_equal(i.name, "gpt2");
+    assert_string_equal(i.format, "gpt2-json");
+    assert_string_equal(i.pattern, "gpt2");
+    assert_int_equal(i.vocab_size, 50257);
+    assert_int_equal(i.n_tokens, 50256);
+    assert_int_equal(i.n_special, 1);
+    int32_t id = 0;
+    assert_string_equal(tokvec_tokenizer_special(gpt2, 0, &id),
+                        "<|endoftext|>");
+    assert_int_equal(id, 50256);
+    assert_null(tokvec_tokenizer_special(gpt2, 1, &id));
+}
+
+static void book_sentence_with_endoftext(void **s)
+{
+    (void)s;
+    static const int32_t want[] = {15496, 11,   466,   345,   588,
+                                   8887,  30,   220,   50256, 554,
+                                   262,   4252, 18250, 8812,  2114,
+                                   1659,  617,  34680, 27271, 13};
+    expect_ids(gpt2,
+               "Hello, do you like tea? <|endoftext|> In the sunlit "
+               "terracesof someunknownPlace.",
+               TOKVEC_TOK_SPECIAL, want, 20);
+}
+
+static void endoftext_is_text_without_specials(void **s)
+{
+    (void)s;
+    /* tiktoken encode_ordinary("<|endoftext|>") */
+    static const int32_t want[] = {27, 91, 437, 1659, 5239, 91, 29};
+    expect_ids(gpt2, "<|endoftext|>", 0, want, 7);
+    static const int32_t sp[] = {50256, 50256};
+    expect_ids(gpt2, "<|endoftext|><|endoftext|>", TOKVEC_TOK_SPECIAL, sp,
+               2);
+}
+
+static void the_verdict_is_5145_tokens(void **s)
+{
+    (void)s;
+    static const int32_t first[32] = {
+        40,  367,  2885, 1464, 1807, 3619, 402, 271,  10899, 2138, 257,
+        7026, 15632, 438, 2016, 257,  922,  5891, 1576, 438,  568,  340,
+        373, 645,  1049, 5975, 284, 502,  284,  3285, 326,  11};
+    size_t n;
+    char *text = slurp(VERDICT, &n);
+    assert_int_equal(n, 20479);
+    tokvec_tok_ids ids = {0};
+    encode(gpt2, text, n, TOKVEC_TOK_SPECIAL, &ids);
+    assert_int_equal(ids.n, 5145);
+    assert_memory_equal(ids.ids, first, sizeof first);
+    size_t windows = 0; /* GPTDatasetV1(max_length 4, stride 4) */
+    for (size_t i = 0; i + 4 < ids.n; i += 4)
+        windows++;
+    assert_int_equal(windows, 1286);
+    tokvec_tok_ids_free(&ids);
+    free(text);
+}
+
+/* Offsets tile the bytes, each token is its bytes, decode round-trips. */
+static void check_tiling(const char *text, size_t n, int valid_utf8)
+{
+    tokvec_tok_ids ids = {0};
+    encode(gpt2, text, n, TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids);
+    assert_int_equal(ids.offsets[0], 0);
+    assert_int_equal(ids.offsets[ids.n], n);
+    for (size_t k = 0; k < ids.n; k++) {
+        const unsigned char *b;
+        size_t len;
+        assert_int_equal(tokvec_tokenizer_token(gpt2, ids.ids[k], &b, &len,
+                                                NULL), 0);
+        assert_int_equal(ids.offsets[k + 1] - ids.offsets[k], len);
+        assert_memory_equal(text + ids.offsets[k], b, len);
+    }
+    char *back;
+    size_t blen;
+    assert_int_equal(tokvec_tokenizer_decode(gpt2, ids.ids, ids.n, &back,
+                                             &blen, NULL), 0);
+    if (valid_utf8) {
+        assert_int_equal(blen, n);
+        assert_memory_equal(back, text, n);
+    }
+    free(back);
+    tokvec_tok_ids_free(&ids);
+}
+
+static void offsets_tile_the_input_and_decode_round_trips(void **s)
+{
+    (void)s;
+    size_t n;
+    char *text = slurp(VERDICT, &n);
+    check_tiling(text, n, 1);
+    free(text);
+    static const char *const texts[] = {
+        "Привет, мир! 中文文本。 👨‍👩‍👧‍👦 e\xcc\x81 <|endoftext|>x  \n\n\t y",
+        "", " ", "a", "\xf0\x9f\x98\x80\xf0\x9f\x98\x80", "I'm 12345 ok",
+        "hello\x00world", "\xff\xfe invalid \xc3\x28 bytes \xe2\x82",
+    };
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++)
+        check_tiling(texts[k], k == 6 ? 11 : strlen(texts[k]), k != 7);
+}
+
+static void decode_replaces_broken_utf8_like_python(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"\xe2\x82", "\xef\xbf\xbd"},
+        {"\xf0\x9f\x98" "A", "\xef\xbf\xbd" "A"},
+        {"\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xe2\x82\xac\xff", "\xe2\x82\xac\xef\xbf\xbd"},
+        {"ok", "ok"},
+    };
+    char out[64];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        size_t n = tokvec_utf8_lossy((const unsigned char *)cases[k].in,
+                                     strlen(cases[k].in), out);
+        out[n] = 0;
+        assert_string_equal(out, cases[k].out);
+    }
+    /* an emoji's bytes as GPT-2 tokens, the last one missing */
+    tokvec_tok_ids ids = {0};
+    encode(gpt2, "\xf0\x9f\x98\x80", 4, 0, &ids);
+    assert_true(ids.n >= 2);
+    char *text;
+    size_t len;
+    assert_int_equal(tokvec_tokenizer_decode(gpt2, ids.ids, ids.n - 1,
+                                             &text, &len, NULL), 0);
+    assert_string_equal(text, "\xef\xbf\xbd");
+    free(text);
+    tokvec_tok_ids_free(&ids);
+}
+
+static void decode_refuses_ids_outside_the_vocabulary(void **s)
+{
+    (void)s;
+    int32_t ids[] = {40, 50256, 50257};
+    char *text = (char *)1;
+    size_t len, bad = 99;
+    assert_int_equal(tokvec_tokenizer_decode(gpt2, ids, 3, &text, &len,
+                                             &bad),
+                     TOKVEC_E_TOKEN_RANGE);
+    assert_int_equal(bad, 2);
+    assert_null(text);
+    ids[2] = -1;
+    assert_int_equal(tokvec_tokenizer_decode(gpt2, ids, 3, &text, &len,
+                                             &bad),
+                     TOKVEC_E_TOKEN_RANGE);
+    assert_int_equal(tokvec_tokenizer_decode(gpt2, ids, 2, &text, &len,
+                                             NULL), 0);
+    assert_string_equal(text, "I<|endoftext|>");
+    free(text);
+}
+
+/* --- the heap merge is the quadratic merge ------------------------------- */
+
+static void merge_both_ways(const tokvec_tokenizer *t, const char *p,
+                            size_t n)
+{
+    int32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    size_t na, nb;
+    const unsigned char *u = (const unsigned char *)p;
+    assert_int_equal(tv_bpe_merge_mode(t, st, u, n, 0, a, &na), 0);
+    assert_int_equal(tv_bpe_merge_mode(t, st, u, n, 1, b, &nb), 0);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof *a);
+    free(a);
+    free(b);
+}
+
+static void heap_merge_equals_quadratic_merge(void **s)
+{
+    (void)s;
+    char *p = malloc(6000);
+    static const char *const runs[] = {"a", " ", "ab", "\n", "xyz", "é"};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        size_t n = 0, l = strlen(runs[r]);
+        while (n + l <= 5000)
+            memcpy(p + n, runs[r], l), n += l;
+        merge_both_ways(gpt2, p, n);
+    }
+    unsigned seed = 7;
+    static const char alpha[] = "aabbeeinorst  stheTH.,!'\n";
+    for (int k = 0; k < 300; k++) {
+        size_t n = 2 + (size_t)(rand_r(&seed) % 600);
+        for (size_t i = 0; i < n; i++)
+            p[i] = k % 3 ? alpha[rand_r(&seed) % (sizeof alpha - 1)]
+                         : (char)(rand_r(&seed) & 0xFF);
+        merge_both_ways(gpt2, p, n);
+    }
+    free(p);
+}
+
+static void megabyte_pieces_encode_and_round_trip(void **s)
+{
+    (void)s;
+    size_t n = 1 << 20;
+    char *p = malloc(n);
+    for (int kind = 0; kind < 3; kind++) {
+        memset(p, kind == 0 ? 'a' : kind == 1 ? ' ' : '\n', n);
+        tokvec_tok_ids ids = {0};
+        encode(gpt2, p, n, TOKVEC_TOK_OFFSETS, &ids);
+        assert_true(ids.n > 0 && ids.n <= n);
+        assert_int_equal(ids.offsets[ids.n], n);
+        char *back;
+        size_t blen;
+        assert_int_equal(tokvec_tokenizer_decode(gpt2, ids.ids, ids.n, &back,
+                                                 &blen, NULL), 0);
+        assert_int_equal(blen, n);
+        assert_memory_equal(back, p, n);
+        free(back);
+        tokvec_tok_ids_free(&ids);
+    }
+    free(p);
+}
+
+/* --- threads ------------------------------------------------------------ */
+
+typedef struct {
+    const char *text;
+    size_t n;
+    tokvec_tok_ids want;
+    int ok;
+} job;
+
+static void *encode_thread(void *arg)
+{
+    job *j = arg;
+    tokvec_tok_state *ts = tokvec_tok_state_new();
+    tokvec_tok_ids ids = {0};
+    j->ok = 1;
+    for (int r = 0; r < 20; r++) {
+        if (tokvec_tokenizer_encode(gpt2, ts, j->text, j->n,
+                                    TOKVEC_TOK_SPECIAL, &ids) ||
+            ids.n != j->want.n ||
+            memcmp(ids.ids, j->want.ids, ids.n * sizeof *ids.ids))
+            j->ok = 0;
+    }
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(ts);
+    return NULL;
+}
+
+static void threads_encode_one_handle_at_once(void **s)
+{
+    (void)s;
+    job j = {0};
+    char *text = slurp(VERDICT, &j.n);
+    j.text = text;
+    encode(gpt2, text, j.n, TOKVEC_TOK_SPECIAL, &j.want);
+    pthread_t th[4];
+    job jobs[4];
+    for (int k = 0; k < 4; k++) {
+        jobs[k] = j;
+        assert_int_equal(pthread_create(&th[k], NULL, encode_thread,
+                                        &jobs[k]), 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        pthread_join(th[k], NULL);
+        assert_true(jobs[k].ok);
+    }
+    tokvec_tok_ids_free(&j.want);
+    free(text);
+}
+
+/* --- small files: each loader, each rule ------------------------------- */
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static size_t put_b64(char *o, const unsigned char *b, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t w = (uint32_t)b[i] << 16 |
+                     (i + 1 < n ? (uint32_t)b[i + 1] << 8 : 0) |
+                     (i + 2 < n ? b[i + 2] : 0);
+        o[k++] = b64[w >> 18 & 63];
+        o[k++] = b64[w >> 12 & 63];
+        o[k++] = i + 1 < n ? b64[w >> 6 & 63] : '=';
+        o[k++] = i + 2 < n ? b64[w & 63] : '=';
+    }
+    return k;
+}
+
+/* Ranks 0..255 for the bytes (skip: one byte left out, or -1), then
+ * extra lines. */
+static const char *tiktoken_file(const char *name, int skip,
+                                 const char *extra)
+{
+    static char buf[16384];
+    size_t n = 0;
+    for (int b = 0; b < 256; b++) {
+        if (b == skip)
+            continue;
+        unsigned char c = (unsigned char)b;
+        n += put_b64(buf + n, &c, 1);
+        n += (size_t)sprintf(buf + n, " %d\n", b);
+    }
+    n += (size_t)sprintf(buf + n, "%s", extra);
+    return write_file(name, buf, n);
+}
+
+#define TT_EXTRA "YWI= 256\nYWJj 257\nICA= 258\n" /* ab abc "  " */
+
+static void tiktoken_file_opens_and_merges_by_rank(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *t =
+        expect_open(tiktoken_file("tiny.tiktoken", -1, TT_EXTRA), "gpt2",
+                    0, NULL);
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(t, &i);
+    assert_string_equal(i.format, "tiktoken");
+    assert_string_equal(i.name, "tiny");
+    assert_int_equal(i.vocab_size, 50257); /* gpt2's <|endoftext|> */
+    static const int32_t want[] = {257, 32, 256, 50256, 97};
+    expect_ids(t, "abc ab<|endoftext|>a", TOKVEC_TOK_SPECIAL, want, 5);
+    tokvec_tokenizer_close(t);
+    /* the pattern from the file name: cl100k's specials */
+    t = expect_open(tiktoken_file("cl100k_base.tiktoken", -1, TT_EXTRA),
+                    NULL, 0, NULL);
+    tokvec_tokenizer_get_info(t, &i);
+    assert_string_equal(i.pattern, "cl100k_base");
+    assert_int_equal(i.n_special, 5);
+    assert_int_equal(i.vocab_size, 100277);
+    tokvec_tokenizer_close(t);
+}
+
+static void tiktoken_file_rules(void **s)
+{
+    (void)s;
+    expect_open(tiktoken_file("a.tiktoken", -1, "YW*= 256\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "line 257");
+    expect_open(tiktoken_file("a.tiktoken", -1, "YWI=\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "line 257");
+    expect_open(tiktoken_file("a.tiktoken", -1, "YWI= 12x\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "line 257");
+    expect_open(tiktoken_file("a.tiktoken", -1, "YWI= 16777216\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "below 2^24");
+    expect_open(tiktoken_file("a.tiktoken", -1, "YWI= 255\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "rank 255 is given twice");
+    expect_open(tiktoken_file("a.tiktoken", -1, "YWI= 256\nYWI= 257\n"),
+                "gpt2", TOKVEC_E_TOKENIZER, "bytes of an earlier token");
+    expect_open(tiktoken_file("a.tiktoken", 'A', ""), "gpt2",
+                TOKVEC_E_TOKENIZER, "byte 0x41 is not a token");
+    expect_open(tiktoken_file("a.tiktoken", -1, ""), NULL,
+                TOKVEC_E_TOKENIZER, "split pattern");
+    expect_open(tiktoken_file("a.tiktoken", -1, ""), "gpt3",
+                TOKVEC_E_TOKENIZER, "split pattern");
+    expect_open(tiktoken_file("a.tiktoken", -1, "YWI= 50256\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "special token <|endoftext|>");
+    expect_open(write_str("e.tiktoken", ""), "gpt2", TOKVEC_E_TOKENIZER,
+                "no tokens");
+    expect_open(write_str("e.tiktoken", "YQ==\xff 1\n"), "gpt2",
+                TOKVEC_E_TOKENIZER, "line 1");
+}
+
+/* GPT-2's alphabet for byte b, as UTF-8, into o; its length. */
+static size_t alpha_char(int b, char *o)
+{
+    int n = 0;
+    for (int k = 0; k < b; k++)
+        n += !((k >= 33 && k <= 126) || (k >= 161 && k <= 172) || k >= 174);
+    unsigned cp = ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) ||
+                   b >= 174) ? (unsigned)b : 256u + (unsigned)n;
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    o[0] = (char)(0xC0 | cp >> 6);
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+/* An encoder.json of the 256 bytes (ids in tiktoken's byte order, as
+ * GPT-2's are; skip one byte or -1) plus extra entries. */
+static const char *vocab_json(const char *name, int skip, const char *extra)
+{
+    static char buf[16384];
+    size_t n = 0;
+    int id = 0;
+    buf[n++] = '{';
+    for (int pass = 0; pass < 2; pass++)
+        for (int b = 0; b < 256; b++) {
+            int pr = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) ||
+                     b >= 174;
+            if (pr != !pass)
+                continue;
+            if (b == skip) {
+                id++;
+                continue;
+            }
+            char c[3];
+            size_t cl = alpha_char(b, c);
+            n += (size_t)sprintf(buf + n, "%s\"", n > 1 ? "," : "");
+            if (c[0] == '"' || c[0] == '\\')
+                buf[n++] = '\\';
+            memcpy(buf + n, c, cl);
+            n += cl;
+            n += (size_t)sprintf(buf + n, "\":%d", id++);
+        }
+    n += (size_t)sprintf(buf + n, "%s}", extra);
+    return write_file(name, buf, n);
+}
+
+static void gpt2_json_pair_opens_and_merges(void **s)
+{
+    (void)s;
+    vocab_json("encoder.json", -1,
+               ",\"ab\":256,\"abc\":257,\"<|endoftext|>\":258");
+    write_str("vocab.bpe", "#version: 0.2\na b\nab c\n");
+    snprintf(path, sizeof path, "%s/encoder.json", dir);
+    tokvec_tokenizer *t = expect_open(path, NULL, 0, NULL);
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(t, &i);
+    assert_string_equal(i.format, "gpt2-json");
+    assert_int_equal(i.vocab_size, 259);
+    static const int32_t want[] = {257, 258, 256};
+    expect_ids(t, "abc<|endoftext|>ab", TOKVEC_TOK_SPECIAL, want, 3);
+    tokvec_tokenizer_close(t);
+    /* the directory holding the pair, and merges.txt as the name */
+    unlink(path);
+    vocab_json("vocab.json", -1, ",\"ab\":256,\"abc\":257");
+    snprintf(path, sizeof path, "%s/vocab.bpe", dir);
+    char mt[600];
+    snprintf(mt, sizeof mt, "%s/merges.txt", dir);
+    assert_int_equal(rename(path, mt), 0);
+    t = expect_open(dir, NULL, 0, NULL);
+    static const int32_t abc[] = {257};
+    expect_ids(t, "abc", 0, abc, 1);
+    tokvec_tokenizer_close(t);
+    unlink(mt);
+}
+
+static void ids_that_are_not_merge_ranks_merge_by_list(void **s)
+{
+    (void)s;
+    /* b c first, then a b, ab c: Hugging Face merges only listed pairs,
+     * so "abc" is a + bc (ranks would give abc: a + bc -> 256) */
+    vocab_json("encoder.json", -1, ",\"abc\":256,\"bc\":257,\"ab\":258");
+    write_str("vocab.bpe", "b c\na b\nab c\n");
+    snprintf(path, sizeof path, "%s/encoder.json", dir);
+    tokvec_tokenizer *t = expect_open(path, NULL, 0, NULL);
+    const unsigned char *b;
+    size_t len;
+    assert_int_equal(tokvec_tokenizer_token(t, 257, &b, &len, NULL), 0);
+    assert_memory_equal(b, "bc", 2);
+    tokvec_tok_ids ids = {0};
+    encode(t, "abc", 3, 0, &ids);
+    assert_int_equal(ids.n, 2);
+    assert_int_equal(ids.ids[1], 257);
+    tokvec_tok_ids_free(&ids);
+    tokvec_tokenizer_close(t);
+}
+
+static void gpt2_json_rules(void **s)
+{
+    (void)s;
+    char p[600];
+    snprintf(p, sizeof p, "%s/encoder.json", dir);
+    write_str("vocab.bpe", "#version: 0.2\na b\n");
+    write_str("encoder.json", "{\"a\": 1,");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    write_str("encoder.json", "[1, 2]");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "object");
+    vocab_json("encoder.json", -1, ",\"ab\":\"x\"");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "id is not an integer");
+    vocab_json("encoder.json", -1, ",\"a b\":256");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "alphabet");
+    vocab_json("encoder.json", -1, ",\"ab\":255");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "given twice");
+    vocab_json("encoder.json", 'Z', ",\"ab\":256");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "byte 0x5a is not a token");
+    vocab_json("encoder.json", -1, ",\"ab\":256");
+    write_str("vocab.bpe", "#version: 0.2\na b c\n");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "line 2");
+    write_str("vocab.bpe", "a b\nab zz\n");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "merge 2: the right token");
+    write_str("vocab.bpe", "a b\nb c\n");
+    expect_open(p, NULL, TOKVEC_E_TOKENIZER, "merged token");
+    snprintf(path, sizeof path, "%s/vocab.bpe", dir);
+    unlink(path);
+    expect_open(p, NULL, -ENOENT, "merges.txt");
+}
+
+/* A tokenizer.json of the 256 bytes, ab, abc and <|endoftext|>. */
+static const char *hf_json2(const char *pre, const char *model_extra,
+                            const char *top_extra, const char *type,
+                            const char *added)
+{
+    static char buf[20000];
+    size_t n;
+    vocab_json("v.json", -1, ",\"ab\":256,\"abc\":257,\"<|endoftext|>\":258");
+    char *v = slurp(path, &n);
+    snprintf(buf, sizeof buf,
+             "{\"model\":{\"type\":\"%s\",\"vocab\":%s,\"merges\":"
+             "[\"a b\",[\"ab\",\"c\"]]%s},\"pre_tokenizer\":%s,"
+             "\"added_tokens\":[{\"id\":258,\"content\":\"<|endoftext|>\","
+             "\"special\":true}%s]%s}",
+             type, v, model_extra, pre, added, top_extra);
+    free(v);
+    return write_str("tokenizer.json", buf);
+}
+
+static const char *hf_json(const char *pre, const char *model_extra,
+                           const char *top_extra)
+{
+    return hf_json2(pre, model_extra, top_extra, "BPE", "");
+}
+
+#define BYTELEVEL "{\"type\":\"ByteLevel\",\"add_prefix_space\":false}"
+
+static void tokenizer_json_opens_with_and_without_split(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *t = expect_open(hf_json(BYTELEVEL, "", ""), NULL, 0,
+                                      NULL);
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(t, &i);
+    assert_string_equal(i.format, "tokenizer.json");
+    assert_string_equal(i.pattern, "gpt2");
+    assert_int_equal(i.n_special, 1);
+    static const int32_t want[] = {257, 258, 220, 256}; /* 220: GPT-2 order */
+    expect_ids(t, "abc<|endoftext|> ab", TOKVEC_TOK_SPECIAL, want, 4);
+    tokvec_tokenizer_close(t);
+    t = expect_open(
+        hf_json("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+                "\"Split\",\"pattern\":{\"Regex\":\"(?i:'s|'t|'re|'ve|'m|'ll|"
+                "'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| "
+                "?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
+                "\\\\s+(?!\\\\S)|\\\\s+\"},\"behavior\":\"Isolated\","
+                "\"invert\":false},{\"type\":\"ByteLevel\","
+                "\"add_prefix_space\":false,\"use_regex\":false}]}",
+                "", ""),
+        NULL, 0, NULL);
+    tokvec_tokenizer_get_info(t, &i);
+    assert_string_equal(i.pattern, "cl100k_base");
+    tokvec_tokenizer_close(t);
+}
+
+static void tokenizer_json_rules(void **s)
+{
+    (void)s;
+    expect_open(hf_json(BYTELEVEL, "", ",\"normalizer\":{\"type\":\"NFC\"}"),
+                NULL, TOKVEC_E_TOKENIZER, "normalizer");
+    expect_open(hf_json("{\"type\":\"Metaspace\"}", "", ""), NULL,
+                TOKVEC_E_TOKENIZER, "ByteLevel");
+    expect_open(hf_json("{\"type\":\"ByteLevel\",\"add_prefix_space\":true}",
+                        "", ""),
+                NULL, TOKVEC_E_TOKENIZER, "add_prefix_space");
+    expect_open(hf_json("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+                        "\"Split\",\"pattern\":{\"Regex\":\"\\\\w+\"},"
+                        "\"behavior\":\"Isolated\"}," BYTELEVEL "]}",
+                        "", ""),
+                NULL, TOKVEC_E_TOKENIZER, "Split");
+    expect_open(hf_json(BYTELEVEL, ",\"byte_fallback\":true", ""), NULL,
+                TOKVEC_E_TOKENIZER, "byte_fallback");
+    expect_open(hf_json(BYTELEVEL, ",\"dropout\":0.1", ""), NULL,
+                TOKVEC_E_TOKENIZER, "dropout");
+    expect_open(hf_json2(BYTELEVEL, "", "", "BPE",
+                         ",{\"id\":97,\"content\":\"<|x|>\"}"),
+                NULL, TOKVEC_E_TOKENIZER, "<|x|>");
+    expect_open(hf_json2(BYTELEVEL, "", "", "WordPiece", ""), NULL,
+                TOKVEC_E_TOKENIZER, "BPE");
+}
+
+/* A state caches pieces; the cache is of one tokenizer at a time. */
+static void one_state_serves_two_tokenizers_in_turn(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *a =
+        expect_open(tiktoken_file("tiny.tiktoken", -1, TT_EXTRA), "gpt2",
+                    0, NULL);
+    tokvec_tokenizer *b = expect_open(hf_json(BYTELEVEL, "", ""), NULL, 0,
+                                      NULL);
+    static const int32_t in_a[] = {32, 256}, in_b[] = {220, 256};
+    for (int k = 0; k < 3; k++) {
+        expect_ids(a, " ab", 0, in_a, 2);
+        expect_ids(b, " ab", 0, in_b, 2);
+    }
+    tokvec_tokenizer_close(a);
+    tokvec_tokenizer_close(b);
+}
+
+static void open_refuses_what_is_not_a_regular_file(void **s)
+{
+    (void)s;
+    snprintf(path, sizeof path, "%s/fifo.tiktoken", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    expect_open(path, "gpt2", TOKVEC_E_TOKENIZER, "not a regular file");
+    unlink(path);
+    snprintf(path, sizeof path, "%s/none.tiktoken", dir);
+    expect_open(path, "gpt2", -ENOENT, "No such file");
+}
+
+#define FILE_TESTS                                                       \
+    cmocka_unit_test(tiktoken_file_opens_and_merges_by_rank),            \
+        cmocka_unit_test(tiktoken_file_rules),                           \
+        cmocka_unit_test(gpt2_json_pair_opens_and_merges),               \
+        cmocka_unit_test(ids_that_are_not_merge_ranks_merge_by_list),    \
+        cmocka_unit_test(gpt2_json_rules),                               \
+        cmocka_unit_test(tokenizer_json_opens_with_and_without_split),   \
+        cmocka_unit_test(tokenizer_json_rules),                          \
+        cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),       \
+        cmocka_unit_test(open_refuses_what_is_not_a_regular_file),
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gpt2_files_open_as_gpt2),
+        cmocka_unit_test(book_sentence_with_endoftext),
+        cmocka_unit_test(endoftext_is_text_without_specials),
+        cmocka_unit_test(the_verdict_is_5145_tokens),
+        cmocka_unit_test(offsets_tile_the_input_and_decode_round_trips),
+        cmocka_unit_test(decode_replaces_broken_utf8_like_python),
+        cmocka_unit_test(decode_refuses_ids_outside_the_vocabulary),
+        cmocka_unit_test(heap_merge_equals_quadratic_merge),
+        cmocka_unit_test(megabyte_pieces_encode_and_round_trip),
+        cmocka_unit_test(threads_encode_one_handle_at_once),
+        FILE_TESTS
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
