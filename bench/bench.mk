@@ -6,7 +6,7 @@
 #   make bench BENCH_QUICK=1            ~1 s a point, fewer sweep points
 #   make bench BENCH_ONLY=main,startup  some sections only
 BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
-              $(BUILD)/bench/idbench \
+              $(BUILD)/bench/idbench $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
 .PHONY: bench
 bench: all $(DEFAULT_TABLE) $(BENCH_BINS)
