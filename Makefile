@@ -34,8 +34,12 @@ CORE_SRC   := $(sort $(wildcard core/*.c))
 SERVER_SRC := $(sort $(wildcard server/*.c))
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
-# docs/openapi.json is compiled in, served at GET /openapi.json.
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o
+# docs/openapi.json is compiled in, served at GET /openapi.json; so are the
+# files of docs/playground/ (GET /, /docs, /static/NAME: server/pages.c).
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o \
+              $(BUILD)/gen/pages_data.o
+PAGE_FILES := $(sort $(wildcard docs/playground/*.html \
+                docs/playground/*.js docs/playground/*.css))
 # Everything of the server but main(), so tests can link it.
 SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
@@ -81,6 +85,33 @@ $(BUILD)/gen/openapi.c: docs/openapi.json
 	 } > $@
 
 $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# One byte array per file (NUL-terminated, the NUL not counted) and a
+# table of {name, bytes, length}; the directory is a prerequisite so that
+# adding or removing a file regenerates it.
+$(BUILD)/gen/pages_data.c: $(PAGE_FILES) $(wildcard docs/playground) Makefile
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from docs/playground/ by the Makefile. */'; \
+	   i=0; for f in $(PAGE_FILES); do \
+	     echo "static const unsigned char f$$i[] = {"; \
+	     od -An -v -tx1 $$f | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	     echo '0};'; i=$$((i+1)); done; \
+	   echo 'typedef struct tv_page_file {'; \
+	   echo '    const char *name;'; \
+	   echo '    const unsigned char *data;'; \
+	   echo '    unsigned long len;'; \
+	   echo '} tv_page_file;'; \
+	   echo 'const tv_page_file tv_page_files[] = {'; \
+	   i=0; for f in $(PAGE_FILES); do \
+	     echo "    {\"$${f##*/}\", f$$i, sizeof f$$i - 1},"; \
+	     i=$$((i+1)); done; \
+	   echo '    {0, 0, 0}};'; \
+	   echo 'const unsigned long tv_page_nfiles ='; \
+	   echo '    sizeof tv_page_files / sizeof tv_page_files[0] - 1;'; \
+	 } > $@
+
+$(BUILD)/gen/pages_data.o: $(BUILD)/gen/pages_data.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.c
