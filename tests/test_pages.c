@@ -188,6 +188,38 @@ static void hook_text_is_escaped_json_and_missing_text_is_null(void **s)
     json_decref(j);
 }
 
+static void pages_are_the_compiled_files_with_a_strict_csp(void **s)
+{
+    (void)s;
+    const char *paths[] = {"/", "/docs", "/static/playground.js",
+                           "/static/playground.css", "/static/docs.js"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        size_t n = 0;
+        struct MHD_Response *r = tv_pages_response(paths[i], &n);
+        assert_non_null(r);
+        assert_true(n > 100);
+        const char *csp =
+            MHD_get_response_header(r, "Content-Security-Policy");
+        assert_non_null(csp);
+        assert_null(strstr(csp, "unsafe"));
+        assert_non_null(strstr(csp, "script-src 'self'"));
+        assert_string_equal(
+            MHD_get_response_header(r, "X-Content-Type-Options"), "nosniff");
+        const char *ct = MHD_get_response_header(r, "Content-Type");
+        assert_non_null(strstr(ct, i < 2          ? "text/html"
+                                   : i == 3        ? "text/css"
+                                                   : "text/javascript"));
+        MHD_destroy_response(r);
+    }
+    size_t n;
+    assert_true(tv_pages_match("/static/x") && tv_pages_match("/docs"));
+    assert_false(tv_pages_match("/docs/") || tv_pages_match("/static"));
+    assert_null(tv_pages_response("/static/nope.js", &n));
+    assert_null(tv_pages_response("/static/index.html", &n)); /* only / */
+    assert_null(tv_pages_response("/static/", &n));
+    assert_null(tv_pages_response("/static/../Makefile", &n));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +227,7 @@ int main(void)
         cmocka_unit_test(answer_lists_the_index_neighbours_with_null_text),
         cmocka_unit_test(vector_query_answers_like_the_index),
         cmocka_unit_test(hook_text_is_escaped_json_and_missing_text_is_null),
+        cmocka_unit_test(pages_are_the_compiled_files_with_a_strict_csp),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
