@@ -46,6 +46,7 @@ TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test unit e2e sanitize sanitize-test run \
+        browser-test \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -57,6 +58,7 @@ help:
 	@echo "make run          build, create $(DEFAULT_TABLE), serve it"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
+	@echo "make browser-test the page at / and /docs in headless Chromium"
 	@echo "make bench        benchmarks (not part of test)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
@@ -175,6 +177,18 @@ float-random: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --narrow
 
 test: unit e2e float-random sanitize-test
+
+# The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
+# package playwright-core pinned in tests/browser/package-lock.json (npm ci
+# checks its sha512; it downloads no browser). Screenshots at 360 and 1920
+# px go to $(BUILD)/browser/; docs/playground.png is the 1920 one.
+BROWSER_DIR := tests/browser
+$(BROWSER_DIR)/node_modules/.package-lock.json: $(BROWSER_DIR)/package-lock.json
+	cd $(BROWSER_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+browser-test: test-deps $(BUILD)/tokvec $(BROWSER_DIR)/node_modules/.package-lock.json
+	@tools/deps.sh chromium
+	TOKVEC_BINARY=$(BUILD)/tokvec SHOTS=$(BUILD)/browser \
+	  node --test $(BROWSER_DIR)/
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \
