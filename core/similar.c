@@ -152,7 +152,7 @@ static float clamp_score(float x)
 {
     if (!(x >= -1.0f)) /* NaN too */
         return -1.0f;
-    return x > 1.0f ? 1.0f : x;
+    return x > 1.0f ? 1.0f : x + 0.0f; /* + 0: -0 becomes 0 */
 }
 
 /* q: the unit-length query. Fills out best first. */
@@ -192,15 +192,13 @@ int tokvec_similar_vector(tokvec_similar *s, const float *q, size_t k,
             return TOKVEC_E_INVAL;
         ss += (double)q[i] * q[i];
     }
-    if (ss == 0)
-        return TOKVEC_E_INVAL;
     int rc = tokvec_similar_prepare(s);
     if (rc < 0)
         return rc;
     float *unit = malloc(2 * (size_t)s->dim * sizeof *unit);
     if (!unit)
         return -ENOMEM;
-    double inv = 1.0 / sqrt(ss);
+    double inv = ss > 0 ? 1.0 / sqrt(ss) : 0; /* zero: every score 0 */
     for (int64_t i = 0; i < s->dim; i++)
         unit[i] = (float)(q[i] * inv);
     if (k > (size_t)s->vocab)

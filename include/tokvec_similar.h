@@ -8,8 +8,10 @@
  * compiler vectorizes -- keeping the best k in a small heap.
  *
  * Scores: cos(q, row) = (q / |q|) . row / |row|, dot product in float32,
- * norms in double; a row of norm 0 scores 0; a score is clamped to
- * [-1, 1] (rounding can step past 1 by an ulp), NaN counts as -1.
+ * norms in double; a row of norm 0 scores 0, and so does every row for a
+ * query of norm 0 (then the answer is ids 0 .. k-1: all ties); a score is
+ * clamped to [-1, 1] (rounding can step past 1 by an ulp), NaN counts as
+ * -1, -0 is written 0.
  * Order: score descending; exactly equal scores by id ascending. So the
  * result is a function of the table and the query alone.
  *
@@ -47,15 +49,15 @@ void tokvec_similar_close(tokvec_similar *s);
 int tokvec_similar_prepare(tokvec_similar *s);
 
 /* The k rows nearest to the dim float32 values q, best first, into
- * out[0 .. min(k, vocab_size) - 1]. TOKVEC_E_INVAL when k is 0, a value
- * of q is not finite or q is all zeros; -ENOMEM. */
+ * out[0 .. min(k, vocab_size) - 1]. TOKVEC_E_INVAL when k is 0 or a
+ * value of q is not finite; -ENOMEM. */
 int tokvec_similar_vector(tokvec_similar *s, const float *q, size_t k,
                           tokvec_neighbor *out) TOKVEC_MUST_CHECK;
 
 /* The same with token row id as the query (the token itself scores 1,
  * up to rounding, and comes first unless another row points the same
- * way with a smaller id). TOKVEC_E_TOKEN_RANGE for a bad id; a row of
- * zeros is TOKVEC_E_INVAL. */
+ * way with a smaller id; a row of zeros scores 0 with every row, so its
+ * answer is ids 0 .. k-1). TOKVEC_E_TOKEN_RANGE for a bad id. */
 int tokvec_similar_token(tokvec_similar *s, int64_t id, size_t k,
                          tokvec_neighbor *out) TOKVEC_MUST_CHECK;
 
