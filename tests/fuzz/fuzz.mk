@@ -27,7 +27,8 @@ FUZZ_SECONDS ?= 60
 # a CI failure replays the same way; longer runs by hand should not.
 FUZZ_SEED    ?= 0
 # ids: the fast JSON id parser against jansson, differential (fuzz_ids.c)
-FUZZ_TARGETS := request table config ids
+# similar: the body of POST /similar (fuzz_similar.c)
+FUZZ_TARGETS := request table config ids similar
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
@@ -41,6 +42,7 @@ FUZZ_OPTS_request := -max_len=8192 -dict=tests/fuzz/request.dict
 FUZZ_OPTS_table   := -max_len=16384 -dict=tests/fuzz/table.dict
 FUZZ_OPTS_config  := -max_len=4096 -dict=tests/fuzz/config.dict
 FUZZ_OPTS_ids     := -max_len=8192 -dict=tests/fuzz/ids.dict
+FUZZ_OPTS_similar := -max_len=4096 -dict=tests/fuzz/similar.dict
 FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                 -print_final_stats=1
 
@@ -60,6 +62,13 @@ $(FUZZ_BUILD)/%.o: %.c
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
+
+# fuzz_similar also links server/pages.c and the pool it submits jobs to
+# (the other targets do not: pages.c needs the compiled-in pages, which
+# fuzz_similar.c defines as none).
+FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/pages.o $(FUZZ_BUILD)/server/pool.o
+.SECONDARY: $(FUZZ_SIMILAR_OBJ)
+$(FUZZ_BUILD)/fuzz_similar: $(FUZZ_SIMILAR_OBJ)
 
 fuzz-build: $(FUZZ_BINS)
 
