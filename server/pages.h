@@ -61,21 +61,26 @@ typedef struct tv_similar_text_hook {
 typedef struct tv_similar_call tv_similar_call;
 
 /* HTTP thread, once the whole JSON body is in: {"id": N} or {"vector":
- * [dim numbers]}, and "k" (1..TV_SIMILAR_MAX_K, default 10). Errors, the
- * first that applies: 400 invalid_json (not JSON), 400 invalid_request
- * (not an object, an unknown key, both or neither of id and vector, a
- * wrong type, a value past float32, a vector of zeros), 413
- * payload_too_large (more JSON values than a vector of dim numbers could
- * hold: refused before jansson builds a tree), 422 k_out_of_range, 422
- * dimension_mismatch (vector length != dim), 422 token_out_of_range.
+ * [dim numbers]}, and "k" (1..TV_SIMILAR_MAX_K, default 10). Errors: 413
+ * payload_too_large first, for a body with more ',' '[' '{' bytes than a
+ * request for a vector of dim numbers holds (refused before jansson
+ * builds a tree); then 400 invalid_json (not JSON, a duplicate key); 400
+ * invalid_request for a body that is not an object; key by key in the
+ * body's order, 400 invalid_request for an unknown key or a "k" that is
+ * not an integer, 422 k_out_of_range; 400 invalid_request for both or
+ * neither of id and vector; then for the one given: 400 invalid_request
+ * (not an integer; not a list, a value that is not a number within
+ * float32's range, all zeros), 422 token_out_of_range, 422
+ * dimension_mismatch (vector length != dim). An id whose row is zeros is
+ * answered: every score 0.
  * t and idx (over t) must stay valid until tv_similar_free; hook may be
  * NULL and is copied. 0 with *out a new call, or -1 with *e filled. */
 int tv_similar_parse(const char *body, size_t len, const tokvec_table *t,
                      tokvec_similar *idx, const tv_similar_text_hook *hook,
                      tv_similar_call **out, tv_error *e);
 
-/* Takes a place in pool's queue (-1: the queue is full, answer 429 and
- * free the call), suspends conn and pushes the scan. A worker runs it and
+/* Takes a place in pool's queue (-1: the queue is full; answer 429, the
+ * call is still the caller's to free), suspends conn and pushes the scan. A worker runs it and
  * resumes conn; MHD then calls the handler again, which calls
  * tv_similar_result. The call must live until then (until the request
  * ends: tv_similar_free in the request's completion). */
