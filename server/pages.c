@@ -84,7 +84,7 @@ struct MHD_Response *tv_pages_response(const char *path, size_t *len)
     return NULL;
 }
 
-/* --- POST /similar --------------------------------------------------------- */
+/* --- POST /similar ------------------------------------------------------ */
 
 struct tv_similar_call {
     tv_job job; /* first: the pool hands it back */

@@ -195,7 +195,7 @@ static void k_limits(void **st)
     tokvec_table_close(t);
 }
 
-static void exact_ties_are_broken_by_id_and_zero_vectors_score_zero(void **st)
+static void ties_are_broken_by_id_and_zero_vectors_score_zero(void **st)
 {
     (void)st;
     fill(20);
@@ -304,7 +304,7 @@ int main(void)
         cmocka_unit_test(vector_query_matches_reference),
         cmocka_unit_test(token_itself_ranks_first_with_score_one),
         cmocka_unit_test(k_limits),
-        cmocka_unit_test(exact_ties_are_broken_by_id_and_zero_vectors_score_zero),
+        cmocka_unit_test(ties_are_broken_by_id_and_zero_vectors_score_zero),
         cmocka_unit_test(concurrent_first_queries_agree_with_a_serial_one),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

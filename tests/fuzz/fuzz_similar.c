@@ -64,7 +64,8 @@ static void check_answer(const char *body, size_t len, size_t k)
     json_int_t prev_id = -1;
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_array_get(j, i);
-        json_t *id = json_object_get(o, "id"), *s = json_object_get(o, "score");
+        json_t *id = json_object_get(o, "id");
+        json_t *s = json_object_get(o, "score");
         if (json_object_size(o) != 3 || !json_is_integer(id) ||
             !json_is_number(s) || !json_is_null(json_object_get(o, "text")))
             abort();
