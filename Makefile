@@ -61,8 +61,12 @@ CORE_SRC   := $(sort $(wildcard core/*.c))
 SERVER_SRC := $(sort $(wildcard server/*.c))
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
-# docs/openapi.json is compiled in, served at GET /openapi.json.
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o
+# docs/openapi.json is compiled in, served at GET /openapi.json; so are the
+# files of docs/playground/ (GET /, /docs, /static/NAME: server/pages.c).
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o \
+              $(BUILD)/gen/pages_data.o
+PAGE_FILES := $(sort $(wildcard docs/playground/*.html \
+                docs/playground/*.js docs/playground/*.css))
 # Everything of the server but main(), so tests can link it.
 SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
@@ -71,6 +75,7 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
         sanitize-test run lint data \
         oracle-deps tokenizer-oracle tokenizer-oracle-all \
+        browser-test \
         float-random valgrind \
         check-floats clean help
 .DEFAULT_GOAL := all
@@ -86,6 +91,7 @@ help:
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition; clang-format report (tools/lint.sh)"
+	@echo "make browser-test the page at / and /docs in headless Chromium"
 	@echo "make bench        benchmarks (not part of test)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
@@ -126,6 +132,33 @@ $(BUILD)/gen/tok_ucd.h: tools/gen_ucd.awk
 	awk -f tools/gen_ucd.awk $(UCD_DIR)/PropList.txt \
 	  $(UCD_DIR)/UnicodeData.txt > $@.tmp && mv $@.tmp $@
 $(BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
+
+# One byte array per file (NUL-terminated, the NUL not counted) and a
+# table of {name, bytes, length}; the directory is a prerequisite so that
+# adding or removing a file regenerates it.
+$(BUILD)/gen/pages_data.c: $(PAGE_FILES) $(wildcard docs/playground) Makefile
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from docs/playground/ by the Makefile. */'; \
+	   i=0; for f in $(PAGE_FILES); do \
+	     echo "static const unsigned char f$$i[] = {"; \
+	     od -An -v -tx1 $$f | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	     echo '0};'; i=$$((i+1)); done; \
+	   echo 'typedef struct tv_page_file {'; \
+	   echo '    const char *name;'; \
+	   echo '    const unsigned char *data;'; \
+	   echo '    unsigned long len;'; \
+	   echo '} tv_page_file;'; \
+	   echo 'const tv_page_file tv_page_files[] = {'; \
+	   i=0; for f in $(PAGE_FILES); do \
+	     echo "    {\"$${f##*/}\", f$$i, sizeof f$$i - 1},"; \
+	     i=$$((i+1)); done; \
+	   echo '    {0, 0, 0}};'; \
+	   echo 'const unsigned long tv_page_nfiles ='; \
+	   echo '    sizeof tv_page_files / sizeof tv_page_files[0] - 1;'; \
+	 } > $@
+
+$(BUILD)/gen/pages_data.o: $(BUILD)/gen/pages_data.c
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -201,6 +234,18 @@ test:
 	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total || rc=1; exit $$rc
 
 test-suites: unit e2e float-random tokenizer-oracle sanitize-test
+
+# The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
+# package playwright-core pinned in tests/browser/package-lock.json (npm ci
+# checks its sha512; it downloads no browser). Screenshots at 360 and 1920
+# px go to $(BUILD)/browser/; docs/playground.png is the 1920 one.
+BROWSER_DIR := tests/browser
+$(BROWSER_DIR)/node_modules/.package-lock.json: $(BROWSER_DIR)/package-lock.json
+	cd $(BROWSER_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+browser-test: test-deps $(BUILD)/tokvec $(BROWSER_DIR)/node_modules/.package-lock.json
+	@tools/deps.sh chromium
+	TOKVEC_BINARY=$(BUILD)/tokvec SHOTS=$(BUILD)/browser \
+	  node --test $(BROWSER_DIR)/
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \

@@ -7,6 +7,7 @@
 #   make bench BENCH_ONLY=main,startup  some sections only
 BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
+              $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
 .PHONY: bench bench-tokenize
 bench: all $(DEFAULT_TABLE) $(BENCH_BINS) bench-tokenize

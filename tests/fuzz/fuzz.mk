@@ -30,7 +30,8 @@ FUZZ_SEED    ?= 0
 # tokload: the tokenizer-file loaders (.tiktoken, tokenizer.json,
 # encoder.json + vocab.bpe); tokenc: the encoder on arbitrary bytes with
 # data/gpt2 (make data), differential heap/quadratic merge
-FUZZ_TARGETS := request table config ids tokload tokenc
+# similar: the body of POST /similar (fuzz_similar.c)
+FUZZ_TARGETS := request table config ids tokload tokenc similar
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
@@ -49,6 +50,7 @@ FUZZ_OPTS_config  := -max_len=4096 -dict=tests/fuzz/config.dict
 FUZZ_OPTS_ids     := -max_len=8192 -dict=tests/fuzz/ids.dict
 FUZZ_OPTS_tokload := -max_len=16384 -dict=tests/fuzz/tokload.dict
 FUZZ_OPTS_tokenc  := -max_len=65536 -dict=tests/fuzz/tokenc.dict
+FUZZ_OPTS_similar := -max_len=4096 -dict=tests/fuzz/similar.dict
 FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                 -print_final_stats=1
 
@@ -69,6 +71,13 @@ $(FUZZ_BUILD)/%.o: %.c
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
+
+# fuzz_similar also links server/pages.c and the pool it submits jobs to
+# (the other targets do not: pages.c needs the compiled-in pages, which
+# fuzz_similar.c defines as none).
+FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/pages.o $(FUZZ_BUILD)/server/pool.o
+.SECONDARY: $(FUZZ_SIMILAR_OBJ)
+$(FUZZ_BUILD)/fuzz_similar: $(FUZZ_SIMILAR_OBJ)
 
 fuzz-build: $(FUZZ_BINS)
 
