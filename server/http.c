@@ -36,6 +36,10 @@
 #include "framing.h"
 #include "log.h"
 #include "metrics.h"
+#include "pages.h"
+#include "pool.h"
+#include "request.h"
+#include "tables.h"
 #include "reply.h"
 #include "server.h"
 
@@ -115,14 +119,15 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     }
     if (x->route == TV_ROUTE_OTHER)
         return reply_fail(x, 404, "not_found",
-                          "no such path; routes: POST /embed, GET "
-                          "/tokens/{id}, /info, /health, /ready, /metrics, "
-                          "/openapi.json");
-    if (x->route == TV_ROUTE_EMBED ? !post : !get)
+                          "no such path; routes: POST /embed, POST "
+                          "/similar, GET /tokens/{id}, /info, /health, "
+                          "/ready, /metrics, /openapi.json, /, /docs");
+    int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR;
+    if (posts ? !post : !get)
         return reply_fail(x, 405, "method_not_allowed",
                           "method %s is not allowed on %.64s (allowed: %s)",
                           x->method, x->path, reply_allowed(x));
-    if ((x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_TOKENS ||
+    if ((posts || x->route == TV_ROUTE_TOKENS ||
          x->route == TV_ROUTE_INFO) && !authorized(s, x->conn))
         return reply_fail(x, 401, "unauthorized",
                           "missing or wrong Authorization: Bearer key");
@@ -148,6 +153,46 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     (void)url;
     x->state = ST_BODY;
     return MHD_YES;
+}
+
+/* POST /similar (pages.h): parsed here, the scan on the worker pool, the
+ * answer in similar_reply() when the worker resumes the connection. */
+static enum MHD_Result similar_route(req_ctx *x)
+{
+    tv_error e;
+    if (atomic_load(&x->s->draining))
+        return reply_fail(x, 503, "draining", "the server is shutting down");
+    if (x->too_large)
+        return reply_fail(x, 413, "payload_too_large",
+                          "body is over max_body_bytes %" PRId64,
+                          x->s->cfg->max_body_bytes);
+    if (tv_body_kind_of(MHD_lookup_connection_value(
+            x->conn, MHD_HEADER_KIND, "Content-Type")) != TV_BODY_JSON)
+        return reply_fail(x, 415, "unsupported_media_type",
+                          "Content-Type must be application/json");
+    x->sim_ref = table_acquire(x->s); /* released in http_completed */
+    int rc = tv_similar_parse(x->body ? x->body : "", x->len, x->sim_ref->t,
+                              x->sim_ref->sim, NULL /* tokenizer hook */,
+                              &x->sim, &e);
+    http_body_drop(x);
+    if (rc < 0)
+        return reply_error(x, &e);
+    if (tv_similar_submit(x->sim, x->s->pool, x->conn) < 0)
+        return reply_fail(x, 429, "overloaded",
+                          "the work queue is full (%" PRId64 " jobs); retry",
+                          x->s->cfg->max_queue);
+    x->state = ST_QUEUED;
+    return MHD_YES;
+}
+
+static enum MHD_Result similar_reply(req_ctx *x)
+{
+    const char *body;
+    size_t n;
+    tv_error e;
+    if (tv_similar_result(x->sim, &body, &n, &e) < 0)
+        return reply_error(x, &e);
+    return reply_copy(x, 200, "application/json", body, n);
 }
 
 enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
@@ -188,7 +233,7 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return first_call(x, url, method);
     }
     if (x->state == ST_QUEUED) /* resumed: the job is done */
-        return embed_reply(x);
+        return x->sim ? similar_reply(x) : embed_reply(x);
     if (x->state == ST_DONE) {
         *upload_size = 0; /* a response is queued; ignore the rest */
         return MHD_YES;
@@ -249,6 +294,14 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                           "{\"status\":\"ready\"}", 18);
     case TV_ROUTE_METRICS:
         return route_metrics(x);
+    case TV_ROUTE_SIMILAR:
+        return similar_route(x);
+    case TV_ROUTE_PAGES: {
+        size_t n = 0;
+        struct MHD_Response *r = tv_pages_response(url, &n);
+        return r ? reply_queue(x, 200, r, NULL, n)
+                 : reply_fail(x, 404, "not_found", "no such file");
+    }
     case TV_ROUTE_OPENAPI:
         return reply_queue(x, 200,
                            MHD_create_response_from_buffer(
@@ -303,6 +356,8 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       (long long)x->tokens, (long long)x->bytes,
                       (long long)(secs * 1e6));
     embed_job_fini(x->s, &x->job);
+    tv_similar_free(x->sim);
+    table_release(x->sim_ref);
     http_body_drop(x);
     atomic_fetch_sub(&x->s->requests, 1);
     free(x);

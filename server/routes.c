@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "pages.h"
 #include "routes.h"
 
 tv_route tv_route_of(const char *url)
@@ -26,6 +27,10 @@ tv_route tv_route_of(const char *url)
         return TV_ROUTE_METRICS;
     if (!strcmp(url, "/openapi.json"))
         return TV_ROUTE_OPENAPI;
+    if (!strcmp(url, "/similar"))
+        return TV_ROUTE_SIMILAR;
+    if (tv_pages_match(url))
+        return TV_ROUTE_PAGES;
     return TV_ROUTE_OTHER;
 }
 
@@ -37,6 +42,7 @@ const char *tv_route_name(tv_route r)
         [TV_ROUTE_INFO] = "/info",       [TV_ROUTE_HEALTH] = "/health",
         [TV_ROUTE_READY] = "/ready",     [TV_ROUTE_METRICS] = "/metrics",
         [TV_ROUTE_OPENAPI] = "/openapi.json", [TV_ROUTE_OTHER] = "other",
+        [TV_ROUTE_SIMILAR] = "/similar", [TV_ROUTE_PAGES] = "pages",
     };
     assert(r >= 0 && r < TV_ROUTE_COUNT);
     return names[r];

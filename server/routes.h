@@ -13,6 +13,8 @@ typedef enum {
     TV_ROUTE_READY,
     TV_ROUTE_METRICS,
     TV_ROUTE_OPENAPI,
+    TV_ROUTE_SIMILAR,
+    TV_ROUTE_PAGES, /* /, /docs, /static/NAME (pages.h) */
     TV_ROUTE_OTHER, /* unknown paths (404) */
     TV_ROUTE_COUNT
 } tv_route;

@@ -96,6 +96,8 @@ typedef struct req_ctx {
     int status;
     uint64_t tokens, bytes;
     embed_job job;   /* POST /embed (embed_job.c) */
+    struct tv_similar_call *sim; /* POST /similar's job (pages.h), or NULL */
+    struct table_ref *sim_ref;   /* the table it scans, until completed */
     int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
     int must_close;  /* answer with Connection: close (bad framing) */
     char method[8]; /* for the access log */

@@ -38,6 +38,7 @@ table_ref *table_acquire(tv_server *s)
 void table_release(table_ref *r)
 {
     if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        tokvec_similar_close(r->sim);
         tokvec_table_close(r->t);
         free(r);
     }
@@ -54,7 +55,8 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     if (rc < 0)
         return rc;
     table_ref *r = tv_malloc(sizeof *r);
-    if (!r) {
+    if (!r || tokvec_similar_open(t, &r->sim) < 0) {
+        free(r);
         tokvec_table_close(t);
         snprintf(err, len, "out of memory");
         return -ENOMEM;

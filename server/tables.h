@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "tokvec_similar.h"
 #include "tokvec_table.h"
 
 typedef struct tv_server tv_server;
@@ -15,6 +16,7 @@ typedef struct tv_server tv_server;
  * current table) and one per request that uses it. */
 typedef struct table_ref {
     tokvec_table *t;
+    tokvec_similar *sim; /* POST /similar's index over t (pages.h) */
     atomic_int refs;
 } table_ref;
 

@@ -157,6 +157,22 @@ class OpenAPI(unittest.TestCase):
             ("/ready", "GET", s.get("/ready")),
             ("/metrics", "GET", s.get("/metrics")),
             ("/openapi.json", "GET", s.get("/openapi.json")),
+            ("/similar", "POST", s.request("POST", "/similar", b'{"id": 3}',
+                                           {})),
+            ("/similar", "POST", s.request("POST", "/similar", b'{"id": 50}',
+                                           {})),
+            ("/similar", "POST", s.request("POST", "/similar", b'{"k": 1}',
+                                           {})),
+            ("/similar", "POST", s.request("POST", "/similar",
+                                           b'{"vector": [' + b'1,' * 99
+                                           + b'1]}', {})),
+            ("/similar", "POST", s.request("POST", "/similar", b'{}',
+                                           {"Content-Type": "text/plain"})),
+            ("/", "GET", s.get("/")),
+            ("/docs", "GET", s.get("/docs")),
+            ("/static/{name}", "GET", s.get("/static/playground.js")),
+            ("/static/{name}", "GET", s.get("/static/playground.css")),
+            ("/static/{name}", "GET", s.get("/static/nope.js")),
         ]
         for path_key, method, resp in cases:
             if method == "GET" and path_key == e:
@@ -178,7 +194,9 @@ class OpenAPI(unittest.TestCase):
             for path_key, method, resp in (
                     ("/embed", "POST", keyed.embed({"inputs": [1]})),
                     ("/info", "GET", keyed.get("/info")),
-                    ("/tokens/{id}", "GET", keyed.get("/tokens/1"))):
+                    ("/tokens/{id}", "GET", keyed.get("/tokens/1")),
+                    ("/similar", "POST", keyed.request(
+                        "POST", "/similar", b'{"id": 1}', {}))):
                 self.assertEqual(resp[0], 401, (path_key, resp))
                 self.assertEqual(json.loads(resp[2])["error_type"],
                                  "unauthorized")
