@@ -5,7 +5,7 @@ No cluster and no kubectl: Debian's kubernetes-client (1.20) needs a server
 even for --dry-run=client. This checks the fields that matter for tokvec:
 the shape of each object, the cross-references between them (selectors,
 ConfigMap, volumes, HPA target, probe ports) and the service's own rules
-(probes on /ready and /health, grace period above the drain timeout,
+(probes on /ready and /health -- httpGet, or exec of `tokvec probe URL` --, grace period above the drain timeout,
 read-only table, non-root, resources set, every TOKVEC_* key a real setting).
 
   check-manifests.py FILE.yaml...        exit 0 = valid, 1 = errors listed
@@ -199,6 +199,13 @@ def check(docs):
                 if not p:
                     err(cw, "%s missing" % probe)
                     continue
+                cmd = get(p, "exec.command")
+                if cmd is not None:  # the image's check: tokvec probe URL
+                    url = "http://127.0.0.1:%d%s" % (want_port, path)
+                    if (len(cmd) != 3 or not cmd[0].endswith("/tokvec") or cmd[1] != "probe"
+                            or cmd[2] != url):
+                        err(cw, "%s exec must be [.../tokvec, probe, %s], not %r" % (probe, url, cmd))
+                    continue
                 if get(p, "httpGet.path") != path:
                     err(cw, "%s must GET %s, not %s" % (probe, path, get(p, "httpGet.path")))
                 port = get(p, "httpGet.port")
@@ -341,6 +348,10 @@ def self_test(docs):
         "grace period at the drain timeout": lambda ds: dep(ds)["spec"]["template"]["spec"].update(
             terminationGracePeriodSeconds=30),
         "readiness on /health": lambda ds: ctr(ds)["readinessProbe"]["httpGet"].update(path="/health"),
+        "liveness probe on /ready": lambda ds: ctr(ds)["livenessProbe"]["exec"]["command"].__setitem__(
+            2, "http://127.0.0.1:8080/ready"),
+        "liveness probe on another port": lambda ds: ctr(ds)["livenessProbe"]["exec"]["command"].__setitem__(
+            2, "http://127.0.0.1:9090/health"),
         "unknown setting": lambda ds: cm(ds)["data"].update(TOKVEC_NO_SUCH_SETTING="1"),
         "number not a string": lambda ds: cm(ds)["data"].update(TOKVEC_PORT=8080),
         "table mount writable": lambda ds: ctr(ds)["volumeMounts"][0].update(readOnly=False),

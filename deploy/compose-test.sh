@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # compose-test.sh -- deploy/compose.yaml end to end: N tokvec replicas behind
-# nginx, one table file mounted read-only into all of them.
+# nginx, one table file mounted read-only into all of them, Prometheus
+# scraping every replica.
 #
 #   deploy/compose-test.sh [--tools DIR]                          (make compose-test)
 #
-# Builds localhost/tokvec:latest and localhost/tokvec-nginx:latest (podman,
-# layers cached), `podman-compose up -d`, waits for every replica's /ready
-# and the balancer, sends requests through the balancer (all must answer 200
-# with the same bytes), reads every replica's /metrics and requires that each
-# one served /embed requests (tokvec_requests_total), stops one replica
-# (SIGTERM: exit 0) and checks the balancer keeps answering, then tears down.
+# Builds localhost/tokvec:latest, localhost/tokvec-nginx:latest and
+# localhost/tokvec-prometheus:latest (podman, layers cached), `podman-compose
+# up -d`, waits for every replica's /ready and the balancer, sends requests
+# through the balancer (all must answer 200 with the same bytes), reads every
+# replica's /metrics and requires that each one served /embed requests
+# (tokvec_requests_total), then queries Prometheus's HTTP API until it has
+# scraped every replica (up == 1) and holds for each one the very
+# tokvec_requests_total{route="/embed"} the replica reports itself, and has
+# loaded the alert rules; stops one replica (SIGTERM: exit 0) and checks the
+# balancer keeps answering, then tears down.
 # Bounded: the whole run is killed after COMPOSE_TEST_TIMEOUT (300 s).
 #
 # Env: REPLICAS (3), REQUESTS (per replica, 20), TOKVEC_TABLE_FILE (default
-# data/gpt2-256.safetensors), TOKVEC_LB_PORT (18090), COMPOSE_TEST_TIMEOUT (300).
+# data/gpt2-256.safetensors), TOKVEC_LB_PORT (18090), TOKVEC_PROM_PORT (19090),
+# COMPOSE_TEST_TIMEOUT (300).
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,11 +32,13 @@ REPLICAS=${REPLICAS:-3}
 PER=${REQUESTS:-20}
 export TOKVEC_TABLE_FILE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
 export TOKVEC_LB_PORT=${TOKVEC_LB_PORT:-18090}
+export TOKVEC_PROM_PORT=${TOKVEC_PROM_PORT:-19090}
 export TOKVEC_REPLICAS=$REPLICAS
 LIMIT=${COMPOSE_TEST_TIMEOUT:-300}
 PROJECT=tokvec-compose-test
 COMPOSE=(podman-compose -p "$PROJECT" -f "$TOP/deploy/compose.yaml")
 LB=http://127.0.0.1:$TOKVEC_LB_PORT
+PROM=http://127.0.0.1:$TOKVEC_PROM_PORT
 
 say()  { echo "[compose-test] $*"; }
 fail() { echo "compose-test: FAIL: $*" >&2; exit 1; }
@@ -46,7 +54,7 @@ teardown() {
   local ids
   ids=$(podman ps -aq --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null)
   [[ -n $ids ]] && timeout 60 podman stop -t 35 $ids >/dev/null 2>&1
-  timeout 60 "${COMPOSE[@]}" down >"$WORK/down.log" 2>&1 || cat "$WORK/down.log" >&2
+  timeout 60 "${COMPOSE[@]}" down -v >"$WORK/down.log" 2>&1 || cat "$WORK/down.log" >&2
   ids=$(podman ps -aq --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null)
   [[ -n $ids ]] && podman rm -f -t 0 $ids >/dev/null 2>&1
 }
@@ -74,6 +82,7 @@ if ! command -v podman-compose >/dev/null; then
     fail "apt-get install podman-compose"
 fi
 command -v curl >/dev/null || fail "curl missing"
+"$TOP/tools/deps.sh" jq >/dev/null || fail "jq missing (apt-get install jq)"
 
 # --- images ---------------------------------------------------------------------
 build() {  # TAG CONTEXT DOCKERFILE
@@ -84,6 +93,7 @@ build() {  # TAG CONTEXT DOCKERFILE
 }
 build localhost/tokvec:latest "$TOP" "$TOP/Dockerfile"
 build localhost/tokvec-nginx:latest "$TOP/deploy" "$TOP/deploy/nginx.Dockerfile"
+build localhost/tokvec-prometheus:latest "$TOP/deploy" "$TOP/deploy/prometheus.Dockerfile"
 
 # Watchdog: from here on (images built), the test and its teardown are bounded.
 # (The sleep is killed with the watchdog so no process outlives the test.)
@@ -94,6 +104,7 @@ WATCHDOG=$!
 
 # --- up ---------------------------------------------------------------------------
 curl -s -o /dev/null -m 2 "$LB/" && fail "something already answers on $LB"
+curl -s -o /dev/null -m 2 "$PROM/" && fail "something already answers on $PROM"
 teardown  # leftovers of an interrupted run
 say "podman-compose up: $REPLICAS replicas + nginx, table $TOKVEC_TABLE_FILE (read-only)"
 timeout 120 "${COMPOSE[@]}" up -d --no-build >"$WORK/up.log" 2>&1 ||
@@ -157,6 +168,40 @@ for c in "${CTRS[@]}"; do
 done
 say "per replica /embed (tokvec_requests_total): $line(sum $total)"
 ((total >= N)) || fail "the replicas counted $total /embed requests, fewer than the $N sent"
+
+# --- Prometheus: every replica scraped, the same counts as the replicas' own -----
+# Prometheus names a target by the address DNS gave it, so instance = IP:8080.
+promq() {  # PROMQL -> "instance value" lines
+  curl -s -m 5 -G "$PROM/api/v1/query" --data-urlencode "query=$1" |
+    jq -r 'select(.status == "success") | .data.result[] | "\(.metric.instance) \(.value[1])"' 2>/dev/null
+}
+declare -A NOW
+for c in "${CTRS[@]}"; do NOW[$c]=$(embed_count "$c"); done
+want=$(for c in "${CTRS[@]}"; do echo "${IP[$c]}:8080 ${NOW[$c]}"; done | sort)
+PQ='sum by (instance) (tokvec_requests_total{job="tokvec", route="/embed"})'
+t0=$SECONDS; got=""
+while ((SECONDS - t0 < 90)); do
+  got=$(promq "$PQ" | sort)
+  [[ $got == "$want" ]] && break
+  sleep 1
+done
+[[ $got == "$want" ]] || { PC=$(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" \
+    --filter "label=com.docker.compose.service=prometheus" --format '{{.Names}}' | head -n 1)
+  podman logs "$PC" 2>&1 | tail -n 15
+  fail "Prometheus $PQ after 90 s: [$(echo $got)], the replicas say: [$(echo $want)]"; }
+say "Prometheus has tokvec_requests_total of all $REPLICAS replicas after $((SECONDS - t0))s, equal to theirs: $(echo $got)"
+up=$(promq 'up{job="tokvec"} == 1' | wc -l)
+((up == REPLICAS)) || fail "Prometheus sees $up targets up, not $REPLICAS"
+# Rules report health "ok" once evaluated (evaluation_interval 15 s).
+t1=$SECONDS
+while :; do
+  rules=$(curl -s -m 5 "$PROM/api/v1/rules" |
+    jq -r '[.data.groups[].rules[] | select(.type == "alerting" and .health == "ok")] | length' 2>/dev/null)
+  [[ $rules == 6 ]] && break
+  ((SECONDS - t1 < 40)) || fail "Prometheus has ${rules:-no} healthy alerting rules, not the 6 of alerts.yml"
+  sleep 1
+done
+say "Prometheus: $up targets up, $rules alert rules loaded"
 
 # Memory: the table is one page-cache copy; each replica's private memory is RssAnon.
 for c in "${CTRS[@]}"; do

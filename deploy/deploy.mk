@@ -5,9 +5,11 @@
 #   make container-test  build the image, run container-check.sh, compare the
 #                        image's /embed bytes with the local build's
 #   make compose-test    N replicas behind nginx with podman-compose
-#   make deploy-check    validate deploy/k8s/*.yaml offline
+#   make deploy-check    validate deploy/k8s/*.yaml offline, then run them
+#                        with podman kube play (kube-test)
+#   make kube-test       just the podman kube play run
 
-.PHONY: container-test compose-test deploy-check image
+.PHONY: container-test compose-test deploy-check manifest-check kube-test image
 
 CONTAINER_TOOLS ?= $(abspath ../shared/tools)
 IMAGE           ?= localhost/tokvec:latest
@@ -26,8 +28,16 @@ compose-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
 	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) REPLICAS=$(REPLICAS) \
 	  bash deploy/compose-test.sh --tools $(CONTAINER_TOOLS)
 
+deploy-check: manifest-check kube-test
+
 # Offline: no cluster, no kubectl (Debian's 1.20 client needs a server even
 # for --dry-run=client); python3-yaml from Debian.
-deploy-check:
+manifest-check:
 	@tools/deps.sh python3 python3-yaml
 	$(PYTHON) deploy/check-manifests.py --self-test deploy/k8s/*.yaml
+
+# The manifests run for real: podman kube play on this machine (root, podman;
+# python3-torch for the reference answer).
+kube-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
+	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) \
+	  bash deploy/kube-test.sh --tools $(CONTAINER_TOOLS)

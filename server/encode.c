@@ -110,6 +110,30 @@ int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
     return 0;
 }
 
+int tv_negotiate_embed(const char *accept, const char *dtype_query,
+                       const char *dtype_body, int torch, tv_format *fmt,
+                       tv_error *err)
+{
+    const char *d = dtype_query && *dtype_query ? dtype_query : NULL;
+    if (dtype_body && *dtype_body) {
+        if (d && strcmp(d, dtype_body))
+            return tv_error_set(err, 400, "invalid_request",
+                                "\"dtype\" in the body and ?dtype= differ; "
+                                "give one");
+        d = dtype_body;
+    }
+    if (!torch)
+        return tv_negotiate(accept, d, fmt, err);
+    /* Any dtype: negotiate the type, then the dtype as a binary answer
+     * would (same names, same errors). */
+    tv_format bin;
+    if (tv_negotiate(accept, NULL, fmt, err) < 0 ||
+        tv_negotiate("application/octet-stream", d, &bin, err) < 0)
+        return -1;
+    fmt->dtype = bin.dtype;
+    return 0;
+}
+
 /* JSON string escaping of s into out (bounded); returns bytes written. */
 static size_t json_escape(char *out, size_t cap, const char *s)
 {

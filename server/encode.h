@@ -33,6 +33,16 @@ typedef struct tv_format {
 int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
                  tv_error *err);
 
+/* The format of an /embed answer: tv_negotiate with the dtype of the
+ * request, from ?dtype= (dtype_query) or the JSON body's "dtype"
+ * (dtype_body; NULL or empty when absent; given both, they must be equal,
+ * else 400 invalid_request). With torch (the body's "encoding_format":
+ * "torch") a JSON answer may be float16 or bfloat16: its tensors are that
+ * dtype. 0, or -1 with *err filled. */
+int tv_negotiate_embed(const char *accept, const char *dtype_query,
+                       const char *dtype_body, int torch, tv_format *fmt,
+                       tv_error *err);
+
 /* Content-Type string for a format ("application/json", ...). */
 const char *tv_content_type(tv_out_kind kind);
 

@@ -200,6 +200,50 @@ static void negotiate_picks_the_first_supported_type_in_accept(void **s)
     }
 }
 
+static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
+    void **s)
+{
+    (void)s;
+    static const struct {
+        const char *accept, *query, *body;
+        int torch, rc;
+        tv_out_kind kind;
+        tokvec_dtype dt;
+        int status;
+    } cases[] = {
+        {NULL, NULL, NULL, 0, 0, TV_OUT_JSON, TOKVEC_F32, 0},
+        {NULL, NULL, NULL, 1, 0, TV_OUT_JSON, TOKVEC_F32, 0},
+        {NULL, NULL, "float16", 1, 0, TV_OUT_JSON, TOKVEC_F16, 0},
+        {NULL, "bfloat16", NULL, 1, 0, TV_OUT_JSON, TOKVEC_BF16, 0},
+        {NULL, "float16", "float16", 1, 0, TV_OUT_JSON, TOKVEC_F16, 0},
+        {NULL, "", "bfloat16", 1, 0, TV_OUT_JSON, TOKVEC_BF16, 0},
+        {"application/octet-stream", NULL, "float16", 0, 0, TV_OUT_RAW,
+         TOKVEC_F16, 0},
+        {"application/x-npy", NULL, "bfloat16", 1, 0, TV_OUT_NPY,
+         TOKVEC_BF16, 0},
+        /* JSON numbers are float32 unless the tensors are torch's */
+        {NULL, NULL, "float16", 0, -1, 0, 0, 400},
+        {NULL, "float16", NULL, 0, -1, 0, 0, 400},
+        {NULL, "float16", "bfloat16", 1, -1, 0, 0, 400},
+        {NULL, NULL, "float64", 1, -1, 0, 0, 400},
+        {NULL, "f16", NULL, 1, -1, 0, 0, 400},
+        {"text/html", NULL, "float16", 1, -1, 0, 0, 406},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tv_format f;
+        tv_error e = {0};
+        int rc = tv_negotiate_embed(cases[i].accept, cases[i].query,
+                                    cases[i].body, cases[i].torch, &f, &e);
+        assert_int_equal(rc, cases[i].rc);
+        if (rc == 0) {
+            assert_int_equal(f.kind, cases[i].kind);
+            assert_int_equal(f.dtype, cases[i].dt);
+        } else {
+            assert_int_equal(e.status, cases[i].status);
+        }
+    }
+}
+
 static void npy_header_aligns_the_data_to_64_bytes(void **s)
 {
     (void)s;
@@ -250,6 +294,8 @@ int main(void)
         cmocka_unit_test(embed_json_bound_is_zero_when_the_size_overflows),
         cmocka_unit_test(token_json_fits_its_bound),
         cmocka_unit_test(negotiate_picks_the_first_supported_type_in_accept),
+        cmocka_unit_test(
+            embed_dtype_comes_from_query_or_body_and_torch_allows_halves),
         cmocka_unit_test(npy_header_aligns_the_data_to_64_bytes),
         cmocka_unit_test(error_body_is_json_whatever_the_message_holds),
     };
