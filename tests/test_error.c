@@ -15,7 +15,7 @@
 static void every_code_has_its_own_message_and_name(void **state)
 {
     (void)state;
-    for (int c = TOKVEC_E_FORMAT; c >= TOKVEC_E_METADATA; c--) {
+    for (int c = TOKVEC_E_FORMAT; c >= TOKVEC_E_TOKENIZER; c--) {
         const char *m = tokvec_strerror(c), *n = tokvec_errname(c);
         assert_non_null(m);
         assert_string_not_equal(m, "unknown error");
@@ -44,7 +44,7 @@ static void names_are_the_identifiers_of_the_header(void **state)
 static void the_codes_end_at_the_last_one_declared(void **state)
 {
     (void)state;
-    assert_string_equal(tokvec_strerror(TOKVEC_E_METADATA - 1),
+    assert_string_equal(tokvec_strerror(TOKVEC_E_TOKENIZER - 1),
                         "unknown error");
     assert_string_equal(tokvec_strerror(TOKVEC_E_FORMAT + 1),
                         "unknown error");

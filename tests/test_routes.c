@@ -20,13 +20,16 @@ static void each_contract_path_is_its_route(void **state)
     assert_int_equal(tv_route_of("/ready"), TV_ROUTE_READY);
     assert_int_equal(tv_route_of("/metrics"), TV_ROUTE_METRICS);
     assert_int_equal(tv_route_of("/openapi.json"), TV_ROUTE_OPENAPI);
+    assert_int_equal(tv_route_of("/similar"), TV_ROUTE_SIMILAR);
+    assert_int_equal(tv_route_of("/"), TV_ROUTE_PAGES);
+    assert_int_equal(tv_route_of("/docs"), TV_ROUTE_PAGES);
 }
 
 static void near_misses_are_other(void **state)
 {
     (void)state;
     static const char *const paths[] = {
-        "/", "", "/embed/", "/embedx", "/Embed", "/tokens", "/info/",
+        "", "/embed/", "/embedx", "/Embed", "/tokens", "/info/",
         "/health?x", "//embed", "/metrics.txt", "/openapi"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         assert_int_equal(tv_route_of(paths[i]), TV_ROUTE_OTHER);

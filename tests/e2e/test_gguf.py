@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_ref as g  # noqa: E402
-import test_contract as tc  # noqa: E402
+import support as tc  # noqa: E402  (the e2e support module)
 
 QUANT = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
 VOCAB, CTX, DIM = 6, 3, 1280

@@ -29,7 +29,7 @@ import zipfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (bf16_rne, BINARY)
+import support as tc  # noqa: E402  (the e2e support module)
 
 try:
     import torch
