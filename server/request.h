@@ -131,8 +131,9 @@ int tv_request_prescan_json(const char *body, size_t len,
  * optionally "start_position", "positions", "pad_id", "encoding_format",
  * "dtype", in any order, unescaped keys, integers as jansson reads them.
  * Returns 0 with *out exactly what the slow parser gives, or
- * TV_FAST_FALLBACK (*out init'ed, nothing held) for anything else: every error, every limit
- * (413) case and every unusual but valid body is left to the slow parser.
+ * TV_FAST_FALLBACK (*out init'ed, nothing held) for anything else: every
+ * error, every limit (413) case and every unusual but valid body is left
+ * to the slow parser.
  * It never allocates per id; what it allocates is bounded by
  * lim->max_tokens ids and lim->max_batch rows. */
 enum { TV_FAST_FALLBACK = 1 };

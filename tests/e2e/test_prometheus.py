@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (server helpers)
+import support as tc  # noqa: E402  (the e2e support module)
 
 PROM = os.path.join(tc.TOP, "deploy", "prometheus")
 PROMTOOL = shutil.which("promtool")
