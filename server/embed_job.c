@@ -306,7 +306,7 @@ static void embed_compute(req_ctx *x)
         j->out_len = p->body;
         return;
     }
-    char *vec = tv_bufcache_get(bufs, p->scratch);
+    void *vec = tv_bufcache_get(bufs, p->scratch);
     if (!vec || tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
                              vec) < 0) {
         tv_bufcache_put(bufs, vec, p->scratch);
@@ -315,10 +315,10 @@ static void embed_compute(req_ctx *x)
     }
     if (q->torch) /* the archive: the scratch's last plan.archive bytes */
         j->out_len = tv_embed_torch_json(j->out, vec, B, S, D, j->fmt.dtype,
-                                         vec + (p->scratch - p->archive));
+                                         (char *)vec +
+                                             (p->scratch - p->archive));
     else
-        j->out_len = tv_embed_json(j->out, (const float *)vec, B, S, D,
-                                   q->base64);
+        j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
     tv_bufcache_put(bufs, vec, p->scratch);
 }
 
