@@ -53,7 +53,8 @@
 /* The one table. Order is the order of --help and of describe. */
 static const setting settings[] = {
     {"table", T_STR, OFF(table), 0, 0, "data/gpt2-256.safetensors", NULL,
-     "table file (.safetensors or token .npy); also `tokvec serve FILE`"},
+     "table file: .safetensors, a sharded checkpoint's .index.json (or its "
+     "directory), a token .npy or .gguf; also `tokvec serve FILE`"},
     {"position_path", T_STR, OFF(position_path), 0, 0, "", NULL,
      "position table .npy beside a token .npy (\"\" = none)"},
     {"token_tensor", T_STR, OFF(token_tensor), 0, 0, "", NULL,

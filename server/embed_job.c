@@ -48,6 +48,7 @@
 #include "metrics.h"
 #include "reply.h"
 #include "tokvec_embed.h"
+#include "torchsave.h"
 
 #define JOB_OF(task) \
     ((req_ctx *)((char *)(task) - offsetof(req_ctx, job.task)))
@@ -60,16 +61,27 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q,
     int64_t B = q->batch, S = q->seq;
     int64_t D = tokvec_table_get_info(t)->dim;
     *p = (embed_plan){.flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS};
-    if (fmt.kind == TV_OUT_JSON) {
+    if (fmt.dtype == TOKVEC_F16)
+        p->flags |= TOKVEC_EMBED_OUT_F16;
+    else if (fmt.dtype == TOKVEC_BF16)
+        p->flags |= TOKVEC_EMBED_OUT_BF16;
+    if (fmt.kind == TV_OUT_JSON && q->torch) {
+        /* The rows in the answer's dtype, then one sequence's archive
+         * at a time after them (64-aligned), base64'd into the body. */
+        tv_torchsave_layout l;
+        p->rows = tokvec_embed_size(t, B, S, p->flags);
+        p->body = tv_embed_torch_json_bound(B, S, D, fmt.dtype);
+        if (!p->body || tv_torchsave_plan(S, D, fmt.dtype, &l) < 0 ||
+            p->rows > SIZE_MAX / 2 - l.size)
+            return -1;
+        p->archive = l.size;
+        p->scratch = (p->rows + 63) / 64 * 64 + p->archive;
+    } else if (fmt.kind == TV_OUT_JSON) {
         p->rows = p->scratch = tokvec_embed_size(t, B, S, p->flags);
         p->body = tv_embed_json_bound(B, S, D, q->base64);
         if (!p->body)
             return -1;
     } else {
-        if (fmt.dtype == TOKVEC_F16)
-            p->flags |= TOKVEC_EMBED_OUT_F16;
-        else if (fmt.dtype == TOKVEC_BF16)
-            p->flags |= TOKVEC_EMBED_OUT_BF16;
         char npy[TV_NPY_HEADER_MAX];
         p->rows = tokvec_embed_size(t, B, S, p->flags);
         p->header = fmt.kind == TV_OUT_NPY
@@ -180,9 +192,9 @@ static int embed_parse(req_ctx *x, tv_error *e)
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_query, &qs);
     if (qs.bad)
         return -1;
-    return tv_negotiate(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                    "Accept"),
-                        j->req.dtype, &j->fmt, e);
+    return tv_negotiate_embed(
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"),
+        j->req.dtype, j->req.body_dtype, j->req.torch, &j->fmt, e);
 }
 
 /* Small enough to run at once on the HTTP thread that parsed it: the two
@@ -201,8 +213,8 @@ static int small_job(const embed_job *j)
     int64_t floats = j->req.batch * j->req.seq * j->dim;
     if (j->fmt.kind != TV_OUT_JSON)
         return j->plan.reserve <= INLINE_BINARY_BYTES;
-    return floats <= (j->req.base64 ? INLINE_BASE64_FLOATS
-                                     : INLINE_JSON_FLOATS);
+    return floats <= (j->req.base64 || j->req.torch ? INLINE_BASE64_FLOATS
+                                                    : INLINE_JSON_FLOATS);
 }
 
 static void embed_work(tv_job *task);
@@ -294,14 +306,19 @@ static void embed_compute(req_ctx *x)
         j->out_len = p->body;
         return;
     }
-    float *vec = tv_bufcache_get(bufs, p->scratch);
+    void *vec = tv_bufcache_get(bufs, p->scratch);
     if (!vec || tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
                              vec) < 0) {
         tv_bufcache_put(bufs, vec, p->scratch);
         j->failed = 1;
         return;
     }
-    j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
+    if (q->torch) /* the archive: the scratch's last plan.archive bytes */
+        j->out_len = tv_embed_torch_json(j->out, vec, B, S, D, j->fmt.dtype,
+                                         (char *)vec +
+                                             (p->scratch - p->archive));
+    else
+        j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
     tv_bufcache_put(bufs, vec, p->scratch);
 }
 

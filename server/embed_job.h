@@ -22,7 +22,9 @@ typedef struct tv_server tv_server;
 typedef struct embed_plan {
     unsigned flags; /* for tokvec_embed: positions, output dtype */
     size_t rows;    /* the bytes tokvec_embed writes (tokvec_embed_size) */
-    size_t scratch; /* JSON: float32 rows before encoding (= rows); else 0 */
+    size_t scratch; /* JSON: float32 rows before encoding (= rows); torch:
+                     * the rows (rounded up to 64) + archive; else 0 */
+    size_t archive; /* torch: one sequence's torch.save archive; else 0 */
     size_t header;  /* npy: the header before the rows; else 0 */
     size_t body;    /* the reply's buffer: JSON bound, or header + rows */
     size_t reserve; /* scratch + body: all the job allocates */

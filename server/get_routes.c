@@ -16,20 +16,25 @@
 #include "reply.h"
 #include "tokvec_embed.h"
 
+/* GET /info: the table's shape and dtypes, and the limits. "dtype" is what
+ * the rows are served as; tensors.token_dtype and position_dtype are what
+ * the file stores, as it spells them ("F16", "Q4_K": a quantized GGUF
+ * table is served as float32). */
 enum MHD_Result route_info(req_ctx *x)
 {
     const tv_config *c = x->s->cfg;
     table_ref *ref = table_acquire(x->s);
     const tokvec_table_info *in = tokvec_table_get_info(ref->t);
     json_t *j = json_pack(
-        "{s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:{s:s, s:s?}, s:{s:I, s:I, "
-        "s:I, s:I, s:I, s:I}}",
+        "{s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:{s:s, s:s?, s:s, s:s?}, "
+        "s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
         "name", "tokvec", "version", TOKVEC_VERSION, "vocab_size",
         (json_int_t)in->vocab_size, "dim", (json_int_t)in->dim,
         "context_length", (json_int_t)in->context_length, "dtype",
         tokvec_dtype_numpy_name(in->dtype), "positional",
         tokvec_positional_name(in->positional), "tensors", "token",
-        in->token_tensor, "position", in->position_tensor, "limits",
+        in->token_tensor, "position", in->position_tensor, "token_dtype",
+        in->token_dtype, "position_dtype", in->position_dtype, "limits",
         "max_body_bytes", (json_int_t)c->max_body_bytes, "max_tokens",
         (json_int_t)c->max_tokens, "max_batch", (json_int_t)c->max_batch,
         "max_queue", (json_int_t)c->max_queue, "max_connections",

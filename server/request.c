@@ -92,6 +92,33 @@ static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out,
 /* jansson on a body larger than this is followed by malloc_trim(0). */
 #define TRIM_AFTER_BYTES ((size_t)1 << 20)
 
+/* The answer's options: "encoding_format" (float, base64, torch) and
+ * "dtype" (float32, float16, bfloat16; checked against the answer's
+ * format by tv_negotiate_embed). 0 or -1. */
+static int slow_answer_option(const char *key, json_t *v, tv_request *out,
+                              tv_error *err)
+{
+    static const char *const dtypes[] = {"float32", "float16", "bfloat16"};
+    const char *f = json_string_value(v);
+    if (!strcmp(key, "dtype")) {
+        for (size_t i = 0; f && i < sizeof dtypes / sizeof dtypes[0]; i++)
+            if (!strcmp(f, dtypes[i])) {
+                out->body_dtype = dtypes[i];
+                return 0;
+            }
+        return tv_error_set(err, 400, "invalid_request",
+                            "\"dtype\" must be \"float32\", \"float16\" "
+                            "or \"bfloat16\"");
+    }
+    out->base64 = f && !strcmp(f, "base64");
+    out->torch = f && !strcmp(f, "torch");
+    if (out->base64 || out->torch || (f && !strcmp(f, "float")))
+        return 0;
+    return tv_error_set(err, 400, "invalid_request",
+                        "\"encoding_format\" must be \"float\", "
+                        "\"base64\" or \"torch\"");
+}
+
 /* The keys of the request object: the options into out, "inputs" (not
  * read yet) into *inputs, pad_id into *pad and *has_pad. 0 or -1. */
 static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
@@ -129,18 +156,10 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
             }
             *pad = json_integer_value(v);
             *has_pad = 1;
-        } else if (!strcmp(key, "encoding_format")) {
-            const char *f = json_string_value(v);
-            if (f && !strcmp(f, "float")) {
-                out->base64 = 0;
-            } else if (f && !strcmp(f, "base64")) {
-                out->base64 = 1;
-            } else {
-                tv_error_set(err, 400, "invalid_request",
-                             "\"encoding_format\" must be \"float\" or "
-                             "\"base64\"");
+        } else if (!strcmp(key, "encoding_format") ||
+                   !strcmp(key, "dtype")) {
+            if (slow_answer_option(key, v, out, err) < 0)
                 return -1;
-            }
         } else {
             char shown[64];
             size_t n = strlen(key);
@@ -151,7 +170,8 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
             shown[sizeof shown - 1] = '\0';
             tv_error_set(err, 400, "invalid_request",
                          "unknown key \"%s\" (known: inputs, start_position,"
-                         " positions, pad_id, encoding_format)", shown);
+                         " positions, pad_id, encoding_format, dtype)",
+                         shown);
             return -1;
         }
     }

@@ -41,6 +41,10 @@ typedef struct tv_request {
     int64_t start_position; /* default 0 */
     int positions;          /* default 1; 0 = token rows only */
     int base64;             /* JSON "encoding_format": "base64" */
+    int torch;              /* JSON "encoding_format": "torch" */
+    const char *body_dtype; /* JSON "dtype": "float32", "float16" or
+                             * "bfloat16" (static strings), NULL if none:
+                             * a response option, see tv_negotiate_embed */
     int single;             /* inputs was one flat sequence (shape 1,S) */
     const char *dtype;      /* ?dtype= as given, NULL if none: a response
                              * option for tv_negotiate; borrowed from the
@@ -60,7 +64,8 @@ typedef enum {
 tv_body_kind tv_body_kind_of(const char *content_type);
 
 /* Parses a JSON /embed body: "inputs" (batch of sequences or one sequence of
- * integers), "start_position", "positions", "pad_id", "encoding_format";
+ * integers), "start_position", "positions", "pad_id", "encoding_format"
+ * ("float", "base64" or "torch"), "dtype" (float32|float16|bfloat16);
  * unknown keys are rejected (400 invalid_request, naming the key). Checks
  * shape, limits and raggedness (422 ragged_batch without pad_id; with pad_id
  * shorter rows are right-padded). Does not check ids against a table.
@@ -92,7 +97,7 @@ int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
  * "[" were 8 million lists, 1 GB). A valid request nests 3 levels (the
  * object, "inputs", its rows) and holds at most
  *   N = max_tokens ids + min(max_batch, max_tokens) rows + "inputs"
- *       + the object + 4 option values
+ *       + the object + 5 option values
  * JSON values. It refuses, at the first point reading from the start:
  *  - a list or object opened at level 5 (4 lists inside "inputs"): 400
  *    invalid_request, "\"inputs\" nests deeper than a list of lists of
@@ -124,10 +129,11 @@ int tv_request_prescan_json(const char *body, size_t len,
  * tv_request_parse_json_fast: the common /embed shape only -- an object
  * with "inputs" (list of lists of integers, or one flat list), and
  * optionally "start_position", "positions", "pad_id", "encoding_format",
- * in any order, unescaped keys, integers as jansson reads them. Returns 0
- * with *out exactly what the slow parser gives, or TV_FAST_FALLBACK (*out
- * init'ed, nothing held) for anything else: every error, every limit
- * (413) case and every unusual but valid body is left to the slow parser.
+ * "dtype", in any order, unescaped keys, integers as jansson reads them.
+ * Returns 0 with *out exactly what the slow parser gives, or
+ * TV_FAST_FALLBACK (*out init'ed, nothing held) for anything else: every
+ * error, every limit (413) case and every unusual but valid body is left
+ * to the slow parser.
  * It never allocates per id; what it allocates is bounded by
  * lim->max_tokens ids and lim->max_batch rows. */
 enum { TV_FAST_FALLBACK = 1 };

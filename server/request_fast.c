@@ -206,10 +206,11 @@ enum {
     K_POSITIONS = 4,
     K_PAD = 8,
     K_FORMAT = 16,
+    K_DTYPE = 32,
 };
 
 /* The key at p (just past its opening quote) and its closing quote, if it
- * is one of the five, unescaped; 0 otherwise. room: bytes before the final
+ * is one of the six, unescaped; 0 otherwise. room: bytes before the final
  * '}'. */
 static unsigned fast_key(const unsigned char **pp, size_t room)
 {
@@ -223,6 +224,7 @@ static unsigned fast_key(const unsigned char **pp, size_t room)
         {"positions\"", 10, K_POSITIONS},
         {"pad_id\"", 7, K_PAD},
         {"encoding_format\"", 16, K_FORMAT},
+        {"dtype\"", 6, K_DTYPE},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (room >= keys[i].len && !memcmp(*pp, keys[i].text, keys[i].len)) {
@@ -240,6 +242,32 @@ static int fast_lit(const unsigned char **pp, size_t room, const char *s)
         return 0;
     *pp += n;
     return 1;
+}
+
+/* The value of "encoding_format" (dtype 0) or "dtype" (1) at *pp, as
+ * the slow parser reads it; 1 for anything else. */
+static int fast_answer_option(const unsigned char **pp, size_t room,
+                              int dtype, tv_request *out)
+{
+    static const char *const dtypes[] = {"float32", "float16", "bfloat16"};
+    static const char *const quoted[] = {"\"float32\"", "\"float16\"",
+                                         "\"bfloat16\""};
+    if (dtype) {
+        for (size_t i = 0; i < 3; i++)
+            if (fast_lit(pp, room, quoted[i])) {
+                out->body_dtype = dtypes[i];
+                return 0;
+            }
+        return 1;
+    }
+    out->base64 = out->torch = 0;
+    if (fast_lit(pp, room, "\"base64\""))
+        out->base64 = 1;
+    else if (fast_lit(pp, room, "\"torch\""))
+        out->torch = 1;
+    else if (!fast_lit(pp, room, "\"float\""))
+        return 1;
+    return 0;
 }
 
 int tv_request_parse_json_fast(const char *body, size_t len,
@@ -317,11 +345,8 @@ int tv_request_parse_json_fast(const char *body, size_t len,
             has_pad = 1;
             break;
         case K_FORMAT:
-            if (fast_lit(&p, room, "\"float\""))
-                out->base64 = 0;
-            else if (fast_lit(&p, room, "\"base64\""))
-                out->base64 = 1;
-            else
+        case K_DTYPE:
+            if (fast_answer_option(&p, room, key == K_DTYPE, out))
                 goto fallback;
             break;
         }

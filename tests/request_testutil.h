@@ -33,6 +33,10 @@ static TU_UNUSED void assert_same_request(const tv_request *a, const tv_request 
     assert_int_equal(a->start_position, b->start_position);
     assert_int_equal(a->positions, b->positions);
     assert_int_equal(a->base64, b->base64);
+    assert_int_equal(a->torch, b->torch);
+    assert_int_equal(!a->body_dtype, !b->body_dtype);
+    if (a->body_dtype)
+        assert_string_equal(a->body_dtype, b->body_dtype);
     assert_int_equal(a->single, b->single);
     assert_non_null(a->ids);
     assert_non_null(b->ids);

@@ -617,6 +617,17 @@ static void help_prints_every_setting_to_stdout(void **state)
     assert_non_null(strstr(text, "TOKVEC_CONFIG"));
     assert_non_null(strstr(text, "ignored"));
     assert_non_null(strstr(text, "16MiB"));
+    /* --table names every table format */
+    const char *formats[] = {".safetensors,", ".index.json", ".npy",
+                             ".gguf"};
+    const char *table = strstr(text, "--table ");
+    assert_non_null(table);
+    const char *eol = strstr(table + 1, "\n  --"); /* the next setting */
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        const char *at = strstr(table, formats[i]);
+        if (!at || (eol && at > eol))
+            fail_msg("--table's help lacks %s", formats[i]);
+    }
 }
 
 int main(void)

@@ -1,5 +1,6 @@
 /* test_embed_job.c -- server/embed_job.c: the plan (every size of a reply
  * from one function: JSON reserves its scratch rows and the JSON bound,
+ * torch the rows in its dtype, one archive and its bound,
  * binary the npy header and the rows in the output dtype, sizes that do
  * not fit are refused), a reply exactly as large as planned, and
  * allocation failures at every allocation of the request path: each is
@@ -17,6 +18,7 @@
 #include "alloc.h"
 #include "server_fixture.h"
 #include "tokvec_embed.h"
+#include "torchsave.h"
 
 #define RESP 65536
 
@@ -129,6 +131,40 @@ static void sizes_that_do_not_fit_are_refused(void **state)
     tokvec_table_close(t);
 }
 
+static void torch_plan_is_rows_in_the_dtype_one_archive_and_the_bound(
+    void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    tv_request q = request(2, 3);
+    q.torch = 1;
+    embed_plan p;
+    static const tokvec_dtype dts[] = {TOKVEC_F32, TOKVEC_F16, TOKVEC_BF16};
+    static const unsigned flags[] = {0, TOKVEC_EMBED_OUT_F16,
+                                     TOKVEC_EMBED_OUT_BF16};
+    for (int i = 0; i < 3; i++) {
+        tv_torchsave_layout l;
+        size_t el = dts[i] == TOKVEC_F32 ? 4 : 2;
+        assert_int_equal(
+            embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, dts[i]}, &p),
+            0);
+        assert_int_equal(tv_torchsave_plan(3, FX_DIM, dts[i], &l), 0);
+        assert_int_equal(p.flags, flags[i]);
+        assert_int_equal(p.rows, 2 * 3 * FX_DIM * el);
+        assert_int_equal(p.archive, l.size);
+        assert_int_equal(p.scratch, (p.rows + 63) / 64 * 64 + l.size);
+        assert_int_equal(p.body,
+                         tv_embed_torch_json_bound(2, 3, FX_DIM, dts[i]));
+        assert_int_equal(p.reserve, p.scratch + p.body);
+    }
+    /* an archive of 4 GiB or more: refused */
+    q = request(1, ((int64_t)1 << 32) / FX_DIM / 4);
+    q.torch = 1;
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
+        -1);
+    tokvec_table_close(t);
+}
+
 static size_t content_length(const char *resp)
 {
     const char *cl = strcasestr(resp, "\r\nContent-Length:");
@@ -222,6 +258,9 @@ static void each_failed_allocation_on_the_request_path_is_a_500(
          "}", NULL, 0},
         {"POST", "/embed?dtype=bfloat16", "application/json",
          "{\"inputs\":[5,6,7]}", "Accept: application/x-npy\r\n", 0},
+        {"POST", "/embed", "application/json",
+         "{\"inputs\":[[5,6],[7,8]],\"encoding_format\":\"torch\","
+         "\"dtype\":\"float16\"}", NULL, 0},
         {"POST", "/embed", "application/octet-stream",
          "\001\000\000\000\002\000\000\000", "X-Tokvec-Shape: 1,2\r\n", 8},
         {"GET", "/tokens/3", NULL, NULL, NULL, 0},
@@ -256,6 +295,7 @@ int main(void)
         T(binary_plan_is_the_npy_header_and_rows_in_the_output_dtype),
         T(positions_false_is_planned_as_token_rows_only),
         T(sizes_that_do_not_fit_are_refused),
+        T(torch_plan_is_rows_in_the_dtype_one_archive_and_the_bound),
         T(a_binary_reply_is_exactly_the_planned_body),
         T(each_failed_allocation_on_the_request_path_is_a_500),
         T(a_failed_allocation_in_a_worker_job_is_a_500),

@@ -69,7 +69,22 @@ static void fast_path_reads_options_in_any_order(void **state)
                "\"positions\":true,\"encoding_format\":\"float\"}", &r);
     assert_int_equal(r.base64, 0);
     assert_int_equal(r.positions, 1);
+    assert_int_equal(r.torch, 0);
+    assert_null(r.body_dtype);
     tv_request_free(&r);
+
+    /* the torch answer and its dtype, each dtype by name */
+    const char *dtypes[] = {"float32", "float16", "bfloat16"};
+    for (size_t i = 0; i < 3; i++) {
+        char b[128];
+        snprintf(b, sizeof b, "{\"dtype\":\"%s\",\"inputs\":[[1,2]],"
+                 "\"encoding_format\":\"torch\"}", dtypes[i]);
+        parse_fast(b, &r);
+        assert_int_equal(r.torch, 1);
+        assert_int_equal(r.base64, 0);
+        assert_string_equal(r.body_dtype, dtypes[i]);
+        tv_request_free(&r);
+    }
 
     /* every kind of JSON whitespace everywhere it may be */
     parse_fast(" \r\n\t{ \"start_position\" : 3 ,\n \"inputs\" :\t[ [ 1 ,2 ]"
@@ -280,7 +295,7 @@ static void fast_path_falls_back_on_unknown_and_non_ascii_keys(void **state)
     assert_error("{\"inputs\":[[1]],\"model\":\"gpt2\"}", 400,
                  "invalid_request",
                  "unknown key \"model\" (known: inputs, start_position, "
-                 "positions, pad_id, encoding_format)");
+                 "positions, pad_id, encoding_format, dtype)");
     assert_error("{\"Inputs\":[[1]]}", 400, "invalid_request",
                  "unknown key \"Inputs\"*");
     assert_error("{\"inputs \":[[1]]}", 400, "invalid_request",
@@ -372,13 +387,24 @@ static void fast_path_falls_back_on_bad_option_values(void **state)
                  "\"pad_id\" must be an integer or null");
     assert_error("{\"inputs\":[1],\"pad_id\":nul}", 400, "invalid_json",
                  "body is not valid JSON: *");
-    const char *fmt = "\"encoding_format\" must be \"float\" or \"base64\"";
+    const char *fmt = "\"encoding_format\" must be \"float\", \"base64\" "
+                      "or \"torch\"";
     assert_error("{\"inputs\":[1],\"encoding_format\":\"Float\"}", 400,
                  "invalid_request", fmt);
     assert_error("{\"inputs\":[1],\"encoding_format\":\"float \"}", 400,
                  "invalid_request", fmt);
     assert_error("{\"inputs\":[1],\"encoding_format\":null}", 400,
                  "invalid_request", fmt);
+    assert_error("{\"inputs\":[1],\"encoding_format\":\"Torch\"}", 400,
+                 "invalid_request", fmt);
+    const char *dt =
+        "\"dtype\" must be \"float32\", \"float16\" or \"bfloat16\"";
+    assert_error("{\"inputs\":[1],\"dtype\":\"f16\"}", 400,
+                 "invalid_request", dt);
+    assert_error("{\"inputs\":[1],\"dtype\":\"float16 \"}", 400,
+                 "invalid_request", dt);
+    assert_error("{\"inputs\":[1],\"dtype\":null}", 400,
+                 "invalid_request", dt);
     assert_error("{\"inputs\":[1],\"start_position\":\"3\"}", 400,
                  "invalid_request",
                  "\"start_position\" must be a non-negative integer");

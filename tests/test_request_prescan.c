@@ -37,7 +37,7 @@ static const char *too_many(const tv_limits *lim)
     snprintf(msg, sizeof msg,
              "body holds more than %" PRId64 " JSON values, more than any "
              "request within max_tokens %" PRId64 " and max_batch %" PRId64
-             " can hold", lim->max_tokens + rows + 6, lim->max_tokens,
+             " can hold", lim->max_tokens + rows + 7, lim->max_tokens,
              lim->max_batch);
     return msg;
 }
@@ -155,11 +155,12 @@ static void strings_do_not_count_as_nesting_or_values(void **state)
 {
     (void)state;
     const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
-                           .max_batch = 4}; /* at most 18 values */
+                           .max_batch = 4}; /* at most 19 values */
     /* brackets, commas and escaped quotes inside strings: shallow */
     assert_error("{\"inputs\":[1],\"encoding_format\":\"[[[[[[[[\\\"]]]]\"}",
                  400, "invalid_request",
-                 "\"encoding_format\" must be \"float\" or \"base64\"");
+                 "\"encoding_format\" must be \"float\", \"base64\" or "
+                 "\"torch\"");
     assert_error("{\"[[[[[[\":1,\"inputs\":[1]}", 400, "invalid_request",
                  "unknown key \"[[[[[[\"*");
     ASSERT_ERROR_LIM("{\"inputs\":[1],\"x\":\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
@@ -190,14 +191,14 @@ static void too_many_values_is_413_before_jansson(void **state)
     body = repeat("{\"inputs\":[", "[],", 100000, "[]]}");
     ASSERT_REFUSED(body, &LIM, 413, "payload_too_large", too_many(&LIM));
     free(body);
-    /* small limits: 8 tokens, 4 rows, so 18 values at most */
+    /* small limits: 8 tokens, 4 rows, so 19 values at most */
     const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
                            .max_batch = 4};
-    ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}",
-                   &lim, 413, "payload_too_large", too_many(&lim));
+    ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
+                   "18]}", &lim, 413, "payload_too_large", too_many(&lim));
     /* max_batch over max_tokens: rows are bounded by max_tokens */
     const tv_limits wide = {.max_body_bytes = 1 << 20, .max_tokens = 2,
-                            .max_batch = 100}; /* 2 + 2 + 6 = 10 */
+                            .max_batch = 100}; /* 2 + 2 + 7 = 11 */
     ASSERT_REFUSED("{\"inputs\":[[1],[1],[1],[1],[1],[1],[1],[1],[1]]}",
                    &wide, 413, "payload_too_large", too_many(&wide));
     /* somewhat over max_tokens: still jansson's message */
@@ -220,11 +221,11 @@ static void prescan_names_the_offset_it_refused_at(void **state)
                      -1);
     assert_int_equal(at, 26);
     assert_string_equal(e.message, DEEP_INPUTS);
-    /* the 19th value: the 17th id, "17" at offset 50 */
-    b = "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18]}";
+    /* the 20th value: the 18th id, "18" at offset 53 */
+    b = "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]}";
     assert_int_equal(tv_request_prescan_json(b, strlen(b), &lim, &e, &at),
                      -1);
-    assert_int_equal(at, 50);
+    assert_int_equal(at, 53);
     assert_int_equal(e.status, 413);
     /* what it lets through: shallow and bounded, valid or not */
     const char *pass[] = {
@@ -251,13 +252,14 @@ static void a_request_at_the_value_bound_still_parses(void **state)
 {
     (void)state;
     /* The most values a valid request holds: max_tokens ids in max_batch
-     * rows, "inputs", the object and all four options; an escaped key so
+     * rows, "inputs", the object and all five options; an escaped key so
      * that jansson (after the pre-scan) is the parser. */
     const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
                            .max_batch = 4};
     const char *b = "{\"\\u0069nputs\":[[1,2],[3,4],[5,6],[7,8]],"
                     "\"start_position\":0,\"positions\":true,"
-                    "\"pad_id\":null,\"encoding_format\":\"float\"}";
+                    "\"pad_id\":null,\"encoding_format\":\"torch\","
+                    "\"dtype\":\"bfloat16\"}";
     tv_request r, s;
     tv_error e;
     assert_falls_back_n(b, strlen(b), &lim);
@@ -343,7 +345,7 @@ static void precedence_too_deep_or_too_large_before_a_syntax_error(
     ASSERT_REFUSED("{\"inputs\":[[[[[", &LIM, 400, "invalid_request",
                    DEEP_INPUTS);
     ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
-                   "18 19]}", &lim, 413, "payload_too_large",
+                   "18,19 20]}", &lim, 413, "payload_too_large",
                    too_many(&lim));
     /* and so it does past errors inside a token that it does not check: an
      * integer out of range, a duplicate key */

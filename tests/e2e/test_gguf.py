@@ -6,7 +6,8 @@ Run: /usr/bin/python3 tests/e2e/test_gguf.py --binary build/tokvec
 Rows are read back through `tokvec convert --dtype f32` (every row of both
 tables, dequantized), `tokvec lookup` (the embed path: token + position,
 a row of 1280 values dequantized in two chunks) and `tokvec serve` (POST
-/embed raw float32, GET /tokens/ID, /info).
+/embed raw float32, GET /tokens/ID, /info with each table's file dtype,
+validated against docs/openapi.json).
 """
 import argparse
 import json
@@ -23,6 +24,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_ref as g  # noqa: E402
 import support as tc  # noqa: E402  (the e2e support module)
+import test_openapi  # noqa: E402  (its schema Validator)
 
 QUANT = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
 VOCAB, CTX, DIM = 6, 3, 1280
@@ -144,6 +146,29 @@ class GGUF(unittest.TestCase):
                 tok[5].view("<u4"))
         finally:
             self.assertEqual(s.stop(), 0)
+
+    def test_info_names_each_tables_file_dtype(self):
+        with open(test_openapi.DOC, encoding="utf-8") as f:
+            v = test_openapi.Validator(json.load(f))
+        info_schema = v.doc["components"]["schemas"]["Info"]
+        for tok_type, pos_type, served in (("Q4_K", "Q8_0", "float32"),
+                                           ("F16", "F16", "float16"),
+                                           ("BF16", "F32", "float32")):
+            with self.subTest(t=(tok_type, pos_type)):
+                path, _, _ = self.write(tok_type, pos_type)
+                s = tc.Server(path)
+                try:
+                    st, _, body = s.get("/info")
+                    info = json.loads(body)
+                finally:
+                    self.assertEqual(s.stop(), 0)
+                self.assertEqual(st, 200)
+                self.assertEqual(info["dtype"], served)
+                self.assertEqual(info["tensors"], {
+                    "token": "token_embd.weight",
+                    "position": "position_embd.weight",
+                    "token_dtype": tok_type, "position_dtype": pos_type})
+                v.check(info, info_schema)
 
     def test_version_2_reads_like_version_3(self):
         self.check("Q8_0", "F16", version=2)

@@ -136,6 +136,8 @@ class OpenAPI(unittest.TestCase):
             (e, "POST", s.embed({"inputs": [[1, 2]]})),
             (e, "POST", s.embed({"inputs": [1], "encoding_format":
                                  "base64"})),
+            (e, "POST", s.embed({"inputs": [[1], [2]], "encoding_format":
+                                 "torch", "dtype": "bfloat16"})),
             (e, "POST", s.embed({"inputs": [[1]]},
                                 "application/octet-stream")),
             (e, "POST", s.embed({"inputs": [[1]]}, "application/x-npy")),

@@ -41,13 +41,16 @@ def readme_text():
 
 
 def curl_lines():
-    """The README's command lines that run curl ("$ " prompts removed)."""
+    """The README's command lines that run curl against tokvec ("$ "
+    prompts removed)."""
     out = []
     for line in readme_text().splitlines():
         cmd = line.strip()
         if cmd.startswith("$ "):
             cmd = cmd[2:]
-        if cmd.startswith("curl "):
+        # vLLM's own server (localhost:8000, the prompt_embeds example) is
+        # not tokvec's to run here.
+        if cmd.startswith("curl ") and "localhost:8000" not in cmd:
             out.append(cmd)
     return out
 

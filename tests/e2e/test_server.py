@@ -323,7 +323,9 @@ class Formats(Base):
                           info["positional"]),
                          (1000, 32, 16, "float32", "learned"))
         self.assertEqual(info["tensors"], {"token": "tok_emb.weight",
-                                           "position": "pos_emb.weight"})
+                                           "position": "pos_emb.weight",
+                                           "token_dtype": "F32",
+                                           "position_dtype": "F32"})
         lim = info["limits"]
         self.assertEqual((lim["max_tokens"], lim["max_batch"],
                           lim["max_body_bytes"]), (64, 8, 4096))
@@ -495,6 +497,9 @@ class Tables(Base):
                 self.check(s, t, [[0, 199, 5], [7, 8, 9]], 2)
                 info = json.loads(s.get("/info")[2])
                 self.assertEqual(info["dtype"], name)
+                self.assertEqual((info["tensors"]["token_dtype"],
+                                  info["tensors"]["position_dtype"]),
+                                 (dt.upper(), dt.upper()))
             finally:
                 self.assertEqual(s.stop(), 0)
 
@@ -527,7 +532,9 @@ class Tables(Base):
             self.check(s, t, [[1, 2, 3]], 5000)
             info = json.loads(s.get("/info")[2])
             self.assertEqual(info["positional"], "none")
-            self.assertIsNone(info["tensors"].get("position"))
+            self.assertEqual(info["tensors"], {
+                "token": "tok_emb.weight", "position": None,
+                "token_dtype": "F32", "position_dtype": None})
         finally:
             self.assertEqual(s.stop(), 0)
 

@@ -11,6 +11,9 @@ inf, NaN stays NaN) and what numpy / an independent bf16 rounding give; the
 tensors are (S, D), contiguous, stride (D, 1), no grad; torch.save of the
 loaded tensor pickles exactly the same data.pkl and data/0.
 
+Served: the live /embed with "encoding_format": "torch", every dtype, with
+and without positions, against torch.nn.Embedding's own answer.
+
 Run: /usr/bin/python3 tests/e2e/test_torchsave.py --binary build/tokvec
 (the tool is build/tools/torchsave beside the binary's build directory, or
 $TOKVEC_TORCHSAVE). Needs numpy and torch (Debian python3-torch; skipped
@@ -21,8 +24,10 @@ import base64
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 import zipfile
 
@@ -156,6 +161,95 @@ class TorchLoad(unittest.TestCase):
             nl = int.from_bytes(raw[h + 26:h + 28], "little")
             xl = int.from_bytes(raw[h + 28:h + 30], "little")
             self.assertEqual((h + 30 + nl + xl) % 64, 0, info.filename)
+
+
+@unittest.skipIf(torch is None, NEED)
+class Served(unittest.TestCase):
+    """The live /embed with "encoding_format": "torch": every dtype, with
+    and without positions, is PyTorch's own tok(ids) + pos(arange(S)) (or
+    tok(ids)) converted by .to(dtype), bit for bit; ?dtype= or "dtype"."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-torch-")
+        p = os.path.join(cls.tmp, "t.safetensors")
+        subprocess.run([tc.BINARY, "init", "--vocab", "300", "--dim", "64",
+                        "--context", "32", "--seed", "123", "-o", p],
+                       check=True, stdout=subprocess.DEVNULL)
+        cls.srv = tc.Server(p)
+        torch.manual_seed(123)
+        cls.tok = torch.nn.Embedding(300, 64)
+        cls.pos = torch.nn.Embedding(32, 64)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        shutil.rmtree(cls.tmp)
+        if rc != 0:  # e.g. a leak report of the sanitizer build
+            raise AssertionError("server exit %d: %s"
+                                 % (rc, cls.srv.stderr()[-3000:]))
+
+    @staticmethod
+    def raw(t):
+        return (t.numpy() if t.dtype == torch.float32 else bits16(t)).tobytes()
+
+    def test_every_dtype_is_torchs_embedding_bit_for_bit(self):
+        ids = [[1, 2, 3, 299], [5, 6, 7, 8]]
+        with torch.no_grad():
+            tok = self.tok(torch.tensor(ids))
+            both = tok + self.pos(torch.arange(2, 6))
+        for dtype in ("float32", "float16", "bfloat16"):
+            for positions, ref in ((True, both), (False, tok)):
+                for body, query in (({"dtype": dtype}, ""),
+                                    ({}, "?dtype=" + dtype)):
+                    req = dict(body, inputs=ids, start_position=2,
+                               positions=positions, encoding_format="torch")
+                    st, hdr, raw = self.srv.embed(req, query=query)
+                    self.assertEqual(st, 200, raw)
+                    j = json.loads(raw)
+                    self.assertEqual(j["shape"], [2, 4, 64])
+                    self.assertEqual(j["dtype"], dtype)
+                    want = ref.to(getattr(torch, dtype))
+                    self.assertEqual(len(j["embeddings"]), 2)
+                    for b, s in enumerate(j["embeddings"]):
+                        t = torch.load(io.BytesIO(base64.b64decode(s)),
+                                       weights_only=True)
+                        self.assertEqual(t.dtype, want.dtype)
+                        self.assertEqual(tuple(t.shape), (4, 64))
+                        self.assertEqual(self.raw(t), self.raw(want[b]),
+                                         (dtype, positions, query))
+
+    def test_large_batches_go_to_a_worker_and_match_too(self):
+        # 64 x 32 x 64 floats: past the inline bound, a worker's job
+        ids = [[(b * 7 + s) % 300 for s in range(32)] for b in range(64)]
+        st, _, raw = self.srv.embed({"inputs": ids, "encoding_format":
+                                     "torch", "dtype": "bfloat16"})
+        self.assertEqual(st, 200, raw)
+        with torch.no_grad():
+            want = (self.tok(torch.tensor(ids)) +
+                    self.pos(torch.arange(32))).to(torch.bfloat16)
+        for b, s in enumerate(json.loads(raw)["embeddings"]):
+            t = torch.load(io.BytesIO(base64.b64decode(s)), weights_only=True)
+            self.assertEqual(self.raw(t), self.raw(want[b]), b)
+
+    def test_a_binary_accept_wins_over_torch(self):
+        st, hdr, raw = self.srv.embed(
+            {"inputs": [[1, 2]], "encoding_format": "torch",
+             "dtype": "float16"}, accept="application/octet-stream")
+        self.assertEqual(st, 200, raw)
+        self.assertEqual(len(raw), 2 * 64 * 2)
+
+    def test_dtype_errors(self):
+        for req, query, needle in (
+                ({"dtype": "float16"}, "", "JSON is float32"),
+                ({"encoding_format": "torch", "dtype": "f16"}, "",
+                 '"dtype" must be'),
+                ({"encoding_format": "torch", "dtype": "float16"},
+                 "?dtype=bfloat16", "differ"),
+                ({"encoding_format": "pickle"}, "", '"torch"')):
+            st, _, raw = self.srv.embed(dict(req, inputs=[[1]]), query=query)
+            self.assertEqual(st, 400, raw)
+            self.assertIn(needle, json.loads(raw)["error"])
 
 
 if __name__ == "__main__":

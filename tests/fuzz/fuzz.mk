@@ -37,7 +37,8 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
                 -Iinclude -Iserver -Icore -I$(BUILD)/gen -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/request_fast.c \
-                server/request_prescan.c server/encode.c server/config.c \
+                server/request_prescan.c server/encode.c server/torchsave.c \
+                server/config.c \
                 server/config_value.c server/suggest.c \
                 server/log.c server/metrics.c server/routes.c \
                 server/alloc.c
@@ -72,12 +73,18 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
 
-# fuzz_similar also links server/pages.c and the pool it submits jobs to
-# (the other targets do not: pages.c needs the compiled-in pages, which
-# fuzz_similar.c defines as none).
+# Every target links server/pages.c and the pool it submits jobs to:
+# routes.c (for metrics.c's route names) matches the pages' paths. The
+# compiled-in pages come from $(BUILD)/gen/pages_data.c, but for
+# fuzz_similar, whose fuzz_similar.c defines them as none.
 FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/pages.o $(FUZZ_BUILD)/server/pool.o
-.SECONDARY: $(FUZZ_SIMILAR_OBJ)
-$(FUZZ_BUILD)/fuzz_similar: $(FUZZ_SIMILAR_OBJ)
+FUZZ_PAGES_OBJ   := $(FUZZ_BUILD)/gen/pages_data.o
+.SECONDARY: $(FUZZ_SIMILAR_OBJ) $(FUZZ_PAGES_OBJ)
+$(FUZZ_BINS): $(FUZZ_SIMILAR_OBJ)
+$(filter-out $(FUZZ_BUILD)/fuzz_similar,$(FUZZ_BINS)): $(FUZZ_PAGES_OBJ)
+$(FUZZ_PAGES_OBJ): $(BUILD)/gen/pages_data.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
 fuzz-build: $(FUZZ_BINS)
 

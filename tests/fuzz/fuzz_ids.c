@@ -10,7 +10,8 @@
  *  - the fast path returns 0 or TV_FAST_FALLBACK; on fallback *out is an
  *    init'ed request (no ids);
  *  - when the fast path returns 0, jansson returns 0 too with the same
- *    batch, seq, start_position, positions, base64, single and ids;
+ *    batch, seq, start_position, positions, base64, torch, body_dtype,
+ *    single and ids;
  *  - the pre-scan returns 0 or -1; it never refuses a body jansson turns
  *    into a request, nor one over max_body_bytes or with a NUL byte (those
  *    come first); it refuses only with 400 invalid_request or 413
@@ -22,7 +23,7 @@
  *    before that point is still jansson's to report;
  *  - on a body jansson loads, the pre-scan refuses exactly when the tree
  *    nests lists and objects more than 4 deep (400) or holds more values
- *    than max_tokens + min(max_batch, max_tokens) + 6 (413);
+ *    than max_tokens + min(max_batch, max_tokens) + 7 (413);
  *  - tv_request_parse_json gives the pre-scan's error when it refused,
  *    else what jansson gives: the same request on success, the same
  *    status, type and message on error.
@@ -55,6 +56,8 @@ static int same(const tv_request *a, const tv_request *b)
     if (a->batch != b->batch || a->seq != b->seq ||
         a->start_position != b->start_position ||
         a->positions != b->positions || a->base64 != b->base64 ||
+        a->torch != b->torch || !a->body_dtype != !b->body_dtype ||
+        (a->body_dtype && strcmp(a->body_dtype, b->body_dtype)) ||
         a->single != b->single)
         return 0;
     if (a->batch < 1 || a->seq < 1 || !a->ids || !b->ids)
@@ -93,7 +96,7 @@ static void check_prescan(const uint8_t *data, size_t size,
     int nul = size && memchr(data, 0, size);
     uint64_t tokens = lim->max_tokens > 0 ? (uint64_t)lim->max_tokens : 0;
     uint64_t rows = lim->max_batch > 0 ? (uint64_t)lim->max_batch : 0;
-    uint64_t bound = tokens + (rows < tokens ? rows : tokens) + 6;
+    uint64_t bound = tokens + (rows < tokens ? rows : tokens) + 7;
     json_error_t jerr;
 
     if (rpre != 0 && rpre != -1)

@@ -18,7 +18,8 @@
  *  - a request that passes parsing has 1 <= B, 1 <= S, B*S <= max_tokens,
  *    and a JSON one had no NUL byte in its body;
  *  - a request that passes tv_request_check embeds without error and the
- *    encoders write no more than their bounds.
+ *    encoders (JSON, base64, torch) write no more than their bounds;
+ *  - a JSON answer is float32 unless encoding_format is torch.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@
 #include "request.h"
 #include "tokvec_embed.h"
 #include "tokvec_table.h"
+#include "torchsave.h"
 
 static tokvec_table *table;      /* learned positions, vocab 50, dim 4 */
 static tokvec_table *table_none; /* no positions */
@@ -141,7 +143,7 @@ static void embed_and_encode(const tv_request *r, const tokvec_table *t,
     unsigned flags = r->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
     const tokvec_table_info *in = tokvec_table_get_info(t);
     int64_t B = r->batch, S = r->seq, D = in->dim;
-    if (fmt->kind != TV_OUT_JSON) {
+    if (fmt->kind != TV_OUT_JSON || r->torch) {
         if (fmt->dtype == TOKVEC_F16)
             flags |= TOKVEC_EMBED_OUT_F16;
         else if (fmt->dtype == TOKVEC_BF16)
@@ -159,11 +161,19 @@ static void embed_and_encode(const tv_request *r, const tokvec_table *t,
     if (tokvec_embed(t, r->ids, B, S, r->start_position, flags, out) < 0)
         abort(); /* tv_request_check said yes */
     if (fmt->kind == TV_OUT_JSON) {
-        size_t bound = tv_embed_json_bound(B, S, D, r->base64);
-        if (!bound)
+        tv_torchsave_layout l = {0};
+        size_t bound = r->torch
+                           ? tv_embed_torch_json_bound(B, S, D, fmt->dtype)
+                           : tv_embed_json_bound(B, S, D, r->base64);
+        if (!bound ||
+            (r->torch && tv_torchsave_plan(S, D, fmt->dtype, &l) < 0))
             abort();
         char *js = malloc(bound);
-        size_t len = tv_embed_json(js, out, B, S, D, r->base64);
+        char *archive = r->torch ? malloc(l.size) : NULL;
+        size_t len = r->torch ? tv_embed_torch_json(js, out, B, S, D,
+                                                    fmt->dtype, archive)
+                              : tv_embed_json(js, out, B, S, D, r->base64);
+        free(archive);
         if (len > bound)
             abort();
         json_error_t je;
@@ -252,7 +262,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     tv_format fmt;
-    if (tv_negotiate(accept, dtype_q, &fmt, &e) < 0) {
+    if (tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, &fmt,
+                           &e) < 0) {
         check_error(&e);
         tv_request_free(&r);
         goto out;
@@ -260,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fmt.kind != TV_OUT_JSON && fmt.kind != TV_OUT_RAW &&
         fmt.kind != TV_OUT_NPY)
         abort();
-    if (fmt.kind == TV_OUT_JSON && fmt.dtype != TOKVEC_F32)
+    if (fmt.kind == TV_OUT_JSON && fmt.dtype != TOKVEC_F32 && !r.torch)
         abort();
     (void)tv_content_type(fmt.kind);
 
