@@ -103,7 +103,7 @@ static int str(reader *r, const char *what, const unsigned char **s,
                uint64_t *n)
 {
     int rc = u64(r, what, n);
-    if (rc < 0)
+    if (rc != 0)
         return rc;
     if (*n > (uint64_t)(r->end - r->p))
         return truncated(r, what);

@@ -10,6 +10,7 @@
  *
  * Called by tokvec_table_open (table.c) on the thread opening the table.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -98,6 +99,7 @@ static int collect_shards(tokvec_table *t, const tokvec_table_opts *o,
     t->shards = calloc(json_object_size(wm) + 1, sizeof *t->shards);
     if (!t->shards)
         return -ENOMEM;
+    t->nshards = 0;
     json_object_foreach(wm, key, v)
     {
         if (!json_is_string(v))
@@ -151,8 +153,11 @@ static int load_shard(tokvec_table *t, const tokvec_table_opts *o,
 {
     const char *file = json_string_value(json_object_get(wm, name));
     tokvec__shard *s = t->shards;
-    while (strcmp(s->file, file))
+    /* collect_shards listed every value of wm, all of them strings. */
+    assert(file);
+    while (s->file && strcmp(s->file, file))
         s++;
+    assert(s->file);
     if (s->map < 0) {
         const char *slash = strrchr(t->path, '/');
         char *p = slash ? join(t->path, (size_t)(slash - t->path), file)

@@ -66,8 +66,8 @@ int tokvec_positional_parse(const char *s, tokvec_positional *out)
 
 /* Records a one-line reason "path: what" in the caller's buffer; returns
  * code so error paths are one statement. */
-int tokvec__fail(const tokvec_table_opts *o, const char *path, int code,
-                 const char *fmt, ...)
+int(tokvec__fail)(const tokvec_table_opts *o, const char *path, int code,
+                  const char *fmt, ...)
 {
     if (o && o->errbuf && o->errlen) {
         int n = snprintf(o->errbuf, o->errlen, "%s: ", path);
@@ -105,12 +105,13 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
         rc = 0;
     *map = NULL;
     *len = 0;
-    if (fd < 0)
-        return tokvec__fail(o, path, -errno, "cannot open: %s",
-                            strerror(errno));
+    if (fd < 0) {
+        rc = -errno;
+        return tokvec__fail(o, path, rc, "cannot open: %s", strerror(-rc));
+    }
     if (fstat(fd, &st) < 0) {
-        rc = tokvec__fail(o, path, -errno, "cannot stat: %s",
-                          strerror(errno));
+        rc = -errno;
+        rc = tokvec__fail(o, path, rc, "cannot stat: %s", strerror(-rc));
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -124,8 +125,8 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
-        rc = tokvec__fail(o, path, -errno, "cannot map: %s",
-                          strerror(errno));
+        rc = -errno;
+        rc = tokvec__fail(o, path, rc, "cannot map: %s", strerror(-rc));
         goto out;
     }
     *map = m;
@@ -455,7 +456,7 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     return 0;
 out:
     if (rc < 0 && o->errbuf && o->errlen && !o->errbuf[0])
-        tokvec__fail(o, path, rc, "%s", tokvec_strerror(rc));
+        (void)tokvec__fail(o, path, rc, "%s", tokvec_strerror(rc));
     tokvec_table_close(t);
     return rc;
 }

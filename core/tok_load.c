@@ -27,7 +27,10 @@ typedef struct ld {
     uint32_t uni_to_byte[512]; /* GPT-2's alphabet: code point -> byte+1 */
 } ld;
 
-static int fail(ld *l, int code, const char *fmt, ...)
+/* Records "path: what" in the caller's buffer; returns code. fail() below
+ * makes the value code visibly: clang's analyzer does not follow variadic
+ * calls, and would otherwise take error paths for success. */
+static int (fail)(ld *l, int code, const char *fmt, ...)
 {
     const tokvec_tokenizer_opts *o = l->o;
     if (o && o->errbuf && o->errlen) {
@@ -41,39 +44,53 @@ static int fail(ld *l, int code, const char *fmt, ...)
     }
     return code;
 }
+#define fail(l, code, ...) (fail((l), (code), __VA_ARGS__), (code))
+
+/* fail() with the reason in errno (never 0: a failed call that left errno
+ * unset would otherwise read as success). */
+static int fail_errno(ld *l, const char *what)
+{
+    int code = -errno;
+    if (code >= 0)
+        code = -EIO;
+    return fail(l, code, "%s%s", what, strerror(-code));
+}
 
 static int slurp(ld *l, const char *path, char **buf, size_t *len)
 {
     l->path = path;
+    *buf = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return fail(l, -errno, "%s", strerror(errno));
+        return fail_errno(l, "");
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) < 0)
-        rc = fail(l, -errno, "%s", strerror(errno));
+        rc = fail_errno(l, "");
     else if (!S_ISREG(st.st_mode))
         rc = fail(l, TOKVEC_E_TOKENIZER, "not a regular file");
     else if ((size_t)st.st_size > MAX_FILE)
         rc = fail(l, TOKVEC_E_TOO_LARGE, "larger than 1 GiB");
-    else if (!(*buf = malloc((size_t)st.st_size + 1)))
-        rc = -ENOMEM;
+    if (rc == 0) {
+        *buf = malloc((size_t)st.st_size + 1);
+        if (!*buf)
+            rc = -ENOMEM;
+    }
     size_t got = 0;
     while (rc == 0 && got < (size_t)st.st_size) {
         ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0) {
-            rc = fail(l, r < 0 ? -errno : TOKVEC_E_TOKENIZER, "read: %s",
-                      r < 0 ? strerror(errno) : "file shrank");
-            break;
-        }
-        got += (size_t)r;
+        if (r < 0)
+            rc = fail_errno(l, "read: ");
+        else if (r == 0)
+            rc = fail(l, TOKVEC_E_TOKENIZER, "read: file shrank");
+        else
+            got += (size_t)r;
     }
     close(fd);
-    if (rc < 0) {
-        if (rc != -ENOMEM || *buf)
-            free(*buf);
+    if (rc != 0) {
+        free(*buf);
         *buf = NULL;
         return rc;
     }
