@@ -117,7 +117,8 @@ static int collect_shards(tokvec_table *t, const tokvec_table_opts *o,
             k++;
         if (k == t->nshards) {
             t->shards[k].map = -1;
-            if (!(t->shards[k].file = strdup(f)))
+            t->shards[k].file = strdup(f);
+            if (!t->shards[k].file)
                 return -ENOMEM;
             t->nshards++;
         }
@@ -165,11 +166,14 @@ static int load_shard(tokvec_table *t, const tokvec_table_opts *o,
         const unsigned char **map = slot ? &t->map2 : &t->map;
         size_t *len = slot ? &t->map2_len : &t->map_len;
         int rc;
-        if (!(t->map_path[slot] = p))
+        t->map_path[slot] = p;
+        if (!t->map_path[slot])
             return -ENOMEM;
         s->map = slot;
-        if ((rc = tokvec__map_file(o, p, map, len)) < 0 ||
-            (rc = tokvec__parse_safetensors(t, o, p, *map, *len, slot)) < 0)
+        rc = tokvec__map_file(o, p, map, len);
+        if (rc >= 0)
+            rc = tokvec__parse_safetensors(t, o, p, *map, *len, slot);
+        if (rc < 0)
             return rc;
     }
     *in = s->map;
@@ -216,7 +220,8 @@ int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
                           "index has no \"weight_map\" object");
         goto out;
     }
-    if ((rc = collect_shards(t, o, path, wm)) < 0)
+    rc = collect_shards(t, o, path, wm);
+    if (rc < 0)
         goto out;
     const char *tn = role_name(o, path, wm, o->token_tensor,
                                tokvec__token_names, &rc);

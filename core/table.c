@@ -267,18 +267,19 @@ static int load_npy(tokvec_table *t, const tokvec_table_opts *o,
     if (!t->tensors)
         return -ENOMEM;
     t->ntensors = 1; /* counted first so close frees a partial parse */
-    if ((rc = tokvec__parse_npy(o, path, t->map, t->map_len, &t->tensors[0],
-                                &dtype)) < 0)
+    rc = tokvec__parse_npy(o, path, t->map, t->map_len, &t->tensors[0],
+                           &dtype);
+    if (rc < 0)
         return rc;
     *tok = &t->tensors[0];
     if (o->position_path) {
         t->ntensors = 2;
         t->tensors[1].file = 1;
-        if ((rc = tokvec__map_file(o, o->position_path, &t->map2,
-                                   &t->map2_len)) < 0 ||
-            (rc = tokvec__parse_npy(o, o->position_path, t->map2,
-                                    t->map2_len, &t->tensors[1], &dtype)) <
-                0)
+        rc = tokvec__map_file(o, o->position_path, &t->map2, &t->map2_len);
+        if (rc >= 0)
+            rc = tokvec__parse_npy(o, o->position_path, t->map2, t->map2_len,
+                                   &t->tensors[1], &dtype);
+        if (rc < 0)
             return rc;
         *pos = &t->tensors[1];
     }
@@ -331,7 +332,8 @@ static int load(tokvec_table *t, const tokvec_table_opts *o,
         t->info.format = "gguf";
         t->gguf = 1;
         t->pos_names = pn;
-        if ((rc = tokvec__parse_gguf(t, o, path, t->map, t->map_len)) < 0)
+        rc = tokvec__parse_gguf(t, o, path, t->map, t->map_len);
+        if (rc < 0)
             return rc;
         return tokvec__pick(t, o, path, gg_names, tok, pos);
     }
@@ -344,8 +346,8 @@ static int load(tokvec_table *t, const tokvec_table_opts *o,
                             "not a safetensors, .npy or GGUF file (and "
                             "not a model.safetensors.index.json)");
     t->info.format = "safetensors";
-    if ((rc = tokvec__parse_safetensors(t, o, path, t->map, t->map_len,
-                                        0)) < 0)
+    rc = tokvec__parse_safetensors(t, o, path, t->map, t->map_len, 0);
+    if (rc < 0)
         return rc;
     return tokvec__pick(t, o, path, st_names, tok, pos);
 }
@@ -398,7 +400,8 @@ static int positions(tokvec_table *t, const tokvec_table_opts *o,
                              : t->meta_context > 0
                                  ? t->meta_context
                                  : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
-    if ((rc = make_sinusoidal(t, o->flags)) < 0)
+    rc = make_sinusoidal(t, o->flags);
+    if (rc < 0)
         return tokvec__fail(o, path, rc, "cannot compute sinusoidal positions "
                             "for context_length %" PRId64 " x dim %" PRId64
                             ": %s%s", t->info.context_length, t->info.dim,
@@ -431,8 +434,10 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = load(t, o, t->path, &tok, &pos)) < 0 ||
-        (rc = row_format(o, t->path, tok, t->gguf, &t->tok_rows)) < 0)
+    rc = load(t, o, t->path, &tok, &pos);
+    if (rc >= 0)
+        rc = row_format(o, t->path, tok, t->gguf, &t->tok_rows);
+    if (rc < 0)
         goto out;
     t->info.vocab_size = tok->shape[0];
     t->info.dim = tok->shape[1];
@@ -440,7 +445,8 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     t->info.token_dtype = tok->dtype;
     t->tok = tok->data;
     t->row_bytes = t->tok_rows.row_bytes;
-    if ((rc = positions(t, o, t->path, tok, pos)) < 0)
+    rc = positions(t, o, t->path, tok, pos);
+    if (rc < 0)
         goto out;
     /* The dtype of the rows: as stored, or float32 for quantized tables
      * and for GGUF files whose two tables differ (all widened). */

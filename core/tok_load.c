@@ -675,7 +675,8 @@ static int finish(ld *l)
     t->n_ids = top;
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
-        if ((t->byte_id[b] = tv_vmap_get(t, &c, 1)) < 0)
+        t->byte_id[b] = tv_vmap_get(t, &c, 1);
+        if (t->byte_id[b] < 0)
             return fail(l, TOKVEC_E_TOKENIZER, "byte 0x%02x is not a token "
                         "(every byte must be one)", b);
     }

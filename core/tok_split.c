@@ -240,13 +240,16 @@ static size_t next_cl100k(const unsigned char *s, size_t i, size_t end,
     ch c = at(s, i, end);
     if (c.set & S_L)
         return run(s, i, end, S_L);
-    if ((e = prefixed(s, i, end, c, S_L)))
+    e = prefixed(s, i, end, c, S_L);
+    if (e)
         return run(s, e, end, S_L);
     if (c.set & S_N)
         return run_max(s, i, end, S_N, digits);
-    if ((e = punct(s, i, end, c, "\r\n")))
+    e = punct(s, i, end, c, "\r\n");
+    if (e)
         return e;
-    if ((e = ws_newline(s, i, end)))
+    e = ws_newline(s, i, end);
+    if (e)
         return e;
     return ws_tail(s, i, end);
 }
@@ -293,14 +296,17 @@ static size_t next_o200k(const unsigned char *s, size_t i, size_t end)
     for (int alt = 1; alt <= 2; alt++) {
         if (can_prefix && (e = o200k_word(s, i + c.len, end, alt)))
             return e;
-        if ((e = o200k_word(s, i, end, alt)))
+        e = o200k_word(s, i, end, alt);
+        if (e)
             return e;
     }
     if (c.set & S_N)
         return run_max(s, i, end, S_N, 3);
-    if ((e = punct(s, i, end, c, "\r\n/")))
+    e = punct(s, i, end, c, "\r\n/");
+    if (e)
         return e;
-    if ((e = ws_newline(s, i, end)))
+    e = ws_newline(s, i, end);
+    if (e)
         return e;
     return ws_tail(s, i, end);
 }

@@ -289,7 +289,8 @@ int cmd_init(int argc, char **argv)
     size_t ntok = (size_t)vocab * (size_t)dim;
     size_t npos = learned ? (size_t)context * (size_t)dim : 0;
 
-    if ((rc = tokvec_rng_new(a.seed, &rng)) < 0)
+    rc = tokvec_rng_new(a.seed, &rng);
+    if (rc < 0)
         goto out;
     tok = malloc(ntok * sizeof *tok);
     pos = npos ? malloc(npos * sizeof *pos) : NULL;
@@ -299,7 +300,8 @@ int cmd_init(int argc, char **argv)
     }
     /* As torch does: the token table, then the position table, from one
      * generator. */
-    if ((rc = tokvec_init_embedding(rng, tok, vocab, dim, padding)) < 0)
+    rc = tokvec_init_embedding(rng, tok, vocab, dim, padding);
+    if (rc < 0)
         goto out;
     if (learned && (rc = tokvec_init_embedding(rng, pos, context, dim,
                                                TOKVEC_NO_PADDING)) < 0)
@@ -481,7 +483,8 @@ int cmd_inspect(int argc, char **argv)
      * file's metadata may ask for) are not needed. */
     to.flags |= TOKVEC_TABLE_SKIP_SINUSOIDAL;
     tokvec_table *t = NULL;
-    if ((r = open_table(path, &to, &t)))
+    r = open_table(path, &to, &t);
+    if (r)
         return r;
     const tokvec_table_info *in = tokvec_table_get_info(t);
     printf("file        %s (%s, %" PRIu64 " bytes)\n", in->path, in->format,
@@ -637,7 +640,8 @@ int cmd_lookup(int argc, char **argv)
                          "--help)");
         goto out;
     }
-    if ((r = open_table(path, &to, &t)))
+    r = open_table(path, &to, &t);
+    if (r)
         goto out;
 
     tokvec_embed_fault f;
@@ -665,7 +669,8 @@ int cmd_lookup(int argc, char **argv)
         fail(1, "lookup: out of memory");
         goto out;
     }
-    if ((rc = tokvec_embed(t, ids, 1, n, start, flags_embed, vec)) < 0) {
+    rc = tokvec_embed(t, ids, 1, n, start, flags_embed, vec);
+    if (rc < 0) {
         fail(1, "lookup: %s", tokvec_strerror(rc));
         goto out;
     }
@@ -771,7 +776,8 @@ int cmd_convert(int argc, char **argv)
     if (r < 0 || !in_path || !out_path)
         return fail(EXIT_USAGE, "convert: need IN and -o OUT (see tokvec "
                                 "convert --help)");
-    if ((r = open_table(in_path, &to, &t)))
+    r = open_table(in_path, &to, &t);
+    if (r)
         return r;
 
     const tokvec_table_info *in = tokvec_table_get_info(t);

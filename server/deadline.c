@@ -150,7 +150,8 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci)
             return; /* unwatched: MHD's inactivity timeout still applies */
-        if (!(w = calloc(1, sizeof *w))) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
             if (s->cfg->max_connections_per_ip) /* cannot be counted */
                 shutdown(ci->connect_fd, SHUT_RDWR);
             return;

@@ -59,7 +59,7 @@ static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
             comm[strcspn(comm, "\n")] = '\0';
         fclose(f);
         if (!strncmp(comm, prefix, strlen(prefix)))
-            tids[n++] = (pid_t)atol(e->d_name);
+            tids[n++] = (pid_t)strtol(e->d_name, NULL, 10);
     }
     closedir(d);
     for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen */
@@ -84,7 +84,8 @@ static void name_http_threads(const char *stem, size_t expect)
     pid_t tids[1024];
     size_t n = 0;
     for (int i = 0; i < 10000; i++) {
-        if ((n = threads_named("MHD-", tids, 1024)) >= expect)
+        n = threads_named("MHD-", tids, 1024);
+        if (n >= expect)
             break;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }

@@ -29,8 +29,10 @@ static int setup(void **state)
 {
     serve_fx *s = calloc(1, sizeof *s);
     *state = s;
+    if (!s)
+        return -1;
     s->err_fd = -1;
-    return s && fx_init(&s->f) == 0 ? 0 : -1;
+    return fx_init(&s->f) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)

@@ -435,8 +435,8 @@ static const char *tiktoken_file(const char *name, int skip,
     for (int b = 0; b < 256; b++) {
         if (b == skip)
             continue;
-        unsigned char c = (unsigned char)b;
-        n += put_b64(buf + n, &c, 1);
+        unsigned char c[1] = {(unsigned char)b};
+        n += put_b64(buf + n, c, 1);
         n += (size_t)sprintf(buf + n, " %d\n", b);
     }
     n += (size_t)sprintf(buf + n, "%s", extra);
