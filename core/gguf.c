@@ -141,9 +141,11 @@ static int value(reader *r, uint32_t type, int depth)
         }
         if (n > (uint64_t)(r->end - r->p)) /* every element >= 1 byte */
             return truncated(r, "array");
-        for (uint64_t i = 0; i < n; i++)
-            if ((rc = value(r, et, depth + 1)) < 0)
+        for (uint64_t i = 0; i < n; i++) {
+            rc = value(r, et, depth + 1);
+            if (rc < 0)
                 return rc;
+        }
         return 0;
     }
     if (type >= 13 || !vsize[type])
@@ -233,9 +235,11 @@ static int metadata(reader *r, uint64_t nkv, uint32_t *align, char **json)
         record(meta, key, type, v);
         free(key);
     }
-    if (rc == 0 && !(*json = json_dumps(meta, JSON_COMPACT |
-                                                  JSON_PRESERVE_ORDER)))
-        rc = -ENOMEM;
+    if (rc == 0) {
+        *json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!*json)
+            rc = -ENOMEM;
+    }
     json_decref(meta);
     return rc;
 }

@@ -47,7 +47,7 @@ static char *other_index(const char *dir)
     int n = 0;
     if (!d)
         return NULL;
-    for (struct dirent *e; (e = readdir(d));) {
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
         size_t len = strlen(e->d_name), sl = strlen(INDEX_SUFFIX);
         if (len > sl && !strcmp(e->d_name + len - sl, INDEX_SUFFIX) &&
             n++ == 0)
@@ -240,11 +240,14 @@ int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
         pn = role_name(o, path, wm, o->position_tensor,
                        tokvec__position_names, &rc);
     int tin = 0, pin = 0;
-    if (rc < 0 || (rc = load_shard(t, o, wm, tn, 0, &tin)) < 0 ||
-        (pn && (rc = load_shard(t, o, wm, pn, 1, &pin)) < 0) ||
-        (rc = find_in(t, o, tn, tin, tok)) < 0 ||
-        (pn && (rc = find_in(t, o, pn, pin, pos)) < 0))
-        goto out;
+    if (rc >= 0)
+        rc = load_shard(t, o, wm, tn, 0, &tin);
+    if (rc >= 0 && pn)
+        rc = load_shard(t, o, wm, pn, 1, &pin);
+    if (rc >= 0)
+        rc = find_in(t, o, tn, tin, tok);
+    if (rc >= 0 && pn)
+        rc = find_in(t, o, pn, pin, pos);
 out:
     json_decref(root);
     return rc;

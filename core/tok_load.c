@@ -291,10 +291,12 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
                         "in the vocabulary", k + 1,
                         a < 0 ? "left token" : c < 0 ? "right token"
                                                      : "merged token");
-        if (!shaped) /* Hugging Face's rule: listed pairs, list order */
-            rc = (t->pmap || (rc = tv_pmap_init(t, m->n + 16)) == 0)
-                     ? tv_pmap_put(t, a, c, (uint32_t)k, r)
-                     : rc;
+        if (!shaped) { /* Hugging Face's rule: listed pairs, list order */
+            if (!t->pmap)
+                rc = tv_pmap_init(t, m->n + 16);
+            if (rc == 0)
+                rc = tv_pmap_put(t, a, c, (uint32_t)k, r);
+        }
     }
     if (rc == 0 && !t->pmap) /* no merges at all */
         rc = tv_pmap_init(t, 16);
@@ -345,10 +347,13 @@ static int load_gpt2(ld *l, const char *path, json_t *vocab)
     if (rc == 0)
         rc = parse_merges_txt(l, text, len, &m);
     int32_t dup = -1;
-    if (rc == 0 && (rc = tv_vmap_build(l->t, &dup)) == TOKVEC_E_MISMATCH) {
-        l->path = path;
-        rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
-                  "earlier token", dup);
+    if (rc == 0) {
+        rc = tv_vmap_build(l->t, &dup);
+        if (rc == TOKVEC_E_MISMATCH) {
+            l->path = path;
+            rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
+                      "earlier token", dup);
+        }
     }
     if (rc == 0)
         rc = apply_merges(l, &m, order);
@@ -358,6 +363,15 @@ static int load_gpt2(ld *l, const char *path, json_t *vocab)
     free(own);
     l->t->info.format = "gpt2-json";
     return rc;
+}
+
+/* 1 when model's key is set to something other than null or "" (an
+ * affix tokvec does not apply). */
+static int has_affix(json_t *model, const char *key)
+{
+    json_t *x = json_object_get(model, key);
+    const char *v = json_string_value(x);
+    return x && !json_is_null(x) && (!v || v[0]);
 }
 
 /* tokenizer.json: checks the pipeline is one tokvec runs exactly. */
@@ -405,14 +419,12 @@ static int hf_pipeline(ld *l, json_t *root)
     }
     json_t *model = json_object_get(root, "model");
     const char *mty = json_string_value(json_object_get(model, "type"));
-    json_t *x;
+    json_t *dropout = json_object_get(model, "dropout");
     if (!json_is_object(model) || (mty && strcmp(mty, "BPE")) ||
-        ((x = json_object_get(model, "dropout")) && !json_is_null(x)) ||
+        (dropout && !json_is_null(dropout)) ||
         json_is_true(json_object_get(model, "byte_fallback")) ||
-        ((x = json_object_get(model, "continuing_subword_prefix")) &&
-         !json_is_null(x) && strcmp(json_string_value(x) ? json_string_value(x) : "x", "")) ||
-        ((x = json_object_get(model, "end_of_word_suffix")) &&
-         !json_is_null(x) && strcmp(json_string_value(x) ? json_string_value(x) : "x", "")))
+        has_affix(model, "continuing_subword_prefix") ||
+        has_affix(model, "end_of_word_suffix"))
         return fail(l, TOKVEC_E_TOKENIZER, "model is not a plain BPE "
                     "(no dropout, byte_fallback or affixes)");
     return 0;
@@ -508,9 +520,13 @@ static int load_hf(ld *l, json_t *root)
     int32_t dup = -1;
     if (rc == 0)
         rc = hf_merges(l, json_object_get(model, "merges"), &m);
-    if (rc == 0 && (rc = tv_vmap_build(l->t, &dup)) == TOKVEC_E_MISMATCH)
-        rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
-                  "earlier token", dup);
+    if (rc == 0) {
+        rc = tv_vmap_build(l->t, &dup);
+        if (rc == TOKVEC_E_MISMATCH) {
+            rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
+                      "earlier token", dup);
+        }
+    }
     if (rc == 0)
         rc = apply_merges(l, &m, order);
     if (rc == 0 && json_is_true(json_object_get(model, "ignore_merges")))
@@ -542,8 +558,10 @@ static long b64dec(const char *s, size_t n, unsigned char *out)
         for (int k = 0; k < 4; k++) {
             if (s[i + k] == '=' && i + 4 == n && k >= 2) {
                 v[k] = 0, pad++;
-            } else if (pad || (v[k] = b64val((unsigned char)s[i + k])) < 0) {
-                return -1;
+            } else {
+                v[k] = pad ? -1 : b64val((unsigned char)s[i + k]);
+                if (v[k] < 0)
+                    return -1;
             }
         }
         uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
@@ -638,9 +656,13 @@ static int load_tiktoken(ld *l, char *text, size_t len)
                       "token %s", tiktoken_specials[k].id, pat, s);
     }
     int32_t dup = -1;
-    if (rc == 0 && (rc = tv_vmap_build(t, &dup)) == TOKVEC_E_MISMATCH)
-        rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d has the bytes of an "
-                  "earlier token", dup);
+    if (rc == 0) {
+        rc = tv_vmap_build(t, &dup);
+        if (rc == TOKVEC_E_MISMATCH) {
+            rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d has the bytes of an "
+                      "earlier token", dup);
+        }
+    }
     if (rc == 0)
         rc = tv_pmap_from_ranks(t);
     return rc;

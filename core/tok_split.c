@@ -184,8 +184,8 @@ static size_t ws_newline(const unsigned char *s, size_t i, size_t end)
 
 static size_t next_gpt2(const unsigned char *s, size_t i, size_t end)
 {
-    size_t e;
-    if (s[i] == '\'' && (e = contraction(s, i, end, 0)))
+    size_t e = s[i] == '\'' ? contraction(s, i, end, 0) : 0;
+    if (e)
         return e;
     ch c = at(s, i, end);
     size_t j = i;
@@ -234,8 +234,8 @@ static size_t punct(const unsigned char *s, size_t i, size_t end, ch c,
 static size_t next_cl100k(const unsigned char *s, size_t i, size_t end,
                           int digits)
 {
-    size_t e;
-    if (s[i] == '\'' && (e = contraction(s, i, end, 1)))
+    size_t e = s[i] == '\'' ? contraction(s, i, end, 1) : 0;
+    if (e)
         return e;
     ch c = at(s, i, end);
     if (c.set & S_L)
@@ -294,7 +294,8 @@ static size_t next_o200k(const unsigned char *s, size_t i, size_t end)
                        (c.set & (S_L | S_N))) && i + c.len < end;
     size_t e;
     for (int alt = 1; alt <= 2; alt++) {
-        if (can_prefix && (e = o200k_word(s, i + c.len, end, alt)))
+        e = can_prefix ? o200k_word(s, i + c.len, end, alt) : 0;
+        if (e)
             return e;
         e = o200k_word(s, i, end, alt);
         if (e)
