@@ -206,7 +206,7 @@ static int init_parse(int argc, char **argv, init_args *a)
     *a = (init_args){.context = 1024, .padding = TOKVEC_NO_PADDING,
                      .seed = 123, .seed_text = "123",
                      .positional = TOKVEC_POS_LEARNED, .dtype = TOKVEC_F32};
-    while ((r = opt_next(&o)) > 0) {
+    for (r = opt_next(&o); r > 0; r = opt_next(&o)) {
         const char *n = o.name, *v = o.value;
         if (!n)
             return fail(EXIT_USAGE, "init: unexpected argument '%s'", v);
@@ -303,8 +303,9 @@ int cmd_init(int argc, char **argv)
     rc = tokvec_init_embedding(rng, tok, vocab, dim, padding);
     if (rc < 0)
         goto out;
-    if (learned && (rc = tokvec_init_embedding(rng, pos, context, dim,
-                                               TOKVEC_NO_PADDING)) < 0)
+    if (learned)
+        rc = tokvec_init_embedding(rng, pos, context, dim, TOKVEC_NO_PADDING);
+    if (rc < 0)
         goto out;
 
     const void *tok_data = tok, *pos_data = pos;
@@ -461,7 +462,7 @@ int cmd_inspect(int argc, char **argv)
     const char *path = NULL;
     int r;
 
-    while ((r = opt_next(&o)) > 0) {
+    for (r = opt_next(&o); r > 0; r = opt_next(&o)) {
         if (!o.name) {
             if (path)
                 return fail(EXIT_USAGE, "inspect: one FILE only");
@@ -589,7 +590,7 @@ int cmd_lookup(int argc, char **argv)
 
     if (!ids)
         return fail(1, "lookup: out of memory");
-    while ((r = opt_next(&o)) > 0) {
+    for (r = opt_next(&o); r > 0; r = opt_next(&o)) {
         const char *v = o.value;
         if (!o.name) {
             if (parse_i64(v, INT64_MIN, INT64_MAX, &ids[n])) {
@@ -630,9 +631,11 @@ int cmd_lookup(int argc, char **argv)
         fail(EXIT_USAGE, "lookup: give IDs or --text, not both");
         goto out;
     }
-    if (r >= 0 && path && text &&
-        (ret = tv_cli_text_ids(tokenizer, text, special, &ids, &n)))
-        goto out;
+    if (r >= 0 && path && text) {
+        ret = tv_cli_text_ids(tokenizer, text, special, &ids, &n);
+        if (ret)
+            goto out;
+    }
     ret = EXIT_USAGE;
     if (r < 0 || !path || n == 0) {
         fail(EXIT_USAGE, "lookup: need --table FILE and at least one ID "
@@ -752,7 +755,7 @@ int cmd_convert(int argc, char **argv)
     tokvec_table *t = NULL;
     void *tok = NULL, *pos = NULL;
 
-    while ((r = opt_next(&o)) > 0) {
+    for (r = opt_next(&o); r > 0; r = opt_next(&o)) {
         if (!o.name) {
             if (in_path)
                 return fail(EXIT_USAGE, "convert: one input file only");

@@ -47,7 +47,7 @@ static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
     size_t n = 0;
     if (!d)
         return 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL && n < cap;) {
+    for (struct dirent *e = readdir(d); e && n < cap; e = readdir(d)) {
         char path[300], comm[32] = "";
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
@@ -258,7 +258,9 @@ int listen_start(tv_server *s, char *err, size_t errlen)
     }
     int e = address_free(sa, sa == (const struct sockaddr *)&sa4
                                  ? sizeof sa4 : sizeof sa6);
-    if (!e && !(s->tcp = tv_calloc(s->http_threads, sizeof *s->tcp))) {
+    if (!e)
+        s->tcp = tv_calloc(s->http_threads, sizeof *s->tcp);
+    if (!e && !s->tcp) {
         snprintf(err, errlen, "out of memory");
         if (ufd >= 0)
             close(ufd);
