@@ -10,7 +10,6 @@ Run: /usr/bin/python3 tests/e2e/test_prometheus.py --binary build/tokvec
 Needs promtool (Debian package prometheus; `make test-deps` installs it).
 Without it every test is skipped with a message saying so.
 """
-import argparse
 import os
 import re
 import shutil
@@ -20,7 +19,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (server helpers)
+import support as tc  # noqa: E402  (the e2e support module)
 
 PROM = os.path.join(tc.TOP, "deploy", "prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -119,8 +118,4 @@ class Rules(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -16,7 +16,6 @@ Run: /usr/bin/python3 tests/e2e/test_torchsave.py --binary build/tokvec
 $TOKVEC_TORCHSAVE). Needs numpy and torch (Debian python3-torch; skipped
 with a message without it).
 """
-import argparse
 import base64
 import io
 import json
@@ -29,7 +28,7 @@ import zipfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_contract as tc  # noqa: E402  (bf16_rne, BINARY)
+import support as tc  # noqa: E402  (the e2e support module)
 
 try:
     import torch
@@ -159,8 +158,4 @@ class TorchLoad(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()
