@@ -231,6 +231,17 @@ static size_t punct(const unsigned char *s, size_t i, size_t end, ch c,
     return j;
 }
 
+/* cl100k's and o200k's last alternatives: punctuation (with the trailing
+ * characters of nl), a whitespace run ending in newlines, whitespace. */
+static size_t punct_or_space(const unsigned char *s, size_t i, size_t end,
+                             ch c, const char *nl)
+{
+    size_t e = punct(s, i, end, c, nl);
+    if (!e)
+        e = ws_newline(s, i, end);
+    return e ? e : ws_tail(s, i, end);
+}
+
 static size_t next_cl100k(const unsigned char *s, size_t i, size_t end,
                           int digits)
 {
@@ -245,13 +256,7 @@ static size_t next_cl100k(const unsigned char *s, size_t i, size_t end,
         return run(s, e, end, S_L);
     if (c.set & S_N)
         return run_max(s, i, end, S_N, digits);
-    e = punct(s, i, end, c, "\r\n");
-    if (e)
-        return e;
-    e = ws_newline(s, i, end);
-    if (e)
-        return e;
-    return ws_tail(s, i, end);
+    return punct_or_space(s, i, end, c, "\r\n");
 }
 
 /* o200k's first two alternatives from s (after an optional prefix):
@@ -303,13 +308,7 @@ static size_t next_o200k(const unsigned char *s, size_t i, size_t end)
     }
     if (c.set & S_N)
         return run_max(s, i, end, S_N, 3);
-    e = punct(s, i, end, c, "\r\n/");
-    if (e)
-        return e;
-    e = ws_newline(s, i, end);
-    if (e)
-        return e;
-    return ws_tail(s, i, end);
+    return punct_or_space(s, i, end, c, "\r\n/");
 }
 
 size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,
