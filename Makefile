@@ -281,7 +281,8 @@ LINT_PENDING := server/http.c server/request.c server/request_fast.c \
 lint: deps $(BUILD)/gen/tok_ucd.h
 	@tools/deps.sh $(DEB_LINT)
 	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
-	 LINT_CPPFLAGS="-I$(BUILD)/gen" PYTHON="$(PYTHON)" tools/lint.sh
+	 LINT_CPPFLAGS="-I$(BUILD)/gen" LINT_CACHE="$(BUILD)/lint-cache" \
+	 PYTHON="$(PYTHON)" tools/lint.sh
 
 # --- running ---------------------------------------------------------------
 $(DEFAULT_TABLE): | $(BUILD)/tokvec

@@ -14,13 +14,16 @@
 #
 # Usage (the Makefile sets these): LINT_FILES="..." LINT_PENDING="..."
 #   LINT_CPPFLAGS="-Ibuild/gen" PYTHON=python3 tools/lint.sh
-# cppcheck and clang-tidy run on LINT_JOBS processes (default: nproc).
+# cppcheck and clang-tidy run on LINT_JOBS processes (default: nproc);
+# LINT_CACHE=DIR keeps clang-tidy's results for files (and the headers they
+# include) that have not changed since (the Makefile: build/lint-cache).
 set -u
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 LINT_PENDING=${LINT_PENDING:-}
 LINT_FORMAT=${LINT_FORMAT:-report}
 LINT_JOBS=${LINT_JOBS:-$(nproc 2>/dev/null || echo 1)}
+LINT_CACHE=${LINT_CACHE:-}
 CPPFLAGS_LINT="-D_GNU_SOURCE -Iinclude -Iserver -Icore ${LINT_CPPFLAGS:-}"
 log=$(mktemp -d /tmp/tokvec-lint-XXXXXX)
 trap 'rm -rf "$log"' EXIT
@@ -76,15 +79,15 @@ cppcheck_run $(only_c $later) > "$log/cp"
 report cppcheck "$log/cs" "$log/cp"
 
 # One clang-tidy a file, LINT_JOBS at a time, each into a file of its own
-# (so that parallel outputs do not interleave); $1 names the run.
+# (so that parallel outputs do not interleave; tools/lint_tidy_one.sh,
+# which reuses results from LINT_CACHE); $1 names the run.
 tidy_run() {
     out="$log/tidy-$1"; shift
     mkdir -p "$out"
     [ $# -eq 0 ] && return 0
-    export CPPFLAGS_LINT
-    printf '%s\n' "$@" | xargs -P "$LINT_JOBS" -I{} sh -c \
-        'clang-tidy --quiet "$1" -- -std=c11 $CPPFLAGS_LINT \
-            > "$2/$(echo "$1" | tr / _)" 2>/dev/null' sh {} "$out"
+    export CPPFLAGS_LINT LINT_CACHE
+    printf '%s\n' "$@" |
+        xargs -P "$LINT_JOBS" -I{} tools/lint_tidy_one.sh {} "$out"
     cat "$out"/* | grep -E '(warning|error):' | sed "s|^$PWD/||" | sort
 }
 tidy_run s $(tidy_c $strict) > "$log/ts"
