@@ -7,6 +7,7 @@
 #ifndef TOKVEC_INTERNAL_H
 #define TOKVEC_INTERNAL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,6 +93,10 @@ int tokvec__fail(const tokvec_table_opts *o, const char *path, int code,
  * out. code is evaluated twice: pass a constant or a variable. */
 #define tokvec__fail(o, path, code, ...) \
     (tokvec__fail((o), (path), (code), __VA_ARGS__), (code))
+/* "path: " fmt into buf (len > 0 bytes), cut to fit; for the error
+ * buffers of tables and tokenizers. */
+void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,
+                   va_list ap) __attribute__((format(printf, 4, 0)));
 /* Maps a whole regular file read-only (never blocks on a FIFO). */
 int tokvec__map_file(const tokvec_table_opts *o, const char *path,
                      const unsigned char **map, size_t *len);

@@ -70,15 +70,20 @@ int(tokvec__fail)(const tokvec_table_opts *o, const char *path, int code,
                   const char *fmt, ...)
 {
     if (o && o->errbuf && o->errlen) {
-        int n = snprintf(o->errbuf, o->errlen, "%s: ", path);
-        if (n >= 0 && (size_t)n < o->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(o->errbuf + n, o->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        tokvec__vnote(o->errbuf, o->errlen, path, fmt, ap);
+        va_end(ap);
     }
     return code;
+}
+
+void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,
+                   va_list ap)
+{
+    int n = snprintf(buf, len, "%s: ", path);
+    if (n >= 0 && (size_t)n < len)
+        vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 }
 
 /* What a file that is not a regular one is, for the error message. */

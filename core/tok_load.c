@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "tok_internal.h"
 
 #define MAX_FILE ((size_t)1 << 30)
@@ -34,13 +35,10 @@ static int (fail)(ld *l, int code, const char *fmt, ...)
 {
     const tokvec_tokenizer_opts *o = l->o;
     if (o && o->errbuf && o->errlen) {
-        int n = snprintf(o->errbuf, o->errlen, "%s: ", l->path);
-        if (n >= 0 && (size_t)n < o->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(o->errbuf + n, o->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        tokvec__vnote(o->errbuf, o->errlen, l->path, fmt, ap);
+        va_end(ap);
     }
     return code;
 }
