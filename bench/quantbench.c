@@ -137,15 +137,21 @@ int main(int argc, char **argv)
     int nd = 2;
     if (argc > 1)
         for (nd = 0; nd < argc - 1 && nd < 8; nd++)
-            dims[nd] = atoll(argv[nd + 1]);
+            dims[nd] = strtoll(argv[nd + 1], NULL, 10);
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     int64_t *ids = malloc(32 * 128 * sizeof *ids);
+    if (!ids)
+        return 1;
     unsigned x = 7;
     for (int i = 0; i < 32 * 128; i++)
         ids[i] = (x = x * 1103515245u + 12345u) >> 8 & (ROWS - 1);
     printf("type\tdim\tbytes/row\trow ns\trow GB/s out\tembed ns/row\n");
     for (int d = 0; d < nd; d++) {
-        float *out = aligned_alloc(64, (size_t)dims[d] * 32 * 128 * 4);
+        size_t out_bytes = (size_t)dims[d] * 32 * 128 * 4;
+        float *out = aligned_alloc(64, out_bytes);
+        if (!out)
+            return 1;
+        memset(out, 0, out_bytes); /* faulted in before the timing */
         for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
             char path[512];
             snprintf(path, sizeof path, "%s/quantbench-%d.gguf", tmp,

@@ -91,9 +91,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: similarbench TABLE [QUERIES]\n");
         return 2;
     }
-    int nq = argc > 2 ? atoi(argv[2]) : 30;
-    if (nq < 1)
-        nq = 1;
+    long nq_arg = argc > 2 ? strtol(argv[2], NULL, 10) : 30;
+    int nq = nq_arg < 1 ? 1 : nq_arg > 1000000 ? 1000000 : (int)nq_arg;
     char err[512] = "";
     tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
     tokvec_table *t;
@@ -111,11 +110,15 @@ int main(int argc, char **argv)
     double prep = now() - t0;
     double *ts = malloc((size_t)nq * sizeof *ts);
     tokvec_neighbor out[10];
+    if (!ts)
+        return 1;
     for (int i = 0; i < nq; i++) {
         int64_t id = (int64_t)i * 7919 % in->vocab_size;
         t0 = now();
-        if (tokvec_similar_token(s, id, 10, out) < 0)
+        if (tokvec_similar_token(s, id, 10, out) < 0) {
+            free(ts);
             return 1;
+        }
         ts[i] = now() - t0;
     }
     qsort(ts, (size_t)nq, sizeof *ts, cmp);
@@ -128,6 +131,8 @@ int main(int argc, char **argv)
     if (in->dtype == TOKVEC_F32 && tokvec_table_token_row(t, 42, &row) == 0 &&
         ((uintptr_t)row.data & 3) == 0) {
         float *q = malloc((size_t)in->dim * sizeof *q);
+        if (!q)
+            return 1;
         tokvec_row_to_f32(&row, q);
         int64_t b1 = -1, b2 = -1;
         double tn = 1e30, tf = 1e30;
@@ -137,7 +142,7 @@ int main(int argc, char **argv)
             tf = b < tf ? b : tf;
         }
         if (tokvec_similar_token(s, 42, 1, out) < 0)
-            return 1;
+            out[0].id = -1;
         printf("  comparison scans (best of 3): naive double %.2f ms, "
                "float lanes with norms on the fly %.2f ms (best ids %lld "
                "%lld, index %lld)\n",

@@ -103,7 +103,7 @@ static int str(reader *r, const char *what, const unsigned char **s,
                uint64_t *n)
 {
     int rc = u64(r, what, n);
-    if (rc < 0)
+    if (rc != 0)
         return rc;
     if (*n > (uint64_t)(r->end - r->p))
         return truncated(r, what);
@@ -124,8 +124,10 @@ static int value(reader *r, uint32_t type, int depth)
             return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
                                 "GGUF arrays nested over %d deep",
                                 MAX_DEPTH);
-        if ((rc = u32(r, "array type", &et)) < 0 ||
-            (rc = u64(r, "array length", &n)) < 0)
+        rc = u32(r, "array type", &et);
+        if (rc >= 0)
+            rc = u64(r, "array length", &n);
+        if (rc < 0)
             return rc;
         if (et >= 13)
             return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
@@ -139,9 +141,11 @@ static int value(reader *r, uint32_t type, int depth)
         }
         if (n > (uint64_t)(r->end - r->p)) /* every element >= 1 byte */
             return truncated(r, "array");
-        for (uint64_t i = 0; i < n; i++)
-            if ((rc = value(r, et, depth + 1)) < 0)
+        for (uint64_t i = 0; i < n; i++) {
+            rc = value(r, et, depth + 1);
+            if (rc < 0)
                 return rc;
+        }
         return 0;
     }
     if (type >= 13 || !vsize[type])
@@ -197,8 +201,10 @@ static int metadata(reader *r, uint64_t nkv, uint32_t *align, char **json)
         const unsigned char *k = NULL, *v;
         uint64_t kn = 0;
         uint32_t type = 0;
-        if ((rc = str(r, "metadata key", &k, &kn)) < 0 ||
-            (rc = u32(r, "metadata value type", &type)) < 0)
+        rc = str(r, "metadata key", &k, &kn);
+        if (rc >= 0)
+            rc = u32(r, "metadata value type", &type);
+        if (rc < 0)
             break;
         if (kn == 0 || kn > 65535) {
             rc = tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
@@ -207,7 +213,8 @@ static int metadata(reader *r, uint64_t nkv, uint32_t *align, char **json)
             break;
         }
         v = r->p;
-        if ((rc = value(r, type, 0)) < 0)
+        rc = value(r, type, 0);
+        if (rc < 0)
             break;
         char *key = strndup((const char *)k, (size_t)kn);
         if (!key) {
@@ -228,9 +235,11 @@ static int metadata(reader *r, uint64_t nkv, uint32_t *align, char **json)
         record(meta, key, type, v);
         free(key);
     }
-    if (rc == 0 && !(*json = json_dumps(meta, JSON_COMPACT |
-                                                  JSON_PRESERVE_ORDER)))
-        rc = -ENOMEM;
+    if (rc == 0) {
+        *json = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!*json)
+            rc = -ENOMEM;
+    }
     json_decref(meta);
     return rc;
 }
@@ -269,29 +278,35 @@ static int tensor_info(reader *r, uint32_t align, tokvec__tensor *x,
     uint64_t n = 0, dims[4] = {0}, numel = 1;
     uint32_t nd, type;
     int rc;
-    if ((rc = str(r, "tensor name", &name, &n)) < 0)
+    rc = str(r, "tensor name", &name, &n);
+    if (rc < 0)
         return rc;
     if (n == 0 || n > 64)
         return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
                             "GGUF tensor name of %" PRIu64 " bytes (1 to 64)",
                             n);
-    if (!(x->name = strndup((const char *)name, (size_t)n)))
+    x->name = strndup((const char *)name, (size_t)n);
+    if (!x->name)
         return -ENOMEM;
-    if ((rc = u32(r, "tensor n_dims", &nd)) < 0)
+    rc = u32(r, "tensor n_dims", &nd);
+    if (rc < 0)
         return rc;
     if (nd < 1 || nd > 4)
         return tokvec__fail(r->o, r->path, TOKVEC_E_RANK,
                             "GGUF tensor '%s' has %" PRIu32 " dims (1 to 4)",
                             x->name, nd);
     for (uint32_t i = 0; i < nd; i++) {
-        if ((rc = u64(r, "tensor dims", &dims[i])) < 0)
+        rc = u64(r, "tensor dims", &dims[i]);
+        if (rc < 0)
             return rc;
         if (dims[i] > INT64_MAX || !tokvec__mul_ok(numel, dims[i], &numel))
             return tokvec__fail(r->o, r->path, TOKVEC_E_SIZE,
                                 "GGUF tensor '%s' shape overflows", x->name);
     }
-    if ((rc = u32(r, "tensor type", &type)) < 0 ||
-        (rc = u64(r, "tensor offset", off)) < 0)
+    rc = u32(r, "tensor type", &type);
+    if (rc >= 0)
+        rc = u64(r, "tensor offset", off);
+    if (rc < 0)
         return rc;
     if (type >= NTYPES || !types[type].bytes)
         return tokvec__fail(r->o, r->path, TOKVEC_E_DTYPE,
@@ -327,8 +342,10 @@ static int header(reader *r, uint64_t *nt, uint64_t *nkv)
     const unsigned char *m;
     uint32_t v = 0;
     int rc;
-    if ((rc = take(r, 4, "magic", &m)) < 0 ||
-        (rc = u32(r, "version", &v)) < 0)
+    rc = take(r, 4, "magic", &m);
+    if (rc >= 0)
+        rc = u32(r, "version", &v);
+    if (rc < 0)
         return rc;
     if (v == 1)
         return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
@@ -339,8 +356,10 @@ static int header(reader *r, uint64_t *nt, uint64_t *nkv)
     if (v != 2 && v != 3)
         return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
                             "GGUF version %" PRIu32 " is not 2 or 3", v);
-    if ((rc = u64(r, "tensor count", nt)) < 0 ||
-        (rc = u64(r, "metadata count", nkv)) < 0)
+    rc = u64(r, "tensor count", nt);
+    if (rc >= 0)
+        rc = u64(r, "metadata count", nkv);
+    if (rc < 0)
         return rc;
     /* A tensor info takes at least 33 bytes, a key-value pair 14. */
     size_t left = (size_t)(r->end - r->p);
@@ -359,8 +378,10 @@ int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
     uint64_t nt, nkv, *off = NULL;
     uint32_t align = 32;
     int rc;
-    if ((rc = header(&r, &nt, &nkv)) < 0 ||
-        (rc = metadata(&r, nkv, &align, &t->metadata_json)) < 0)
+    rc = header(&r, &nt, &nkv);
+    if (rc >= 0)
+        rc = metadata(&r, nkv, &align, &t->metadata_json);
+    if (rc < 0)
         return rc;
     t->tensors = calloc(nt + 1, sizeof *t->tensors);
     off = calloc(nt + 1, sizeof *off);
@@ -370,7 +391,8 @@ int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
     }
     for (uint64_t i = 0; i < nt; i++) {
         t->ntensors++; /* counted first: close frees a partial entry */
-        if ((rc = tensor_info(&r, align, &t->tensors[i], &off[i])) < 0)
+        rc = tensor_info(&r, align, &t->tensors[i], &off[i]);
+        if (rc < 0)
             goto out;
     }
     uint64_t at = (uint64_t)(r.p - map);
@@ -393,7 +415,8 @@ int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
         }
         x->data = map + start + off[i];
     }
-    if ((rc = unique_names(t, o, path)) == 0)
+    rc = unique_names(t, o, path);
+    if (rc == 0)
         rc = tokvec__check_overlaps(t, o, path, map + start, 0, "GGUF");
 out:
     free(off);

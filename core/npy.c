@@ -114,7 +114,8 @@ int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
         goto out;
     }
     int64_t dims[2] = {0, 0};
-    if ((rc = npy_shape(o, path, s, dims)) < 0)
+    rc = npy_shape(o, path, s, dims);
+    if (rc < 0)
         goto out;
     uint64_t bytes;
     size_t isz = tokvec_dtype_size(*dtype);

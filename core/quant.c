@@ -159,6 +159,17 @@ static void scale_min_k4(int j, const unsigned char *q, int *sc, int *m)
     }
 }
 
+/* The scales and mins of sub-blocks is and is + 1, times d and dmin. */
+static void scale_min_pair(int is, const unsigned char *scales, float d,
+                           float min, float dm[4])
+{
+    int sc, m;
+    scale_min_k4(is, scales, &sc, &m);
+    dm[0] = d * (float)sc, dm[1] = min * (float)m;
+    scale_min_k4(is + 1, scales, &sc, &m);
+    dm[2] = d * (float)sc, dm[3] = min * (float)m;
+}
+
 /* block_q4_K: d, dmin, scales[12], qs[128]. For each 64 values: the low
  * nibbles of 32 bytes of qs with sub-block scale/min 2k, then the high
  * nibbles with 2k + 1. y = (d * sc) * q - (dmin * m). */
@@ -167,15 +178,12 @@ static void q4_k(const unsigned char *restrict b, float *restrict y)
     const float d = f16(b), min = f16(b + 2);
     const unsigned char *scales = b + 4, *q = b + 16;
     for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
-        int sc, m;
-        scale_min_k4(is, scales, &sc, &m);
-        const float d1 = d * (float)sc, m1 = min * (float)m;
-        scale_min_k4(is + 1, scales, &sc, &m);
-        const float d2 = d * (float)sc, m2 = min * (float)m;
+        float dm[4];
+        scale_min_pair(is, scales, d, min, dm);
         for (int l = 0; l < 32; l++)
-            *y++ = d1 * (float)(q[l] & 0xF) - m1;
+            *y++ = dm[0] * (float)(q[l] & 0xF) - dm[1];
         for (int l = 0; l < 32; l++)
-            *y++ = d2 * (float)(q[l] >> 4) - m2;
+            *y++ = dm[2] * (float)(q[l] >> 4) - dm[3];
     }
 }
 
@@ -187,15 +195,14 @@ static void q5_k(const unsigned char *restrict b, float *restrict y)
     const unsigned char *scales = b + 4, *qh = b + 16, *ql = b + 48;
     unsigned u1 = 1, u2 = 2;
     for (int j = 0, is = 0; j < 256; j += 64, is += 2, ql += 32) {
-        int sc, m;
-        scale_min_k4(is, scales, &sc, &m);
-        const float d1 = d * (float)sc, m1 = min * (float)m;
-        scale_min_k4(is + 1, scales, &sc, &m);
-        const float d2 = d * (float)sc, m2 = min * (float)m;
+        float dm[4];
+        scale_min_pair(is, scales, d, min, dm);
         for (int l = 0; l < 32; l++)
-            *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+            *y++ = dm[0] * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) -
+                   dm[1];
         for (int l = 0; l < 32; l++)
-            *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+            *y++ = dm[2] * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) -
+                   dm[3];
         u1 <<= 2;
         u2 <<= 2;
     }

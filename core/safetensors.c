@@ -248,13 +248,15 @@ int tokvec__parse_safetensors(tokvec_table *t, const tokvec_table_opts *o,
     json_object_foreach(root, key, val)
     {
         if (!strcmp(key, "__metadata__")) {
-            if ((rc = st_metadata(t, o, path, val)) < 0)
+            rc = st_metadata(t, o, path, val);
+            if (rc < 0)
                 goto out;
             continue;
         }
         tokvec__tensor *x = &t->tensors[t->ntensors++];
         x->file = file;
-        if ((rc = st_tensor(o, path, key, val, data, data_len, x)) < 0)
+        rc = st_tensor(o, path, key, val, data, data_len, x);
+        if (rc < 0)
             goto out;
     }
     rc = tokvec__check_overlaps(t, o, path, data, first, "safetensors");

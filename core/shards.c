@@ -10,6 +10,7 @@
  *
  * Called by tokvec_table_open (table.c) on the thread opening the table.
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -46,7 +47,7 @@ static char *other_index(const char *dir)
     int n = 0;
     if (!d)
         return NULL;
-    for (struct dirent *e; (e = readdir(d));) {
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
         size_t len = strlen(e->d_name), sl = strlen(INDEX_SUFFIX);
         if (len > sl && !strcmp(e->d_name + len - sl, INDEX_SUFFIX) &&
             n++ == 0)
@@ -98,6 +99,7 @@ static int collect_shards(tokvec_table *t, const tokvec_table_opts *o,
     t->shards = calloc(json_object_size(wm) + 1, sizeof *t->shards);
     if (!t->shards)
         return -ENOMEM;
+    t->nshards = 0;
     json_object_foreach(wm, key, v)
     {
         if (!json_is_string(v))
@@ -115,7 +117,8 @@ static int collect_shards(tokvec_table *t, const tokvec_table_opts *o,
             k++;
         if (k == t->nshards) {
             t->shards[k].map = -1;
-            if (!(t->shards[k].file = strdup(f)))
+            t->shards[k].file = strdup(f);
+            if (!t->shards[k].file)
                 return -ENOMEM;
             t->nshards++;
         }
@@ -151,8 +154,11 @@ static int load_shard(tokvec_table *t, const tokvec_table_opts *o,
 {
     const char *file = json_string_value(json_object_get(wm, name));
     tokvec__shard *s = t->shards;
-    while (strcmp(s->file, file))
+    /* collect_shards listed every value of wm, all of them strings. */
+    assert(file);
+    while (s->file && strcmp(s->file, file))
         s++;
+    assert(s->file);
     if (s->map < 0) {
         const char *slash = strrchr(t->path, '/');
         char *p = slash ? join(t->path, (size_t)(slash - t->path), file)
@@ -160,11 +166,14 @@ static int load_shard(tokvec_table *t, const tokvec_table_opts *o,
         const unsigned char **map = slot ? &t->map2 : &t->map;
         size_t *len = slot ? &t->map2_len : &t->map_len;
         int rc;
-        if (!(t->map_path[slot] = p))
+        t->map_path[slot] = p;
+        if (!t->map_path[slot])
             return -ENOMEM;
         s->map = slot;
-        if ((rc = tokvec__map_file(o, p, map, len)) < 0 ||
-            (rc = tokvec__parse_safetensors(t, o, p, *map, *len, slot)) < 0)
+        rc = tokvec__map_file(o, p, map, len);
+        if (rc >= 0)
+            rc = tokvec__parse_safetensors(t, o, p, *map, *len, slot);
+        if (rc < 0)
             return rc;
     }
     *in = s->map;
@@ -211,7 +220,8 @@ int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
                           "index has no \"weight_map\" object");
         goto out;
     }
-    if ((rc = collect_shards(t, o, path, wm)) < 0)
+    rc = collect_shards(t, o, path, wm);
+    if (rc < 0)
         goto out;
     const char *tn = role_name(o, path, wm, o->token_tensor,
                                tokvec__token_names, &rc);
@@ -230,11 +240,14 @@ int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
         pn = role_name(o, path, wm, o->position_tensor,
                        tokvec__position_names, &rc);
     int tin = 0, pin = 0;
-    if (rc < 0 || (rc = load_shard(t, o, wm, tn, 0, &tin)) < 0 ||
-        (pn && (rc = load_shard(t, o, wm, pn, 1, &pin)) < 0) ||
-        (rc = find_in(t, o, tn, tin, tok)) < 0 ||
-        (pn && (rc = find_in(t, o, pn, pin, pos)) < 0))
-        goto out;
+    if (rc >= 0)
+        rc = load_shard(t, o, wm, tn, 0, &tin);
+    if (rc >= 0 && pn)
+        rc = load_shard(t, o, wm, pn, 1, &pin);
+    if (rc >= 0)
+        rc = find_in(t, o, tn, tin, tok);
+    if (rc >= 0 && pn)
+        rc = find_in(t, o, pn, pin, pos);
 out:
     json_decref(root);
     return rc;

@@ -90,7 +90,9 @@ int tokvec_similar_prepare(tokvec_similar *s)
     if (atomic_load_explicit(&s->ready, memory_order_relaxed))
         goto out;
     s->inv = malloc((size_t)s->vocab * sizeof *s->inv);
-    scratch = malloc((size_t)s->dim * sizeof *scratch);
+    /* calloc, not malloc: tokvec_widen fills it, in a file the analyzer
+     * does not follow. */
+    scratch = calloc((size_t)s->dim, sizeof *scratch);
     if (!s->inv || !scratch) {
         free(s->inv);
         s->inv = NULL;
@@ -195,7 +197,7 @@ int tokvec_similar_vector(tokvec_similar *s, const float *q, size_t k,
     int rc = tokvec_similar_prepare(s);
     if (rc < 0)
         return rc;
-    float *unit = malloc(2 * (size_t)s->dim * sizeof *unit);
+    float *unit = calloc(2 * (size_t)s->dim, sizeof *unit);
     if (!unit)
         return -ENOMEM;
     double inv = ss > 0 ? 1.0 / sqrt(ss) : 0; /* zero: every score 0 */
@@ -213,7 +215,7 @@ int tokvec_similar_token(tokvec_similar *s, int64_t id, size_t k,
 {
     if (id < 0 || id >= s->vocab)
         return TOKVEC_E_TOKEN_RANGE;
-    float *q = malloc((size_t)s->dim * sizeof *q);
+    float *q = calloc((size_t)s->dim, sizeof *q);
     if (!q)
         return -ENOMEM;
     const float *row = row_f32(s, id, q);

@@ -66,19 +66,24 @@ int tokvec_positional_parse(const char *s, tokvec_positional *out)
 
 /* Records a one-line reason "path: what" in the caller's buffer; returns
  * code so error paths are one statement. */
-int tokvec__fail(const tokvec_table_opts *o, const char *path, int code,
-                 const char *fmt, ...)
+int(tokvec__fail)(const tokvec_table_opts *o, const char *path, int code,
+                  const char *fmt, ...)
 {
     if (o && o->errbuf && o->errlen) {
-        int n = snprintf(o->errbuf, o->errlen, "%s: ", path);
-        if (n >= 0 && (size_t)n < o->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(o->errbuf + n, o->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        tokvec__vnote(o->errbuf, o->errlen, path, fmt, ap);
+        va_end(ap);
     }
     return code;
+}
+
+void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,
+                   va_list ap)
+{
+    int n = snprintf(buf, len, "%s: ", path);
+    if (n >= 0 && (size_t)n < len)
+        vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 }
 
 /* What a file that is not a regular one is, for the error message. */
@@ -105,12 +110,13 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
         rc = 0;
     *map = NULL;
     *len = 0;
-    if (fd < 0)
-        return tokvec__fail(o, path, -errno, "cannot open: %s",
-                            strerror(errno));
+    if (fd < 0) {
+        rc = -errno;
+        return tokvec__fail(o, path, rc, "cannot open: %s", strerror(-rc));
+    }
     if (fstat(fd, &st) < 0) {
-        rc = tokvec__fail(o, path, -errno, "cannot stat: %s",
-                          strerror(errno));
+        rc = -errno;
+        rc = tokvec__fail(o, path, rc, "cannot stat: %s", strerror(-rc));
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -124,8 +130,8 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
-        rc = tokvec__fail(o, path, -errno, "cannot map: %s",
-                          strerror(errno));
+        rc = -errno;
+        rc = tokvec__fail(o, path, rc, "cannot map: %s", strerror(-rc));
         goto out;
     }
     *map = m;
@@ -266,18 +272,19 @@ static int load_npy(tokvec_table *t, const tokvec_table_opts *o,
     if (!t->tensors)
         return -ENOMEM;
     t->ntensors = 1; /* counted first so close frees a partial parse */
-    if ((rc = tokvec__parse_npy(o, path, t->map, t->map_len, &t->tensors[0],
-                                &dtype)) < 0)
+    rc = tokvec__parse_npy(o, path, t->map, t->map_len, &t->tensors[0],
+                           &dtype);
+    if (rc < 0)
         return rc;
     *tok = &t->tensors[0];
     if (o->position_path) {
         t->ntensors = 2;
         t->tensors[1].file = 1;
-        if ((rc = tokvec__map_file(o, o->position_path, &t->map2,
-                                   &t->map2_len)) < 0 ||
-            (rc = tokvec__parse_npy(o, o->position_path, t->map2,
-                                    t->map2_len, &t->tensors[1], &dtype)) <
-                0)
+        rc = tokvec__map_file(o, o->position_path, &t->map2, &t->map2_len);
+        if (rc >= 0)
+            rc = tokvec__parse_npy(o, o->position_path, t->map2, t->map2_len,
+                                   &t->tensors[1], &dtype);
+        if (rc < 0)
             return rc;
         *pos = &t->tensors[1];
     }
@@ -330,7 +337,8 @@ static int load(tokvec_table *t, const tokvec_table_opts *o,
         t->info.format = "gguf";
         t->gguf = 1;
         t->pos_names = pn;
-        if ((rc = tokvec__parse_gguf(t, o, path, t->map, t->map_len)) < 0)
+        rc = tokvec__parse_gguf(t, o, path, t->map, t->map_len);
+        if (rc < 0)
             return rc;
         return tokvec__pick(t, o, path, gg_names, tok, pos);
     }
@@ -343,8 +351,8 @@ static int load(tokvec_table *t, const tokvec_table_opts *o,
                             "not a safetensors, .npy or GGUF file (and "
                             "not a model.safetensors.index.json)");
     t->info.format = "safetensors";
-    if ((rc = tokvec__parse_safetensors(t, o, path, t->map, t->map_len,
-                                        0)) < 0)
+    rc = tokvec__parse_safetensors(t, o, path, t->map, t->map_len, 0);
+    if (rc < 0)
         return rc;
     return tokvec__pick(t, o, path, st_names, tok, pos);
 }
@@ -397,7 +405,8 @@ static int positions(tokvec_table *t, const tokvec_table_opts *o,
                              : t->meta_context > 0
                                  ? t->meta_context
                                  : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
-    if ((rc = make_sinusoidal(t, o->flags)) < 0)
+    rc = make_sinusoidal(t, o->flags);
+    if (rc < 0)
         return tokvec__fail(o, path, rc, "cannot compute sinusoidal positions "
                             "for context_length %" PRId64 " x dim %" PRId64
                             ": %s%s", t->info.context_length, t->info.dim,
@@ -430,8 +439,10 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = load(t, o, t->path, &tok, &pos)) < 0 ||
-        (rc = row_format(o, t->path, tok, t->gguf, &t->tok_rows)) < 0)
+    rc = load(t, o, t->path, &tok, &pos);
+    if (rc >= 0)
+        rc = row_format(o, t->path, tok, t->gguf, &t->tok_rows);
+    if (rc < 0)
         goto out;
     t->info.vocab_size = tok->shape[0];
     t->info.dim = tok->shape[1];
@@ -439,7 +450,8 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     t->info.token_dtype = tok->dtype;
     t->tok = tok->data;
     t->row_bytes = t->tok_rows.row_bytes;
-    if ((rc = positions(t, o, t->path, tok, pos)) < 0)
+    rc = positions(t, o, t->path, tok, pos);
+    if (rc < 0)
         goto out;
     /* The dtype of the rows: as stored, or float32 for quantized tables
      * and for GGUF files whose two tables differ (all widened). */
@@ -455,7 +467,7 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     return 0;
 out:
     if (rc < 0 && o->errbuf && o->errlen && !o->errbuf[0])
-        tokvec__fail(o, path, rc, "%s", tokvec_strerror(rc));
+        (void)tokvec__fail(o, path, rc, "%s", tokvec_strerror(rc));
     tokvec_table_close(t);
     return rc;
 }

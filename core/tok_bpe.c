@@ -222,8 +222,9 @@ int tv_pmap_from_ranks(tokvec_tokenizer *t)
         const unsigned char *b = t->blob + t->off[id];
         size_t n = t->len[id];
         for (size_t p = 1; rc == 0 && p < n; p++) {
-            int32_t l = tv_vmap_get(t, b, p), r;
-            if (l >= 0 && (r = tv_vmap_get(t, b + p, n - p)) >= 0)
+            int32_t l = tv_vmap_get(t, b, p);
+            int32_t r = l >= 0 ? tv_vmap_get(t, b + p, n - p) : -1;
+            if (r >= 0)
                 rc = tv_pmap_put(t, l, r, id, (int32_t)id);
         }
     }
@@ -465,10 +466,13 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
     }
     int32_t whole = t->whole_lookup ? tv_vmap_get(t, p, n) : -1;
     long m = 1;
-    if (whole >= 0)
+    if (whole >= 0) {
         emit(out, offs, whole, base);
-    else if ((m = merge(t, s, p, n, n > HEAP_ABOVE)) < 0)
-        return -ENOMEM;
+    } else {
+        m = merge(t, s, p, n, n > HEAP_ABOVE);
+        if (m < 0)
+            return -ENOMEM;
+    }
     for (long k = 0; whole < 0 && k < m; k++)
         emit(out, offs, s->pid[k], base + s->pver[k]);
     if (c) { /* the answer, for the next time this piece comes */

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "tok_internal.h"
 
 #define MAX_FILE ((size_t)1 << 30)
@@ -27,53 +28,67 @@ typedef struct ld {
     uint32_t uni_to_byte[512]; /* GPT-2's alphabet: code point -> byte+1 */
 } ld;
 
-static int fail(ld *l, int code, const char *fmt, ...)
+/* Records "path: what" in the caller's buffer; returns code. fail() below
+ * makes the value code visibly: clang's analyzer does not follow variadic
+ * calls, and would otherwise take error paths for success. */
+static int (fail)(ld *l, int code, const char *fmt, ...)
 {
     const tokvec_tokenizer_opts *o = l->o;
     if (o && o->errbuf && o->errlen) {
-        int n = snprintf(o->errbuf, o->errlen, "%s: ", l->path);
-        if (n >= 0 && (size_t)n < o->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(o->errbuf + n, o->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        tokvec__vnote(o->errbuf, o->errlen, l->path, fmt, ap);
+        va_end(ap);
     }
     return code;
+}
+#define fail(l, code, ...) (fail((l), (code), __VA_ARGS__), (code))
+
+/* fail() with the reason in errno (never 0: a failed call that left errno
+ * unset would otherwise read as success). */
+static int fail_errno(ld *l, const char *what)
+{
+    int code = -errno;
+    if (code >= 0)
+        code = -EIO;
+    return fail(l, code, "%s%s", what, strerror(-code));
 }
 
 static int slurp(ld *l, const char *path, char **buf, size_t *len)
 {
     l->path = path;
+    *buf = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return fail(l, -errno, "%s", strerror(errno));
+        return fail_errno(l, "");
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) < 0)
-        rc = fail(l, -errno, "%s", strerror(errno));
+        rc = fail_errno(l, "");
     else if (!S_ISREG(st.st_mode))
         rc = fail(l, TOKVEC_E_TOKENIZER, "not a regular file");
     else if ((size_t)st.st_size > MAX_FILE)
         rc = fail(l, TOKVEC_E_TOO_LARGE, "larger than 1 GiB");
-    else if (!(*buf = malloc((size_t)st.st_size + 1)))
-        rc = -ENOMEM;
+    if (rc == 0) {
+        *buf = malloc((size_t)st.st_size + 1);
+        if (!*buf)
+            rc = -ENOMEM;
+    }
     size_t got = 0;
     while (rc == 0 && got < (size_t)st.st_size) {
         ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0) {
-            rc = fail(l, r < 0 ? -errno : TOKVEC_E_TOKENIZER, "read: %s",
-                      r < 0 ? strerror(errno) : "file shrank");
-            break;
-        }
-        got += (size_t)r;
+        if (r < 0)
+            rc = fail_errno(l, "read: ");
+        else if (r == 0)
+            rc = fail(l, TOKVEC_E_TOKENIZER, "read: file shrank");
+        else
+            got += (size_t)r;
     }
     close(fd);
-    if (rc < 0) {
-        if (rc != -ENOMEM || *buf)
-            free(*buf);
+    if (rc != 0) {
+        free(*buf);
         *buf = NULL;
         return rc;
     }
@@ -274,10 +289,12 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
                         "in the vocabulary", k + 1,
                         a < 0 ? "left token" : c < 0 ? "right token"
                                                      : "merged token");
-        if (!shaped) /* Hugging Face's rule: listed pairs, list order */
-            rc = (t->pmap || (rc = tv_pmap_init(t, m->n + 16)) == 0)
-                     ? tv_pmap_put(t, a, c, (uint32_t)k, r)
-                     : rc;
+        if (!shaped) { /* Hugging Face's rule: listed pairs, list order */
+            if (!t->pmap)
+                rc = tv_pmap_init(t, m->n + 16);
+            if (rc == 0)
+                rc = tv_pmap_put(t, a, c, (uint32_t)k, r);
+        }
     }
     if (rc == 0 && !t->pmap) /* no merges at all */
         rc = tv_pmap_init(t, 16);
@@ -328,10 +345,13 @@ static int load_gpt2(ld *l, const char *path, json_t *vocab)
     if (rc == 0)
         rc = parse_merges_txt(l, text, len, &m);
     int32_t dup = -1;
-    if (rc == 0 && (rc = tv_vmap_build(l->t, &dup)) == TOKVEC_E_MISMATCH) {
-        l->path = path;
-        rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
-                  "earlier token", dup);
+    if (rc == 0) {
+        rc = tv_vmap_build(l->t, &dup);
+        if (rc == TOKVEC_E_MISMATCH) {
+            l->path = path;
+            rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
+                      "earlier token", dup);
+        }
     }
     if (rc == 0)
         rc = apply_merges(l, &m, order);
@@ -341,6 +361,15 @@ static int load_gpt2(ld *l, const char *path, json_t *vocab)
     free(own);
     l->t->info.format = "gpt2-json";
     return rc;
+}
+
+/* 1 when model's key is set to something other than null or "" (an
+ * affix tokvec does not apply). */
+static int has_affix(json_t *model, const char *key)
+{
+    json_t *x = json_object_get(model, key);
+    const char *v = json_string_value(x);
+    return x && !json_is_null(x) && (!v || v[0]);
 }
 
 /* tokenizer.json: checks the pipeline is one tokvec runs exactly. */
@@ -388,14 +417,12 @@ static int hf_pipeline(ld *l, json_t *root)
     }
     json_t *model = json_object_get(root, "model");
     const char *mty = json_string_value(json_object_get(model, "type"));
-    json_t *x;
+    json_t *dropout = json_object_get(model, "dropout");
     if (!json_is_object(model) || (mty && strcmp(mty, "BPE")) ||
-        ((x = json_object_get(model, "dropout")) && !json_is_null(x)) ||
+        (dropout && !json_is_null(dropout)) ||
         json_is_true(json_object_get(model, "byte_fallback")) ||
-        ((x = json_object_get(model, "continuing_subword_prefix")) &&
-         !json_is_null(x) && strcmp(json_string_value(x) ? json_string_value(x) : "x", "")) ||
-        ((x = json_object_get(model, "end_of_word_suffix")) &&
-         !json_is_null(x) && strcmp(json_string_value(x) ? json_string_value(x) : "x", "")))
+        has_affix(model, "continuing_subword_prefix") ||
+        has_affix(model, "end_of_word_suffix"))
         return fail(l, TOKVEC_E_TOKENIZER, "model is not a plain BPE "
                     "(no dropout, byte_fallback or affixes)");
     return 0;
@@ -491,9 +518,13 @@ static int load_hf(ld *l, json_t *root)
     int32_t dup = -1;
     if (rc == 0)
         rc = hf_merges(l, json_object_get(model, "merges"), &m);
-    if (rc == 0 && (rc = tv_vmap_build(l->t, &dup)) == TOKVEC_E_MISMATCH)
-        rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
-                  "earlier token", dup);
+    if (rc == 0) {
+        rc = tv_vmap_build(l->t, &dup);
+        if (rc == TOKVEC_E_MISMATCH) {
+            rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
+                      "earlier token", dup);
+        }
+    }
     if (rc == 0)
         rc = apply_merges(l, &m, order);
     if (rc == 0 && json_is_true(json_object_get(model, "ignore_merges")))
@@ -525,8 +556,10 @@ static long b64dec(const char *s, size_t n, unsigned char *out)
         for (int k = 0; k < 4; k++) {
             if (s[i + k] == '=' && i + 4 == n && k >= 2) {
                 v[k] = 0, pad++;
-            } else if (pad || (v[k] = b64val((unsigned char)s[i + k])) < 0) {
-                return -1;
+            } else {
+                v[k] = pad ? -1 : b64val((unsigned char)s[i + k]);
+                if (v[k] < 0)
+                    return -1;
             }
         }
         uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
@@ -621,9 +654,13 @@ static int load_tiktoken(ld *l, char *text, size_t len)
                       "token %s", tiktoken_specials[k].id, pat, s);
     }
     int32_t dup = -1;
-    if (rc == 0 && (rc = tv_vmap_build(t, &dup)) == TOKVEC_E_MISMATCH)
-        rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d has the bytes of an "
-                  "earlier token", dup);
+    if (rc == 0) {
+        rc = tv_vmap_build(t, &dup);
+        if (rc == TOKVEC_E_MISMATCH) {
+            rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d has the bytes of an "
+                      "earlier token", dup);
+        }
+    }
     if (rc == 0)
         rc = tv_pmap_from_ranks(t);
     return rc;
@@ -658,7 +695,8 @@ static int finish(ld *l)
     t->n_ids = top;
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
-        if ((t->byte_id[b] = tv_vmap_get(t, &c, 1)) < 0)
+        t->byte_id[b] = tv_vmap_get(t, &c, 1);
+        if (t->byte_id[b] < 0)
             return fail(l, TOKVEC_E_TOKENIZER, "byte 0x%02x is not a token "
                         "(every byte must be one)", b);
     }

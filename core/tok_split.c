@@ -184,8 +184,8 @@ static size_t ws_newline(const unsigned char *s, size_t i, size_t end)
 
 static size_t next_gpt2(const unsigned char *s, size_t i, size_t end)
 {
-    size_t e;
-    if (s[i] == '\'' && (e = contraction(s, i, end, 0)))
+    size_t e = s[i] == '\'' ? contraction(s, i, end, 0) : 0;
+    if (e)
         return e;
     ch c = at(s, i, end);
     size_t j = i;
@@ -231,24 +231,32 @@ static size_t punct(const unsigned char *s, size_t i, size_t end, ch c,
     return j;
 }
 
+/* cl100k's and o200k's last alternatives: punctuation (with the trailing
+ * characters of nl), a whitespace run ending in newlines, whitespace. */
+static size_t punct_or_space(const unsigned char *s, size_t i, size_t end,
+                             ch c, const char *nl)
+{
+    size_t e = punct(s, i, end, c, nl);
+    if (!e)
+        e = ws_newline(s, i, end);
+    return e ? e : ws_tail(s, i, end);
+}
+
 static size_t next_cl100k(const unsigned char *s, size_t i, size_t end,
                           int digits)
 {
-    size_t e;
-    if (s[i] == '\'' && (e = contraction(s, i, end, 1)))
+    size_t e = s[i] == '\'' ? contraction(s, i, end, 1) : 0;
+    if (e)
         return e;
     ch c = at(s, i, end);
     if (c.set & S_L)
         return run(s, i, end, S_L);
-    if ((e = prefixed(s, i, end, c, S_L)))
+    e = prefixed(s, i, end, c, S_L);
+    if (e)
         return run(s, e, end, S_L);
     if (c.set & S_N)
         return run_max(s, i, end, S_N, digits);
-    if ((e = punct(s, i, end, c, "\r\n")))
-        return e;
-    if ((e = ws_newline(s, i, end)))
-        return e;
-    return ws_tail(s, i, end);
+    return punct_or_space(s, i, end, c, "\r\n");
 }
 
 /* o200k's first two alternatives from s (after an optional prefix):
@@ -291,18 +299,16 @@ static size_t next_o200k(const unsigned char *s, size_t i, size_t end)
                        (c.set & (S_L | S_N))) && i + c.len < end;
     size_t e;
     for (int alt = 1; alt <= 2; alt++) {
-        if (can_prefix && (e = o200k_word(s, i + c.len, end, alt)))
+        e = can_prefix ? o200k_word(s, i + c.len, end, alt) : 0;
+        if (e)
             return e;
-        if ((e = o200k_word(s, i, end, alt)))
+        e = o200k_word(s, i, end, alt);
+        if (e)
             return e;
     }
     if (c.set & S_N)
         return run_max(s, i, end, S_N, 3);
-    if ((e = punct(s, i, end, c, "\r\n/")))
-        return e;
-    if ((e = ws_newline(s, i, end)))
-        return e;
-    return ws_tail(s, i, end);
+    return punct_or_space(s, i, end, c, "\r\n/");
 }
 
 size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,

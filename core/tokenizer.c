@@ -190,9 +190,11 @@ size_t tokvec_utf8_lossy(const unsigned char *b, size_t n, char *out)
         if (c >= 0xC2 && c <= 0xDF)
             need = 1;
         else if (c >= 0xE0 && c <= 0xEF)
-            need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+            need = 2, lo = c == 0xE0 ? 0xA0 : 0x80,
+            hi = c == 0xED ? 0x9F : 0xBF;
         else if (c >= 0xF0 && c <= 0xF4)
-            need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+            need = 3, lo = c == 0xF0 ? 0x90 : 0x80,
+            hi = c == 0xF4 ? 0x8F : 0xBF;
         size_t j = i + 1;
         unsigned got = 0;
         /* the maximal subpart: lead plus the continuation bytes that fit */

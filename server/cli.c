@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "encode.h"
 #include "suggest.h"
 #include "tokvec_embed.h"
@@ -23,146 +24,9 @@
 #include "tokvec_table.h"
 #include "tokvec_write.h"
 
-#define EXIT_USAGE 2
-
 /* Names tokvec writes; the first of the contract's search lists. */
 #define TOKEN_TENSOR_NAME "tok_emb.weight"
 #define POSITION_TENSOR_NAME "pos_emb.weight"
-
-static int fail(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int fail(int code, const char *fmt, ...)
-{
-    va_list ap;
-    fputs("tokvec: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    return code;
-}
-
-/* --- option parsing shared by the commands -------------------------------
- * Options are "--name value" or "--name=value"; flags take no value.
- * opt_next() returns the option's name (without dashes) and its value, or
- * NULL name for a positional argument. */
-typedef struct {
-    int argc, i;
-    char **argv;
-    const char *const *flags; /* options that take no value */
-    const char *name, *value;
-    char buf[64];
-} opts_t;
-
-static int opt_is_flag(const opts_t *o, const char *name)
-{
-    for (const char *const *f = o->flags; f && *f; f++)
-        if (!strcmp(*f, name))
-            return 1;
-    return 0;
-}
-
-/* 1 when an item was read, 0 at the end, -1 on a missing value. */
-static int opt_next(opts_t *o)
-{
-    if (o->i >= o->argc)
-        return 0;
-    const char *a = o->argv[o->i++];
-    o->name = NULL;
-    o->value = a;
-    if (a[0] != '-' || a[1] == '\0' || (a[1] != '-' && a[1] != 'o' &&
-                                        a[1] != 'h'))
-        return 1; /* positional (also negative numbers like -1) */
-    if (!strcmp(a, "--")) {
-        o->value = o->i < o->argc ? o->argv[o->i++] : NULL;
-        return o->value ? 1 : 0;
-    }
-    const char *n = a + (a[1] == '-' ? 2 : 1);
-    const char *eq = strchr(n, '=');
-    size_t len = eq ? (size_t)(eq - n) : strlen(n);
-    if (len >= sizeof o->buf)
-        len = sizeof o->buf - 1;
-    memcpy(o->buf, n, len);
-    o->buf[len] = '\0';
-    o->name = o->buf;
-    if (!strcmp(o->name, "h"))
-        o->name = "help";
-    if (eq) {
-        o->value = eq + 1;
-    } else if (opt_is_flag(o, o->name)) {
-        o->value = NULL;
-    } else if (o->i < o->argc) {
-        o->value = o->argv[o->i++];
-    } else {
-        return -1;
-    }
-    return 1;
-}
-
-/* Strict decimal integer in [lo, hi]. */
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-    char *end;
-    if (!s || !*s)
-        return -1;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* torch.manual_seed accepts -2^63 <= S < 2^64; negatives are taken as
- * their 64-bit two's complement. */
-static int parse_seed(const char *s, uint64_t *out)
-{
-    char *end;
-    if (!s || !*s)
-        return -1;
-    errno = 0;
-    if (s[0] == '-') {
-        long long v = strtoll(s, &end, 10);
-        if (errno || *end)
-            return -1;
-        *out = (uint64_t)v;
-    } else {
-        if (s[0] == '+')
-            return -1;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || *end)
-            return -1;
-        *out = v;
-    }
-    return 0;
-}
-
-/* Progress on a terminal only, so pipes and logs stay clean. */
-static void progress(uint64_t done, uint64_t total, void *ud)
-{
-    const char *what = ud;
-    fprintf(stderr, "\r%s: %3d%% (%" PRIu64 " / %" PRIu64 " MB)", what,
-            total ? (int)(done * 100 / total) : 100, done >> 20, total >> 20);
-    if (done >= total)
-        fputc('\n', stderr);
-}
-
-static int open_table(const char *path, const tokvec_table_opts *base,
-                      tokvec_table **t)
-{
-    char err[512] = "";
-    tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
-    o.errbuf = err;
-    o.errlen = sizeof err;
-    int rc = tokvec_table_open(path, &o, t);
-    if (rc < 0) {
-        if (!err[0])
-            snprintf(err, sizeof err, "%s: %s", path, tokvec_strerror(rc));
-        return fail(EXIT_USAGE, "%s", err);
-    }
-    return 0;
-}
 
 /* --- init ---------------------------------------------------------------- */
 
@@ -196,7 +60,7 @@ typedef struct init_args {
 enum { INIT_HELP = 1 };
 
 /* Parses and checks init's command line into a: 0, INIT_HELP (usage
- * printed: exit 0), or an exit status from fail() (message printed). */
+ * printed: exit 0), or an exit status from tv_cli_fail() (message printed). */
 static int init_parse(int argc, char **argv, init_args *a)
 {
     static const char *const flags[] = {"help", NULL};
@@ -206,65 +70,86 @@ static int init_parse(int argc, char **argv, init_args *a)
     *a = (init_args){.context = 1024, .padding = TOKVEC_NO_PADDING,
                      .seed = 123, .seed_text = "123",
                      .positional = TOKVEC_POS_LEARNED, .dtype = TOKVEC_F32};
-    while ((r = opt_next(&o)) > 0) {
+    for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         const char *n = o.name, *v = o.value;
         if (!n)
-            return fail(EXIT_USAGE, "init: unexpected argument '%s'", v);
+            return tv_cli_fail(EXIT_USAGE, "init: unexpected argument '%s'",
+                               v);
         if (!strcmp(n, "help")) {
             fputs(init_usage, stdout);
             return INIT_HELP;
         } else if (!strcmp(n, "vocab")) {
-            if (parse_i64(v, 1, INT32_MAX, &a->vocab))
-                return fail(EXIT_USAGE, "init: --vocab '%s' is not an "
-                                        "integer in [1, 2^31)", v);
+            if (tv_cli_parse_i64(v, 1, INT32_MAX, &a->vocab))
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --vocab '%s' is not an "
+                                   "integer in [1, 2^31)",
+                                   v);
         } else if (!strcmp(n, "dim")) {
-            if (parse_i64(v, 1, 1 << 20, &a->dim))
-                return fail(EXIT_USAGE, "init: --dim '%s' is not an "
-                                        "integer in [1, 2^20]", v);
+            if (tv_cli_parse_i64(v, 1, 1 << 20, &a->dim))
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --dim '%s' is not an "
+                                   "integer in [1, 2^20]",
+                                   v);
         } else if (!strcmp(n, "context")) {
-            if (parse_i64(v, 1, INT32_MAX, &a->context))
-                return fail(EXIT_USAGE, "init: --context '%s' is not an "
-                                        "integer in [1, 2^31)", v);
+            if (tv_cli_parse_i64(v, 1, INT32_MAX, &a->context))
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --context '%s' is not an "
+                                   "integer in [1, 2^31)",
+                                   v);
         } else if (!strcmp(n, "positional")) {
             if (tokvec_positional_parse(v, &a->positional) < 0 ||
                 a->positional == TOKVEC_POS_AUTO)
-                return fail(EXIT_USAGE, "init: --positional '%s' is not "
-                                        "learned, sinusoidal or none", v);
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --positional '%s' is not "
+                                   "learned, sinusoidal or none",
+                                   v);
         } else if (!strcmp(n, "seed")) {
-            if (parse_seed(v, &a->seed))
-                return fail(EXIT_USAGE, "init: --seed '%s' is not an "
-                                        "integer in [-2^63, 2^64)", v);
+            if (tv_cli_parse_seed(v, &a->seed))
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --seed '%s' is not an "
+                                   "integer in [-2^63, 2^64)",
+                                   v);
             a->seed_text = v;
         } else if (!strcmp(n, "padding-idx")) {
-            if (parse_i64(v, INT64_MIN + 1, INT64_MAX, &a->padding))
-                return fail(EXIT_USAGE, "init: --padding-idx '%s' is not "
-                                        "an integer", v);
+            if (tv_cli_parse_i64(v, INT64_MIN + 1, INT64_MAX, &a->padding))
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --padding-idx '%s' is not "
+                                   "an integer",
+                                   v);
         } else if (!strcmp(n, "dtype")) {
             if (tokvec_dtype_parse(v, &a->dtype) < 0)
-                return fail(EXIT_USAGE, "init: --dtype '%s' is not f32, "
-                                        "f16 or bf16", v);
+                return tv_cli_fail(EXIT_USAGE,
+                                   "init: --dtype '%s' is not f32, "
+                                   "f16 or bf16",
+                                   v);
         } else if (!strcmp(n, "o") || !strcmp(n, "output")) {
             a->out_path = v;
         } else {
-            return fail(EXIT_USAGE, "init: unknown option '--%s' (see "
-                                    "tokvec init --help)", n);
+            return tv_cli_fail(EXIT_USAGE,
+                               "init: unknown option '--%s' (see "
+                               "tokvec init --help)",
+                               n);
         }
     }
     if (r < 0)
-        return fail(EXIT_USAGE, "init: option '%s' needs a value",
-                    argv[argc - 1]);
+        return tv_cli_fail(EXIT_USAGE, "init: option '%s' needs a value",
+                           argv[argc - 1]);
     if (!a->vocab || !a->dim || !a->out_path)
-        return fail(EXIT_USAGE, "init: --vocab, --dim and -o are required "
-                                "(see tokvec init --help)");
+        return tv_cli_fail(EXIT_USAGE,
+                           "init: --vocab, --dim and -o are required "
+                           "(see tokvec init --help)");
     if (a->padding != TOKVEC_NO_PADDING &&
         (a->padding < -a->vocab || a->padding >= a->vocab))
-        return fail(EXIT_USAGE, "init: --padding-idx %" PRId64 " is outside "
-                                "[-%" PRId64 ", %" PRId64 ")",
-                    a->padding, a->vocab, a->vocab);
+        return tv_cli_fail(EXIT_USAGE,
+                           "init: --padding-idx %" PRId64 " is outside "
+                           "[-%" PRId64 ", %" PRId64 ")",
+                           a->padding, a->vocab, a->vocab);
     if ((uint64_t)a->vocab * (uint64_t)a->dim > ((uint64_t)1 << 34) ||
         (uint64_t)a->context * (uint64_t)a->dim > ((uint64_t)1 << 34))
-        return fail(EXIT_USAGE, "init: table of %" PRId64 " x %" PRId64
-                                " is too large", a->vocab, a->dim);
+        return tv_cli_fail(EXIT_USAGE,
+                           "init: table of %" PRId64 " x %" PRId64
+                           " is too large",
+                           a->vocab, a->dim);
     return 0;
 
 }
@@ -289,7 +174,8 @@ int cmd_init(int argc, char **argv)
     size_t ntok = (size_t)vocab * (size_t)dim;
     size_t npos = learned ? (size_t)context * (size_t)dim : 0;
 
-    if ((rc = tokvec_rng_new(a.seed, &rng)) < 0)
+    rc = tokvec_rng_new(a.seed, &rng);
+    if (rc < 0)
         goto out;
     tok = malloc(ntok * sizeof *tok);
     pos = npos ? malloc(npos * sizeof *pos) : NULL;
@@ -299,10 +185,12 @@ int cmd_init(int argc, char **argv)
     }
     /* As torch does: the token table, then the position table, from one
      * generator. */
-    if ((rc = tokvec_init_embedding(rng, tok, vocab, dim, padding)) < 0)
+    rc = tokvec_init_embedding(rng, tok, vocab, dim, padding);
+    if (rc < 0)
         goto out;
-    if (learned && (rc = tokvec_init_embedding(rng, pos, context, dim,
-                                               TOKVEC_NO_PADDING)) < 0)
+    if (learned)
+        rc = tokvec_init_embedding(rng, pos, context, dim, TOKVEC_NO_PADDING);
+    if (rc < 0)
         goto out;
 
     const void *tok_data = tok, *pos_data = pos;
@@ -343,19 +231,19 @@ int cmd_init(int argc, char **argv)
         .metadata_keys = keys,
         .metadata_values = values,
         .n_metadata = sizeof keys / sizeof keys[0],
-        .progress = isatty(2) ? progress : NULL,
+        .progress = isatty(2) ? tv_cli_progress : NULL,
         .progress_ud = (void *)"init",
     };
     rc = tokvec_safetensors_write(out_path, tensors, learned ? 2 : 1, &wo);
     if (rc < 0) {
-        fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
+        tv_cli_fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
         rc = 0;
         goto out;
     }
     ret = 0;
 out:
     if (rc < 0)
-        fail(1, "init: %s", tokvec_strerror(rc));
+        tv_cli_fail(1, "init: %s", tokvec_strerror(rc));
     tokvec_rng_free(rng);
     free(tok);
     free(pos);
@@ -416,41 +304,6 @@ static const char inspect_usage[] =
     "token and position tables, and the metadata. Sinusoidal positions are\n"
     "checked against their size limit but not computed.\n";
 
-/* "CMD: unknown option '--NAME'", with the closest of the command's
- * options (NULL-terminated) when one is a likely typo. Returns EXIT_USAGE.
- */
-static int unknown_option(const char *cmd, const char *name,
-                          const char *const *known)
-{
-    size_t n = 0;
-    while (known[n])
-        n++;
-    const char *best = tv_suggest(name, strlen(name), known, n);
-    if (best)
-        return fail(EXIT_USAGE, "%s: unknown option '--%s' (did you mean "
-                                "--%s?)", cmd, name, best);
-    return fail(EXIT_USAGE, "%s: unknown option '--%s' (see tokvec %s "
-                            "--help)", cmd, name, cmd);
-}
-
-/* The options of table_option, for unknown_option's suggestions. */
-#define TABLE_OPTIONS "pos", "position-path", "token-tensor", "position-tensor"
-
-/* Options every table-reading command shares. 1 if consumed, 0 if not
- * ours. */
-static int table_option(const char *n, const char *v, tokvec_table_opts *to)
-{
-    if (!strcmp(n, "pos") || !strcmp(n, "position-path"))
-        to->position_path = v;
-    else if (!strcmp(n, "token-tensor"))
-        to->token_tensor = v;
-    else if (!strcmp(n, "position-tensor"))
-        to->position_tensor = v;
-    else
-        return 0;
-    return 1;
-}
-
 int cmd_inspect(int argc, char **argv)
 {
     static const char *const flags[] = {"help", NULL};
@@ -459,29 +312,31 @@ int cmd_inspect(int argc, char **argv)
     const char *path = NULL;
     int r;
 
-    while ((r = opt_next(&o)) > 0) {
+    for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         if (!o.name) {
             if (path)
-                return fail(EXIT_USAGE, "inspect: one FILE only");
+                return tv_cli_fail(EXIT_USAGE, "inspect: one FILE only");
             path = o.value;
         } else if (!strcmp(o.name, "help")) {
             fputs(inspect_usage, stdout);
             return 0;
-        } else if (!table_option(o.name, o.value, &to)) {
+        } else if (!tv_cli_table_option(o.name, o.value, &to)) {
             static const char *const known[] = {"help", TABLE_OPTIONS,
                                                 NULL};
-            return unknown_option("inspect", o.name, known);
+            return tv_cli_unknown_option("inspect", o.name, known);
         }
     }
     if (r < 0 || !path)
-        return fail(EXIT_USAGE, "inspect: need FILE (see tokvec inspect "
-                                "--help)");
+        return tv_cli_fail(EXIT_USAGE,
+                           "inspect: need FILE (see tokvec inspect "
+                           "--help)");
 
     /* Describes, never embeds: sinusoidal rows (up to 1 GiB that a tiny
      * file's metadata may ask for) are not needed. */
     to.flags |= TOKVEC_TABLE_SKIP_SINUSOIDAL;
     tokvec_table *t = NULL;
-    if ((r = open_table(path, &to, &t)))
+    r = tv_cli_open_table(path, &to, &t);
+    if (r)
         return r;
     const tokvec_table_info *in = tokvec_table_get_info(t);
     printf("file        %s (%s, %" PRIu64 " bytes)\n", in->path, in->format,
@@ -585,13 +440,13 @@ int cmd_lookup(int argc, char **argv)
     char *json = NULL;
 
     if (!ids)
-        return fail(1, "lookup: out of memory");
-    while ((r = opt_next(&o)) > 0) {
+        return tv_cli_fail(1, "lookup: out of memory");
+    for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         const char *v = o.value;
         if (!o.name) {
-            if (parse_i64(v, INT64_MIN, INT64_MAX, &ids[n])) {
-                fail(EXIT_USAGE, "lookup: '%s' is not an integer token id",
-                     v);
+            if (tv_cli_parse_i64(v, INT64_MIN, INT64_MAX, &ids[n])) {
+                tv_cli_fail(EXIT_USAGE,
+                            "lookup: '%s' is not an integer token id", v);
                 goto out;
             }
             n++;
@@ -602,9 +457,11 @@ int cmd_lookup(int argc, char **argv)
         } else if (!strcmp(o.name, "table")) {
             path = v;
         } else if (!strcmp(o.name, "start-position")) {
-            if (parse_i64(v, 0, INT32_MAX, &start)) {
-                fail(EXIT_USAGE, "lookup: --start-position '%s' is not a "
-                                 "non-negative integer", v);
+            if (tv_cli_parse_i64(v, 0, INT32_MAX, &start)) {
+                tv_cli_fail(EXIT_USAGE,
+                            "lookup: --start-position '%s' is not a "
+                            "non-negative integer",
+                            v);
                 goto out;
             }
         } else if (!strcmp(o.name, "no-positions")) {
@@ -615,46 +472,53 @@ int cmd_lookup(int argc, char **argv)
             tokenizer = v;
         } else if (!strcmp(o.name, "no-special")) {
             special = 0;
-        } else if (!table_option(o.name, v, &to)) {
+        } else if (!tv_cli_table_option(o.name, v, &to)) {
             static const char *const known[] = {
                 "help", "table", "start-position", "no-positions",
                 TABLE_OPTIONS, NULL};
-            unknown_option("lookup", o.name, known);
+            tv_cli_unknown_option("lookup", o.name, known);
             goto out;
         }
     }
     if (text && n) {
-        fail(EXIT_USAGE, "lookup: give IDs or --text, not both");
+        tv_cli_fail(EXIT_USAGE, "lookup: give IDs or --text, not both");
         goto out;
     }
-    if (r >= 0 && path && text &&
-        (ret = tv_cli_text_ids(tokenizer, text, special, &ids, &n)))
-        goto out;
+    if (r >= 0 && path && text) {
+        ret = tv_cli_text_ids(tokenizer, text, special, &ids, &n);
+        if (ret)
+            goto out;
+    }
     ret = EXIT_USAGE;
     if (r < 0 || !path || n == 0) {
-        fail(EXIT_USAGE, "lookup: need --table FILE and at least one ID "
-                         "or a --text that has tokens (see tokvec lookup "
-                         "--help)");
+        tv_cli_fail(EXIT_USAGE,
+                    "lookup: need --table FILE and at least one ID "
+                    "or a --text that has tokens (see tokvec lookup "
+                    "--help)");
         goto out;
     }
-    if ((r = open_table(path, &to, &t)))
+    r = tv_cli_open_table(path, &to, &t);
+    if (r)
         goto out;
 
     tokvec_embed_fault f;
     int rc = tokvec_embed_check(t, ids, 1, n, start, flags_embed, &f);
     const tokvec_table_info *in = tokvec_table_get_info(t);
     if (rc == TOKVEC_E_TOKEN_RANGE) {
-        fail(EXIT_USAGE, "lookup: token id %" PRId64 " at position %" PRId64
-                         " is out of range for vocab_size %" PRId64 " (%s)",
-             f.id, f.position, in->vocab_size, path);
+        tv_cli_fail(EXIT_USAGE,
+                    "lookup: token id %" PRId64 " at position %" PRId64
+                    " is out of range for vocab_size %" PRId64 " (%s)",
+                    f.id, f.position, in->vocab_size, path);
         goto out;
     } else if (rc == TOKVEC_E_POSITION_RANGE) {
-        fail(EXIT_USAGE, "lookup: start_position %" PRId64 " + sequence "
-                         "length %" PRId64 " exceeds context_length %" PRId64
-                         " (%s)", start, n, in->context_length, path);
+        tv_cli_fail(EXIT_USAGE,
+                    "lookup: start_position %" PRId64 " + sequence "
+                    "length %" PRId64 " exceeds context_length %" PRId64
+                    " (%s)",
+                    start, n, in->context_length, path);
         goto out;
     } else if (rc < 0) {
-        fail(EXIT_USAGE, "lookup: %s", tokvec_strerror(rc));
+        tv_cli_fail(EXIT_USAGE, "lookup: %s", tokvec_strerror(rc));
         goto out;
     }
     ret = 1;
@@ -662,17 +526,18 @@ int cmd_lookup(int argc, char **argv)
     vec = malloc(tokvec_embed_size(t, 1, n, flags_embed));
     json = cap ? malloc(cap + 1) : NULL;
     if (!vec || !json) {
-        fail(1, "lookup: out of memory");
+        tv_cli_fail(1, "lookup: out of memory");
         goto out;
     }
-    if ((rc = tokvec_embed(t, ids, 1, n, start, flags_embed, vec)) < 0) {
-        fail(1, "lookup: %s", tokvec_strerror(rc));
+    rc = tokvec_embed(t, ids, 1, n, start, flags_embed, vec);
+    if (rc < 0) {
+        tv_cli_fail(1, "lookup: %s", tokvec_strerror(rc));
         goto out;
     }
     size_t len = tv_embed_json(json, vec, 1, n, in->dim, 0);
     json[len++] = '\n';
     if (fwrite(json, 1, len, stdout) != len || fflush(stdout)) {
-        fail(1, "lookup: write error: %s", strerror(errno));
+        tv_cli_fail(1, "lookup: write error: %s", strerror(errno));
         goto out;
     }
     ret = 0;
@@ -747,10 +612,10 @@ int cmd_convert(int argc, char **argv)
     tokvec_table *t = NULL;
     void *tok = NULL, *pos = NULL;
 
-    while ((r = opt_next(&o)) > 0) {
+    for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         if (!o.name) {
             if (in_path)
-                return fail(EXIT_USAGE, "convert: one input file only");
+                return tv_cli_fail(EXIT_USAGE, "convert: one input file only");
             in_path = o.value;
         } else if (!strcmp(o.name, "help")) {
             fputs(convert_usage, stdout);
@@ -759,19 +624,23 @@ int cmd_convert(int argc, char **argv)
             out_path = o.value;
         } else if (!strcmp(o.name, "dtype")) {
             if (tokvec_dtype_parse(o.value, &dtype) < 0)
-                return fail(EXIT_USAGE, "convert: --dtype '%s' is not f32, "
-                                        "f16 or bf16", o.value);
+                return tv_cli_fail(EXIT_USAGE,
+                                   "convert: --dtype '%s' is not f32, "
+                                   "f16 or bf16",
+                                   o.value);
             have_dtype = 1;
-        } else if (!table_option(o.name, o.value, &to)) {
+        } else if (!tv_cli_table_option(o.name, o.value, &to)) {
             static const char *const known[] = {"help", "output", "dtype",
                                                 TABLE_OPTIONS, NULL};
-            return unknown_option("convert", o.name, known);
+            return tv_cli_unknown_option("convert", o.name, known);
         }
     }
     if (r < 0 || !in_path || !out_path)
-        return fail(EXIT_USAGE, "convert: need IN and -o OUT (see tokvec "
-                                "convert --help)");
-    if ((r = open_table(in_path, &to, &t)))
+        return tv_cli_fail(EXIT_USAGE,
+                           "convert: need IN and -o OUT (see tokvec "
+                           "convert --help)");
+    r = tv_cli_open_table(in_path, &to, &t);
+    if (r)
         return r;
 
     const tokvec_table_info *in = tokvec_table_get_info(t);
@@ -783,7 +652,7 @@ int cmd_convert(int argc, char **argv)
     pos = learned ? convert_rows(t, 0, in->context_length, in->dim, dtype)
                   : NULL;
     if (!tok || (learned && !pos)) {
-        fail(1, "convert: out of memory");
+        tv_cli_fail(1, "convert: out of memory");
         goto out;
     }
     tokvec_write_tensor tensors[2] = {
@@ -802,13 +671,13 @@ int cmd_convert(int argc, char **argv)
         .metadata_keys = keys,
         .metadata_values = values,
         .n_metadata = in->positional == TOKVEC_POS_NONE ? 4 : 5,
-        .progress = isatty(2) ? progress : NULL,
+        .progress = isatty(2) ? tv_cli_progress : NULL,
         .progress_ud = (void *)"convert",
     };
     int rc = tokvec_safetensors_write(out_path, tensors, learned ? 2 : 1,
                                       &wo);
     if (rc < 0) {
-        fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
+        tv_cli_fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
         goto out;
     }
     ret = 0;

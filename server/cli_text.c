@@ -84,9 +84,10 @@ static int print_ids(const tokvec_tok_ids *ids, FILE *out)
         char d[12];
         int m = 0;
         uint32_t v = (uint32_t)ids->ids[k];
-        do
+        do {
             d[m++] = (char)('0' + v % 10);
-        while ((v /= 10));
+            v /= 10;
+        } while (v);
         while (m)
             buf[n++] = d[--m];
     }
@@ -207,7 +208,9 @@ int cmd_tokenize(int argc, char **argv)
         return 2;
     }
     FILE *in = stdin;
-    if (in_path && strcmp(in_path, "-") && !(in = fopen(in_path, "rb"))) {
+    if (in_path && strcmp(in_path, "-"))
+        in = fopen(in_path, "rb");
+    if (!in) {
         fprintf(stderr, "tokvec: %s: %s\n", in_path, strerror(errno));
         tokvec_tokenizer_close(t);
         return 2;
@@ -220,10 +223,11 @@ int cmd_tokenize(int argc, char **argv)
     rc = st ? read_all(in, &text, &len) : -ENOMEM;
     if (rc == 0 && jsonl)
         code = run_jsonl(t, st, text, len, flags, &ids);
-    else if (rc == 0 &&
-             (rc = tokvec_tokenizer_encode(t, st, text, len, flags, &ids)) ==
-                 0)
-        rc = print_ids(&ids, stdout);
+    else if (rc == 0) {
+        rc = tokvec_tokenizer_encode(t, st, text, len, flags, &ids);
+        if (rc == 0)
+            rc = print_ids(&ids, stdout);
+    }
     if (rc == 0 && fflush(stdout) != 0)
         rc = -EIO;
     if (rc) {

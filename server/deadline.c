@@ -87,9 +87,11 @@ static unsigned ip_hash(const unsigned char *k)
 static int ip_take(tv_server *s, struct MHD_Connection *c, conn_watch *w)
 {
     unsigned limit = (unsigned)s->cfg->max_connections_per_ip;
-    const union MHD_ConnectionInfo *ci;
-    if (!limit || !(ci = MHD_get_connection_info(
-                        c, MHD_CONNECTION_INFO_CLIENT_ADDRESS)))
+    if (!limit)
+        return 1;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci)
         return 1;
     const struct sockaddr *sa = ci->client_addr;
     unsigned char key[17] = {0};
@@ -107,10 +109,13 @@ static int ip_take(tv_server *s, struct MHD_Connection *c, conn_watch *w)
     ip_count **b = &s->ip_buckets[ip_hash(key)], *e = *b;
     while (e && memcmp(e->key, key, sizeof key))
         e = e->next;
-    if (!e && (e = calloc(1, sizeof *e)) != NULL) {
-        memcpy(e->key, key, sizeof key);
-        e->next = *b;
-        *b = e;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (e) {
+            memcpy(e->key, key, sizeof key);
+            e->next = *b;
+            *b = e;
+        }
     }
     if (!e || e->n >= limit) {
         ok = 0; /* out of memory counts as over the limit */
@@ -150,7 +155,8 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci)
             return; /* unwatched: MHD's inactivity timeout still applies */
-        if (!(w = calloc(1, sizeof *w))) {
+        w = calloc(1, sizeof *w);
+        if (!w) {
             if (s->cfg->max_connections_per_ip) /* cannot be counted */
                 shutdown(ci->connect_fd, SHUT_RDWR);
             return;

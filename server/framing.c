@@ -274,9 +274,9 @@ size_t framing_unescape(void *cls, struct MHD_Connection *c, char *s)
     count_unescape(c);
     char *w = s;
     for (const char *r = s; *r; r++) {
-        int hi, lo;
-        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
-            (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
+        int hi = r[0] == '%' ? hexval(r[1]) : -1;
+        int lo = hi >= 0 ? hexval(r[2]) : -1; /* r[2] exists: r[1] != 0 */
+        if (lo >= 0 && (hi | lo) != 0) {
             *w++ = (char)(hi << 4 | lo);
             r += 2;
         } else {

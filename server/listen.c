@@ -47,7 +47,7 @@ static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
     size_t n = 0;
     if (!d)
         return 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL && n < cap;) {
+    for (struct dirent *e = readdir(d); e && n < cap; e = readdir(d)) {
         char path[300], comm[32] = "";
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
@@ -59,7 +59,7 @@ static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
             comm[strcspn(comm, "\n")] = '\0';
         fclose(f);
         if (!strncmp(comm, prefix, strlen(prefix)))
-            tids[n++] = (pid_t)atol(e->d_name);
+            tids[n++] = (pid_t)strtol(e->d_name, NULL, 10);
     }
     closedir(d);
     for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen */
@@ -84,7 +84,8 @@ static void name_http_threads(const char *stem, size_t expect)
     pid_t tids[1024];
     size_t n = 0;
     for (int i = 0; i < 10000; i++) {
-        if ((n = threads_named("MHD-", tids, 1024)) >= expect)
+        n = threads_named("MHD-", tids, 1024);
+        if (n >= expect)
             break;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
@@ -257,7 +258,9 @@ int listen_start(tv_server *s, char *err, size_t errlen)
     }
     int e = address_free(sa, sa == (const struct sockaddr *)&sa4
                                  ? sizeof sa4 : sizeof sa6);
-    if (!e && !(s->tcp = tv_calloc(s->http_threads, sizeof *s->tcp))) {
+    if (!e)
+        s->tcp = tv_calloc(s->http_threads, sizeof *s->tcp);
+    if (!e && !s->tcp) {
         snprintf(err, errlen, "out of memory");
         if (ufd >= 0)
             close(ufd);

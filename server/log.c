@@ -300,6 +300,16 @@ static void emit(line *l)
     }
 }
 
+/* fmt and ap into msg (MSG_MAX bytes); vsnprintf's result (>= MSG_MAX:
+ * cut). A format vsnprintf refuses is named instead. */
+static int format_msg(char *msg, const char *fmt, va_list ap)
+{
+    int k = vsnprintf(msg, MSG_MAX, fmt, ap);
+    if (k < 0)
+        snprintf(msg, MSG_MAX, "(bad log format '%s')", fmt);
+    return k;
+}
+
 void tv_log(int level, const char *fmt, ...)
 {
     assert(level >= TV_LOG_DEBUG && level <= TV_LOG_ERROR);
@@ -309,10 +319,8 @@ void tv_log(int level, const char *fmt, ...)
     line l;
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(msg, sizeof msg, fmt, ap);
+    int k = format_msg(msg, fmt, ap);
     va_end(ap);
-    if (k < 0)
-        snprintf(msg, sizeof msg, "(bad log format '%s')", fmt);
     begin(&l, level);
     bool cut = k >= (int)sizeof msg;
     if (fmt_json) {
@@ -338,10 +346,8 @@ size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)
     line l;
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(msg, sizeof msg, fmt, ap);
+    format_msg(msg, fmt, ap);
     va_end(ap);
-    if (k < 0)
-        snprintf(msg, sizeof msg, "(bad log format '%s')", fmt);
     l.n = 0;
     l.lim = LINE_MAX_ - TAIL;
     l.cut = false;

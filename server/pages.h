@@ -82,8 +82,8 @@ int tv_similar_parse(const char *body, size_t len, const tokvec_table *t,
 /* Takes a place in pool's queue (-1: the queue is full; answer 429, the
  * call is still the caller's to free), suspends conn and pushes the scan.
  * A worker runs it and resumes conn; MHD then calls the handler again,
- * which calls tv_similar_result. The call must live until then (until the request
- * ends: tv_similar_free in the request's completion). */
+ * which calls tv_similar_result. The call must live until then (until the
+ * request ends: tv_similar_free in the request's completion). */
 int tv_similar_submit(tv_similar_call *c, tv_pool *pool,
                       struct MHD_Connection *conn);
 

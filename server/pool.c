@@ -121,7 +121,8 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
         goto out;
     for (size_t i = 0; i < p->threads; i++) {
         char name[16];
-        if ((rc = -pthread_create(&p->tids[i], NULL, worker_main, p)) < 0)
+        rc = -pthread_create(&p->tids[i], NULL, worker_main, p);
+        if (rc < 0)
             goto out;
         p->started++;
         snprintf(name, sizeof name, "tv-work-%u", (unsigned)i % 1024u);

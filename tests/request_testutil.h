@@ -26,7 +26,8 @@
 static const tv_limits LIM = {.max_body_bytes = 16u << 20,
                               .max_tokens = 65536, .max_batch = 4096};
 
-static TU_UNUSED void assert_same_request(const tv_request *a, const tv_request *b)
+static TU_UNUSED void assert_same_request(const tv_request *a,
+                                          const tv_request *b)
 {
     assert_int_equal(a->batch, b->batch);
     assert_int_equal(a->seq, b->seq);
@@ -46,8 +47,8 @@ static TU_UNUSED void assert_same_request(const tv_request *a, const tv_request 
 
 /* The fast path parses body (returns 0) and jansson and the public parser
  * give the identical request; *out is the fast path's (caller frees). */
-static TU_UNUSED void parse_fast_n(const char *body, size_t len, const tv_limits *lim,
-                         tv_request *out)
+static TU_UNUSED void parse_fast_n(const char *body, size_t len,
+                                   const tv_limits *lim, tv_request *out)
 {
     tv_request slow, pub;
     tv_error e;
@@ -88,8 +89,9 @@ static TU_UNUSED void assert_falls_back(const char *body)
 /* tv_request_parse_json fails with exactly this error, and so does jansson
  * alone (the fast path cannot have answered). msg: the whole message, or
  * its start when it ends in "*". */
-static TU_UNUSED void assert_error_n(const char *body, size_t len, const tv_limits *lim,
-                           int status, const char *type, const char *msg)
+static TU_UNUSED void assert_error_n(const char *body, size_t len,
+                                     const tv_limits *lim, int status,
+                                     const char *type, const char *msg)
 {
     tv_request r;
     tv_error e, es;
@@ -116,8 +118,8 @@ static TU_UNUSED void assert_error_n(const char *body, size_t len, const tv_limi
 #define ASSERT_ERROR_LIM(body, lim, status, type, msg)                      \
     assert_error_n(body, strlen(body), lim, status, type, msg)
 
-static TU_UNUSED void assert_error(const char *body, int status, const char *type,
-                         const char *msg)
+static TU_UNUSED void assert_error(const char *body, int status,
+                                   const char *type, const char *msg)
 {
     assert_error_n(body, strlen(body), &LIM, status, type, msg);
 }

@@ -157,6 +157,30 @@ static FX_UNUSED void fx_down(fixture *f)
     }
 }
 
+/* cmocka setup and teardown around a fixture in *state: fx_setup leaves
+ * it zeroed (the test configures and starts its server), fx_setup_up
+ * starts the server with the defaults, fx_teardown stops and frees. */
+static FX_UNUSED int fx_setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    return f ? 0 : -1;
+}
+
+static FX_UNUSED int fx_setup_up(void **state)
+{
+    if (fx_setup(state) < 0 || fx_up(*state, NULL) < 0)
+        return -1;
+    return 0;
+}
+
+static FX_UNUSED int fx_teardown(void **state)
+{
+    fx_down(*state);
+    free(*state);
+    return 0;
+}
+
 static FX_UNUSED int fx_connect(int port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET,

@@ -241,7 +241,7 @@ static void sizes_past_the_last_class_give_NULL(void **state)
 }
 
 static void
-trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_and_keeps_fresh_ones(
+trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_keeps_fresh_ones(
     void **state)
 {
     tv_bufcache *cache = *state;
@@ -303,7 +303,7 @@ int main(void)
         T(a_size_may_keep_2_buffers_even_past_half_the_cache),
         T(cache_holds_at_most_TV_BUFCACHE_BYTES_bytes),
         T(sizes_past_the_last_class_give_NULL),
-        T(trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_and_keeps_fresh_ones),
+        T(trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_keeps_fresh_ones),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,20 +13,6 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    return f ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fx_down(*state);
-    free(*state);
-    return 0;
-}
-
 static void nap_ms(long ms)
 {
     nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
@@ -114,7 +100,7 @@ static void connections_past_the_per_ip_limit_are_closed(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(a_trickled_request_is_cut_at_its_deadline),
         T(a_request_in_time_is_answered),

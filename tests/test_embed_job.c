@@ -22,20 +22,10 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    return f ? 0 : -1;
-}
-
 static int teardown(void **state)
 {
-    fixture *f = *state;
     tv_alloc_fault = NULL;
-    fx_down(f);
-    free(f);
-    return 0;
+    return fx_teardown(state);
 }
 
 static tokvec_table *open_fixture_table(fixture *f)
@@ -289,7 +279,7 @@ static void a_failed_allocation_in_a_worker_job_is_a_500(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, teardown)
     const struct CMUnitTest tests[] = {
         T(json_plan_reserves_scratch_rows_and_the_json_bound),
         T(binary_plan_is_the_npy_header_and_rows_in_the_output_dtype),

@@ -287,9 +287,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(base64_matches_rfc4648_test_vectors),
-        cmocka_unit_test(base64_embed_json_fits_its_bound_for_every_small_shape),
+        cmocka_unit_test(
+            base64_embed_json_fits_its_bound_for_every_small_shape),
         cmocka_unit_test(base64_embed_json_fits_its_bound_for_a_large_batch),
-        cmocka_unit_test(float_embed_json_fits_its_bound_with_the_longest_floats),
+        cmocka_unit_test(
+            float_embed_json_fits_its_bound_with_the_longest_floats),
         cmocka_unit_test(embed_json_prints_shape_and_shortest_floats),
         cmocka_unit_test(embed_json_bound_is_zero_when_the_size_overflows),
         cmocka_unit_test(token_json_fits_its_bound),

@@ -17,22 +17,6 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    if (!f || fx_up(f, NULL) < 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_down(*state);
-    free(*state);
-    return 0;
-}
-
 /* Sends raw (a string), expects status and Connection: close. */
 static void refused(fixture *f, const char *raw, int status,
                     const char *says)
@@ -149,7 +133,7 @@ static void percent_00_stays_in_the_path(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup_up, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(a_uri_over_uri_max_is_414),
         T(more_than_query_params_max_parameters_is_414),

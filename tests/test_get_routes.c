@@ -12,22 +12,6 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    if (!f || fx_up(f, NULL) < 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_down(*state);
-    free(*state);
-    return 0;
-}
-
 static void info_describes_the_table_and_the_limits(void **state)
 {
     fixture *f = *state;
@@ -102,7 +86,7 @@ static void metrics_count_the_requests_served(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup_up, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(info_describes_the_table_and_the_limits),
         T(a_token_is_its_row),

@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "tokvec_table.h"
+#include "testutil.h"
 
-static char dir[] = "/tmp/tokvec-test-gguf-XXXXXX";
 static char path[300];
 
 /* The ways to break the good file: each names the rule it breaks. */
@@ -165,27 +165,13 @@ static const char *gguf_file(enum mut m)
 done:
     if (m == SHORT)
         w->n = 20;
-    snprintf(path, sizeof path, "%s/m%d.gguf", dir, (int)m);
+    snprintf(path, sizeof path, "%s/m%d.gguf", tu_dir, (int)m);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     fwrite(w->b, 1, w->n, f);
     fclose(f);
     free(w);
     return path;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
 }
 
 static void expect(enum mut m, int code, const char *says)
@@ -321,5 +307,5 @@ int main(void)
         cmocka_unit_test(every_rule_has_its_error),
         cmocka_unit_test(position_table_must_be_as_wide),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -20,20 +20,10 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    return f ? 0 : -1;
-}
-
 static int teardown(void **state)
 {
-    fixture *f = *state;
     tv_alloc_fault = NULL;
-    fx_down(f);
-    free(f);
-    return 0;
+    return fx_teardown(state);
 }
 
 static void health_answers_200_ok(void **state)
@@ -254,7 +244,7 @@ static void out_of_memory_at_start_is_nomem_not_bad_input(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, teardown)
     const struct CMUnitTest tests[] = {
         T(health_answers_200_ok),
         T(unknown_path_is_404_naming_the_routes),

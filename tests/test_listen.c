@@ -127,7 +127,8 @@ static int thread_named(const char *name)
 {
     DIR *d = opendir("/proc/self/task");
     int found = 0;
-    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;) {
+    for (struct dirent *e = d ? readdir(d) : NULL; e && !found;
+         e = readdir(d)) {
         char p[300], comm[32] = "";
         snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
         FILE *fp = fopen(p, "r");

@@ -250,7 +250,7 @@ static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
     }
     pthread_mutex_lock(&f->mu);
     int ok;
-    while (!(ok = pred(f, arg)))
+    for (ok = pred(f, arg); !ok; ok = pred(f, arg))
         if (pthread_cond_timedwait(&f->cv, &f->mu, &dl))
             break;
     ok = pred(f, arg);
@@ -290,7 +290,7 @@ static size_t poll_count(tv_pool *p, size_t (*get)(tv_pool *), size_t want)
     return v;
 }
 
-/* --- threads: /proc/self/task ---------------------------------------------- */
+/* --- threads: /proc/self/task -------------------------------------------- */
 
 /* Counts this process's threads named tv-work-<i> into seen[i] (i < 64);
  * returns how many threads are named tv-work-*. */
@@ -301,8 +301,7 @@ static int scan_workers(int seen[64])
     DIR *d = opendir("/proc/self/task");
     if (!d)
         return -1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
         if (e->d_name[0] == '.')
             continue;
         char path[300], comm[32] = "";

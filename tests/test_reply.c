@@ -13,20 +13,6 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    return f ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    fx_down(*state);
-    free(*state);
-    return 0;
-}
-
 static void no_cors_headers_without_cors_origin(void **state)
 {
     fixture *f = *state;
@@ -117,7 +103,7 @@ static void an_error_body_is_json_with_message_and_type(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(no_cors_headers_without_cors_origin),
         T(an_origin_gets_allow_origin_and_vary),

@@ -207,7 +207,7 @@ static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
     }
 }
 
-/* --- tv_error_set ----------------------------------------------------------- */
+/* --- tv_error_set -------------------------------------------------------- */
 
 static void error_set_fills_the_error_and_returns_minus_1(void **state)
 {

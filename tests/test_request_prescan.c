@@ -365,8 +365,10 @@ int main(void)
         cmocka_unit_test(too_many_values_is_413_before_jansson),
         cmocka_unit_test(prescan_names_the_offset_it_refused_at),
         cmocka_unit_test(a_request_at_the_value_bound_still_parses),
-        cmocka_unit_test(precedence_syntax_errors_before_a_limit_stay_invalid_json),
-        cmocka_unit_test(precedence_too_deep_or_too_large_before_a_syntax_error),
+        cmocka_unit_test(
+            precedence_syntax_errors_before_a_limit_stay_invalid_json),
+        cmocka_unit_test(
+            precedence_too_deep_or_too_large_before_a_syntax_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

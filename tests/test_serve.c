@@ -29,8 +29,10 @@ static int setup(void **state)
 {
     serve_fx *s = calloc(1, sizeof *s);
     *state = s;
+    if (!s)
+        return -1;
     s->err_fd = -1;
-    return s && fx_init(&s->f) == 0 ? 0 : -1;
+    return fx_init(&s->f) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -103,9 +105,12 @@ static int exit_status(serve_fx *s)
 static void child_stderr(serve_fx *s, char *buf, size_t cap)
 {
     size_t n = 0;
-    ssize_t r;
-    while (n + 1 < cap && (r = read(s->err_fd, buf + n, cap - 1 - n)) > 0)
+    while (n + 1 < cap) {
+        ssize_t r = read(s->err_fd, buf + n, cap - 1 - n);
+        if (r <= 0)
+            break;
         n += (size_t)r;
+    }
     buf[n] = '\0';
 }
 

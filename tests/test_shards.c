@@ -17,16 +17,16 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "tokvec_table.h"
 
-static char dir[] = "/tmp/tokvec-test-shards-XXXXXX";
 
 static const char *in_dir(const char *name)
 {
     static char p[4][300];
     static int k;
     k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
+    snprintf(p[k], sizeof p[k], "%s/%s", tu_dir, name);
     return p[k];
 }
 
@@ -75,8 +75,7 @@ static float pos_data[8] = {.5f, .25f, .125f, 1, 2, 4, 8, 16};
 
 static int setup(void **state)
 {
-    (void)state;
-    if (!mkdtemp(dir))
+    if (tu_setup_dir(state) < 0)
         return -1;
     float tp[13];
     memcpy(tp, tok_data, sizeof tok_data);
@@ -90,14 +89,6 @@ static int setup(void **state)
                INDEX("model-00001-of-00003.safetensors",
                      "model-00002-of-00003.safetensors"));
     return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
 }
 
 /* Opens and expects code; a failure's message must contain `names`. */
@@ -183,7 +174,7 @@ static void directory_holding_the_index_opens(void **s)
 {
     (void)s;
     tokvec_table *t;
-    assert_int_equal(tokvec_table_open(dir, NULL, &t), 0);
+    assert_int_equal(tokvec_table_open(tu_dir, NULL, &t), 0);
     check_rows(t);
     tokvec_table_close(t);
 }
@@ -317,5 +308,5 @@ int main(void)
         cmocka_unit_test(index_rules_each_have_their_error),
         cmocka_unit_test(every_shard_rule_applies_to_a_mapped_shard),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tu_teardown_dir);
 }

@@ -18,11 +18,11 @@
 #include "tokvec_float.h"
 #include "tokvec_similar.h"
 #include "tokvec_write.h"
+#include "testutil.h"
 
 #define V 700
 #define DMAX 80
 
-static char dir[] = "/tmp/tokvec-test-similar-XXXXXX";
 static float tab[V * DMAX];
 static uint64_t lcg = 42;
 
@@ -40,7 +40,7 @@ static tokvec_table *open_tab(int64_t d, tokvec_dtype dt)
     static uint16_t h[V * DMAX];
     static int n;
     char p[256];
-    snprintf(p, sizeof p, "%s/t%d.safetensors", dir, n++);
+    snprintf(p, sizeof p, "%s/t%d.safetensors", tu_dir, n++);
     const void *data = tab;
     if (dt != TOKVEC_F32) {
         tokvec_narrow(dt, tab, h, (size_t)(V * d));
@@ -282,20 +282,6 @@ static void concurrent_first_queries_agree_with_a_serial_one(void **st)
     tokvec_table_close(t);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,5 +293,5 @@ int main(void)
         cmocka_unit_test(ties_are_broken_by_id_and_zero_vectors_score_zero),
         cmocka_unit_test(concurrent_first_queries_agree_with_a_serial_one),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -12,22 +12,6 @@
 
 #define RESP 65536
 
-static int setup(void **state)
-{
-    fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    if (!f || fx_up(f, NULL) < 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fx_down(*state);
-    free(*state);
-    return 0;
-}
-
 static void reload_swaps_in_a_table_of_the_same_dim(void **state)
 {
     fixture *f = *state;
@@ -92,7 +76,7 @@ static void the_summary_names_the_table_and_its_shape(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_setup_up, fx_teardown)
     const struct CMUnitTest tests[] = {
         T(reload_swaps_in_a_table_of_the_same_dim),
         T(reload_keeps_the_old_table_for_another_dim),

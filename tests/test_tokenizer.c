@@ -249,7 +249,8 @@ static void decode_replaces_broken_utf8_like_python(void **s)
         {"\xf0\x9f\x98" "A", "\xef\xbf\xbd" "A"},
         {"\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},
         {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
-        {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xf4\x90\x80\x80",
+         "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
         {"\xe2\x82\xac\xff", "\xe2\x82\xac\xef\xbf\xbd"},
         {"ok", "ok"},
     };
@@ -435,8 +436,8 @@ static const char *tiktoken_file(const char *name, int skip,
     for (int b = 0; b < 256; b++) {
         if (b == skip)
             continue;
-        unsigned char c = (unsigned char)b;
-        n += put_b64(buf + n, &c, 1);
+        unsigned char c[1] = {(unsigned char)b};
+        n += put_b64(buf + n, c, 1);
         n += (size_t)sprintf(buf + n, " %d\n", b);
     }
     n += (size_t)sprintf(buf + n, "%s", extra);

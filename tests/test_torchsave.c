@@ -227,7 +227,8 @@ static void archive_is_a_stored_zip_with_aligned_records(void **state)
                                              tokvec_dtype_size(dts[d]));
                 assert_int_equal(o->len, l.data_bytes);
                 for (size_t i = 0; i < o->len; i++)
-                    assert_int_equal(b[o->data + i], (unsigned char)(i * 7 + 1));
+                    assert_int_equal(b[o->data + i],
+                                     (unsigned char)(i * 7 + 1));
                 free(b);
             }
 }

@@ -13,13 +13,18 @@
 # too, their findings printed, but they do not fail the run.
 #
 # Usage (the Makefile sets these): LINT_FILES="..." LINT_PENDING="..."
-#   PYTHON=python3 tools/lint.sh
+#   LINT_CPPFLAGS="-Ibuild/gen" PYTHON=python3 tools/lint.sh
+# cppcheck and clang-tidy run on LINT_JOBS processes (default: nproc);
+# LINT_CACHE=DIR keeps clang-tidy's results for files (and the headers they
+# include) that have not changed since (the Makefile: build/lint-cache).
 set -u
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 LINT_PENDING=${LINT_PENDING:-}
 LINT_FORMAT=${LINT_FORMAT:-report}
-CPPFLAGS_LINT="-D_GNU_SOURCE -Iinclude -Iserver -Icore"
+LINT_JOBS=${LINT_JOBS:-$(nproc 2>/dev/null || echo 1)}
+LINT_CACHE=${LINT_CACHE:-}
+CPPFLAGS_LINT="-D_GNU_SOURCE -Iinclude -Iserver -Icore ${LINT_CPPFLAGS:-}"
 log=$(mktemp -d /tmp/tokvec-lint-XXXXXX)
 trap 'rm -rf "$log"' EXIT
 fail=0
@@ -61,7 +66,7 @@ report() {
 #    table in place; config_internal.h reaches a field by offsetof.
 cppcheck_run() {
     [ $# -eq 0 ] && return 0
-    cppcheck --quiet --enable=warning,portability,performance --std=c11 \
+    cppcheck --quiet -j "$LINT_JOBS" --enable=warning,portability,performance --std=c11 \
         $CPPFLAGS_LINT --inline-suppr \
         --library=tools/cppcheck-jansson.cfg \
         --suppress=varFuncNullUB \
@@ -73,13 +78,20 @@ cppcheck_run $(only_c $strict) > "$log/cs"
 cppcheck_run $(only_c $later) > "$log/cp"
 report cppcheck "$log/cs" "$log/cp"
 
+# One clang-tidy a file, LINT_JOBS at a time, each into a file of its own
+# (so that parallel outputs do not interleave; tools/lint_tidy_one.sh,
+# which reuses results from LINT_CACHE); $1 names the run.
 tidy_run() {
+    out="$log/tidy-$1"; shift
+    mkdir -p "$out"
     [ $# -eq 0 ] && return 0
-    clang-tidy --quiet "$@" -- -std=c11 $CPPFLAGS_LINT 2>/dev/null |
-        grep -E '(warning|error):' | sed "s|^$PWD/||"
+    export CPPFLAGS_LINT LINT_CACHE
+    printf '%s\n' "$@" |
+        xargs -P "$LINT_JOBS" -I{} tools/lint_tidy_one.sh {} "$out"
+    cat "$out"/* | grep -E '(warning|error):' | sed "s|^$PWD/||" | sort
 }
-tidy_run $(tidy_c $strict) > "$log/ts"
-tidy_run $(tidy_c $later) > "$log/tp"
+tidy_run s $(tidy_c $strict) > "$log/ts"
+tidy_run p $(tidy_c $later) > "$log/tp"
 report clang-tidy "$log/ts" "$log/tp"
 
 [ -n "$strict" ] && $PYTHON tools/lint_c.py $strict > "$log/hs"

@@ -38,7 +38,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "torchsave: bad shape or dtype\n");
         return 2;
     }
-    size_t n = (size_t)(B * S * D), cap = tv_embed_torch_json_bound(B, S, D, dt);
+    size_t n = (size_t)(B * S * D);
+    size_t cap = tv_embed_torch_json_bound(B, S, D, dt);
     float *in = malloc(n * sizeof *in);
     void *x = malloc(n * tokvec_dtype_size(dt));
     void *scratch = malloc(l.size);

@@ -213,6 +213,16 @@ class Server:
             pass
 
 
+def run(*args, check=True):
+    """The binary with args (text output captured, 2 minutes at most); with
+    check, a non-zero exit raises AssertionError with its stderr."""
+    r = subprocess.run([BINARY] + list(args), capture_output=True,
+                       text=True, timeout=120)
+    if check and r.returncode:
+        raise AssertionError("%s: %s" % (args, r.stderr))
+    return r
+
+
 def parse_args():
     """--binary PATH (default build/tokvec) into BINARY; returns argv for
     unittest (the program name and the arguments not ours)."""

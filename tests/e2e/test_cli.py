@@ -20,12 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import support as tc  # noqa: E402
 
 
-def run(*args, check=True):
-    r = subprocess.run([tc.BINARY] + list(args), capture_output=True,
-                       text=True, timeout=120)
-    if check and r.returncode:
-        raise AssertionError("%s: %s" % (args, r.stderr))
-    return r
+run = tc.run
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(

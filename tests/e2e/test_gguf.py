@@ -9,12 +9,10 @@ a row of 1280 values dequantized in two chunks) and `tokvec serve` (POST
 /embed raw float32, GET /tokens/ID, /info with each table's file dtype,
 validated against docs/openapi.json).
 """
-import argparse
 import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -30,12 +28,7 @@ QUANT = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"]
 VOCAB, CTX, DIM = 6, 3, 1280
 
 
-def run(*args, check=True):
-    r = subprocess.run([tc.BINARY] + list(args), capture_output=True,
-                       text=True, timeout=120)
-    if check and r.returncode:
-        raise AssertionError("%s: %s" % (args, r.stderr))
-    return r
+run = tc.run
 
 
 def raw_table(rng, tname, rows, dim):
@@ -195,8 +188,4 @@ class GGUF(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -10,7 +10,6 @@ Run: /usr/bin/python3 tests/e2e/test_prometheus.py --binary build/tokvec
 Needs promtool (Debian package prometheus; `make test-deps` installs it).
 Without it every test is skipped with a message saying so.
 """
-import argparse
 import os
 import re
 import shutil
@@ -119,8 +118,4 @@ class Rules(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -5,7 +5,6 @@ counted in /metrics.
 
 Run: /usr/bin/python3 tests/e2e/test_similar.py --binary build/tokvec
 """
-import argparse
 import json
 import os
 import shutil
@@ -129,8 +128,4 @@ class Similar(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

@@ -19,7 +19,6 @@ Run: /usr/bin/python3 tests/e2e/test_torchsave.py --binary build/tokvec
 $TOKVEC_TORCHSAVE). Needs numpy and torch (Debian python3-torch; skipped
 with a message without it).
 """
-import argparse
 import base64
 import io
 import json
@@ -253,8 +252,4 @@ class Served(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=tc.BINARY)
-    args, rest = ap.parse_known_args()
-    tc.BINARY = os.path.abspath(args.binary)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    tc.main()

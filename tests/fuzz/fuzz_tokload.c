@@ -64,8 +64,11 @@ static void exercise(const tokvec_tokenizer *t)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int made;
-    if (!made && !(made = mkdtemp(dir) != NULL))
-        abort();
+    if (!made) {
+        made = mkdtemp(dir) != NULL;
+        if (!made)
+            abort();
+    }
     if (size < 2)
         return 0;
     char p[512], q[512];
