@@ -58,6 +58,8 @@ PORT          ?=
 HOST          ?=
 # OpenAI's GPT-2 tokenizer (encoder.json + vocab.bpe), fetched by make data.
 TOKENIZER_DIR := data/gpt2
+# make run's tokenizer (TOKENIZER= for ids only)
+TOKENIZER ?= $(TOKENIZER_DIR)
 # npm and node: Debian's packages where the commands are missing.
 NPM_DEPS       = command -v node >/dev/null || tools/deps.sh nodejs; \
                  command -v npm >/dev/null || tools/deps.sh npm
@@ -200,7 +202,7 @@ unit: test-deps data $(TESTS)
 E2E := $(sort $(wildcard tests/e2e/test_*.py))
 # test_torchsave.py runs $(BUILD)/tools/torchsave.
 E2E_TOOLS := $(BUILD)/tools/torchsave
-e2e: test-deps $(BUILD)/tokvec $(E2E_TOOLS)
+e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
 	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
 
@@ -298,7 +300,9 @@ data: $(DEFAULT_TABLE) $(TOKENIZER_DIR)/encoder.json
 
 # The default table is made when missing; another TABLE must exist.
 run: all data $(filter $(DEFAULT_TABLE),$(TABLE))
-	$(BUILD)/tokvec serve --table $(TABLE)$(if $(PORT), --port $(PORT))$(if \
+	$(BUILD)/tokvec serve --table $(TABLE)$(if $(TOKENIZER), --tokenizer \
+	  $(TOKENIZER))$(if \
+	  $(PORT), --port $(PORT))$(if \
 	  $(HOST), --host $(HOST))
 
 # --- benchmarks and long checks (not part of test) -------------------------

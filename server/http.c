@@ -405,6 +405,10 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
+    if ((rc = tokenizer_open(s, err, errlen)) < 0) {
+        rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
+        goto fail;
+    }
     table_publish(s->current->t);
 
     int threads = (int)cfg->threads;
@@ -491,6 +495,7 @@ void tv_server_stop(tv_server *s)
     tv_pool_stop(s->pool);
     tv_bufcache_free(s->bufs);
     table_release(s->current);
+    tokvec_tokenizer_close(s->tok);
     pthread_mutex_destroy(&s->table_lock);
     free(s);
 }

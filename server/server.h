@@ -41,6 +41,7 @@
 #include "routes.h"
 #include "tables.h"
 #include "tokvec_table.h"
+#include "tokvec_tokenizer.h"
 
 struct ip_count; /* deadline.c */
 
@@ -69,6 +70,8 @@ struct tv_server {
     int raw_framing;      /* libmicrohttpd 0.9.75: see framing_check() */
     tv_limits lim;
     tokvec_table_opts topts;
+    tokvec_tokenizer *tok;     /* --tokenizer, or NULL: never changes */
+    tokvec_tokenizer_info tok_info;
 };
 
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
