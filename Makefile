@@ -58,8 +58,9 @@ PORT          ?=
 HOST          ?=
 # OpenAI's GPT-2 tokenizer (encoder.json + vocab.bpe), fetched by make data.
 TOKENIZER_DIR := data/gpt2
-# make run's tokenizer (TOKENIZER= for ids only)
-TOKENIZER ?= $(TOKENIZER_DIR)
+# make run's tokenizer: GPT-2's beside the default table (another TABLE
+# has its own vocabulary: give TOKENIZER=FILE); TOKENIZER= for ids only
+TOKENIZER ?= $(if $(filter $(DEFAULT_TABLE),$(TABLE)),$(TOKENIZER_DIR))
 # npm and node: Debian's packages where the commands are missing.
 NPM_DEPS       = command -v node >/dev/null || tools/deps.sh nodejs; \
                  command -v npm >/dev/null || tools/deps.sh npm

@@ -129,7 +129,8 @@ class Readme(unittest.TestCase):
         serve = [ln for ln in r.stdout.splitlines() if " serve " in ln]
         self.assertEqual(len(serve), 1, r.stdout)
         self.assertTrue(serve[0].endswith(
-            "serve --table data/gpt2-256.safetensors"), serve)
+            "serve --table data/gpt2-256.safetensors --tokenizer "
+            "data/gpt2"), serve)
 
     def test_readme_stands_on_its_own(self):
         text = readme_text()
