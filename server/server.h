@@ -14,6 +14,7 @@
  *   routes.c    the route table: which path is which route
  *   get_routes.c  GET /info, /tokens/{id}, /metrics, answered at once
  *   embed_job.c POST /embed from parse to reply (one owner, start to end)
+ *   text.c      POST /tokenize and /decode (jobs), /embed's text options
  *   reply.c     queueing responses: headers, errors, what the log sees
  *
  * Threads: a req_ctx belongs to its connection's HTTP thread, except while
@@ -101,6 +102,7 @@ typedef struct req_ctx {
     embed_job job;   /* POST /embed (embed_job.c) */
     struct tv_similar_call *sim; /* POST /similar's job (pages.h), or NULL */
     struct table_ref *sim_ref;   /* the table it scans, until completed */
+    struct tv_text_call *text;   /* POST /tokenize, /decode (text.h) */
     int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
     int must_close;  /* answer with Connection: close (bad framing) */
     char method[8]; /* for the access log */

@@ -73,7 +73,8 @@ class Readme(unittest.TestCase):
         lines = curl_lines()
         self.assertGreaterEqual(len(lines), 8, lines)
         sock = os.path.join(self.tmp, "tokvec.sock")
-        s = tc.Server(self.table, "--unix-socket", sock)
+        s = tc.Server(self.table, "--unix-socket", sock, "--tokenizer",
+                      os.path.join(tc.TOP, "data", "gpt2"))
         try:
             for line in lines:
                 cmd = (line.replace("localhost:8080", "localhost:%d" % s.port)

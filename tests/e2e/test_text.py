@@ -136,5 +136,178 @@ class Setting(unittest.TestCase):
             srv.stop()
 
 
+class TokenizeDecode(unittest.TestCase):
+    """POST /tokenize and POST /decode."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = tc.Server(TABLE, "--tokenizer", GPT2, "--api-key", "k",
+                            "--max-tokens", "20000")
+        cls.auth = {"Authorization": "Bearer k"}
+        with open(VERDICT, encoding="utf-8") as f:
+            cls.verdict = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def tok(self, obj, **kw):
+        return post(self.srv, "/tokenize", obj, self.auth, **kw)
+
+    def dec(self, obj):
+        return post(self.srv, "/decode", obj, self.auth)
+
+    def test_tokenize_equals_the_cli_for_the_books_texts(self):
+        for text in (BOOK, self.verdict):
+            st, body = self.tok({"inputs": text})
+            self.assertEqual(st, 200)
+            self.assertEqual([t["id"] for t in body[0]], cli_tokenize(text))
+        self.assertEqual([t["id"] for t in self.tok({"inputs": BOOK})[1][0]],
+                         BOOK_IDS)
+
+    def test_special_tokens_false_is_encode_ordinary(self):
+        st, body = self.tok({"inputs": BOOK, "special_tokens": False})
+        self.assertEqual(st, 200)
+        ids = [t["id"] for t in body[0]]
+        self.assertEqual(ids, cli_tokenize(BOOK, special=False))
+        self.assertNotIn(50256, ids)
+        self.assertTrue(all(not t["special"] for t in body[0]))
+
+    def test_offsets_tile_the_utf8_input_and_texts_are_the_tokens(self):
+        text = "Caf\u00e9 \U0001F600 na\u0131ve <|endoftext|>\n\tx"
+        st, body = self.tok({"inputs": [text, "b"]})
+        self.assertEqual(st, 200)
+        self.assertEqual(len(body), 2)
+        raw, at = text.encode(), 0
+        for t in body[0]:
+            self.assertEqual(t["start"], at)
+            piece = raw[t["start"]:t["stop"]]
+            self.assertEqual(t["text"], piece.decode("utf-8", "replace"))
+            self.assertEqual(t["special"], t["id"] == 50256)
+            at = t["stop"]
+        self.assertEqual(at, len(raw))
+        # the emoji is split across tokens: partial characters are U+FFFD
+        self.assertIn("\ufffd", [t["text"] for t in body[0]])
+
+    def test_nul_in_a_json_string_is_text(self):
+        st, body = self.tok({"inputs": "a\u0000b"})
+        self.assertEqual(st, 200)
+        self.assertEqual([t["id"] for t in body[0]], cli_tokenize("a\0b"))
+        self.assertEqual(body[0][1]["text"], "\u0000")
+
+    def test_tokenize_windows_are_gptdatasetv1(self):
+        st, body = self.tok({"inputs": self.verdict, "max_length": 4,
+                             "stride": 4})
+        self.assertEqual(st, 200)
+        ids = cli_tokenize(self.verdict)
+        want = [ids[i:i + 4] for i in range(0, len(ids) - 4, 4)]
+        self.assertEqual(body["input_ids"], want)
+        self.assertEqual(body["input_ids"][:8], BOOK_BATCH)
+        self.assertEqual(body["target_ids"],
+                         [ids[i + 1:i + 5] for i in range(0, len(ids) - 4,
+                                                          4)])
+        st, body = self.tok({"inputs": "a b c d e f g", "max_length": 3,
+                             "stride": 1})
+        ids = cli_tokenize("a b c d e f g")
+        self.assertEqual(body["input_ids"],
+                         [ids[i:i + 3] for i in range(0, len(ids) - 3)])
+
+    def test_truncate_keeps_the_start_or_the_end(self):
+        srv = tc.Server(TABLE, "--tokenizer", GPT2, "--max-tokens", "5")
+        try:
+            text = "one two three four five six seven"
+            ids = cli_tokenize(text)
+            st, body = post(srv, "/tokenize", {"inputs": text})
+            self.assertEqual((st, body["error_type"]),
+                             (413, "payload_too_large"))
+            for d, want in (("right", ids[:5]), ("left", ids[-5:])):
+                st, body = post(srv, "/tokenize", {
+                    "inputs": text, "truncate": True,
+                    "truncation_direction": d})
+                self.assertEqual(st, 200)
+                self.assertEqual([t["id"] for t in body[0]], want)
+        finally:
+            srv.stop()
+
+    def test_decode_is_tiktokens_lossy_decode(self):
+        ids = cli_tokenize(self.verdict)
+        st, body = self.dec({"ids": ids})
+        self.assertEqual((st, body), (200, [self.verdict]))
+        st, body = self.dec({"ids": [BOOK_IDS, [], [40]]})
+        self.assertEqual((st, body), (200, [BOOK, "", "I"]))
+        # 172 is the byte 0xf0 alone: broken UTF-8 decodes to U+FFFD
+        st, body = self.dec({"ids": [[40, 172]]})
+        self.assertEqual(body, ["I\ufffd"])
+
+    def test_decode_errors(self):
+        st, body = self.dec({"ids": [1, 50257]})
+        self.assertEqual((st, body["error_type"]), (422, "token_out_of_range"))
+        self.assertIn("50257", body["error"])
+        self.assertIn("position 1", body["error"])
+        st, body = self.dec({"ids": [[1], [2, -1]]})
+        self.assertEqual(st, 422)
+        self.assertIn("batch index 1", body["error"])
+        for bad in ({"ids": [1.5]}, {"ids": "1"}, {"ids": [[1], 2]},
+                    {"ids": [1], "x": 1}, {}, [1]):
+            st, body = self.dec(bad)
+            self.assertEqual((st, body["error_type"]),
+                             (400, "invalid_request"), bad)
+        st, body = self.dec({"ids": [0] * 20001})
+        self.assertEqual((st, body["error_type"]), (413, "payload_too_large"))
+
+    def test_tokenize_errors(self):
+        for bad in ({"inputs": 5}, {"inputs": []}, {"inputs": ["a", 1]},
+                    {}, {"inputs": "a", "special_tokens": 1},
+                    {"inputs": "a", "truncation_direction": "up"},
+                    {"inputs": "a", "max_length": 0},
+                    {"inputs": "a", "stride": 2},
+                    {"inputs": ["a", "b"], "max_length": 2},
+                    {"inputs": "a", "pad_id": 0}):
+            st, body = self.tok(bad)
+            self.assertEqual((st, body["error_type"]),
+                             (400, "invalid_request"), bad)
+        st, body = self.tok(None, raw=b'{"inputs": "\xff"}')
+        self.assertEqual((st, body["error_type"]), (400, "invalid_json"))
+        st, body = self.tok(None, raw=b'{"inputs": "a", "inputs": "b"}')
+        self.assertEqual((st, body["error_type"]), (400, "invalid_json"))
+        st, body = self.tok({"inputs": "a b", "max_length": 2})
+        self.assertEqual((st, body["error_type"]), (422, "text_too_short"))
+        st, body = self.tok({"inputs": "a " * 20001})
+        self.assertEqual((st, body["error_type"]), (413, "payload_too_large"))
+
+    def test_auth_method_and_media_type_as_embed(self):
+        for path in ("/tokenize", "/decode"):
+            st, _ = post(self.srv, path, {"ids": [1], "inputs": "a"})
+            self.assertEqual(st, 401)
+            st, hd, _ = self.srv.request("GET", path, headers=self.auth)
+            self.assertEqual(st, 405)
+            self.assertEqual(hd.get("Allow"), "POST")
+            st, body = post(self.srv, path, {"ids": [1]},
+                            dict(self.auth, **{"Content-Type":
+                                               "text/plain"}))
+            self.assertEqual((st, body["error_type"]),
+                             (415, "unsupported_media_type"))
+
+    def test_tokenized_bytes_are_counted(self):
+        before = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.tok({"inputs": ["abc", "\u00e9"]})
+        after = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.assertEqual(after - before, 5)
+
+
+class NoTokenizer(unittest.TestCase):
+    def test_text_routes_answer_400_naming_the_flag(self):
+        srv = tc.Server(TABLE)
+        try:
+            for path, obj in (("/tokenize", {"inputs": "a"}),
+                              ("/decode", {"ids": [1]})):
+                st, body = post(srv, path, obj)
+                self.assertEqual((st, body["error_type"]),
+                                 (400, "invalid_request"))
+                self.assertIn("--tokenizer", body["error"])
+        finally:
+            srv.stop()
+
+
 if __name__ == "__main__":
     tc.main()
