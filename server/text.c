@@ -46,65 +46,6 @@ struct tv_text_call {
 
 /* --- options ------------------------------------------------------------ */
 
-void tv_text_opts_init(tv_text_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->special = 1;
-}
-
-static int positive(const json_t *v, const char *key, int64_t *out,
-                    tv_error *e)
-{
-    if (!json_is_integer(v) || json_integer_value(v) < 1)
-        return tv_error_set(e, 400, "invalid_request",
-                            "\"%s\" must be an integer >= 1", key);
-    *out = json_integer_value(v);
-    return 0;
-}
-
-int tv_text_option(tv_text_opts *o, const char *key, const json_t *v,
-                   tv_error *e)
-{
-    if (!strcmp(key, "special_tokens") || !strcmp(key, "truncate")) {
-        if (!json_is_boolean(v))
-            return tv_error_set(e, 400, "invalid_request",
-                                "\"%s\" must be true or false", key);
-        *(key[0] == 's' ? &o->special : &o->truncate) = json_is_true(v);
-        return 1;
-    }
-    if (!strcmp(key, "truncation_direction")) {
-        const char *d = json_string_value(v);
-        if (!d || (strcmp(d, "right") && strcmp(d, "left")))
-            return tv_error_set(e, 400, "invalid_request",
-                                "\"truncation_direction\" must be \"right\" "
-                                "or \"left\"");
-        o->left = !strcmp(d, "left");
-        return 1;
-    }
-    if (!strcmp(key, "max_length"))
-        return positive(v, key, &o->max_length, e) < 0 ? -1 : 1;
-    if (!strcmp(key, "stride"))
-        return positive(v, key, &o->stride, e) < 0 ? -1 : 1;
-    return 0;
-}
-
-int tv_text_opts_check(tv_text_opts *o, tv_error *e)
-{
-    if (o->stride && !o->max_length)
-        return tv_error_set(e, 400, "invalid_request",
-                            "\"stride\" needs \"max_length\"");
-    if (o->max_length && !o->stride)
-        o->stride = o->max_length;
-    return 0;
-}
-
-int64_t tv_text_windows(int64_t n, int64_t max_length, int64_t stride)
-{
-    if (max_length < 1 || stride < 1 || n <= max_length)
-        return 0;
-    return (n - max_length - 1) / stride + 1;
-}
-
 int tv_text_no_tokenizer(tv_error *e)
 {
     return tv_error_set(e, 400, "invalid_request",

@@ -26,32 +26,6 @@
 #include "request.h"
 #include "tokvec_tokenizer.h"
 
-/* The text options of /embed and /tokenize. */
-typedef struct tv_text_opts {
-    int special;        /* "special_tokens", default true */
-    int truncate;       /* "truncate", default false */
-    int left;           /* "truncation_direction": "left" (keep the end) */
-    int64_t max_length; /* "max_length" L: windows; 0 = none */
-    int64_t stride;     /* "stride" T, default L */
-} tv_text_opts;
-
-void tv_text_opts_init(tv_text_opts *o);
-
-/* One key of a request object: 1 when key is a text option (its value
- * checked and stored), 0 when it is not one, -1 with *e filled (400
- * invalid_request: a wrong type, a max_length or stride below 1, a
- * direction other than "right" or "left"). */
-int tv_text_option(tv_text_opts *o, const char *key, const json_t *v,
-                   tv_error *e);
-
-/* After every key: 400 invalid_request for a stride without max_length.
- * 0 or -1. */
-int tv_text_opts_check(tv_text_opts *o, tv_error *e);
-
-/* The book's GPTDatasetV1 windows of n ids: how many i are in
- * range(0, n - L, T). */
-int64_t tv_text_windows(int64_t n, int64_t max_length, int64_t stride);
-
 /* The calling thread's tokenizer working memory (made on first use, freed
  * when the thread exits); NULL when out of memory. */
 tokvec_tok_state *tv_text_state(void);
