@@ -214,6 +214,14 @@ class OpenAPI(unittest.TestCase):
                 (d, p(srv, d, b'{"ids": "x"}')),
                 (d, p(srv, d, b'{"ids": [' + b'1,' * 16 + b'1]}')),
                 (d, p(srv, d, b'{}', "text/plain")),
+                ("/embed", p(srv, "/embed", b'{"inputs": "Hello world"}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": ["a b c d", [1]], '
+                                            b'"pad_id": 0}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": "a b c d e", '
+                                            b'"max_length": 2}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": "a b", '
+                                            b'"max_length": 2}')),
+                ("/embed", p(bare, "/embed", b'{"inputs": "a"}')),
             ]
             for path_key, resp in cases:
                 self.conforms(path_key, "POST", resp)

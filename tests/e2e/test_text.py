@@ -295,16 +295,138 @@ class TokenizeDecode(unittest.TestCase):
         self.assertEqual(after - before, 5)
 
 
+class EmbedText(unittest.TestCase):
+    """Text inputs of POST /embed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = tc.Server(TABLE, "--tokenizer", GPT2)
+        with open(VERDICT, encoding="utf-8") as f:
+            cls.verdict = f.read()
+        t = tc.read_safetensors(TABLE)
+        cls.tok, cls.pos = t["tok_emb.weight"], t["pos_emb.weight"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def embed(self, obj, accept="application/json"):
+        st, hd, b = self.srv.embed(obj, accept)
+        return st, (json.loads(b) if accept == "application/json" else b)
+
+    def test_the_books_batch_from_raw_text(self):
+        st, body = self.embed({"inputs": self.verdict, "max_length": 4,
+                               "stride": 4})
+        self.assertEqual(st, 200)
+        self.assertEqual(body["shape"], [1286, 4, 256])
+        self.assertEqual(body["input_ids"][:8], BOOK_BATCH)
+        ids = cli_tokenize(self.verdict)
+        self.assertEqual(body["target_ids"],
+                         [ids[i + 1:i + 5] for i in range(0, len(ids) - 4,
+                                                          4)])
+        # token_embedding_layer(inputs) + pos_embedding_layer(arange(4))
+        x = np.array(body["embeddings"][:8], dtype=np.float32)
+        want = self.tok[np.array(BOOK_BATCH)] + self.pos[:4]
+        self.assertTrue(np.array_equal(x, want))
+
+    def test_text_is_bit_identical_to_its_ids(self):
+        ids = cli_tokenize(BOOK)
+        for accept in ("application/octet-stream", "application/json"):
+            st, a = self.embed({"inputs": BOOK}, accept)
+            st2, b = self.embed({"inputs": [ids]}, accept)
+            self.assertEqual((st, st2), (200, 200))
+            if accept == "application/json":
+                self.assertEqual(a["input_ids"], [ids])
+                self.assertNotIn("input_ids", b)
+                a, b = a["embeddings"], b["embeddings"]
+            self.assertEqual(a, b)
+
+    def test_windows_with_a_stride_and_a_start_position(self):
+        text = "one two three four five six seven eight nine"
+        ids = cli_tokenize(text)
+        st, body = self.embed({"inputs": text, "max_length": 3, "stride": 2,
+                               "start_position": 5})
+        self.assertEqual(st, 200)
+        want = [ids[i:i + 3] for i in range(0, len(ids) - 3, 2)]
+        self.assertEqual(body["input_ids"], want)
+        x = np.array(body["embeddings"], dtype=np.float32)
+        self.assertTrue(np.array_equal(
+            x, self.tok[np.array(want)] + self.pos[5:8]))
+
+    def test_mixed_texts_and_ids_pad_or_are_ragged(self):
+        st, body = self.embed({"inputs": ["Hello world", [1, 2, 3]]})
+        self.assertEqual((st, body["error_type"]), (422, "ragged_batch"))
+        st, body = self.embed({"inputs": ["Hello world", [1, 2, 3]],
+                               "pad_id": 0})
+        self.assertEqual(st, 200)
+        self.assertEqual(body["input_ids"], [[15496, 995, 0], [1, 2, 3]])
+        st, body = self.embed({"inputs": [[1, 2], "Hello world"]})
+        self.assertEqual(body["input_ids"], [[1, 2], [15496, 995]])
+
+    def test_special_tokens_and_nul(self):
+        st, body = self.embed({"inputs": "a<|endoftext|>"})
+        self.assertEqual(body["input_ids"], [[64, 50256]])
+        st, body = self.embed({"inputs": "a<|endoftext|>",
+                               "special_tokens": False})
+        self.assertEqual(body["input_ids"],
+                         [cli_tokenize("a<|endoftext|>", special=False)])
+        st, body = self.embed({"inputs": "a\u0000b"})
+        self.assertEqual((st, body["input_ids"]),
+                         (200, [cli_tokenize("a\0b")]))
+
+    def test_truncate_fits_the_positions(self):
+        text = "word " * 1100
+        ids = cli_tokenize(text)
+        st, body = self.embed({"inputs": text})
+        self.assertEqual((st, body["error_type"]), (422, "sequence_too_long"))
+        st, body = self.embed({"inputs": text, "truncate": True,
+                               "start_position": 24})
+        self.assertEqual(st, 200)
+        self.assertEqual(body["input_ids"], [ids[:1000]])
+        st, body = self.embed({"inputs": text, "truncate": True,
+                               "truncation_direction": "left"},
+                              "application/json")
+        self.assertEqual(body["input_ids"], [ids[-1024:]])
+
+    def test_text_errors(self):
+        for bad in ({"inputs": ["a", 5]}, {"inputs": "a", "truncate": 1},
+                    {"inputs": ["a", "b"], "max_length": 1},
+                    {"inputs": [[1, 2]], "max_length": 1},
+                    {"inputs": "a", "stride": 1}, {"inputs": ["a", []]}):
+            st, body = self.embed(bad)
+            self.assertEqual((st, body["error_type"]),
+                             (400, "invalid_request"), bad)
+        st, body = self.embed({"inputs": "a b c", "max_length": 3})
+        self.assertEqual((st, body["error_type"]), (422, "text_too_short"))
+        st, body = self.embed({"inputs": ""})
+        self.assertEqual((st, body["error_type"]), (400, "invalid_request"))
+        st, _, b = self.srv.request("POST", "/embed",
+                                    b'{"inputs": "\xff\xfe"}',
+                                    {"Content-Type": "application/json"})
+        self.assertEqual((st, json.loads(b)["error_type"]),
+                         (400, "invalid_json"))
+
+    def test_tokenized_bytes_count_embed_text(self):
+        before = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.embed({"inputs": ["abcd", [1]], "pad_id": 0})
+        after = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.assertEqual(after - before, 4)
+
+
 class NoTokenizer(unittest.TestCase):
     def test_text_routes_answer_400_naming_the_flag(self):
         srv = tc.Server(TABLE)
         try:
             for path, obj in (("/tokenize", {"inputs": "a"}),
-                              ("/decode", {"ids": [1]})):
+                              ("/decode", {"ids": [1]}),
+                              ("/embed", {"inputs": "a"}),
+                              ("/embed", {"inputs": [[1], "a"]})):
                 st, body = post(srv, path, obj)
                 self.assertEqual((st, body["error_type"]),
                                  (400, "invalid_request"))
                 self.assertIn("--tokenizer", body["error"])
+            # ids are served as before
+            self.assertEqual(post(srv, "/embed", {"inputs": [1]})[0], 200)
         finally:
             srv.stop()
 
