@@ -120,6 +120,34 @@ class Setting(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn("tokenizer", p.stderr.decode())
 
+    def test_reload_refuses_a_table_too_small_for_the_tokenizer(self):
+        import shutil
+        import signal
+        import time
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.safetensors")
+            shutil.copy(TABLE, path)
+            srv = tc.Server(path, "--tokenizer", GPT2)
+            try:
+                small = os.path.join(d, "small.safetensors")
+                subprocess.run([tc.BINARY, "init", "--vocab", "1000",
+                                "--dim", "256", "--context", "16", "-o",
+                                small], check=True,
+                               stdout=subprocess.DEVNULL)
+                os.rename(small, path)
+                srv.proc.send_signal(signal.SIGHUP)
+                deadline = time.time() + 10 * tc.TIME_SCALE
+                while ("reload failed" not in srv.stderr() and
+                       time.time() < deadline):
+                    time.sleep(0.05)
+                err = srv.stderr()
+                self.assertIn("reload failed", err)
+                self.assertIn("vocab_size 1000", err)
+                info = json.loads(srv.get("/info")[2])
+                self.assertEqual(info["vocab_size"], 50257)
+            finally:
+                srv.stop()
+
     def test_reload_keeps_the_tokenizer(self):
         srv = tc.Server(TABLE, "--tokenizer", GPT2)
         try:
