@@ -214,8 +214,10 @@ static enum MHD_Result similar_route(req_ctx *x)
     if (json_post_check(x, &e) < 0)
         return reply_error(x, &e);
     x->sim_ref = table_acquire(x->s); /* released in http_completed */
+    tv_similar_text_hook hook = {.text = tv_text_token_text,
+                                 .ctx = x->s->tok};
     int rc = tv_similar_parse(x->body ? x->body : "", x->len, x->sim_ref->t,
-                              x->sim_ref->sim, NULL /* tokenizer hook */,
+                              x->sim_ref->sim, x->s->tok ? &hook : NULL,
                               &x->sim, &e);
     http_body_drop(x);
     if (rc < 0)

@@ -94,6 +94,17 @@ int tv_text_encode(const tokvec_tokenizer *tok, const tv_text_opts *o,
     return 0;
 }
 
+long tv_text_token_text(void *ctx, int64_t id, char *buf, size_t cap)
+{
+    const unsigned char *b;
+    size_t n;
+    if (id < 0 || id > INT32_MAX ||
+        tokvec_tokenizer_token(ctx, (int32_t)id, &b, &n, NULL) < 0 ||
+        n > cap / 3)
+        return -1;
+    return (long)tokvec_utf8_lossy(b, n, buf);
+}
+
 /* --- the answer's body ---------------------------------------------------- */
 
 /* Room for `more` bytes at the end of the body; -1 on out of memory. */

@@ -39,6 +39,11 @@ int tv_text_encode(const tokvec_tokenizer *tok, const tv_text_opts *o,
                    const char *text, size_t len, unsigned flags,
                    tokvec_tok_ids *out, tv_error *e);
 
+/* POST /similar's text hook (pages.h): token id's bytes as UTF-8 (U+FFFD
+ * for part of a character) into buf; -1 when id names no token of the
+ * tokenizer ctx or the text does not fit in cap. Any thread. */
+long tv_text_token_text(void *ctx, int64_t id, char *buf, size_t cap);
+
 enum { TV_TEXT_TOKENIZE, TV_TEXT_DECODE };
 
 typedef struct tv_text_call tv_text_call;

@@ -316,6 +316,13 @@ class TokenizeDecode(unittest.TestCase):
             self.assertEqual((st, body["error_type"]),
                              (415, "unsupported_media_type"))
 
+    def test_similar_names_each_neighbours_text(self):
+        st, body = post(self.srv, "/similar", {"id": 40, "k": 5}, self.auth)
+        self.assertEqual(st, 200)
+        for n in body:
+            self.assertEqual(n["text"], self.dec({"ids": [n["id"]]})[1][0])
+        self.assertEqual(body[0]["text"], "I")
+
     def test_tokenized_bytes_are_counted(self):
         before = self.srv.metric("tokvec_tokenized_bytes_total")
         self.tok({"inputs": ["abc", "\u00e9"]})
