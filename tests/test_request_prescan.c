@@ -241,8 +241,8 @@ static void prescan_names_the_offset_it_refused_at(void **state)
         "{\"a\":\"\\x\",\"b\":[[[[[1]]]]]}",
         "{\"inputs\":[01,[[[[1]]]]]}", "{\"inputs\":[1.e5,[[[[1]]]]]}",
         "{\"inputs\":[nul,[[[[1]]]]]}", "{\"inputs\":[+1,[[[[1]]]]]}",
-        "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,"
-        "21,22,23",
+        ("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
+         "20,21,22,23"),
     };
     for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
         if (tv_request_prescan_json(pass[i], strlen(pass[i]), &LIM, &e,
