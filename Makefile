@@ -58,6 +58,9 @@ PORT          ?=
 HOST          ?=
 # OpenAI's GPT-2 tokenizer (encoder.json + vocab.bpe), fetched by make data.
 TOKENIZER_DIR := data/gpt2
+# make run's tokenizer: GPT-2's beside the default table (another TABLE
+# has its own vocabulary: give TOKENIZER=FILE); TOKENIZER= for ids only
+TOKENIZER ?= $(if $(filter $(DEFAULT_TABLE),$(TABLE)),$(TOKENIZER_DIR))
 # npm and node: Debian's packages where the commands are missing.
 NPM_DEPS       = command -v node >/dev/null || tools/deps.sh nodejs; \
                  command -v npm >/dev/null || tools/deps.sh npm
@@ -297,7 +300,9 @@ data: $(DEFAULT_TABLE) $(TOKENIZER_DIR)/encoder.json
 
 # The default table is made when missing; another TABLE must exist.
 run: all data $(filter $(DEFAULT_TABLE),$(TABLE))
-	$(BUILD)/tokvec serve --table $(TABLE)$(if $(PORT), --port $(PORT))$(if \
+	$(BUILD)/tokvec serve --table $(TABLE)$(if $(TOKENIZER), --tokenizer \
+	  $(TOKENIZER))$(if \
+	  $(PORT), --port $(PORT))$(if \
 	  $(HOST), --host $(HOST))
 
 # --- benchmarks and long checks (not part of test) -------------------------

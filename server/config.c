@@ -57,6 +57,9 @@ static const setting settings[] = {
      "directory), a token .npy or .gguf; also `tokvec serve FILE`"},
     {"position_path", T_STR, OFF(position_path), 0, 0, "", NULL,
      "position table .npy beside a token .npy (\"\" = none)"},
+    {"tokenizer", T_STR, OFF(tokenizer), 0, 0, "", NULL,
+     "tokenizer for text inputs: encoder.json (or its directory), "
+     "tokenizer.json or NAME.tiktoken (\"\" = ids only)"},
     {"token_tensor", T_STR, OFF(token_tensor), 0, 0, "", NULL,
      "token tensor name (\"\" = search the usual names)"},
     {"position_tensor", T_STR, OFF(position_tensor), 0, 0, "", NULL,
@@ -525,6 +528,7 @@ static void usage_line(FILE *f, const setting *s)
     default:
         snprintf(arg, sizeof arg, "%s",
                  strstr(s->name, "path") || !strcmp(s->name, "table") ||
+                         !strcmp(s->name, "tokenizer") ||
                          strstr(s->name, "file")
                      ? "FILE"
                      : "STRING");

@@ -17,6 +17,7 @@
 typedef struct tv_config {
     char *table;           /* data/gpt2-256.safetensors */
     char *position_path;   /* "" = none (.npy token tables) */
+    char *tokenizer;       /* "" = none: text inputs answer 400 */
     char *token_tensor;    /* "" = search the contract's names */
     char *position_tensor; /* "" = search */
     char *positional;      /* auto|learned|sinusoidal|none */

@@ -1,6 +1,8 @@
 /* embed_job.c -- POST /embed, start to finish (embed_job.h): one owner
  * runs the job in one straight line,
  *
+ *   text inputs first:   parse -> tokenize on a worker (embed_text.c)
+ *                        -> resume, then on as an id request:
  *   on the HTTP thread:  parse (request.c) -> check (request.c, core)
  *                        -> plan the reply (embed_plan_reply) -> reserve
  *                        -> queue (pool.c), or run at once if small
@@ -45,7 +47,9 @@
 
 #include "alloc.h"
 #include "embed_job.h"
+#include "embed_text.h"
 #include "metrics.h"
+#include "text.h"
 #include "reply.h"
 #include "tokvec_embed.h"
 #include "torchsave.h"
@@ -81,6 +85,8 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q,
         p->body = tv_embed_json_bound(B, S, D, q->base64);
         if (!p->body)
             return -1;
+        if (q->has_text) /* "input_ids" (and "target_ids") */
+            p->body += tv_embed_ids_bound(q);
     } else {
         char npy[TV_NPY_HEADER_MAX];
         p->rows = tokvec_embed_size(t, B, S, p->flags);
@@ -219,6 +225,40 @@ static int small_job(const embed_job *j)
 
 static void embed_work(tv_job *task);
 static void embed_done(tv_job *task);
+static enum MHD_Result embed_start(req_ctx *x);
+
+/* A worker: the texts of the request become ids (embed_text.h). */
+static void text_work(tv_job *task)
+{
+    req_ctx *x = JOB_OF(task);
+    embed_job *j = &x->job;
+    if (tv_embed_text_resolve(x->s->tok, j->ref->t, &x->s->lim, &j->req,
+                              &j->text_err) < 0)
+        j->text_bad = 1;
+}
+
+/* Text inputs: tokenized on the pool first; embed_reply() goes on with
+ * embed_start() once the worker resumed the connection. */
+static enum MHD_Result text_queue(req_ctx *x)
+{
+    tv_server *s = x->s;
+    embed_job *j = &x->job;
+    tv_error e;
+    if (!s->tok) {
+        tv_text_no_tokenizer(&e);
+        return reply_error(x, &e);
+    }
+    j->text_stage = 1;
+    j->task = (tv_job){.work = text_work, .done = embed_done};
+    if (tv_pool_reserve(s->pool) < 0)
+        return reply_fail(x, 429, "overloaded",
+                          "the work queue is full (%" PRId64 " jobs); retry",
+                          s->cfg->max_queue);
+    x->state = ST_QUEUED;
+    MHD_suspend_connection(x->conn);
+    tv_pool_push(s->pool, &j->task);
+    return MHD_YES;
+}
 
 enum MHD_Result embed_route(req_ctx *x)
 {
@@ -236,6 +276,18 @@ enum MHD_Result embed_route(req_ctx *x)
         return reply_error(x, &e);
     j->ref = table_acquire(s); /* given back by embed_job_fini at the
                                 * latest */
+    if (j->req.has_text)
+        return text_queue(x);
+    return embed_start(x);
+}
+
+/* Check, plan, reserve, then run at once (small) or queue: an id request
+ * (a text request once tokenized). */
+static enum MHD_Result embed_start(req_ctx *x)
+{
+    tv_server *s = x->s;
+    embed_job *j = &x->job;
+    tv_error e;
     if (tv_request_check(&j->req, j->ref->t, &e) < 0)
         return reply_error(x, &e);
     j->dim = tokvec_table_get_info(j->ref->t)->dim;
@@ -250,9 +302,8 @@ enum MHD_Result embed_route(req_ctx *x)
         tv_pool_inline_done(s->pool);
         return embed_reply(x);
     }
-    j->task.work = embed_work;
-    j->task.done = embed_done;
-    j->task.bytes = j->plan.reserve;
+    j->task = (tv_job){.work = embed_work, .done = embed_done,
+                       .bytes = j->plan.reserve};
     if (tv_pool_reserve(s->pool) < 0)
         return reply_fail(x, 429, "overloaded",
                           "the work queue is full (%" PRId64 " jobs); retry",
@@ -320,6 +371,11 @@ static void embed_compute(req_ctx *x)
     else
         j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
     tv_bufcache_put(bufs, vec, p->scratch);
+    if (q->has_text) { /* before the closing brace */
+        j->out_len--;
+        j->out_len += tv_embed_ids_json(j->out + j->out_len, q);
+        j->out[j->out_len++] = '}';
+    }
 }
 
 static void embed_work(tv_job *task)
@@ -358,6 +414,16 @@ enum MHD_Result embed_reply(req_ctx *x)
     tv_server *s = x->s;
     struct MHD_Response *r = NULL;
     out_hold *h = NULL;
+    if (j->text_stage == 1) { /* the texts are tokenized (or not) */
+        j->text_stage = 2;
+        if (j->task.expired)
+            return reply_fail(x, 503, "overloaded",
+                              "the request waited max_queue_wait (%gs) in "
+                              "the queue; retry", s->cfg->max_queue_wait);
+        if (j->text_bad)
+            return reply_error(x, &j->text_err);
+        return embed_start(x);
+    }
     if (j->task.expired) { /* waited past max_queue_wait: never started */
         j->reserved = 0;   /* so its bytes were never taken */
         return reply_fail(x, 503, "overloaded",

@@ -50,6 +50,10 @@ typedef struct embed_job {
     int failed;      /* embedding or allocation failed: 500 */
     int gone;        /* the client left before its job ran: 499 */
     int inline_job;  /* ran on the HTTP thread: see small_job() */
+    int text_stage;  /* text inputs: 1 while they are tokenized on a
+                      * worker (embed_text.h), 2 after */
+    int text_bad;    /* tokenizing answered text_err */
+    tv_error text_err;
     long long t_push, t_start, t_end; /* ns, for tokvec_job_phase_* */
 } embed_job;
 

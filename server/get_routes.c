@@ -16,6 +16,23 @@
 #include "reply.h"
 #include "tokvec_embed.h"
 
+/* /info's "tokenizer": {"name", "vocab_size", "special_tokens": {text:
+ * id}}, or null when none is loaded. */
+static json_t *info_tokenizer(const tv_server *s)
+{
+    if (!s->tok)
+        return json_null();
+    json_t *sp = json_object();
+    int32_t id;
+    const char *text;
+    for (size_t i = 0; sp && (text = tokvec_tokenizer_special(s->tok, i, &id));
+         i++)
+        json_object_set_new(sp, text, json_integer(id));
+    return json_pack("{s:s, s:I, s:o?}", "name", s->tok_info.name,
+                     "vocab_size", (json_int_t)s->tok_info.vocab_size,
+                     "special_tokens", sp);
+}
+
 /* GET /info: the table's shape and dtypes, and the limits. "dtype" is what
  * the rows are served as; tensors.token_dtype and position_dtype are what
  * the file stores, as it spells them ("F16", "Q4_K": a quantized GGUF
@@ -41,6 +58,10 @@ enum MHD_Result route_info(req_ctx *x)
         (json_int_t)c->max_connections, "max_inflight_bytes",
         (json_int_t)c->max_inflight_bytes);
     table_release(ref);
+    if (j && json_object_set_new(j, "tokenizer", info_tokenizer(x->s)) < 0) {
+        json_decref(j);
+        j = NULL;
+    }
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!text)

@@ -40,6 +40,7 @@
 #include "pool.h"
 #include "request.h"
 #include "tables.h"
+#include "text.h"
 #include "reply.h"
 #include "server.h"
 
@@ -120,9 +121,10 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     if (x->route == TV_ROUTE_OTHER)
         return reply_fail(x, 404, "not_found",
                           "no such path; routes: POST /embed, POST "
-                          "/similar, GET /tokens/{id}, /info, /health, "
+                          "/similar, POST /tokenize, POST /decode, GET /tokens/{id}, /info, /health, "
                           "/ready, /metrics, /openapi.json, /, /docs");
-    int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR;
+    int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
+                x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE;
     if (posts ? !post : !get)
         return reply_fail(x, 405, "method_not_allowed",
                           "method %s is not allowed on %.64s (allowed: %s)",
@@ -155,24 +157,67 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     return MHD_YES;
 }
 
+/* The checks of a JSON-only POST route before its body is parsed: 503
+ * draining, 413, 415. 0, or -1 with *e filled. */
+static int json_post_check(req_ctx *x, tv_error *e)
+{
+    if (atomic_load(&x->s->draining))
+        return tv_error_set(e, 503, "draining",
+                            "the server is shutting down");
+    if (x->too_large)
+        return tv_error_set(e, 413, "payload_too_large",
+                            "body is over max_body_bytes %" PRId64,
+                            x->s->cfg->max_body_bytes);
+    if (tv_body_kind_of(MHD_lookup_connection_value(
+            x->conn, MHD_HEADER_KIND, "Content-Type")) != TV_BODY_JSON)
+        return tv_error_set(e, 415, "unsupported_media_type",
+                            "Content-Type must be application/json");
+    return 0;
+}
+
+/* POST /tokenize and /decode (text.h): as /similar below. */
+static enum MHD_Result text_route(req_ctx *x)
+{
+    tv_error e;
+    if (json_post_check(x, &e) < 0)
+        return reply_error(x, &e);
+    int rc = tv_text_parse(x->route == TV_ROUTE_DECODE ? TV_TEXT_DECODE
+                                                       : TV_TEXT_TOKENIZE,
+                           x->body ? x->body : "", x->len, x->s->tok,
+                           &x->s->lim, &x->text, &e);
+    http_body_drop(x);
+    if (rc < 0)
+        return reply_error(x, &e);
+    if (tv_text_submit(x->text, x->s->pool, x->conn) < 0)
+        return reply_fail(x, 429, "overloaded",
+                          "the work queue is full (%" PRId64 " jobs); retry",
+                          x->s->cfg->max_queue);
+    x->state = ST_QUEUED;
+    return MHD_YES;
+}
+
+static enum MHD_Result text_reply(req_ctx *x)
+{
+    const char *body;
+    size_t n;
+    tv_error e;
+    if (tv_text_result(x->text, &body, &n, &x->tokens, &e) < 0)
+        return reply_error(x, &e);
+    return reply_copy(x, 200, "application/json", body, n);
+}
+
 /* POST /similar (pages.h): parsed here, the scan on the worker pool, the
  * answer in similar_reply() when the worker resumes the connection. */
 static enum MHD_Result similar_route(req_ctx *x)
 {
     tv_error e;
-    if (atomic_load(&x->s->draining))
-        return reply_fail(x, 503, "draining", "the server is shutting down");
-    if (x->too_large)
-        return reply_fail(x, 413, "payload_too_large",
-                          "body is over max_body_bytes %" PRId64,
-                          x->s->cfg->max_body_bytes);
-    if (tv_body_kind_of(MHD_lookup_connection_value(
-            x->conn, MHD_HEADER_KIND, "Content-Type")) != TV_BODY_JSON)
-        return reply_fail(x, 415, "unsupported_media_type",
-                          "Content-Type must be application/json");
+    if (json_post_check(x, &e) < 0)
+        return reply_error(x, &e);
     x->sim_ref = table_acquire(x->s); /* released in http_completed */
+    tv_similar_text_hook hook = {.text = tv_text_token_text,
+                                 .ctx = x->s->tok};
     int rc = tv_similar_parse(x->body ? x->body : "", x->len, x->sim_ref->t,
-                              x->sim_ref->sim, NULL /* tokenizer hook */,
+                              x->sim_ref->sim, x->s->tok ? &hook : NULL,
                               &x->sim, &e);
     http_body_drop(x);
     if (rc < 0)
@@ -233,7 +278,9 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return first_call(x, url, method);
     }
     if (x->state == ST_QUEUED) /* resumed: the job is done */
-        return x->sim ? similar_reply(x) : embed_reply(x);
+        return x->sim    ? similar_reply(x)
+               : x->text ? text_reply(x)
+                         : embed_reply(x);
     if (x->state == ST_DONE) {
         *upload_size = 0; /* a response is queued; ignore the rest */
         return MHD_YES;
@@ -296,6 +343,9 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return route_metrics(x);
     case TV_ROUTE_SIMILAR:
         return similar_route(x);
+    case TV_ROUTE_TOKENIZE:
+    case TV_ROUTE_DECODE:
+        return text_route(x);
     case TV_ROUTE_PAGES: {
         size_t n = 0;
         struct MHD_Response *r = tv_pages_response(url, &n);
@@ -357,6 +407,7 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       (long long)(secs * 1e6));
     embed_job_fini(x->s, &x->job);
     tv_similar_free(x->sim);
+    tv_text_free(x->text);
     table_release(x->sim_ref);
     http_body_drop(x);
     atomic_fetch_sub(&x->s->requests, 1);
@@ -402,6 +453,10 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     server_settings(s, cfg);
 
     if ((rc = table_open(s, &s->current, err, errlen)) < 0) {
+        rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
+        goto fail;
+    }
+    if ((rc = tokenizer_open(s, err, errlen)) < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
@@ -491,6 +546,7 @@ void tv_server_stop(tv_server *s)
     tv_pool_stop(s->pool);
     tv_bufcache_free(s->bufs);
     table_release(s->current);
+    tokvec_tokenizer_close(s->tok);
     pthread_mutex_destroy(&s->table_lock);
     free(s);
 }

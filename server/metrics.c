@@ -52,7 +52,7 @@ enum { NBOUNDS = sizeof bounds / sizeof bounds[0] }; /* slot NBOUNDS = +Inf */
 static atomic_uint_fast64_t requests[TV_ROUTE_COUNT][NCODES + 1];
 static atomic_uint_fast64_t buckets[TV_ROUTE_COUNT][NBOUNDS + 1];
 static atomic_uint_fast64_t sum_ns[TV_ROUTE_COUNT];
-static atomic_uint_fast64_t tokens_total, bytes_total;
+static atomic_uint_fast64_t tokens_total, bytes_total, tokenized_total;
 static atomic_int_fast64_t inflight, queue_depth;
 static atomic_uint_fast64_t reloads_ok, reloads_failed;
 static atomic_uint_fast64_t jobs_total[2], job_ns[3]; /* worker, inline;
@@ -85,6 +85,11 @@ void tv_metrics_request(tv_route r, int status, double seconds,
     ADD(sum_ns[r], (uint_fast64_t)llround(seconds * 1e9));
     ADD(tokens_total, tokens);
     ADD(bytes_total, bytes);
+}
+
+void tv_metrics_tokenized(uint64_t bytes)
+{
+    ADD(tokenized_total, bytes);
 }
 
 void tv_metrics_inflight_add(int delta)
@@ -212,6 +217,10 @@ char *tv_metrics_render(size_t *len)
            "Response body bytes sent.");
     fprintf(f, "tokvec_response_bytes_total %llu\n",
             (unsigned long long)LOAD(bytes_total));
+    family(f, "tokvec_tokenized_bytes_total", "counter",
+           "Bytes of text tokenized (/tokenize and text inputs of /embed).");
+    fprintf(f, "tokvec_tokenized_bytes_total %llu\n",
+            (unsigned long long)LOAD(tokenized_total));
     family(f, "tokvec_inflight_requests", "gauge",
            "Requests being served now.");
     fprintf(f, "tokvec_inflight_requests %lld\n", (long long)LOAD(inflight));

@@ -2,6 +2,7 @@
  * Prometheus text format for GET /metrics. Names are part of the contract:
  *   tokvec_requests_total{route,code}   tokvec_request_duration_seconds{route}
  *   tokvec_tokens_total                 tokvec_response_bytes_total
+ *   tokvec_tokenized_bytes_total
  *   tokvec_inflight_requests            tokvec_queue_depth
  *   tokvec_reloads_total{result}        tokvec_table_info{vocab_size,dim,
  *                                                          dtype,positional}
@@ -30,6 +31,9 @@ void tv_metrics_queue_add(int delta);
  * tokvec_job_phase_seconds_total{phase}, tokvec_jobs_total{where}. */
 void tv_metrics_job(int inline_, double queue, double work, double resume);
 void tv_metrics_reload(int ok);
+/* Bytes of text tokenized (/tokenize, text in /embed):
+ * tokvec_tokenized_bytes_total. */
+void tv_metrics_tokenized(uint64_t bytes);
 /* Labels of tokvec_table_info; called at start and after each reload. */
 void tv_metrics_set_table(int64_t vocab_size, int64_t dim, const char *dtype,
                           const char *positional);

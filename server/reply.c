@@ -40,7 +40,8 @@ static void common_headers(req_ctx *x, struct MHD_Response *r)
 const char *reply_allowed(const req_ctx *x)
 {
     int cors = reply_cors_on(x->s);
-    if (x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR)
+    if (x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
+        x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE)
         return cors ? "POST, OPTIONS" : "POST";
     return cors ? "GET, HEAD, OPTIONS" : "GET, HEAD";
 }

@@ -37,12 +37,22 @@ void tv_request_init(tv_request *r)
 {
     memset(r, 0, sizeof *r);
     r->positions = 1;
+    tv_text_opts_init(&r->text);
 }
 
 void tv_request_free(tv_request *r)
 {
     free(r->ids);
     r->ids = NULL;
+    for (int64_t i = 0; i < r->nrows; i++) {
+        free(r->rows[i].text);
+        free(r->rows[i].ids);
+    }
+    free(r->rows);
+    r->rows = NULL;
+    r->nrows = 0;
+    free(r->targets);
+    r->targets = NULL;
 }
 
 tv_body_kind tv_body_kind_of(const char *ct)
@@ -89,6 +99,65 @@ static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out,
     return 0;
 }
 
+void tv_text_opts_init(tv_text_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->special = 1;
+}
+
+static int positive(const struct json_t *v, const char *key, int64_t *out,
+                    tv_error *e)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 1)
+        return tv_error_set(e, 400, "invalid_request",
+                            "\"%s\" must be an integer >= 1", key);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+int tv_text_option(tv_text_opts *o, const char *key, const struct json_t *v,
+                   tv_error *e)
+{
+    if (!strcmp(key, "special_tokens") || !strcmp(key, "truncate")) {
+        if (!json_is_boolean(v))
+            return tv_error_set(e, 400, "invalid_request",
+                                "\"%s\" must be true or false", key);
+        *(key[0] == 's' ? &o->special : &o->truncate) = json_is_true(v);
+        return 1;
+    }
+    if (!strcmp(key, "truncation_direction")) {
+        const char *d = json_string_value(v);
+        if (!d || (strcmp(d, "right") && strcmp(d, "left")))
+            return tv_error_set(e, 400, "invalid_request",
+                                "\"truncation_direction\" must be \"right\" "
+                                "or \"left\"");
+        o->left = !strcmp(d, "left");
+        return 1;
+    }
+    if (!strcmp(key, "max_length"))
+        return positive(v, key, &o->max_length, e) < 0 ? -1 : 1;
+    if (!strcmp(key, "stride"))
+        return positive(v, key, &o->stride, e) < 0 ? -1 : 1;
+    return 0;
+}
+
+int tv_text_opts_check(tv_text_opts *o, tv_error *e)
+{
+    if (o->stride && !o->max_length)
+        return tv_error_set(e, 400, "invalid_request",
+                            "\"stride\" needs \"max_length\"");
+    if (o->max_length && !o->stride)
+        o->stride = o->max_length;
+    return 0;
+}
+
+int64_t tv_text_windows(int64_t n, int64_t max_length, int64_t stride)
+{
+    if (max_length < 1 || stride < 1 || n <= max_length)
+        return 0;
+    return (n - max_length - 1) / stride + 1;
+}
+
 /* jansson on a body larger than this is followed by malloc_trim(0). */
 #define TRIM_AFTER_BYTES ((size_t)1 << 20)
 
@@ -129,6 +198,11 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
     *inputs = NULL;
     json_object_foreach(root, key, v)
     {
+        int text = tv_text_option(&out->text, key, v, err);
+        if (text < 0)
+            return -1;
+        if (text > 0)
+            continue;
         if (!strcmp(key, "inputs")) {
             *inputs = v;
         } else if (!strcmp(key, "start_position")) {
@@ -170,11 +244,75 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
             shown[sizeof shown - 1] = '\0';
             tv_error_set(err, 400, "invalid_request",
                          "unknown key \"%s\" (known: inputs, start_position,"
-                         " positions, pad_id, encoding_format, dtype)",
-                         shown);
+                         " positions, pad_id, encoding_format, dtype, "
+                         "special_tokens, truncate, truncation_direction, "
+                         "max_length, stride)", shown);
             return -1;
         }
     }
+    return tv_text_opts_check(&out->text, err);
+}
+
+/* "inputs" holding texts: a string, or a list whose elements are strings
+ * or lists of ids. Kept as rows for tv_embed_text_resolve. 0 or -1. */
+static int slow_text_rows(json_t *inputs, const tv_limits *lim,
+                          tv_request *out, tv_error *err)
+{
+    int64_t B = json_is_string(inputs) ? 1
+                                       : (int64_t)json_array_size(inputs);
+    if (B > lim->max_batch)
+        return tv_error_set(err, 413, "payload_too_large",
+                            "batch of %" PRId64 " inputs is over max_batch %"
+                            PRId64, B, lim->max_batch);
+    out->has_text = 1;
+    out->single = json_is_string(inputs);
+    out->rows = tv_calloc((size_t)B, sizeof *out->rows);
+    if (!out->rows)
+        return tv_error_set(err, 500, "internal", "out of memory");
+    out->nrows = B;
+    int64_t total = 0;
+    for (int64_t b = 0; b < B; b++) {
+        json_t *v = out->single ? inputs : json_array_get(inputs, (size_t)b);
+        tv_text_row *r = &out->rows[b];
+        if (json_is_string(v)) {
+            r->len = json_string_length(v);
+            r->text = tv_malloc(r->len + 1);
+            if (!r->text)
+                return tv_error_set(err, 500, "internal", "out of memory");
+            memcpy(r->text, json_string_value(v), r->len + 1);
+            continue;
+        }
+        if (!json_is_array(v))
+            return tv_error_set(err, 400, "invalid_request",
+                                "inputs[%" PRId64 "] is neither a text nor "
+                                "a list of token ids", b);
+        r->n = (int64_t)json_array_size(v);
+        if (r->n == 0)
+            return tv_error_set(err, 400, "invalid_request",
+                                "sequence at batch index %" PRId64
+                                " is empty", b);
+        if ((total += r->n) > lim->max_tokens)
+            return tv_error_set(err, 413, "payload_too_large",
+                                "the id lists hold more than max_tokens %"
+                                PRId64 " ids", lim->max_tokens);
+        r->ids = tv_malloc((size_t)r->n * sizeof *r->ids);
+        if (!r->ids)
+            return tv_error_set(err, 500, "internal", "out of memory");
+        for (int64_t s = 0; s < r->n; s++)
+            if (id_of(json_array_get(v, (size_t)s), b, s, &r->ids[s], err))
+                return -1;
+    }
+    return 0;
+}
+
+/* 1 when "inputs" holds a text: a string, or a list with one. */
+static int has_texts(json_t *inputs)
+{
+    if (json_is_string(inputs))
+        return 1;
+    for (size_t i = 0; i < json_array_size(inputs); i++)
+        if (json_is_string(json_array_get(inputs, i)))
+            return 1;
     return 0;
 }
 
@@ -185,6 +323,17 @@ static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
 {
     if (!inputs) {
         tv_error_set(err, 400, "invalid_request", "missing \"inputs\"");
+        return -1;
+    }
+    if (json_array_size(inputs) && json_is_array(json_array_get(inputs, 0))
+            ? has_texts(inputs)
+            : json_is_string(inputs) ||
+                  (json_is_array(inputs) &&
+                   json_is_string(json_array_get(inputs, 0))))
+        return slow_text_rows(inputs, lim, out, err);
+    if (out->text.max_length) {
+        tv_error_set(err, 400, "invalid_request",
+                     "\"max_length\" windows need a text in \"inputs\"");
         return -1;
     }
     if (!json_is_array(inputs) || json_array_size(inputs) == 0) {
@@ -285,7 +434,9 @@ int tv_request_parse_json_slow(const char *body, size_t len,
         return tv_error_set(err, 400, "invalid_json",
                             "body is not valid JSON: NUL byte at offset %zu",
                             (size_t)(nul - body));
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* A \u0000 in a string is text like any other (contract section 7). */
+    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                      &jerr);
     if (!root) {
         tv_error_set(err, 400, "invalid_json",
                      "body is not valid JSON: %s (line %d, column %d)",
@@ -298,8 +449,11 @@ int tv_request_parse_json_slow(const char *body, size_t len,
         goto out;
     }
     json_t *inputs;
-    if (slow_keys(root, out, &inputs, &pad, &has_pad, err) < 0 ||
-        slow_inputs(inputs, lim, pad, has_pad, out, err) < 0)
+    if (slow_keys(root, out, &inputs, &pad, &has_pad, err) < 0)
+        goto out;
+    out->pad_id = pad;
+    out->has_pad = has_pad;
+    if (slow_inputs(inputs, lim, pad, has_pad, out, err) < 0)
         goto out;
     rc = 0;
 out:

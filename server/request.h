@@ -17,6 +17,8 @@
 
 #include "tokvec_table.h"
 
+struct json_t;
+
 typedef struct tv_limits {
     size_t max_body_bytes; /* 413 payload_too_large past it */
     int64_t max_tokens;    /* B*S; 413 past it */
@@ -34,6 +36,41 @@ typedef struct tv_error {
 int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
                  ...) __attribute__((format(printf, 4, 5)));
 
+/* The text options of /embed and /tokenize. */
+typedef struct tv_text_opts {
+    int special;        /* "special_tokens", default true */
+    int truncate;       /* "truncate", default false */
+    int left;           /* "truncation_direction": "left" (keep the end) */
+    int64_t max_length; /* "max_length" L: windows; 0 = none */
+    int64_t stride;     /* "stride" T, default L */
+} tv_text_opts;
+
+void tv_text_opts_init(tv_text_opts *o);
+
+/* One key of a request object: 1 when key is a text option (its value
+ * checked and stored), 0 when it is not one, -1 with *e filled (400
+ * invalid_request: a wrong type, a max_length or stride below 1, a
+ * direction other than "right" or "left"). */
+int tv_text_option(tv_text_opts *o, const char *key, const struct json_t *v,
+                   tv_error *e);
+
+/* After every key: 400 invalid_request for a stride without max_length.
+ * 0 or -1. */
+int tv_text_opts_check(tv_text_opts *o, tv_error *e);
+
+/* The book's GPTDatasetV1 windows of n ids: how many i are in
+ * range(0, n - L, T). */
+int64_t tv_text_windows(int64_t n, int64_t max_length, int64_t stride);
+
+/* One input of /embed before tokenizing: a text (text != NULL, len bytes,
+ * owned) or a list of ids (ids, n; owned). */
+typedef struct tv_text_row {
+    char *text;
+    size_t len;
+    int64_t *ids;
+    int64_t n;
+} tv_text_row;
+
 typedef struct tv_request {
     int64_t *ids; /* batch*seq ids, row-major; owned, tv_request_free */
     int64_t batch;
@@ -49,6 +86,16 @@ typedef struct tv_request {
     const char *dtype;      /* ?dtype= as given, NULL if none: a response
                              * option for tv_negotiate; borrowed from the
                              * caller of tv_request_set_option */
+    /* Text inputs (contract section 7): when has_text, ids/batch/seq are
+     * unset until tv_embed_text_resolve (embed_text.h) turns rows into
+     * them on a worker. */
+    int has_text;
+    tv_text_opts text;
+    tv_text_row *rows; /* nrows inputs, as given */
+    int64_t nrows;
+    int64_t pad_id;    /* "pad_id" when has_pad */
+    int has_pad;
+    int64_t *targets;  /* max_length windows: batch*seq target ids */
 } tv_request;
 
 void tv_request_init(tv_request *r);
@@ -97,7 +144,7 @@ int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
  * "[" were 8 million lists, 1 GB). A valid request nests 3 levels (the
  * object, "inputs", its rows) and holds at most
  *   N = max_tokens ids + min(max_batch, max_tokens) rows + "inputs"
- *       + the object + 5 option values
+ *       + the object + 10 option values
  * JSON values. It refuses, at the first point reading from the start:
  *  - a list or object opened at level 5 (4 lists inside "inputs"): 400
  *    invalid_request, "\"inputs\" nests deeper than a list of lists of

@@ -115,12 +115,14 @@ int tv_request_prescan_json(const char *body, size_t len,
     if (len > lim->max_body_bytes || (len && memchr(body, '\0', len)))
         return 0; /* jansson's parser answers these before parsing */
     /* The most values a valid request holds: ids, rows, "inputs", the
-     * object and the five options (keys are not values). */
+     * object and the ten options: start_position, positions, pad_id,
+     * encoding_format, dtype and the text options of request.h (keys
+     * are not values). */
     uint64_t tokens = lim->max_tokens > 0 ? (uint64_t)lim->max_tokens : 0;
     uint64_t rows = lim->max_batch > 0 ? (uint64_t)lim->max_batch : 0;
     if (rows > tokens)
         rows = tokens;
-    uint64_t max_values = tokens + rows + 7;
+    uint64_t max_values = tokens + rows + 12;
     if (max_values < tokens) /* wrapped: no bound */
         max_values = UINT64_MAX;
 

@@ -29,6 +29,10 @@ tv_route tv_route_of(const char *url)
         return TV_ROUTE_OPENAPI;
     if (!strcmp(url, "/similar"))
         return TV_ROUTE_SIMILAR;
+    if (!strcmp(url, "/tokenize"))
+        return TV_ROUTE_TOKENIZE;
+    if (!strcmp(url, "/decode"))
+        return TV_ROUTE_DECODE;
     if (tv_pages_match(url))
         return TV_ROUTE_PAGES;
     return TV_ROUTE_OTHER;
@@ -43,6 +47,7 @@ const char *tv_route_name(tv_route r)
         [TV_ROUTE_READY] = "/ready",     [TV_ROUTE_METRICS] = "/metrics",
         [TV_ROUTE_OPENAPI] = "/openapi.json", [TV_ROUTE_OTHER] = "other",
         [TV_ROUTE_SIMILAR] = "/similar", [TV_ROUTE_PAGES] = "pages",
+        [TV_ROUTE_TOKENIZE] = "/tokenize", [TV_ROUTE_DECODE] = "/decode",
     };
     assert(r >= 0 && r < TV_ROUTE_COUNT);
     return names[r];

@@ -14,6 +14,8 @@ typedef enum {
     TV_ROUTE_METRICS,
     TV_ROUTE_OPENAPI,
     TV_ROUTE_SIMILAR,
+    TV_ROUTE_TOKENIZE,
+    TV_ROUTE_DECODE,
     TV_ROUTE_PAGES, /* /, /docs, /static/NAME (pages.h) */
     TV_ROUTE_OTHER, /* unknown paths (404) */
     TV_ROUTE_COUNT

@@ -14,6 +14,7 @@
  *   routes.c    the route table: which path is which route
  *   get_routes.c  GET /info, /tokens/{id}, /metrics, answered at once
  *   embed_job.c POST /embed from parse to reply (one owner, start to end)
+ *   text.c      POST /tokenize and /decode (jobs), /embed's text options
  *   reply.c     queueing responses: headers, errors, what the log sees
  *
  * Threads: a req_ctx belongs to its connection's HTTP thread, except while
@@ -41,6 +42,7 @@
 #include "routes.h"
 #include "tables.h"
 #include "tokvec_table.h"
+#include "tokvec_tokenizer.h"
 
 struct ip_count; /* deadline.c */
 
@@ -69,6 +71,8 @@ struct tv_server {
     int raw_framing;      /* libmicrohttpd 0.9.75: see framing_check() */
     tv_limits lim;
     tokvec_table_opts topts;
+    tokvec_tokenizer *tok;     /* --tokenizer, or NULL: never changes */
+    tokvec_tokenizer_info tok_info;
 };
 
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
@@ -98,6 +102,7 @@ typedef struct req_ctx {
     embed_job job;   /* POST /embed (embed_job.c) */
     struct tv_similar_call *sim; /* POST /similar's job (pages.h), or NULL */
     struct table_ref *sim_ref;   /* the table it scans, until completed */
+    struct tv_text_call *text;   /* POST /tokenize, /decode (text.h) */
     int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
     int must_close;  /* answer with Connection: close (bad framing) */
     char method[8]; /* for the access log */

@@ -13,6 +13,10 @@
  * Threads: table_acquire and table_release on any thread (HTTP threads,
  * workers, and MHD's when it frees a response); table_open, reload and
  * the swap on the main thread only. table_lock is a leaf lock.
+ *
+ * The tokenizer (--tokenizer) is opened once at start-up, after the table,
+ * and never changes (a reload keeps it, and refuses a table whose
+ * vocab_size is below the tokenizer's). It is read-only: any thread.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -67,6 +71,39 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     return 0;
 }
 
+int tokenizer_open(tv_server *s, char *err, size_t len)
+{
+    const char *path = s->cfg->tokenizer;
+    if (!path || !*path)
+        return 0;
+    char why[512] = "";
+    tokvec_tokenizer_opts o = {.errbuf = why, .errlen = sizeof why};
+    int rc = tokvec_tokenizer_open(path, &o, &s->tok);
+    if (rc < 0) {
+        snprintf(err, len, "tokenizer: %s", *why ? why : tokvec_strerror(rc));
+        s->tok = NULL;
+        return rc;
+    }
+    tokvec_tokenizer_get_info(s->tok, &s->tok_info);
+    return tokenizer_fits(s, s->current->t, err, len);
+}
+
+int tokenizer_fits(const tv_server *s, const tokvec_table *t, char *err,
+                   size_t len)
+{
+    if (!s->tok)
+        return 0;
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    if (s->tok_info.vocab_size <= in->vocab_size)
+        return 0;
+    snprintf(err, len,
+             "tokenizer %s has ids up to %" PRId64 " (vocab_size %" PRId64
+             ") but the table %s has vocab_size %" PRId64,
+             s->cfg->tokenizer, s->tok_info.vocab_size - 1,
+             s->tok_info.vocab_size, in->path, in->vocab_size);
+    return TOKVEC_E_TOKENIZER;
+}
+
 void table_publish(const tokvec_table *t)
 {
     const tokvec_table_info *in = tokvec_table_get_info(t);
@@ -96,6 +133,13 @@ int tv_server_reload(tv_server *s)
                              "%s has dim %" PRId64 ", the serving table "
                              "has dim %" PRId64 " (a new dim needs a "
                              "restart)", fi->path, fi->dim, dim_now);
+        table_release(fresh);
+        return -1;
+    }
+    if (tokenizer_fits(s, fresh->t, err, sizeof err) < 0) {
+        tv_metrics_reload(0);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
+                             "%s", err);
         table_release(fresh);
         return -1;
     }
@@ -129,6 +173,14 @@ size_t tv_server_summary(tv_server *s, char *buf, size_t len)
                      *in->token_tensor ? in->token_tensor : "-",
                      in->position_tensor ? in->position_tensor : "-");
     table_release(ref);
+    if (n >= 0 && (size_t)n < len)
+        n += s->tok ? snprintf(buf + n, len - (size_t)n,
+                               "; tokenizer %s (%s): vocab_size=%" PRId64
+                               " special=%zu",
+                               s->cfg->tokenizer, s->tok_info.name,
+                               s->tok_info.vocab_size, s->tok_info.n_special)
+                    : snprintf(buf + n, len - (size_t)n,
+                               "; no tokenizer (ids only)");
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : len ? len - 1 : 0;

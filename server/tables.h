@@ -32,6 +32,16 @@ void table_release(table_ref *r);
  * -ENOMEM: out of memory). */
 int table_open(tv_server *s, table_ref **out, char *err, size_t len);
 
+/* Opens cfg->tokenizer (when set) into s->tok and checks it against the
+ * current table. 0 (also with no tokenizer), or a negative tokvec code
+ * with err filled. Main thread, at start-up. */
+int tokenizer_open(tv_server *s, char *err, size_t len);
+
+/* 0 when every id of the tokenizer (if any) is a row of t; else
+ * TOKVEC_E_TOKENIZER with err naming both vocab sizes. */
+int tokenizer_fits(const tv_server *s, const tokvec_table *t, char *err,
+                   size_t len);
+
 /* The table's labels for tokvec_table_info (metrics). */
 void table_publish(const tokvec_table *t);
 

@@ -114,6 +114,7 @@ static void defaults_follow_the_contract(void **state)
     assert_string_equal(c.token_tensor, "");
     assert_string_equal(c.position_tensor, "");
     assert_string_equal(c.position_path, "");
+    assert_string_equal(c.tokenizer, "");
     assert_string_equal(c.config_path, "");
     tv_config_free(&c);
 }
@@ -613,7 +614,7 @@ static void help_prints_every_setting_to_stdout(void **state)
             fail_msg("--help lacks %s or %s", flag, env);
         count++;
     }
-    assert_int_equal(count, 28);
+    assert_int_equal(count, 29);
     assert_non_null(strstr(text, "TOKVEC_CONFIG"));
     assert_non_null(strstr(text, "ignored"));
     assert_non_null(strstr(text, "16MiB"));

@@ -295,7 +295,9 @@ static void fast_path_falls_back_on_unknown_and_non_ascii_keys(void **state)
     assert_error("{\"inputs\":[[1]],\"model\":\"gpt2\"}", 400,
                  "invalid_request",
                  "unknown key \"model\" (known: inputs, start_position, "
-                 "positions, pad_id, encoding_format, dtype)");
+                 "positions, pad_id, encoding_format, dtype, "
+                 "special_tokens, truncate, truncation_direction, "
+                 "max_length, stride)");
     assert_error("{\"Inputs\":[[1]]}", 400, "invalid_request",
                  "unknown key \"Inputs\"*");
     assert_error("{\"inputs \":[[1]]}", 400, "invalid_request",

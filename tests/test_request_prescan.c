@@ -37,7 +37,7 @@ static const char *too_many(const tv_limits *lim)
     snprintf(msg, sizeof msg,
              "body holds more than %" PRId64 " JSON values, more than any "
              "request within max_tokens %" PRId64 " and max_batch %" PRId64
-             " can hold", lim->max_tokens + rows + 7, lim->max_tokens,
+             " can hold", lim->max_tokens + rows + 12, lim->max_tokens,
              lim->max_batch);
     return msg;
 }
@@ -191,14 +191,15 @@ static void too_many_values_is_413_before_jansson(void **state)
     body = repeat("{\"inputs\":[", "[],", 100000, "[]]}");
     ASSERT_REFUSED(body, &LIM, 413, "payload_too_large", too_many(&LIM));
     free(body);
-    /* small limits: 8 tokens, 4 rows, so 19 values at most */
+    /* small limits: 8 tokens, 4 rows, so 24 values at most */
     const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
                            .max_batch = 4};
     ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
-                   "18]}", &lim, 413, "payload_too_large", too_many(&lim));
+                   "18,19,20,21,22,23]}",
+                   &lim, 413, "payload_too_large", too_many(&lim));
     /* max_batch over max_tokens: rows are bounded by max_tokens */
     const tv_limits wide = {.max_body_bytes = 1 << 20, .max_tokens = 2,
-                            .max_batch = 100}; /* 2 + 2 + 7 = 11 */
+                            .max_batch = 100}; /* 2 + 2 + 12 = 16 */
     ASSERT_REFUSED("{\"inputs\":[[1],[1],[1],[1],[1],[1],[1],[1],[1]]}",
                    &wide, 413, "payload_too_large", too_many(&wide));
     /* somewhat over max_tokens: still jansson's message */
@@ -221,12 +222,20 @@ static void prescan_names_the_offset_it_refused_at(void **state)
                      -1);
     assert_int_equal(at, 26);
     assert_string_equal(e.message, DEEP_INPUTS);
-    /* the 20th value: the 18th id, "18" at offset 53 */
-    b = "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]}";
+    /* the 25th value: the 23rd id, "23" at offset 68 */
+    b = "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,"
+        "21,22,23,24]}";
     assert_int_equal(tv_request_prescan_json(b, strlen(b), &lim, &e, &at),
                      -1);
-    assert_int_equal(at, 53);
+    assert_int_equal(at, 68);
     assert_int_equal(e.status, 413);
+    /* a request at the bound: every id, row and option of /embed */
+    b = "{\"inputs\":[[1,2],[3,4],[5,6],[7,8]],\"start_position\":0,"
+        "\"positions\":true,\"pad_id\":null,\"encoding_format\":\"float\","
+        "\"dtype\":\"float32\","
+        "\"special_tokens\":true,\"truncate\":false,"
+        "\"truncation_direction\":\"right\",\"max_length\":2,\"stride\":1}";
+    assert_int_equal(tv_request_prescan_json(b, strlen(b), &lim, &e, &at), 0);
     /* what it lets through: shallow and bounded, valid or not */
     const char *pass[] = {
         "", " ", "{", "[", "{\"inputs\":[[[1]]]}", "[[[[1]]]]",
@@ -235,7 +244,8 @@ static void prescan_names_the_offset_it_refused_at(void **state)
         "{\"a\":\"\\x\",\"b\":[[[[[1]]]]]}",
         "{\"inputs\":[01,[[[[1]]]]]}", "{\"inputs\":[1.e5,[[[[1]]]]]}",
         "{\"inputs\":[nul,[[[[1]]]]]}", "{\"inputs\":[+1,[[[[1]]]]]}",
-        "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18",
+        ("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
+         "20,21,22,23"),
     };
     for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
         if (tv_request_prescan_json(pass[i], strlen(pass[i]), &LIM, &e,
@@ -345,7 +355,7 @@ static void precedence_too_deep_or_too_large_before_a_syntax_error(
     ASSERT_REFUSED("{\"inputs\":[[[[[", &LIM, 400, "invalid_request",
                    DEEP_INPUTS);
     ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
-                   "18,19 20]}", &lim, 413, "payload_too_large",
+                   "18,19,20,21,22,23 24]}", &lim, 413, "payload_too_large",
                    too_many(&lim));
     /* and so it does past errors inside a token that it does not check: an
      * integer out of range, a duplicate key */

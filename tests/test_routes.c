@@ -48,12 +48,25 @@ static void every_route_has_its_metrics_label(void **state)
                                     tv_route_name((tv_route)q));
 }
 
+static void text_routes_are_their_routes(void **state)
+{
+    (void)state;
+    assert_int_equal(tv_route_of("/tokenize"), TV_ROUTE_TOKENIZE);
+    assert_int_equal(tv_route_of("/decode"), TV_ROUTE_DECODE);
+    assert_int_equal(tv_route_of("/tokenize/"), TV_ROUTE_OTHER);
+    assert_int_equal(tv_route_of("/decodes"), TV_ROUTE_OTHER);
+    assert_int_equal(tv_route_of("/Decode"), TV_ROUTE_OTHER);
+    assert_string_equal(tv_route_name(TV_ROUTE_TOKENIZE), "/tokenize");
+    assert_string_equal(tv_route_name(TV_ROUTE_DECODE), "/decode");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(each_contract_path_is_its_route),
         cmocka_unit_test(near_misses_are_other),
         cmocka_unit_test(every_route_has_its_metrics_label),
+        cmocka_unit_test(text_routes_are_their_routes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,6 +190,54 @@ class OpenAPI(unittest.TestCase):
         self.assertEqual(documented - produced - {"401", "405", "429",
                                                   "503"}, set())
 
+    def test_text_routes_conform(self):
+        gpt2 = os.path.join(TOP, "data", "gpt2")
+        table = os.path.join(TOP, "data", "gpt2-256.safetensors")
+        srv = tc.Server(table, "--tokenizer", gpt2, "--max-tokens", "16")
+        bare = tc.Server(self.table)
+        try:
+            def p(s, path, body, ctype="application/json"):
+                return s.request("POST", path, body, {"Content-Type": ctype})
+            t, d = "/tokenize", "/decode"
+            cases = [
+                (t, p(srv, t, b'{"inputs": "Hello, world"}')),
+                (t, p(srv, t, b'{"inputs": ["a", "b c"], '
+                              b'"special_tokens": false}')),
+                (t, p(srv, t, b'{"inputs": "a b c d e", "max_length": 2}')),
+                (t, p(srv, t, b'{"inputs": "a b", "max_length": 2}')),
+                (t, p(srv, t, b'{"inputs": "' + b'a ' * 20 + b'"}')),
+                (t, p(srv, t, b'{"inputs": 1}')),
+                (t, p(srv, t, b'{')),
+                (t, p(srv, t, b'{}', "text/plain")),
+                (t, p(bare, t, b'{"inputs": "a"}')),
+                (d, p(srv, d, b'{"ids": [15496, 11]}')),
+                (d, p(srv, d, b'{"ids": [[1], [2, 3]]}')),
+                (d, p(srv, d, b'{"ids": [50257]}')),
+                (d, p(srv, d, b'{"ids": "x"}')),
+                (d, p(srv, d, b'{"ids": [' + b'1,' * 16 + b'1]}')),
+                (d, p(srv, d, b'{}', "text/plain")),
+                ("/embed", p(srv, "/embed", b'{"inputs": "Hello world"}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": ["a b c d", [1]], '
+                                            b'"pad_id": 0}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": "a b c d e", '
+                                            b'"max_length": 2}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": "a b", '
+                                            b'"max_length": 2}')),
+                ("/embed", p(bare, "/embed", b'{"inputs": "a"}')),
+            ]
+            for path_key, resp in cases:
+                self.conforms(path_key, "POST", resp)
+            for path_key in (t, d):
+                produced = {c for (q, m, c) in self.seen if q == path_key}
+                documented = set(self.doc["paths"][path_key]["post"]
+                                 ["responses"])
+                self.assertEqual(documented - produced -
+                                 {"401", "405", "429", "503"}, set(),
+                                 path_key)
+        finally:
+            srv.stop()
+            bare.stop()
+
     def test_auth_error_is_401_and_conforms(self):
         keyed = tc.Server(self.table, "--api-key", "k")
         try:
@@ -198,7 +246,11 @@ class OpenAPI(unittest.TestCase):
                     ("/info", "GET", keyed.get("/info")),
                     ("/tokens/{id}", "GET", keyed.get("/tokens/1")),
                     ("/similar", "POST", keyed.request(
-                        "POST", "/similar", b'{"id": 1}', {}))):
+                        "POST", "/similar", b'{"id": 1}', {})),
+                    ("/tokenize", "POST", keyed.request(
+                        "POST", "/tokenize", b'{"inputs": "a"}', {})),
+                    ("/decode", "POST", keyed.request(
+                        "POST", "/decode", b'{"ids": [1]}', {}))):
                 self.assertEqual(resp[0], 401, (path_key, resp))
                 self.assertEqual(json.loads(resp[2])["error_type"],
                                  "unauthorized")

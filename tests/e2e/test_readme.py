@@ -76,7 +76,8 @@ class Readme(unittest.TestCase):
         lines = curl_lines()
         self.assertGreaterEqual(len(lines), 8, lines)
         sock = os.path.join(self.tmp, "tokvec.sock")
-        s = tc.Server(self.table, "--unix-socket", sock)
+        s = tc.Server(self.table, "--unix-socket", sock, "--tokenizer",
+                      os.path.join(tc.TOP, "data", "gpt2"))
         try:
             for line in lines:
                 cmd = (line.replace("localhost:8080", "localhost:%d" % s.port)
@@ -132,7 +133,8 @@ class Readme(unittest.TestCase):
         serve = [ln for ln in r.stdout.splitlines() if " serve " in ln]
         self.assertEqual(len(serve), 1, r.stdout)
         self.assertTrue(serve[0].endswith(
-            "serve --table data/gpt2-256.safetensors"), serve)
+            "serve --table data/gpt2-256.safetensors --tokenizer "
+            "data/gpt2"), serve)
 
     def test_readme_stands_on_its_own(self):
         text = readme_text()

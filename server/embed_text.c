@@ -1,0 +1,164 @@
+/* embed_text.c -- text inputs of POST /embed (embed_text.h): from the
+ * parsed rows (texts and id lists) to the id request that /embed embeds,
+ * and the "input_ids" / "target_ids" of JSON answers.
+ *
+ * Runs on a worker (the tokenizing is the part that costs); the request
+ * belongs to that worker while it runs (embed_job.c, "Ownership"). Once
+ * resolved, a text request is an id request like any other: what it
+ * embeds is bit for bit what /embed of its ids gives.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "embed_text.h"
+#include "text.h"
+
+/* Each text row's ids (into row->ids, row->n), cut when truncating. */
+static int tokenize_rows(const tokvec_tokenizer *tok, tv_request *r,
+                         int64_t keep, tv_error *e)
+{
+    tokvec_tok_ids ids = {0};
+    int rc = 0;
+    for (int64_t b = 0; rc == 0 && b < r->nrows; b++) {
+        tv_text_row *row = &r->rows[b];
+        if (!row->text)
+            continue;
+        if (tv_text_encode(tok, &r->text, row->text, row->len, 0, &ids,
+                           e) < 0) {
+            rc = -1;
+            break;
+        }
+        size_t from = 0, n = ids.n;
+        if (r->text.truncate && keep > 0 && (int64_t)n > keep) {
+            from = r->text.left ? n - (size_t)keep : 0;
+            n = (size_t)keep;
+        }
+        row->ids = tv_malloc((n ? n : 1) * sizeof *row->ids);
+        if (!row->ids) {
+            rc = tv_error_set(e, 500, "internal", "out of memory");
+            break;
+        }
+        for (size_t i = 0; i < n; i++)
+            row->ids[i] = ids.ids[from + i];
+        row->n = (int64_t)n;
+    }
+    tokvec_tok_ids_free(&ids);
+    return rc;
+}
+
+/* max_length windows of the one text: GPTDatasetV1. */
+static int windows(tv_request *r, const tv_limits *lim, tv_error *e)
+{
+    const tv_text_row *row = &r->rows[0];
+    int64_t L = r->text.max_length, T = r->text.stride;
+    int64_t nw = tv_text_windows(row->n, L, T);
+    if (!nw)
+        return tv_error_set(e, 422, "text_too_short",
+                            "the text is %" PRId64 " tokens; max_length %"
+                            PRId64 " needs at least %" PRId64, row->n, L,
+                            L + 1);
+    if (nw > lim->max_batch || nw > lim->max_tokens / L)
+        return tv_error_set(e, 413, "payload_too_large",
+                            "%" PRId64 " windows of %" PRId64 " tokens are "
+                            "over max_batch %" PRId64 " or max_tokens %"
+                            PRId64, nw, L, lim->max_batch, lim->max_tokens);
+    r->ids = tv_malloc((size_t)(nw * L) * sizeof *r->ids);
+    r->targets = tv_malloc((size_t)(nw * L) * sizeof *r->targets);
+    if (!r->ids || !r->targets)
+        return tv_error_set(e, 500, "internal", "out of memory");
+    for (int64_t w = 0; w < nw; w++)
+        for (int64_t s = 0; s < L; s++) {
+            r->ids[w * L + s] = row->ids[w * T + s];
+            r->targets[w * L + s] = row->ids[w * T + s + 1];
+        }
+    r->batch = nw;
+    r->seq = L;
+    r->single = 0;
+    return 0;
+}
+
+int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
+                          const tv_limits *lim, tv_request *r, tv_error *e)
+{
+    int64_t keep = lim->max_tokens;
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    if (r->positions && in->positional != TOKVEC_POS_NONE &&
+        in->context_length - r->start_position < keep)
+        keep = in->context_length - r->start_position;
+    if (r->text.max_length && (r->nrows != 1 || !r->rows[0].text))
+        return tv_error_set(e, 400, "invalid_request",
+                            "\"max_length\" windows take one text, not a "
+                            "list of %" PRId64 " inputs", r->nrows);
+    if (tokenize_rows(tok, r, r->text.max_length ? 0 : keep, e) < 0)
+        return -1;
+    if (r->text.max_length)
+        return windows(r, lim, e);
+    int64_t S = 0, B = r->nrows;
+    int ragged = 0;
+    for (int64_t b = 0; b < B; b++) {
+        if (r->rows[b].n == 0)
+            return tv_error_set(e, 400, "invalid_request",
+                                "the text at batch index %" PRId64 " is "
+                                "empty (no tokens)", b);
+        if (b && r->rows[b].n != S)
+            ragged = 1;
+        if (r->rows[b].n > S)
+            S = r->rows[b].n;
+    }
+    if (ragged && !r->has_pad)
+        return tv_error_set(e, 422, "ragged_batch",
+                            "sequences have different lengths; set "
+                            "\"pad_id\" to right-pad them");
+    int64_t n;
+    if (__builtin_mul_overflow(B, S, &n) || n > lim->max_tokens)
+        return tv_error_set(e, 413, "payload_too_large",
+                            "%" PRId64 " x %" PRId64 " tokens is over "
+                            "max_tokens %" PRId64 " (\"truncate\": true "
+                            "cuts each text to fit)", B, S, lim->max_tokens);
+    r->ids = tv_malloc((size_t)n * sizeof *r->ids);
+    if (!r->ids)
+        return tv_error_set(e, 500, "internal", "out of memory");
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++)
+            r->ids[b * S + s] =
+                s < r->rows[b].n ? r->rows[b].ids[s] : r->pad_id;
+    r->batch = B;
+    r->seq = S;
+    return 0;
+}
+
+/* An id is at most 20 characters; a comma or bracket each. */
+size_t tv_embed_ids_bound(const tv_request *r)
+{
+    size_t per = (size_t)(r->batch * r->seq) * 21 + (size_t)r->batch * 3 +
+                 32;
+    return r->targets ? 2 * per : per;
+}
+
+static size_t ids_json(char *p, const char *key, const int64_t *ids,
+                       int64_t B, int64_t S)
+{
+    char *o = p;
+    o += sprintf(o, ",\"%s\":[", key);
+    for (int64_t b = 0; b < B; b++) {
+        *o++ = b ? ',' : '[';
+        if (b)
+            *o++ = '[';
+        for (int64_t s = 0; s < S; s++)
+            o += sprintf(o, s ? ",%" PRId64 : "%" PRId64, ids[b * S + s]);
+        *o++ = ']';
+    }
+    *o++ = ']';
+    return (size_t)(o - p);
+}
+
+size_t tv_embed_ids_json(char *p, const tv_request *r)
+{
+    size_t n = ids_json(p, "input_ids", r->ids, r->batch, r->seq);
+    if (r->targets)
+        n += ids_json(p + n, "target_ids", r->targets, r->batch, r->seq);
+    return n;
+}

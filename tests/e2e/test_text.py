@@ -1,0 +1,470 @@
+"""Text in (contract section 7) over HTTP: the tokenizer setting, GET
+/info's tokenizer block, POST /tokenize and POST /decode, and text inputs
+of POST /embed (windows, truncation, padding), with their errors.
+
+The ids are checked against `tokvec tokenize` (whose ids the tokenizer
+oracle, `make tokenizer-oracle`, checks against tiktoken) and against the
+book's numbers. Needs `make data` (data/gpt2 and the default table).
+
+Run: /usr/bin/python3 tests/e2e/test_text.py --binary build/tokvec
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import support as tc  # noqa: E402  (the e2e support module)
+
+GPT2 = os.path.join(tc.TOP, "data", "gpt2")
+TABLE = os.path.join(tc.TOP, "data", "gpt2-256.safetensors")
+VERDICT = os.path.join(tc.TOP, "tests", "data", "the-verdict.txt")
+BOOK = ("Hello, do you like tea? <|endoftext|> In the sunlit terraces"
+        "of someunknownPlace.")
+BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554, 262, 4252,
+            18250, 8812, 2114, 1659, 617, 34680, 27271, 13]
+BOOK_BATCH = [[40, 367, 2885, 1464], [1807, 3619, 402, 271],
+              [10899, 2138, 257, 7026], [15632, 438, 2016, 257],
+              [922, 5891, 1576, 438], [568, 340, 373, 645],
+              [1049, 5975, 284, 502], [284, 3285, 326, 11]]
+
+
+def cli_tokenize(text, special=True):
+    """`tokvec tokenize` of text: the reference ids."""
+    argv = [tc.BINARY, "tokenize", "--tokenizer", GPT2]
+    if not special:
+        argv.append("--no-special")
+    out = subprocess.run(argv + ["-"], input=text.encode(), check=True,
+                         stdout=subprocess.PIPE).stdout
+    return json.loads(out)
+
+
+def post(srv, path, obj, headers=None, raw=None):
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    body = raw if raw is not None else json.dumps(obj)
+    st, hd, b = srv.request("POST", path, body, h)
+    return st, json.loads(b) if b else None
+
+
+class Setting(unittest.TestCase):
+    """--tokenizer, TOKVEC_TOKENIZER and the config key, checked at start."""
+
+    def test_info_names_the_tokenizer_when_one_is_loaded(self):
+        srv = tc.Server(TABLE, "--tokenizer", GPT2)
+        try:
+            st, _, b = srv.get("/info")
+            self.assertEqual(st, 200)
+            self.assertEqual(json.loads(b)["tokenizer"], {
+                "name": "gpt2", "vocab_size": 50257,
+                "special_tokens": {"<|endoftext|>": 50256}})
+            self.assertIn("tokenizer", srv.stderr())
+        finally:
+            srv.stop()
+
+    def test_info_has_null_tokenizer_without_one(self):
+        srv = tc.Server(TABLE)
+        try:
+            self.assertIsNone(json.loads(srv.get("/info")[2])["tokenizer"])
+        finally:
+            srv.stop()
+
+    def test_env_var_and_config_key_set_the_tokenizer(self):
+        srv = tc.Server(TABLE, env={"TOKVEC_TOKENIZER": GPT2})
+        try:
+            info = json.loads(srv.get("/info")[2])
+            self.assertEqual(info["tokenizer"]["name"], "gpt2")
+        finally:
+            srv.stop()
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump({"tokenizer": GPT2}, f)
+            f.flush()
+            srv = tc.Server(TABLE, "--config", f.name)
+            try:
+                info = json.loads(srv.get("/info")[2])
+                self.assertEqual(info["tokenizer"]["vocab_size"], 50257)
+            finally:
+                srv.stop()
+
+    def test_tokenizer_past_the_tables_vocab_stops_start_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            small = os.path.join(d, "small.safetensors")
+            subprocess.run([tc.BINARY, "init", "--vocab", "1000", "--dim",
+                            "8", "--context", "16", "-o", small],
+                           check=True, stdout=subprocess.DEVNULL)
+            p = subprocess.run([tc.BINARY, "serve", "--table", small,
+                                "--port", str(tc.free_port()),
+                                "--tokenizer", GPT2],
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, timeout=30)
+            self.assertEqual(p.returncode, 2)
+            err = p.stderr.decode()
+            self.assertIn("50257", err)
+            self.assertIn("1000", err)
+
+    def test_a_bad_tokenizer_file_stops_start_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "encoder.json")
+            with open(bad, "w") as f:
+                f.write("{\"a\": 0")
+            for path in (bad, os.path.join(d, "missing.json")):
+                p = subprocess.run([tc.BINARY, "serve", "--table", TABLE,
+                                    "--port", str(tc.free_port()),
+                                    "--tokenizer", path],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, timeout=30)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("tokenizer", p.stderr.decode())
+
+    def test_reload_refuses_a_table_too_small_for_the_tokenizer(self):
+        import shutil
+        import signal
+        import time
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.safetensors")
+            shutil.copy(TABLE, path)
+            srv = tc.Server(path, "--tokenizer", GPT2)
+            try:
+                small = os.path.join(d, "small.safetensors")
+                subprocess.run([tc.BINARY, "init", "--vocab", "1000",
+                                "--dim", "256", "--context", "16", "-o",
+                                small], check=True,
+                               stdout=subprocess.DEVNULL)
+                os.rename(small, path)
+                srv.proc.send_signal(signal.SIGHUP)
+                deadline = time.time() + 10 * tc.TIME_SCALE
+                while ("reload failed" not in srv.stderr() and
+                       time.time() < deadline):
+                    time.sleep(0.05)
+                err = srv.stderr()
+                self.assertIn("reload failed", err)
+                self.assertIn("vocab_size 1000", err)
+                info = json.loads(srv.get("/info")[2])
+                self.assertEqual(info["vocab_size"], 50257)
+            finally:
+                srv.stop()
+
+    def test_reload_keeps_the_tokenizer(self):
+        srv = tc.Server(TABLE, "--tokenizer", GPT2)
+        try:
+            import signal
+            import time
+            srv.proc.send_signal(signal.SIGHUP)
+            deadline = time.time() + 10 * tc.TIME_SCALE
+            while "reloaded" not in srv.stderr() and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertIn("reloaded", srv.stderr())
+            info = json.loads(srv.get("/info")[2])
+            self.assertEqual(info["tokenizer"]["name"], "gpt2")
+        finally:
+            srv.stop()
+
+
+class TokenizeDecode(unittest.TestCase):
+    """POST /tokenize and POST /decode."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = tc.Server(TABLE, "--tokenizer", GPT2, "--api-key", "k",
+                            "--max-tokens", "20000")
+        cls.auth = {"Authorization": "Bearer k"}
+        with open(VERDICT, encoding="utf-8") as f:
+            cls.verdict = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def tok(self, obj, **kw):
+        return post(self.srv, "/tokenize", obj, self.auth, **kw)
+
+    def dec(self, obj):
+        return post(self.srv, "/decode", obj, self.auth)
+
+    def test_tokenize_equals_the_cli_for_the_books_texts(self):
+        for text in (BOOK, self.verdict):
+            st, body = self.tok({"inputs": text})
+            self.assertEqual(st, 200)
+            self.assertEqual([t["id"] for t in body[0]], cli_tokenize(text))
+        self.assertEqual([t["id"] for t in self.tok({"inputs": BOOK})[1][0]],
+                         BOOK_IDS)
+
+    def test_special_tokens_false_is_encode_ordinary(self):
+        st, body = self.tok({"inputs": BOOK, "special_tokens": False})
+        self.assertEqual(st, 200)
+        ids = [t["id"] for t in body[0]]
+        self.assertEqual(ids, cli_tokenize(BOOK, special=False))
+        self.assertNotIn(50256, ids)
+        self.assertTrue(all(not t["special"] for t in body[0]))
+
+    def test_offsets_tile_the_utf8_input_and_texts_are_the_tokens(self):
+        text = "Caf\u00e9 \U0001F600 na\u0131ve <|endoftext|>\n\tx"
+        st, body = self.tok({"inputs": [text, "b"]})
+        self.assertEqual(st, 200)
+        self.assertEqual(len(body), 2)
+        raw, at = text.encode(), 0
+        for t in body[0]:
+            self.assertEqual(t["start"], at)
+            piece = raw[t["start"]:t["stop"]]
+            self.assertEqual(t["text"], piece.decode("utf-8", "replace"))
+            self.assertEqual(t["special"], t["id"] == 50256)
+            at = t["stop"]
+        self.assertEqual(at, len(raw))
+        # the emoji is split across tokens: partial characters are U+FFFD
+        self.assertIn("\ufffd", [t["text"] for t in body[0]])
+
+    def test_nul_in_a_json_string_is_text(self):
+        st, body = self.tok({"inputs": "a\u0000b"})
+        self.assertEqual(st, 200)
+        self.assertEqual([t["id"] for t in body[0]], cli_tokenize("a\0b"))
+        self.assertEqual(body[0][1]["text"], "\u0000")
+
+    def test_tokenize_windows_are_gptdatasetv1(self):
+        st, body = self.tok({"inputs": self.verdict, "max_length": 4,
+                             "stride": 4})
+        self.assertEqual(st, 200)
+        ids = cli_tokenize(self.verdict)
+        want = [ids[i:i + 4] for i in range(0, len(ids) - 4, 4)]
+        self.assertEqual(body["input_ids"], want)
+        self.assertEqual(body["input_ids"][:8], BOOK_BATCH)
+        self.assertEqual(body["target_ids"],
+                         [ids[i + 1:i + 5] for i in range(0, len(ids) - 4,
+                                                          4)])
+        st, body = self.tok({"inputs": "a b c d e f g", "max_length": 3,
+                             "stride": 1})
+        ids = cli_tokenize("a b c d e f g")
+        self.assertEqual(body["input_ids"],
+                         [ids[i:i + 3] for i in range(0, len(ids) - 3)])
+
+    def test_truncate_keeps_the_start_or_the_end(self):
+        srv = tc.Server(TABLE, "--tokenizer", GPT2, "--max-tokens", "5")
+        try:
+            text = "one two three four five six seven"
+            ids = cli_tokenize(text)
+            st, body = post(srv, "/tokenize", {"inputs": text})
+            self.assertEqual((st, body["error_type"]),
+                             (413, "payload_too_large"))
+            for d, want in (("right", ids[:5]), ("left", ids[-5:])):
+                st, body = post(srv, "/tokenize", {
+                    "inputs": text, "truncate": True,
+                    "truncation_direction": d})
+                self.assertEqual(st, 200)
+                self.assertEqual([t["id"] for t in body[0]], want)
+        finally:
+            srv.stop()
+
+    def test_decode_is_tiktokens_lossy_decode(self):
+        ids = cli_tokenize(self.verdict)
+        st, body = self.dec({"ids": ids})
+        self.assertEqual((st, body), (200, [self.verdict]))
+        st, body = self.dec({"ids": [BOOK_IDS, [], [40]]})
+        self.assertEqual((st, body), (200, [BOOK, "", "I"]))
+        # 172 is the byte 0xf0 alone: broken UTF-8 decodes to U+FFFD
+        st, body = self.dec({"ids": [[40, 172]]})
+        self.assertEqual(body, ["I\ufffd"])
+
+    def test_decode_errors(self):
+        st, body = self.dec({"ids": [1, 50257]})
+        self.assertEqual((st, body["error_type"]), (422, "token_out_of_range"))
+        self.assertIn("50257", body["error"])
+        self.assertIn("position 1", body["error"])
+        st, body = self.dec({"ids": [[1], [2, -1]]})
+        self.assertEqual(st, 422)
+        self.assertIn("batch index 1", body["error"])
+        for bad in ({"ids": [1.5]}, {"ids": "1"}, {"ids": [[1], 2]},
+                    {"ids": [1], "x": 1}, {}, [1]):
+            st, body = self.dec(bad)
+            self.assertEqual((st, body["error_type"]),
+                             (400, "invalid_request"), bad)
+        st, body = self.dec({"ids": [0] * 20001})
+        self.assertEqual((st, body["error_type"]), (413, "payload_too_large"))
+
+    def test_tokenize_errors(self):
+        for bad in ({"inputs": 5}, {"inputs": []}, {"inputs": ["a", 1]},
+                    {}, {"inputs": "a", "special_tokens": 1},
+                    {"inputs": "a", "truncation_direction": "up"},
+                    {"inputs": "a", "max_length": 0},
+                    {"inputs": "a", "stride": 2},
+                    {"inputs": ["a", "b"], "max_length": 2},
+                    {"inputs": "a", "pad_id": 0}):
+            st, body = self.tok(bad)
+            self.assertEqual((st, body["error_type"]),
+                             (400, "invalid_request"), bad)
+        st, body = self.tok(None, raw=b'{"inputs": "\xff"}')
+        self.assertEqual((st, body["error_type"]), (400, "invalid_json"))
+        st, body = self.tok(None, raw=b'{"inputs": "a", "inputs": "b"}')
+        self.assertEqual((st, body["error_type"]), (400, "invalid_json"))
+        st, body = self.tok({"inputs": "a b", "max_length": 2})
+        self.assertEqual((st, body["error_type"]), (422, "text_too_short"))
+        st, body = self.tok({"inputs": "a " * 20001})
+        self.assertEqual((st, body["error_type"]), (413, "payload_too_large"))
+
+    def test_auth_method_and_media_type_as_embed(self):
+        for path in ("/tokenize", "/decode"):
+            st, _ = post(self.srv, path, {"ids": [1], "inputs": "a"})
+            self.assertEqual(st, 401)
+            st, hd, _ = self.srv.request("GET", path, headers=self.auth)
+            self.assertEqual(st, 405)
+            self.assertEqual(hd.get("Allow"), "POST")
+            st, body = post(self.srv, path, {"ids": [1]},
+                            dict(self.auth, **{"Content-Type":
+                                               "text/plain"}))
+            self.assertEqual((st, body["error_type"]),
+                             (415, "unsupported_media_type"))
+
+    def test_similar_names_each_neighbours_text(self):
+        st, body = post(self.srv, "/similar", {"id": 40, "k": 5}, self.auth)
+        self.assertEqual(st, 200)
+        for n in body:
+            self.assertEqual(n["text"], self.dec({"ids": [n["id"]]})[1][0])
+        self.assertEqual(body[0]["text"], "I")
+
+    def test_tokenized_bytes_are_counted(self):
+        before = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.tok({"inputs": ["abc", "\u00e9"]})
+        after = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.assertEqual(after - before, 5)
+
+
+class EmbedText(unittest.TestCase):
+    """Text inputs of POST /embed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = tc.Server(TABLE, "--tokenizer", GPT2)
+        with open(VERDICT, encoding="utf-8") as f:
+            cls.verdict = f.read()
+        t = tc.read_safetensors(TABLE)
+        cls.tok, cls.pos = t["tok_emb.weight"], t["pos_emb.weight"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def embed(self, obj, accept="application/json"):
+        st, hd, b = self.srv.embed(obj, accept)
+        return st, (json.loads(b) if accept == "application/json" else b)
+
+    def test_the_books_batch_from_raw_text(self):
+        st, body = self.embed({"inputs": self.verdict, "max_length": 4,
+                               "stride": 4})
+        self.assertEqual(st, 200)
+        self.assertEqual(body["shape"], [1286, 4, 256])
+        self.assertEqual(body["input_ids"][:8], BOOK_BATCH)
+        ids = cli_tokenize(self.verdict)
+        self.assertEqual(body["target_ids"],
+                         [ids[i + 1:i + 5] for i in range(0, len(ids) - 4,
+                                                          4)])
+        # token_embedding_layer(inputs) + pos_embedding_layer(arange(4))
+        x = np.array(body["embeddings"][:8], dtype=np.float32)
+        want = self.tok[np.array(BOOK_BATCH)] + self.pos[:4]
+        self.assertTrue(np.array_equal(x, want))
+
+    def test_text_is_bit_identical_to_its_ids(self):
+        ids = cli_tokenize(BOOK)
+        for accept in ("application/octet-stream", "application/json"):
+            st, a = self.embed({"inputs": BOOK}, accept)
+            st2, b = self.embed({"inputs": [ids]}, accept)
+            self.assertEqual((st, st2), (200, 200))
+            if accept == "application/json":
+                self.assertEqual(a["input_ids"], [ids])
+                self.assertNotIn("input_ids", b)
+                a, b = a["embeddings"], b["embeddings"]
+            self.assertEqual(a, b)
+
+    def test_windows_with_a_stride_and_a_start_position(self):
+        text = "one two three four five six seven eight nine"
+        ids = cli_tokenize(text)
+        st, body = self.embed({"inputs": text, "max_length": 3, "stride": 2,
+                               "start_position": 5})
+        self.assertEqual(st, 200)
+        want = [ids[i:i + 3] for i in range(0, len(ids) - 3, 2)]
+        self.assertEqual(body["input_ids"], want)
+        x = np.array(body["embeddings"], dtype=np.float32)
+        self.assertTrue(np.array_equal(
+            x, self.tok[np.array(want)] + self.pos[5:8]))
+
+    def test_mixed_texts_and_ids_pad_or_are_ragged(self):
+        st, body = self.embed({"inputs": ["Hello world", [1, 2, 3]]})
+        self.assertEqual((st, body["error_type"]), (422, "ragged_batch"))
+        st, body = self.embed({"inputs": ["Hello world", [1, 2, 3]],
+                               "pad_id": 0})
+        self.assertEqual(st, 200)
+        self.assertEqual(body["input_ids"], [[15496, 995, 0], [1, 2, 3]])
+        st, body = self.embed({"inputs": [[1, 2], "Hello world"]})
+        self.assertEqual(body["input_ids"], [[1, 2], [15496, 995]])
+
+    def test_special_tokens_and_nul(self):
+        st, body = self.embed({"inputs": "a<|endoftext|>"})
+        self.assertEqual(body["input_ids"], [[64, 50256]])
+        st, body = self.embed({"inputs": "a<|endoftext|>",
+                               "special_tokens": False})
+        self.assertEqual(body["input_ids"],
+                         [cli_tokenize("a<|endoftext|>", special=False)])
+        st, body = self.embed({"inputs": "a\u0000b"})
+        self.assertEqual((st, body["input_ids"]),
+                         (200, [cli_tokenize("a\0b")]))
+
+    def test_truncate_fits_the_positions(self):
+        text = "word " * 1100
+        ids = cli_tokenize(text)
+        st, body = self.embed({"inputs": text})
+        self.assertEqual((st, body["error_type"]), (422, "sequence_too_long"))
+        st, body = self.embed({"inputs": text, "truncate": True,
+                               "start_position": 24})
+        self.assertEqual(st, 200)
+        self.assertEqual(body["input_ids"], [ids[:1000]])
+        st, body = self.embed({"inputs": text, "truncate": True,
+                               "truncation_direction": "left"},
+                              "application/json")
+        self.assertEqual(body["input_ids"], [ids[-1024:]])
+
+    def test_text_errors(self):
+        for bad in ({"inputs": ["a", 5]}, {"inputs": "a", "truncate": 1},
+                    {"inputs": ["a", "b"], "max_length": 1},
+                    {"inputs": [[1, 2]], "max_length": 1},
+                    {"inputs": "a", "stride": 1}, {"inputs": ["a", []]}):
+            st, body = self.embed(bad)
+            self.assertEqual((st, body["error_type"]),
+                             (400, "invalid_request"), bad)
+        st, body = self.embed({"inputs": "a b c", "max_length": 3})
+        self.assertEqual((st, body["error_type"]), (422, "text_too_short"))
+        st, body = self.embed({"inputs": ""})
+        self.assertEqual((st, body["error_type"]), (400, "invalid_request"))
+        st, _, b = self.srv.request("POST", "/embed",
+                                    b'{"inputs": "\xff\xfe"}',
+                                    {"Content-Type": "application/json"})
+        self.assertEqual((st, json.loads(b)["error_type"]),
+                         (400, "invalid_json"))
+
+    def test_tokenized_bytes_count_embed_text(self):
+        before = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.embed({"inputs": ["abcd", [1]], "pad_id": 0})
+        after = self.srv.metric("tokvec_tokenized_bytes_total")
+        self.assertEqual(after - before, 4)
+
+
+class NoTokenizer(unittest.TestCase):
+    def test_text_routes_answer_400_naming_the_flag(self):
+        srv = tc.Server(TABLE)
+        try:
+            for path, obj in (("/tokenize", {"inputs": "a"}),
+                              ("/decode", {"ids": [1]}),
+                              ("/embed", {"inputs": "a"}),
+                              ("/embed", {"inputs": [[1], "a"]})):
+                st, body = post(srv, path, obj)
+                self.assertEqual((st, body["error_type"]),
+                                 (400, "invalid_request"))
+                self.assertIn("--tokenizer", body["error"])
+            # ids are served as before
+            self.assertEqual(post(srv, "/embed", {"inputs": [1]})[0], 200)
+        finally:
+            srv.stop()
+
+
+if __name__ == "__main__":
+    tc.main()

@@ -1,0 +1,240 @@
+/* test_text.c -- server/text.c and server/embed_text.c: the text options,
+ * the book's window count, POST /tokenize and /decode run as their jobs
+ * run (parse, then tv_text_run on this thread), and /embed's text rows
+ * resolved into ids (windows, truncation, padding, errors). Uses `make
+ * data`: the GPT-2 tokenizer (data/gpt2) and the default table.
+ */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "embed_text.h"
+#include "text.h"
+
+static tokvec_tokenizer *gpt2;
+static tokvec_table *table; /* 50257 x 256, context 1024 */
+static const tv_limits LIM = {.max_body_bytes = 1 << 20,
+                              .max_tokens = 64, .max_batch = 8};
+
+static int setup(void **state)
+{
+    (void)state;
+    if (tokvec_tokenizer_open("data/gpt2", NULL, &gpt2) < 0)
+        return -1;
+    return tokvec_table_open("data/gpt2-256.safetensors", NULL, &table) < 0
+               ? -1
+               : 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tokvec_tokenizer_close(gpt2);
+    tokvec_table_close(table);
+    return 0;
+}
+
+static void windows_count_as_gptdatasetv1s_range(void **state)
+{
+    (void)state;
+    /* the-verdict.txt: 5145 tokens, max_length 4, stride 4 */
+    assert_int_equal(tv_text_windows(5145, 4, 4), 1286);
+    assert_int_equal(tv_text_windows(4, 4, 4), 0);   /* range(0, 0) */
+    assert_int_equal(tv_text_windows(5, 4, 4), 1);
+    assert_int_equal(tv_text_windows(10, 4, 2), 3);  /* 0, 2, 4 */
+    assert_int_equal(tv_text_windows(10, 3, 1), 7);
+}
+
+static void options_are_checked_by_type_and_range(void **state)
+{
+    (void)state;
+    tv_text_opts o;
+    tv_error e;
+    tv_text_opts_init(&o);
+    assert_int_equal(o.special, 1);
+    json_t *t = json_true(), *two = json_integer(2), *zero = json_integer(0);
+    json_t *left = json_string("left"), *up = json_string("up");
+    assert_int_equal(tv_text_option(&o, "truncate", t, &e), 1);
+    assert_int_equal(o.truncate, 1);
+    assert_int_equal(tv_text_option(&o, "truncation_direction", left, &e),
+                     1);
+    assert_int_equal(o.left, 1);
+    assert_int_equal(tv_text_option(&o, "truncation_direction", up, &e), -1);
+    assert_int_equal(e.status, 400);
+    assert_int_equal(tv_text_option(&o, "special_tokens", two, &e), -1);
+    assert_int_equal(tv_text_option(&o, "max_length", zero, &e), -1);
+    assert_int_equal(tv_text_option(&o, "pad_id", two, &e), 0);
+    assert_int_equal(tv_text_option(&o, "stride", two, &e), 1);
+    assert_int_equal(tv_text_opts_check(&o, &e), -1); /* no max_length */
+    assert_int_equal(tv_text_option(&o, "max_length", two, &e), 1);
+    assert_int_equal(tv_text_opts_check(&o, &e), 0);
+    json_decref(two);
+    json_decref(zero);
+    json_decref(left);
+    json_decref(up);
+}
+
+static size_t out_len; /* the last answer's length (not NUL-terminated) */
+
+/* Parses body for kind, runs the job here; the answer or the error. */
+static int run(int kind, const char *body, const char **out, tv_error *e,
+               tv_text_call **c)
+{
+    size_t *len = &out_len;
+    uint64_t tokens;
+    if (tv_text_parse(kind, body, strlen(body), gpt2, &LIM, c, e) < 0)
+        return -1;
+    tv_text_run(*c);
+    return tv_text_result(*c, out, len, &tokens, e);
+}
+
+static void tokenize_answers_ids_texts_and_offsets(void **state)
+{
+    (void)state;
+    tv_text_call *c = NULL;
+    const char *out;
+    tv_error e;
+    assert_int_equal(run(TV_TEXT_TOKENIZE,
+                         "{\"inputs\":\"I \\u00e9<|endoftext|>\"}", &out, &e,
+                         &c), 0);
+    /* "I", " \xc3", "\xa9" in GPT-2 (the e-acute is split), then the
+     * special token */
+    json_t *j = json_loadb(out, out_len, 0, NULL);
+    assert_non_null(j);
+    json_t *toks = json_array_get(j, 0);
+    size_t at = 0;
+    for (size_t i = 0; i < json_array_size(toks); i++) {
+        json_t *t = json_array_get(toks, i);
+        assert_int_equal(json_integer_value(json_object_get(t, "start")),
+                         at);
+        at = (size_t)json_integer_value(json_object_get(t, "stop"));
+    }
+    assert_int_equal(at, strlen("I \xc3\xa9<|endoftext|>"));
+    json_t *last = json_array_get(toks, json_array_size(toks) - 1);
+    assert_int_equal(json_integer_value(json_object_get(last, "id")), 50256);
+    assert_true(json_is_true(json_object_get(last, "special")));
+    json_decref(j);
+    tv_text_free(c);
+}
+
+static void tokenize_errors_known_after_tokenizing(void **state)
+{
+    (void)state;
+    tv_text_call *c = NULL;
+    const char *out;
+    tv_error e;
+    assert_int_equal(run(TV_TEXT_TOKENIZE,
+                         "{\"inputs\":\"a b\",\"max_length\":2}", &out, &e,
+                         &c), -1);
+    assert_string_equal(e.type, "text_too_short");
+    tv_text_free(c);
+    char big[400] = "{\"inputs\":\"";
+    for (int i = 0; i < 65; i++)
+        strcat(big, " a");
+    strcat(big, "\"}");
+    assert_int_equal(run(TV_TEXT_TOKENIZE, big, &out, &e, &c), -1);
+    assert_int_equal(e.status, 413);
+    tv_text_free(c);
+}
+
+static void decode_checks_ids_when_parsing(void **state)
+{
+    (void)state;
+    tv_text_call *c = NULL;
+    const char *out;
+    tv_error e;
+    assert_int_equal(run(TV_TEXT_DECODE, "{\"ids\":[[40],[1,50257]]}", &out,
+                         &e, &c), -1);
+    assert_string_equal(e.type, "token_out_of_range");
+    assert_non_null(strstr(e.message, "batch index 1, position 1"));
+    assert_int_equal(run(TV_TEXT_DECODE, "{\"ids\":[40, 172]}", &out, &e,
+                         &c), 0);
+    assert_int_equal(out_len, 8);
+    assert_memory_equal(out, "[\"I\xef\xbf\xbd\"]", 8); /* U+FFFD */
+    tv_text_free(c);
+    assert_int_equal(tv_text_parse(TV_TEXT_DECODE, "{\"ids\":[1]}", 11, NULL,
+                                   &LIM, &c, &e), -1);
+    assert_non_null(strstr(e.message, "--tokenizer"));
+}
+
+/* A request of text rows as request.c makes them. */
+static void rows(tv_request *r, const char *const *texts, int n)
+{
+    tv_request_init(r);
+    r->has_text = 1;
+    r->nrows = n;
+    r->rows = calloc((size_t)n, sizeof *r->rows);
+    for (int i = 0; i < n; i++) {
+        r->rows[i].text = strdup(texts[i]);
+        r->rows[i].len = strlen(texts[i]);
+    }
+}
+
+static void embed_text_windows_hold_targets_shifted_by_one(void **state)
+{
+    (void)state;
+    tv_request r;
+    tv_error e;
+    const char *t[] = {"I HAD always thought Jack Gisburn rather a cheap"};
+    rows(&r, t, 1);
+    r.text.max_length = 4;
+    r.text.stride = 4;
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), 0);
+    assert_int_equal(r.batch, 2); /* 10 tokens: windows at 0 and 4 */
+    assert_int_equal(r.seq, 4);
+    const int64_t want[8] = {40, 367, 2885, 1464, 1807, 3619, 402, 271};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(r.ids[i], want[i]);
+    for (int i = 0; i < 7; i++)
+        if (i != 3)
+            assert_int_equal(r.targets[i], r.ids[i + 1]);
+    tv_request_free(&r);
+}
+
+static void embed_text_truncates_pads_or_is_ragged(void **state)
+{
+    (void)state;
+    tv_request r;
+    tv_error e;
+    const char *t[] = {"one two three four", "one"};
+    rows(&r, t, 2);
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), -1);
+    assert_string_equal(e.type, "ragged_batch");
+    tv_request_free(&r);
+    rows(&r, t, 2);
+    r.has_pad = 1;
+    r.pad_id = 7;
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), 0);
+    assert_int_equal(r.seq, 4);
+    assert_int_equal(r.ids[5], 7);
+    tv_request_free(&r);
+    rows(&r, t, 1);
+    r.text.truncate = 1;
+    r.text.left = 1;
+    r.start_position = 1022; /* two positions left */
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), 0);
+    assert_int_equal(r.seq, 2);
+    assert_int_equal(r.ids[0], 1115); /* " three" */
+    tv_request_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(windows_count_as_gptdatasetv1s_range),
+        cmocka_unit_test(options_are_checked_by_type_and_range),
+        cmocka_unit_test(tokenize_answers_ids_texts_and_offsets),
+        cmocka_unit_test(tokenize_errors_known_after_tokenizing),
+        cmocka_unit_test(decode_checks_ids_when_parsing),
+        cmocka_unit_test(embed_text_windows_hold_targets_shifted_by_one),
+        cmocka_unit_test(embed_text_truncates_pads_or_is_ragged),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
