@@ -64,16 +64,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- tools: podman (config and base image from container-check.sh), compose --
-export CONTAINERS_CONF=/var/tmp/container-check/containers.conf
-if ! command -v podman >/dev/null || [[ ! -f $CONTAINERS_CONF ]] ||
-   ! podman image exists docker.io/library/debian:bookworm-slim 2>/dev/null; then
-  [[ -f $TOOLS/container-check.sh ]] ||
-    fail "podman base not set up and $TOOLS/container-check.sh not found (expected in ../shared/tools beside the checkout; --tools DIR)"
-  say "setting up podman and the local debian:bookworm-slim with container-check.sh"
-  T=$(mktemp -d); printf 'FROM debian:bookworm-slim\nCMD ["true"]\n' > "$T/Dockerfile"
-  bash "$TOOLS/container-check.sh" "$T" -x -t 1 >/dev/null 2>&1; rm -rf "$T"
-  podman image exists docker.io/library/debian:bookworm-slim || fail "could not build the base image"
-fi
+. "$TOP/deploy/podman-base.sh"
 if ! command -v podman-compose >/dev/null; then
   say "apt-get install podman-compose"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends podman-compose >/dev/null 2>&1 ||
