@@ -23,10 +23,6 @@
 #define CACHE_SLOTS 8192 /* per state (about 2 MB) */
 #define CACHE_BYTES 40   /* longest piece cached */
 
-typedef struct tv_heap_ent { /* the pair of part left and its next */
-    uint32_t rank, left, ver;
-} tv_heap_ent;
-
 typedef struct tv_cache_ent {
     uint8_t len, n;
     unsigned char bytes[CACHE_BYTES];
@@ -210,6 +206,8 @@ int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
     }
     t->pmap[k] = (tv_pslot){key, rank, id};
     t->pcount++;
+    if (rank > t->max_rank)
+        t->max_rank = rank;
     return 0;
 }
 
@@ -234,7 +232,7 @@ int tv_pmap_from_ranks(tokvec_tokenizer *t)
 #define GROW(p, n) \
     ((tmp = realloc((p), (n) * sizeof *(p))) ? ((p) = tmp, 0) : -ENOMEM)
 
-static int state_reserve(tokvec_tok_state *s, size_t n, int heap)
+static int state_reserve(tokvec_tok_state *s, size_t n)
 {
     void *tmp;
     if (n > s->cap) {
@@ -246,11 +244,22 @@ static int state_reserve(tokvec_tok_state *s, size_t n, int heap)
             return -ENOMEM;
         s->cap = cap;
     }
-    if (heap && 3 * n > s->hcap) {
-        if (GROW(s->heap, 3 * n))
-            return -ENOMEM;
-        s->hcap = 3 * n;
-    }
+    return 0;
+}
+
+/* Grows a uint64_t array to hold need entries. */
+static int grow64(uint64_t **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need)
+        c *= 2;
+    uint64_t *q = realloc(*p, c * sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
     return 0;
 }
 
@@ -291,25 +300,64 @@ static size_t merge_small(const tokvec_tokenizer *t, tokvec_tok_state *s,
     return m;
 }
 
-/* Heap order: lower rank first, then the leftmost pair. */
-static inline int heap_less(const tv_heap_ent *a, const tv_heap_ent *b)
+/* --- the long-piece merge -------------------------------------------------
+ * Parts are nodes 0..n-1 (a part keeps the index of its first byte), linked
+ * by pnext/pprev; prank[k] is the rank of the pair (k, pnext[k]) as it is
+ * now (TV_NO_RANK: none, or k is merged away) and pver[k] what it makes.
+ * A pending pair is one key, rank << 32 | left part: keys order pairs as
+ * tiktoken does (lowest rank, then leftmost). A key is stale when
+ * prank[left] no longer equals its rank: a pair only changes by growing,
+ * and a longer pair is another token (or another merge line), so it has
+ * another rank; a part holds at most one live key.
+ *
+ * Pending keys live in one of four places, which keeps the working set
+ * small and mostly sequential (a heap of every pair was a cache miss per
+ * level per pop; 10 MB pieces took 7-20 s):
+ *  - buckets by rank >> shift (at most TV_NBUCKETS), FIFO lists of nodes,
+ *    for keys above the current bucket; a bitmap marks those not empty;
+ *  - arr: the current bucket, sorted, read from ai on;
+ *  - stk: keys of the current bucket or below smaller than arr[ai] and
+ *    than every key under them (top smallest): what merging in rank order
+ *    from left to right makes just behind itself;
+ *  - heap: any other key of the current bucket or below (a lower rank that
+ *    a merge makes: possible when a vocabulary's token is reachable by
+ *    more than one split).
+ * The next pair is the smaller of heap[0] and stk's top (else arr[ai]);
+ * when all three are empty the next non-empty bucket is sorted into arr.
+ * Every key is handled once, so the merge is O(n log n) at worst and
+ * close to linear on real and repetitive text. */
+
+#define TV_NBUCKETS (1u << 18)
+#define TV_AHEAD 16 /* prefetch the parts of the pair this far ahead */
+
+static int cmp_u64(const void *a, const void *b)
 {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
-/* A 4-ary min-heap: shallower than a binary one, its four children share
- * a cache line or two. */
-static void heap_down(tv_heap_ent *h, size_t n, size_t i)
+static void heap_up(uint64_t *h, size_t i)
 {
-    tv_heap_ent e = h[i];
+    uint64_t e = h[i];
+    while (i > 0 && e < h[(i - 1) / 4]) {
+        h[i] = h[(i - 1) / 4];
+        i = (i - 1) / 4;
+    }
+    h[i] = e;
+}
+
+/* A 4-ary min-heap: its four children share a cache line. */
+static void heap_down(uint64_t *h, size_t n, size_t i)
+{
+    uint64_t e = h[i];
     for (;;) {
         size_t c = 4 * i + 1, best = c;
         if (c >= n)
             break;
         for (size_t k = c + 1; k < c + 4 && k < n; k++)
-            if (heap_less(&h[k], &h[best]))
+            if (h[k] < h[best])
                 best = k;
-        if (!heap_less(&h[best], &e))
+        if (h[best] >= e)
             break;
         h[i] = h[best];
         i = best;
@@ -317,72 +365,219 @@ static void heap_down(tv_heap_ent *h, size_t n, size_t i)
     h[i] = e;
 }
 
-static void heap_push(tokvec_tok_state *s, const tokvec_tokenizer *t,
-                      uint32_t l, uint32_t r)
+static int bucket_add(tokvec_tok_state *s, uint32_t b, uint64_t key)
 {
-    const tv_pslot *p = pair_get(t, s->pid[l], s->pid[r]);
-    if (!p)
-        return;
-    tv_heap_ent e = {p->rank, l, s->pver[l]};
-    size_t i = s->hn++;
-    while (i > 0 && heap_less(&e, &s->heap[(i - 1) / 4])) {
-        s->heap[i] = s->heap[(i - 1) / 4];
-        i = (i - 1) / 4;
+    uint32_t tail = s->btail[b];
+    if (tail && key < s->blk[tail - 1].key[s->blk[tail - 1].n - 1])
+        s->bmess[b / 64] |= 1ull << (b % 64);
+    if (!tail || s->blk[tail - 1].n == TV_BLOCK_KEYS) {
+        uint32_t node = s->nfree;
+        if (node) {
+            s->nfree = s->blk[node - 1].next;
+        } else {
+            if (s->nused == s->ncap) {
+                void *tmp;
+                size_t cap = s->ncap ? 2 * s->ncap : 256;
+                if (cap > UINT32_MAX - 1 || GROW(s->blk, cap))
+                    return -ENOMEM;
+                s->ncap = cap;
+            }
+            node = (uint32_t)++s->nused;
+        }
+        s->blk[node - 1].n = 0;
+        s->blk[node - 1].next = 0;
+        if (tail)
+            s->blk[tail - 1].next = node;
+        else
+            s->bhead[b] = node;
+        s->btail[b] = tail = node;
+        s->bmap[b / 64] |= 1ull << (b % 64);
     }
-    s->heap[i] = e;
+    tv_block *k = &s->blk[tail - 1];
+    k->key[k->n++] = key;
+    return 0;
 }
 
-/* The same merges with a heap: parts are nodes 0..n-1 (a part keeps the
- * index of its first byte), linked by pnext/pprev. A heap entry names a
- * pair by its left part and that part's version; merging (L, R) changes
- * the versions of L, R and L's left neighbour, the three parts whose pair
- * to the right is no longer what an entry says. */
-static void merge_heap(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                       size_t n)
+/* The first non-empty bucket after cur (-1: before the first), or -1. */
+static long bucket_next(const tokvec_tok_state *s, long cur, size_t nb)
+{
+    size_t b = (size_t)(cur + 1), w = b / 64;
+    if (b >= nb)
+        return -1;
+    uint64_t m = s->bmap[w] & (~0ull << (b % 64));
+    while (!m) {
+        if (++w >= (nb + 63) / 64)
+            return -1;
+        m = s->bmap[w];
+    }
+    return (long)(w * 64 + (size_t)__builtin_ctzll(m));
+}
+
+/* Makes bucket b the current one: read in place when its keys came in
+ * order (a block goes back to the free list once read), else copied into
+ * arr and sorted. */
+static int bucket_take(tokvec_tok_state *s, uint32_t b)
+{
+    s->an = s->ai = 0;
+    s->cb = s->bhead[b];
+    s->ci = 0;
+    s->bhead[b] = s->btail[b] = 0;
+    s->bmap[b / 64] &= ~(1ull << (b % 64));
+    if (!(s->bmess[b / 64] >> (b % 64) & 1))
+        return 0;
+    s->bmess[b / 64] &= ~(1ull << (b % 64));
+    for (uint32_t node = s->cb; node;) {
+        tv_block *k = &s->blk[node - 1];
+        if (grow64(&s->arr, &s->acap, s->an + k->n))
+            return -ENOMEM;
+        memcpy(s->arr + s->an, k->key, k->n * sizeof *k->key);
+        s->an += k->n;
+        uint32_t next = k->next;
+        k->next = s->nfree;
+        s->nfree = node;
+        node = next;
+    }
+    s->cb = 0;
+    qsort(s->arr, s->an, sizeof *s->arr, cmp_u64);
+    return 0;
+}
+
+/* The current bucket's next key (UINT64_MAX: none). */
+static inline uint64_t run_head(const tokvec_tok_state *s)
+{
+    if (s->ai < s->an)
+        return s->arr[s->ai];
+    return s->cb ? s->blk[s->cb - 1].key[s->ci] : UINT64_MAX;
+}
+
+static inline void run_next(tokvec_tok_state *s)
+{
+    uint64_t ahead = UINT64_MAX;
+    if (s->ai < s->an) {
+        s->ai++;
+        if (s->ai + TV_AHEAD < s->an)
+            ahead = s->arr[s->ai + TV_AHEAD];
+    } else {
+        tv_block *k = &s->blk[s->cb - 1];
+        if (++s->ci == k->n) {
+            uint32_t next = k->next;
+            k->next = s->nfree;
+            s->nfree = s->cb;
+            s->cb = next;
+            s->ci = 0;
+        } else if (s->ci + TV_AHEAD / 2 < k->n) {
+            ahead = k->key[s->ci + TV_AHEAD / 2];
+        }
+    }
+    if (ahead != UINT64_MAX)
+        __builtin_prefetch(&s->prank[(uint32_t)ahead]);
+}
+
+/* Sets the pair (l, r) (r == UINT32_MAX: none) and files its key. */
+static int set_pair(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                    uint32_t l, uint32_t r, long cur, unsigned shift)
+{
+    const tv_pslot *p =
+        r == UINT32_MAX ? NULL : pair_get(t, s->pid[l], s->pid[r]);
+    if (!p) {
+        s->prank[l] = TV_NO_RANK;
+        return 0;
+    }
+    s->prank[l] = p->rank;
+    s->pver[l] = (uint32_t)p->id;
+    uint64_t key = (uint64_t)p->rank << 32 | l;
+    if ((long)(p->rank >> shift) > cur)
+        return bucket_add(s, p->rank >> shift, key);
+    uint64_t top = s->sn ? s->stk[s->sn - 1] : run_head(s);
+    if (key < top) {
+        if (s->sn == s->scap && grow64(&s->stk, &s->scap, s->sn + 1))
+            return -ENOMEM;
+        s->stk[s->sn++] = key;
+        return 0;
+    }
+    if (s->hn == s->hcap && grow64(&s->heap, &s->hcap, s->hn + 1))
+        return -ENOMEM;
+    s->heap[s->hn++] = key;
+    heap_up(s->heap, s->hn - 1);
+    return 0;
+}
+
+static int merge_long(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                      size_t n)
 {
     const uint32_t none = UINT32_MAX;
-    s->hn = 0;
+    unsigned shift = 0;
+    while ((t->max_rank >> shift) >= TV_NBUCKETS)
+        shift++;
+    size_t nb = (size_t)(t->max_rank >> shift) + 1;
+    if (!s->bhead) {
+        s->bhead = calloc(TV_NBUCKETS, sizeof *s->bhead);
+        s->btail = calloc(TV_NBUCKETS, sizeof *s->btail);
+        s->bmap = calloc(TV_NBUCKETS / 64, sizeof *s->bmap);
+        s->bmess = calloc(TV_NBUCKETS / 64, sizeof *s->bmess);
+        if (!s->bhead || !s->btail || !s->bmap || !s->bmess)
+            return -ENOMEM;
+    }
+    s->nused = s->nfree = 0;
+    s->an = s->ai = s->sn = s->hn = 0;
+    s->cb = 0;
+    long cur = -1;
+    int rc = 0;
     for (size_t k = 0; k < n; k++) {
         s->pnext[k] = k + 1 < n ? (uint32_t)k + 1 : none;
         s->pprev[k] = k ? (uint32_t)k - 1 : none;
-        s->pver[k] = 0;
     }
-    for (size_t k = 0; k + 1 < n; k++) {
-        const tv_pslot *p = pair_get(t, s->pid[k], s->pid[k + 1]);
-        if (p)
-            s->heap[s->hn++] = (tv_heap_ent){p->rank, (uint32_t)k, 0};
-    }
-    for (size_t i = s->hn / 4 + 1; i-- > 0;)
-        if (i < s->hn)
-            heap_down(s->heap, s->hn, i);
-    while (s->hn) {
-        tv_heap_ent e = s->heap[0];
-        s->heap[0] = s->heap[--s->hn];
-        heap_down(s->heap, s->hn, 0);
-        uint32_t l = e.left, r = s->pnext[l];
-        if (s->pver[l] != e.ver || r == none)
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        rc = set_pair(t, s, (uint32_t)k, s->pnext[k], cur, shift);
+    while (rc == 0) {
+        uint64_t x = s->sn ? s->stk[s->sn - 1] : run_head(s);
+        uint64_t y = s->hn ? s->heap[0] : UINT64_MAX;
+        if (x == UINT64_MAX && y == UINT64_MAX) {
+            cur = bucket_next(s, cur, nb);
+            if (cur < 0)
+                break;
+            rc = bucket_take(s, (uint32_t)cur);
             continue;
-        s->pid[l] = pair_get(t, s->pid[l], s->pid[r])->id;
-        uint32_t pv = s->pprev[l], nx = s->pnext[r];
-        s->pver[l]++;
-        s->pver[r]++;
-        if (pv != none)
-            s->pver[pv]++;
+        }
+        if (x < y) {
+            if (s->sn)
+                s->sn--;
+            else
+                run_next(s);
+        } else {
+            x = y;
+            s->heap[0] = s->heap[--s->hn];
+            if (s->hn)
+                heap_down(s->heap, s->hn, 0);
+        }
+        uint32_t l = (uint32_t)x;
+        if (s->prank[l] != (uint32_t)(x >> 32))
+            continue; /* stale */
+        uint32_t r = s->pnext[l], pv = s->pprev[l], nx = s->pnext[r];
+        s->pid[l] = (int32_t)s->pver[l];
+        s->prank[r] = TV_NO_RANK;
         s->pnext[l] = nx;
         if (nx != none)
             s->pprev[nx] = l;
         if (pv != none)
-            heap_push(s, t, pv, l);
-        if (nx != none)
-            heap_push(s, t, l, nx);
+            rc = set_pair(t, s, pv, l, cur, shift);
+        if (rc == 0)
+            rc = set_pair(t, s, l, nx, cur, shift);
     }
+    if (rc) { /* leave the buckets empty for the next piece */
+        memset(s->bhead, 0, TV_NBUCKETS * sizeof *s->bhead);
+        memset(s->btail, 0, TV_NBUCKETS * sizeof *s->btail);
+        memset(s->bmap, 0, TV_NBUCKETS / 64 * sizeof *s->bmap);
+        memset(s->bmess, 0, TV_NBUCKETS / 64 * sizeof *s->bmess);
+    }
+    return rc;
 }
 
 /* Merges p[0..n) into ids/starts; returns the count or -ENOMEM. */
 static long merge(const tokvec_tokenizer *t, tokvec_tok_state *s,
                   const unsigned char *p, size_t n, int heap)
 {
-    if (state_reserve(s, n, heap) < 0)
+    if (n >= UINT32_MAX || state_reserve(s, n) < 0)
         return -ENOMEM;
     for (size_t k = 0; k < n; k++)
         s->pid[k] = t->byte_id[p[k]];
@@ -391,7 +586,8 @@ static long merge(const tokvec_tokenizer *t, tokvec_tok_state *s,
             s->pver[k] = (uint32_t)k;
         return (long)merge_small(t, s, n);
     }
-    merge_heap(t, s, n);
+    if (merge_long(t, s, n) < 0)
+        return -ENOMEM;
     size_t m = 0; /* compact into pid[], starts into pver[] */
     for (uint32_t k = 0; k != UINT32_MAX; k = s->pnext[k]) {
         s->pid[m] = s->pid[k];
@@ -510,6 +706,13 @@ void tokvec_tok_state_free(tokvec_tok_state *s)
     free(s->pprev);
     free(s->pver);
     free(s->heap);
+    free(s->arr);
+    free(s->stk);
+    free(s->blk);
+    free(s->bhead);
+    free(s->btail);
+    free(s->bmap);
+    free(s->bmess);
     free(s->cache);
     free(s);
 }

@@ -50,19 +50,35 @@ struct tokvec_tokenizer {
     size_t vmask;
     tv_pslot *pmap;
     size_t pmask, pcount;
+    uint32_t max_rank; /* highest rank in pmap */
     int32_t byte_id[256];
     size_t n_special;
     int32_t *sp_id;           /* specials, longest first */
     unsigned char sp_first[256]; /* first bytes of specials */
 };
 
+#define TV_BLOCK_KEYS 15
+typedef struct tv_block { /* 128 bytes of one bucket's pending keys */
+    uint64_t key[TV_BLOCK_KEYS];
+    uint32_t next, n; /* next block (1-based; 0: last), keys held */
+} tv_block;
+
 /* Per-thread working memory (tokenizer.c, tok_bpe.c). */
 struct tokvec_tok_state {
     int32_t *pid;    /* part ids */
     uint32_t *prank; /* rank of part i with part i+1 */
     uint32_t *pnext, *pprev, *pver;
-    struct tv_heap_ent *heap;
-    size_t cap, hcap, hn;
+    size_t cap;
+    /* the long-piece merge (tok_bpe.c): pending pair keys */
+    uint64_t *heap, *arr, *stk;
+    size_t hn, hcap, an, ai, acap, sn, scap;
+    struct tv_block *blk;    /* bucket lists' blocks of keys */
+    size_t nused, ncap;
+    uint32_t nfree;          /* free blocks (1-based; 0: none) */
+    uint32_t *bhead, *btail; /* per bucket: first and last block */
+    uint64_t *bmap;          /* non-empty buckets */
+    uint64_t *bmess;         /* buckets whose keys came out of order */
+    uint32_t cb, ci;         /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
 };

@@ -331,6 +331,12 @@ static void heap_merge_equals_quadratic_merge(void **s)
                          : (char)(rand_r(&seed) & 0xFF);
         merge_both_ways(gpt2, p, n);
     }
+    for (int k = 0; k < 20; k++) { /* one word: buckets fill out of order */
+        size_t n = 1000 + (size_t)(rand_r(&seed) % 5000);
+        for (size_t i = 0; i < n; i++)
+            p[i] = (char)('a' + rand_r(&seed) % 26);
+        merge_both_ways(gpt2, p, n);
+    }
     free(p);
 }
 
@@ -352,6 +358,32 @@ static void megabyte_pieces_encode_and_round_trip(void **s)
         assert_int_equal(blen, n);
         assert_memory_equal(back, p, n);
         free(back);
+        tokvec_tok_ids_free(&ids);
+    }
+    free(p);
+}
+
+/* tiktoken (npm 1.0.22) encodes "a" * 10000 as [24794] * 2500 ("aaaa")
+ * and " " * 10000 as [220] * 10000 (GPT-2 has no token of two spaces);
+ * tests/oracle checks both at 10000 and 20000 bytes, where tiktoken's own
+ * quadratic merge still finishes. A run is merged leftmost first at each
+ * rank, so a megabyte is the same shape: 2^18 "aaaa", 2^20 " ". */
+static void megabyte_runs_are_what_tiktoken_makes_of_shorter_runs(void **s)
+{
+    (void)s;
+    size_t n = 1 << 20;
+    char *p = malloc(n);
+    for (int kind = 0; kind < 2; kind++) {
+        memset(p, kind ? ' ' : 'a', n);
+        size_t width = kind ? 1 : 4;
+        int32_t id = kind ? 220 : 24794;
+        tokvec_tok_ids ids = {0};
+        encode(gpt2, p, n, TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids);
+        assert_int_equal(ids.n, n / width);
+        for (size_t k = 0; k < ids.n; k++)
+            if (ids.ids[k] != id || ids.offsets[k] != k * width)
+                fail_msg("run of '%c': token %zu is %d at %zu", p[0], k,
+                         ids.ids[k], ids.offsets[k]);
         tokvec_tok_ids_free(&ids);
     }
     free(p);
@@ -445,6 +477,32 @@ static const char *tiktoken_file(const char *name, int skip,
 }
 
 #define TT_EXTRA "YWI= 256\nYWJj 257\nICA= 258\n" /* ab abc "  " */
+
+/* A vocabulary where merging makes a pair of lower rank than the merge
+ * (abc is rank 256 but made of a + bc, rank 300000; aaa is below aa) and
+ * ranks past 2^16 (the long merge's buckets then hold several ranks): the
+ * long merge still takes the pairs in tiktoken's order. */
+static void long_merge_follows_ranks_a_merge_lowers(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *t = expect_open(
+        tiktoken_file("low.tiktoken", -1,
+                      "YWJj 256\nYWFh 999\nYWE= 1000\nY2M= 70000\n"
+                      "YmM= 300000\nYmNi 300001\nY2Nj 65537\n"),
+        "gpt2", 0, NULL);
+    static const char *const alpha[] = {"ab", "abc", "bc", "aabcc"};
+    char *p = malloc(4000);
+    unsigned seed = 11;
+    for (int k = 0; k < 200; k++) {
+        const char *a = alpha[k % 4];
+        size_t n = 65 + (size_t)(rand_r(&seed) % 3000), m = strlen(a);
+        for (size_t i = 0; i < n; i++)
+            p[i] = a[(size_t)rand_r(&seed) % m];
+        merge_both_ways(t, p, n);
+    }
+    free(p);
+    tokvec_tokenizer_close(t);
+}
 
 static void tiktoken_file_opens_and_merges_by_rank(void **s)
 {
@@ -746,6 +804,7 @@ static void open_refuses_what_is_not_a_regular_file(void **s)
         cmocka_unit_test(tokenizer_json_opens_with_and_without_split),   \
         cmocka_unit_test(tokenizer_json_rules),                          \
         cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),       \
+        cmocka_unit_test(long_merge_follows_ranks_a_merge_lowers),       \
         cmocka_unit_test(open_refuses_what_is_not_a_regular_file),
 
 int main(void)
@@ -760,6 +819,7 @@ int main(void)
         cmocka_unit_test(decode_refuses_ids_outside_the_vocabulary),
         cmocka_unit_test(heap_merge_equals_quadratic_merge),
         cmocka_unit_test(megabyte_pieces_encode_and_round_trip),
+        cmocka_unit_test(megabyte_runs_are_what_tiktoken_makes_of_shorter_runs),
         cmocka_unit_test(threads_encode_one_handle_at_once),
         FILE_TESTS
     };
