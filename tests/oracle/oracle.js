@@ -127,6 +127,12 @@ function builtins() {
     }
     t.push('a'.repeat(10000), ' '.repeat(10000), 'ab'.repeat(5000),
         '1'.repeat(1000), '\n'.repeat(1000), '!'.repeat(3000) + 'x');
+    // Long pieces for tokvec's bucketed merge (tiktoken's own is quadratic:
+    // these cost it ~0.4 s each): 20000 random letters (one word) and
+    // o200k's worst case, runs of 100 spaces and a newline (one piece).
+    let word = '';
+    for (let i = 0; i < 20000; i++) word += 'abcdefghijklmnopqrstuvwxyz'[Math.floor(r() * 26)];
+    t.push(word, (' '.repeat(100) + '\n').repeat(200));
     return t;
 }
 
