@@ -99,11 +99,11 @@ int tv_pmap_from_ranks(tokvec_tokenizer *t);
 
 /* tok_bpe.c: encoding a piece; appends its ids (and start offsets relative
  * to base when offs is non-NULL) to out. Quadratic below the threshold,
- * O(n log n) above. */
+ * rank buckets above (O(n log n) at worst). */
 int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
                  const unsigned char *p, size_t n, size_t base,
                  tokvec_tok_ids *out, int offsets);
-/* Tests: force the heap (1) or the quadratic (0) merge. */
+/* Tests: force the long-piece (1) or the quadratic (0) merge. */
 int tv_bpe_merge_mode(const tokvec_tokenizer *t, tokvec_tok_state *s,
                       const unsigned char *p, size_t n, int heap,
                       int32_t *ids, size_t *nids);

@@ -3,7 +3,8 @@
  * Real data: data/gpt2 (OpenAI's encoder.json + vocab.bpe, `make data`)
  * for the book's vectors, the-verdict.txt, offsets, round trips and
  * threads. Small files written into a temporary directory for each loader
- * and each malformed-file rule. The heap merge against the quadratic one.
+ * and each malformed-file rule. The long-piece merge against the
+ * quadratic one, and megabyte runs against tiktoken's shape.
  * Exactness against tiktoken itself is tests/oracle (node).
  */
 #include <errno.h>
@@ -295,7 +296,7 @@ static void decode_refuses_ids_outside_the_vocabulary(void **s)
     free(text);
 }
 
-/* --- the heap merge is the quadratic merge ------------------------------- */
+/* --- the long-piece merge is the quadratic merge ------------------------ */
 
 static void merge_both_ways(const tokvec_tokenizer *t, const char *p,
                             size_t n)
@@ -311,7 +312,7 @@ static void merge_both_ways(const tokvec_tokenizer *t, const char *p,
     free(b);
 }
 
-static void heap_merge_equals_quadratic_merge(void **s)
+static void long_piece_merge_equals_quadratic_merge(void **s)
 {
     (void)s;
     char *p = malloc(6000);
@@ -384,6 +385,9 @@ static void megabyte_runs_are_what_tiktoken_makes_of_shorter_runs(void **s)
             if (ids.ids[k] != id || ids.offsets[k] != k * width)
                 fail_msg("run of '%c': token %zu is %d at %zu", p[0], k,
                          ids.ids[k], ids.offsets[k]);
+        /* the piece's working memory is returned once its ids are out */
+        assert_int_equal(st->cap, 0);
+        assert_null(st->pid);
         tokvec_tok_ids_free(&ids);
     }
     free(p);
@@ -817,7 +821,7 @@ int main(void)
         cmocka_unit_test(offsets_tile_the_input_and_decode_round_trips),
         cmocka_unit_test(decode_replaces_broken_utf8_like_python),
         cmocka_unit_test(decode_refuses_ids_outside_the_vocabulary),
-        cmocka_unit_test(heap_merge_equals_quadratic_merge),
+        cmocka_unit_test(long_piece_merge_equals_quadratic_merge),
         cmocka_unit_test(megabyte_pieces_encode_and_round_trip),
         cmocka_unit_test(megabyte_runs_are_what_tiktoken_makes_of_shorter_runs),
         cmocka_unit_test(threads_encode_one_handle_at_once),

@@ -11,6 +11,7 @@ temporary directory where `examples` points at the repository's.
 Run: /usr/bin/python3 tests/e2e/test_readme.py --binary build/tokvec
 Needs curl (Debian curl).
 """
+import json
 import os
 import re
 import shutil
@@ -88,6 +89,40 @@ class Readme(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, "%s\n%s%s" % (
                     line, r.stdout[:300], r.stderr[:300]))
                 self.assertTrue(r.stdout or " -o " in cmd, line)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_the_walk_through_from_raw_text_answers_the_books_batch(self):
+        """The "From raw text" commands, as written (the verdict's one a
+        python3 pipe over two lines), answer the book's first batch and
+        the whole story's (1286, 4, 256)."""
+        text = readme_text()
+        part = text[text.index("**From raw text**"):]
+        part = part[:part.index("## ")]
+        cmds = [c.strip() for c in
+                re.findall(r"^    (\S(?:[^\n]*\\\n)*[^\n]*)$", part, re.M)]
+        self.assertEqual(len(cmds), 2, cmds)
+        book = [[40, 367, 2885, 1464], [1807, 3619, 402, 271],
+                [10899, 2138, 257, 7026], [15632, 438, 2016, 257],
+                [922, 5891, 1576, 438], [568, 340, 373, 645],
+                [1049, 5975, 284, 502], [284, 3285, 326, 11]]
+        s = tc.Server(self.table, "--tokenizer",
+                      os.path.join(tc.TOP, "data", "gpt2"))
+        try:
+            got = []
+            for cmd in cmds:
+                cmd = cmd.replace("localhost:8080", "localhost:%d" % s.port)
+                cmd = cmd.replace("curl ", "curl -sS --fail-with-body ")
+                r = subprocess.run(["sh", "-c", cmd], cwd=tc.TOP,
+                                   capture_output=True, timeout=120)
+                self.assertEqual(r.returncode, 0, (cmd, r.stderr[:300]))
+                got.append(json.loads(r.stdout))
+            self.assertEqual(got[0]["shape"], [8, 4, 256])
+            self.assertEqual(got[0]["input_ids"], book)
+            self.assertEqual(got[0]["target_ids"][0], [367, 2885, 1464,
+                                                       1807])
+            self.assertEqual(got[1]["shape"], [1286, 4, 256])
+            self.assertEqual(got[1]["input_ids"][:8], book)
         finally:
             self.assertEqual(s.stop(), 0)
 

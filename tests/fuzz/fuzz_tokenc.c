@@ -5,8 +5,10 @@
  * Invariants, with and without special tokens: offsets start at 0, rise,
  * end at the input's length, and each token is the input bytes it covers;
  * decoding gives the input back when it is valid UTF-8 (and valid UTF-8
- * always); the heap merge and the quadratic merge agree on the whole
- * input taken as one piece (up to 512 bytes: the quadratic one is slow).
+ * always); the long-piece merge and the quadratic merge agree on the
+ * whole input taken as one piece (up to 512 bytes: the quadratic one is
+ * slow); and every split pattern (gpt2, cl100k_base, o200k_base, Qwen 2)
+ * cuts the input into non-empty pieces that end inside it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -70,6 +72,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(text);
     }
     tokvec_tok_ids_free(&ids);
+    for (int pat = TV_PAT_GPT2; pat <= TV_PAT_QWEN2; pat++)
+        for (size_t i = 0, e; i < size; i = e) {
+            e = tv_split_next((tv_pattern)pat, data, i, size);
+            if (e <= i || e > size)
+                abort();
+        }
     if (size >= 2 && size <= 512) {
         int32_t *a = malloc(size * sizeof *a), *b = malloc(size * sizeof *b);
         size_t na, nb;

@@ -1,14 +1,17 @@
 /* fuzz_tokload.c -- libFuzzer target for the tokenizer-file loaders.
  *
  * Input layout: one selector byte, then the file(s). Selector % 3:
- *  0: a .tiktoken rank file (pattern gpt2; % 2 of the next byte picks
- *     cl100k_base instead), 1: a tokenizer.json, 2: an encoder.json and a
- *     vocab.bpe separated by the first 0x1E byte.
+ *  0: a .tiktoken rank file (the next byte % 3 picks the pattern: gpt2,
+ *     cl100k_base, o200k_base), 1: a tokenizer.json, 2: an encoder.json
+ *     and a vocab.bpe separated by the first 0x1E byte.
  * The files are written into a private temporary directory.
  *
  * Invariants: open returns 0 or a negative code; a failure has a message
  * naming a file and leaves no handle; a handle that opens encodes its own
- * tokens' bytes and decodes every id below vocab_size or refuses it.
+ * tokens' bytes and decodes every id below vocab_size or refuses it; and
+ * its long-piece merge (rank buckets) gives the quadratic merge's ids on
+ * the input's bytes and on its tokens' bytes joined (arbitrary
+ * vocabularies: merges that make lower ranks, ranks up to 2^24).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tok_internal.h"
 #include "tokvec_tokenizer.h"
 
 static char dir[] = "/tmp/tokvec-fuzz-tokload-XXXXXX";
@@ -32,7 +36,21 @@ static void put(const char *name, const uint8_t *d, size_t n, char *out,
     fclose(f);
 }
 
-static void exercise(const tokvec_tokenizer *t)
+static void same_merges(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                        const unsigned char *p, size_t n)
+{
+    int32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    size_t na, nb;
+    if (!a || !b || tv_bpe_merge_mode(t, s, p, n, 0, a, &na) ||
+        tv_bpe_merge_mode(t, s, p, n, 1, b, &nb) || na != nb ||
+        memcmp(a, b, na * sizeof *a))
+        abort();
+    free(a);
+    free(b);
+}
+
+static void exercise(const tokvec_tokenizer *t, const uint8_t *raw,
+                     size_t raw_len)
 {
     tokvec_tokenizer_info i;
     tokvec_tokenizer_get_info(t, &i);
@@ -58,6 +76,26 @@ static void exercise(const tokvec_tokenizer *t)
             abort();
     }
     tokvec_tok_ids_free(&ids);
+    /* the two merges on raw, then on the first tokens' bytes joined */
+    size_t n = raw_len < 2048 ? raw_len : 2048;
+    unsigned char *text = malloc(4096 + 256);
+    memcpy(text, raw, n);
+    if (n >= 2)
+        same_merges(t, s, text, n);
+    n = 0;
+    for (int64_t id = 0; id < i.vocab_size && n < 4096; id++) {
+        const unsigned char *b;
+        size_t len;
+        int special;
+        if (tokvec_tokenizer_token(t, (int32_t)id, &b, &len, &special) ||
+            special || len > 256)
+            continue;
+        memcpy(text + n, b, len);
+        n += len;
+    }
+    if (n >= 2)
+        same_merges(t, s, text, n);
+    free(text);
     tokvec_tok_state_free(s);
 }
 
@@ -79,7 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *open_path = p;
     switch (data[0] % 3) {
     case 0:
-        o.pattern = data[1] % 2 ? "cl100k_base" : "gpt2";
+        o.pattern = data[1] % 3 == 2   ? "o200k_base"
+                    : data[1] % 3 == 1 ? "cl100k_base"
+                                       : "gpt2";
         put("r.tiktoken", data + 2, size - 2, p, sizeof p);
         break;
     case 1:
@@ -98,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc > 0 || (rc < 0 && (t || !strstr(err, dir))) || (rc == 0 && !t))
         abort();
     if (t) {
-        exercise(t);
+        exercise(t, data, size);
         tokvec_tokenizer_close(t);
     }
     return 0;
