@@ -73,8 +73,10 @@ tokvec_tok_state *tv_text_state(void)
 {
     pthread_once(&state_once, state_key_make);
     tokvec_tok_state *s = pthread_getspecific(state_key);
-    if (!s && (s = tokvec_tok_state_new()) &&
-        pthread_setspecific(state_key, s)) {
+    if (s)
+        return s;
+    s = tokvec_tok_state_new();
+    if (s && pthread_setspecific(state_key, s)) {
         tokvec_tok_state_free(s);
         s = NULL;
     }
@@ -132,7 +134,7 @@ static int put(tv_text_call *c, const char *s, size_t n)
     return 0;
 }
 
-#define PUTS(c, lit) put(c, lit, sizeof lit - 1)
+#define PUTS(c, lit) put((c), (lit), sizeof(lit) - 1)
 
 static int put_int(tv_text_call *c, long long v)
 {
@@ -373,6 +375,8 @@ static int tokenize_one(tv_text_call *c, const char *text, size_t tlen,
         from = c->o.left ? ids->n - (size_t)max : 0;
         to = from + (size_t)max;
     }
+    if (to > from && (!ids->ids || !ids->offsets)) /* encode gave none */
+        return tv_error_set(&c->err, 500, "internal", "out of memory");
     c->tokens += to - from;
     if ((int64_t)c->tokens > max)
         return tv_error_set(&c->err, 413, "payload_too_large",
@@ -410,7 +414,7 @@ static int tokenize_windows(tv_text_call *c, tokvec_tok_ids *ids)
     if (tv_text_encode(c->tok, &c->o, text, tlen, 0, ids, &c->err) < 0)
         return -1;
     int64_t L = c->o.max_length, T = c->o.stride;
-    int64_t nw = tv_text_windows((int64_t)ids->n, L, T);
+    int64_t nw = ids->ids ? tv_text_windows((int64_t)ids->n, L, T) : 0;
     if (!nw)
         return tv_error_set(&c->err, 422, "text_too_short",
                             "the text is %zu tokens; max_length %" PRId64

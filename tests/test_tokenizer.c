@@ -369,7 +369,7 @@ static void megabyte_pieces_encode_and_round_trip(void **s)
  * tests/oracle checks both at 10000 and 20000 bytes, where tiktoken's own
  * quadratic merge still finishes. A run is merged leftmost first at each
  * rank, so a megabyte is the same shape: 2^18 "aaaa", 2^20 " ". */
-static void megabyte_runs_are_what_tiktoken_makes_of_shorter_runs(void **s)
+static void megabyte_runs_have_tiktokens_shape(void **s)
 {
     (void)s;
     size_t n = 1 << 20;
@@ -823,7 +823,7 @@ int main(void)
         cmocka_unit_test(decode_refuses_ids_outside_the_vocabulary),
         cmocka_unit_test(long_piece_merge_equals_quadratic_merge),
         cmocka_unit_test(megabyte_pieces_encode_and_round_trip),
-        cmocka_unit_test(megabyte_runs_are_what_tiktoken_makes_of_shorter_runs),
+        cmocka_unit_test(megabyte_runs_have_tiktokens_shape),
         cmocka_unit_test(threads_encode_one_handle_at_once),
         FILE_TESTS
     };

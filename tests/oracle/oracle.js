@@ -131,7 +131,8 @@ function builtins() {
     // these cost it ~0.4 s each): 20000 random letters (one word) and
     // o200k's worst case, runs of 100 spaces and a newline (one piece).
     let word = '';
-    for (let i = 0; i < 20000; i++) word += 'abcdefghijklmnopqrstuvwxyz'[Math.floor(r() * 26)];
+    for (let i = 0; i < 20000; i++)
+        word += 'abcdefghijklmnopqrstuvwxyz'[Math.floor(r() * 26)];
     t.push(word, (' '.repeat(100) + '\n').repeat(200));
     return t;
 }
