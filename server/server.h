@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "bufcache.h"
@@ -141,5 +142,11 @@ enum MHD_Result route_metrics(req_ctx *x);
 /* listen.c: starts the TCP daemons (one per HTTP thread) and the Unix
  * socket's. 0 or a TV_SERVER_E_* code (http.h), err filled. */
 int listen_start(tv_server *s, char *err, size_t errlen);
+
+/* listen.c: how many threads of this process are named name (exact) or
+ * whose name starts with name (!exact), from /proc/self/task; with tids,
+ * at most cap of their ids, sorted. Any thread; the tests use it too. */
+size_t tv_threads_named(const char *name, int exact, pid_t *tids,
+                        size_t cap);
 
 #endif

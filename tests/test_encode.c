@@ -52,6 +52,24 @@ static void base64_matches_rfc4648_test_vectors(void **state)
 /* Regression: the base64 bound once divided by 3 twice, so any base64
  * response above ~100 floats overran a buffer of exactly that size
  * (found by fuzz_request; the server over-reserved and was not hit). */
+/* Encodes x as a (B, S, D) /embed JSON answer into a guarded buffer of
+ * exactly tv_embed_json_bound bytes; checks it stayed inside and parses;
+ * returns the parsed answer (json_decref it). */
+static json_t *encode_within_bound(const float *x, int64_t B, int64_t S,
+                                   int64_t D, int base64)
+{
+    size_t bound = tv_embed_json_bound(B, S, D, base64);
+    char *buf = guarded(bound);
+    size_t n = tv_embed_json(buf, x, B, S, D, base64);
+    assert_true(n <= bound);
+    assert_guard_intact(buf, bound);
+    json_error_t je;
+    json_t *j = json_loadb(buf, n, 0, &je);
+    assert_non_null(j);
+    free(buf);
+    return j;
+}
+
 static void base64_embed_json_fits_its_bound_for_every_small_shape(void **s)
 {
     (void)s;
@@ -61,21 +79,13 @@ static void base64_embed_json_fits_its_bound_for_every_small_shape(void **s)
     for (int64_t B = 1; B <= 3; B++)
         for (int64_t S = 1; S <= 7; S++)
             for (int64_t D = 1; D <= 33; D++) {
-                size_t bound = tv_embed_json_bound(B, S, D, 1);
-                char *buf = guarded(bound);
-                size_t n = tv_embed_json(buf, x, B, S, D, 1);
-                assert_true(n <= bound);
-                assert_guard_intact(buf, bound);
-                json_error_t je;
-                json_t *j = json_loadb(buf, n, 0, &je);
-                assert_non_null(j);
+                json_t *j = encode_within_bound(x, B, S, D, 1);
                 const char *b64 =
                     json_string_value(json_object_get(j, "embeddings"));
                 assert_non_null(b64);
                 assert_int_equal(strlen(b64),
                                  ((size_t)(B * S * D) * 4 + 2) / 3 * 4);
                 json_decref(j);
-                free(buf);
             }
 }
 
@@ -86,13 +96,8 @@ static void base64_embed_json_fits_its_bound_for_a_large_batch(void **s)
     size_t nf = (size_t)(B * S * D);
     float *x = calloc(nf, sizeof *x);
     assert_non_null(x);
-    size_t bound = tv_embed_json_bound(B, S, D, 1);
-    assert_true(bound >= nf * 4 / 3 * 4 / 4);
-    char *buf = guarded(bound);
-    size_t n = tv_embed_json(buf, x, B, S, D, 1);
-    assert_true(n <= bound);
-    assert_guard_intact(buf, bound);
-    free(buf);
+    assert_true(tv_embed_json_bound(B, S, D, 1) >= nf * 4 / 3 * 4 / 4);
+    json_decref(encode_within_bound(x, B, S, D, 1));
     free(x);
 }
 
@@ -110,18 +115,8 @@ static void float_embed_json_fits_its_bound_with_the_longest_floats(void **s)
     x[6] = -INFINITY;
     for (int64_t B = 1; B <= 2; B++)
         for (int64_t S = 1; S <= 3; S++)
-            for (int64_t D = 1; D <= 17; D++) {
-                size_t bound = tv_embed_json_bound(B, S, D, 0);
-                char *buf = guarded(bound);
-                size_t n = tv_embed_json(buf, x, B, S, D, 0);
-                assert_true(n <= bound);
-                assert_guard_intact(buf, bound);
-                json_error_t je;
-                json_t *j = json_loadb(buf, n, 0, &je);
-                assert_non_null(j);
-                json_decref(j);
-                free(buf);
-            }
+            for (int64_t D = 1; D <= 17; D++)
+                json_decref(encode_within_bound(x, B, S, D, 0));
 }
 
 static void embed_json_prints_shape_and_shortest_floats(void **s)

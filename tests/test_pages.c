@@ -17,25 +17,25 @@
 #include <cmocka.h>
 
 #include "pages.h"
+#include "testutil.h"
 #include "tokvec_write.h"
 
 #define V 50
 #define D 8
 
-static char dir[] = "/tmp/tokvec-test-pages-XXXXXX";
 static tokvec_table *t;
 static tokvec_similar *idx;
 
 static int setup(void **state)
 {
     (void)state;
-    if (!mkdtemp(dir))
+    if (tu_make_dir())
         return -1;
     static float tab[V * D];
     for (int i = 0; i < V * D; i++)
         tab[i] = (float)sin(i * 0.7) + (i % 3 == 0 ? 0.5f : -0.25f);
     char p[256];
-    snprintf(p, sizeof p, "%s/t.safetensors", dir);
+    snprintf(p, sizeof p, "%s/t.safetensors", tu_dir);
     tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, V, D, tab};
     if (tokvec_safetensors_write(p, &w, 1, NULL) < 0 ||
         tokvec_table_open(p, NULL, &t) < 0 || tokvec_similar_open(t, &idx))
@@ -48,9 +48,7 @@ static int teardown(void **state)
     (void)state;
     tokvec_similar_close(idx);
     tokvec_table_close(t);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
+    return tu_remove_dir();
 }
 
 static void refused(const char *body, int status, const char *type)

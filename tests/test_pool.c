@@ -22,7 +22,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 
 #include "metrics.h"
 #include "pool.h"
+#include "server.h"
 
 #define MAXJ 64
 #define WAIT_MS 5000     /* bound on waiting for something that must happen */
@@ -296,32 +296,12 @@ static size_t poll_count(tv_pool *p, size_t (*get)(tv_pool *), size_t want)
  * returns how many threads are named tv-work-*. */
 static int scan_workers(int seen[64])
 {
-    int n = 0;
-    memset(seen, 0, 64 * sizeof *seen);
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return -1;
-    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300], comm[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *fp = fopen(path, "r");
-        if (!fp)
-            continue; /* exited meanwhile */
-        if (!fgets(comm, sizeof comm, fp))
-            comm[0] = 0;
-        fclose(fp);
-        if (strncmp(comm, "tv-work-", 8))
-            continue;
-        n++;
-        char *end;
-        long i = strtol(comm + 8, &end, 10);
-        if (end != comm + 8 && (*end == '\n' || !*end) && i >= 0 && i < 64)
-            seen[i]++;
+    for (int i = 0; i < 64; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tv-work-%d", i);
+        seen[i] = (int)tv_threads_named(name, 1, NULL, 0);
     }
-    closedir(d);
-    return n;
+    return (int)tv_threads_named("tv-work-", 0, NULL, 0);
 }
 
 /* Whether exactly tv-work-0..n-1 exist, once each. Joined workers of an
