@@ -73,8 +73,10 @@ tokvec_tok_state *tv_text_state(void)
 {
     pthread_once(&state_once, state_key_make);
     tokvec_tok_state *s = pthread_getspecific(state_key);
-    if (!s && (s = tokvec_tok_state_new()) &&
-        pthread_setspecific(state_key, s)) {
+    if (s)
+        return s;
+    s = tokvec_tok_state_new();
+    if (s && pthread_setspecific(state_key, s)) {
         tokvec_tok_state_free(s);
         s = NULL;
     }

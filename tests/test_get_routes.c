@@ -16,8 +16,7 @@ static void info_describes_the_table_and_the_limits(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/info", r, RESP), 200);
     const char *b = fx_body(r);
     assert_non_null(strstr(b, "\"vocab_size\":16,\"dim\":4,"
                               "\"context_length\":8,\"dtype\":\"float32\""));
@@ -73,8 +72,7 @@ static void metrics_count_the_requests_served(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     assert_int_equal(fx_http(f, "GET", "/metrics", NULL, NULL, NULL, r,
                              RESP),
                      200);

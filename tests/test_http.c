@@ -31,8 +31,7 @@ static void health_answers_200_ok(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     assert_string_equal(fx_body(r), "{\"status\":\"ok\"}");
     assert_true(fx_has_header(r, "Content-Type", "application/json"));
 }
@@ -42,8 +41,7 @@ static void unknown_path_is_404_naming_the_routes(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/nope", NULL, NULL, NULL, r, RESP),
-                     404);
+    assert_int_equal(fx_get(f, "/nope", r, RESP), 404);
     assert_non_null(strstr(fx_body(r), "\"error_type\":\"not_found\""));
     assert_non_null(strstr(fx_body(r), "POST /embed"));
 }
@@ -53,8 +51,7 @@ static void wrong_method_is_405_with_allow(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/embed", NULL, NULL, NULL, r, RESP),
-                     405);
+    assert_int_equal(fx_get(f, "/embed", r, RESP), 405);
     assert_true(fx_has_header(r, "Allow", "POST"));
     assert_int_equal(fx_http(f, "POST", "/info", "application/json", "{}",
                              NULL, r, RESP),
@@ -69,8 +66,7 @@ static void info_and_embed_need_the_api_key_health_does_not(void **state)
     char r[RESP];
     const char *const extra[] = {"--api-key", "s3cret", NULL};
     assert_int_equal(fx_up(f, extra), 0);
-    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
-                     401);
+    assert_int_equal(fx_get(f, "/info", r, RESP), 401);
     assert_true(fx_has_header(r, "WWW-Authenticate", "Bearer"));
     assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL,
                              "Authorization: Bearer wrong\r\n", r, RESP),
@@ -78,8 +74,7 @@ static void info_and_embed_need_the_api_key_health_does_not(void **state)
     assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL,
                              "Authorization: Bearer s3cret\r\n", r, RESP),
                      200);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
 }
 
 /* The headers alone: the answer comes before a byte of the body. */
@@ -144,8 +139,7 @@ static void draining_makes_ready_503_with_connection_close(void **state)
     assert_int_equal(fx_up(f, NULL), 0);
     int fd = fx_connect_accepted(f->port); /* open before the drain */
     assert_true(fd >= 0);
-    assert_int_equal(fx_http(f, "GET", "/ready", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/ready", r, RESP), 200);
     tv_server_drain_begin(f->srv);
     static const char req[] = "GET /ready HTTP/1.1\r\nHost: t\r\n\r\n";
     assert_int_equal(fx_send(fd, req, sizeof req - 1), 0);

@@ -18,8 +18,7 @@ static void no_cors_headers_without_cors_origin(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     assert_false(fx_has_header(r, "Access-Control-Allow-Origin", NULL));
     /* OPTIONS is then no method of any route */
     assert_int_equal(fx_http(f, "OPTIONS", "/embed", NULL, NULL, NULL, r,
@@ -33,8 +32,7 @@ static void an_origin_gets_allow_origin_and_vary(void **state)
     char r[RESP];
     const char *const extra[] = {"--cors-origin", "https://a.example", NULL};
     assert_int_equal(fx_up(f, extra), 0);
-    assert_int_equal(fx_http(f, "GET", "/nope", NULL, NULL, NULL, r, RESP),
-                     404);
+    assert_int_equal(fx_get(f, "/nope", r, RESP), 404);
     assert_true(fx_has_header(r, "Access-Control-Allow-Origin",
                               "https://a.example"));
     assert_true(fx_has_header(r, "Vary", "Origin"));
@@ -53,8 +51,7 @@ static void a_star_origin_has_no_vary(void **state)
     char r[RESP];
     const char *const extra[] = {"--cors-origin", "*", NULL};
     assert_int_equal(fx_up(f, extra), 0);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     assert_true(fx_has_header(r, "Access-Control-Allow-Origin", "*"));
     assert_false(fx_has_header(r, "Vary", NULL));
 }

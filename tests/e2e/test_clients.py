@@ -37,10 +37,8 @@ class ClientTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-clients-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "500", "--dim", "24",
-                        "--context", "64", "--seed", "7", "-o", cls.table],
-                       check=True)
+        cls.table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                                  500, 24, "--context", "64", "--seed", "7")
         cls.server = tc.Server(cls.table)
         cls.key_server = tc.Server(cls.table, "--api-key", "s3cret")
 

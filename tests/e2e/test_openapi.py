@@ -11,7 +11,6 @@ additionalProperties, items, minItems, maxItems, minimum, oneOf).
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -96,9 +95,8 @@ class OpenAPI(unittest.TestCase):
         cls.doc = json.loads(cls.raw)
         cls.v = Validator(cls.doc)
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-openapi-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "50", "--dim", "4",
-                        "--context", "8", "-o", cls.table], check=True)
+        cls.table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                                  50, 4, "--context", "8")
         cls.srv = tc.Server(cls.table, "--max-tokens", "16")
         cls.seen = set()
 

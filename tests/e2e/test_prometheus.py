@@ -38,10 +38,8 @@ class Metrics(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-prom-")
-        p = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "100", "--dim", "8",
-                        "--context", "8", "-o", p], check=True,
-                       stdout=subprocess.DEVNULL)
+        p = tc.init_table(os.path.join(cls.tmp, "t.safetensors"), 100, 8,
+                          "--context", "8")
         cls.srv = tc.Server(p, "--max-tokens", "16")
         s = cls.srv
         # Samples in every family: routes, 2xx/4xx codes, a reload that

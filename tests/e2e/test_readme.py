@@ -59,12 +59,10 @@ class Readme(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-readme-")
-        cls.table = os.path.join(cls.tmp, "gpt2-256.safetensors")
         # The table `make run` creates (same command as the Makefile's).
-        subprocess.run([tc.BINARY, "init", "--vocab", "50257", "--dim",
-                        "256", "--context", "1024", "--positional",
-                        "learned", "--seed", "123", "-o", cls.table],
-                       check=True, stdout=subprocess.DEVNULL)
+        cls.table = tc.init_table(
+            os.path.join(cls.tmp, "gpt2-256.safetensors"), 50257, 256,
+            "--context", "1024", "--positional", "learned", "--seed", "123")
         os.symlink(os.path.join(tc.TOP, "examples"),
                    os.path.join(cls.tmp, "examples"))
 
@@ -96,9 +94,8 @@ class Readme(unittest.TestCase):
         if os.path.realpath(tc.BINARY) != os.path.realpath(
                 os.path.join(tc.TOP, "build", "tokvec")):
             self.skipTest("make run serves build/tokvec, not %s" % tc.BINARY)
-        small = os.path.join(self.tmp, "small.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "77", "--dim", "5",
-                        "-o", small], check=True, stdout=subprocess.DEVNULL)
+        small = tc.init_table(os.path.join(self.tmp, "small.safetensors"),
+                              77, 5)
         port = tc.free_port()
         log = open(os.path.join(self.tmp, "make-run.log"), "wb")
         p = subprocess.Popen(

@@ -75,11 +75,7 @@ import support as tc  # noqa: E402  (the e2e support module)
 NUM = re.compile(r"-?(?:\d+\.\d+(?:e[+-]\d+)?|\d+e[+-]\d+|nan|inf)")
 
 
-def init(path, vocab, dim, *args):
-    subprocess.run([tc.BINARY, "init", "--vocab", str(vocab), "--dim",
-                    str(dim), "-o", path] + list(args), check=True,
-                   stdout=subprocess.DEVNULL)
-    return path
+init = tc.init_table
 
 
 def expected(t, ids, start=0, positions=True):

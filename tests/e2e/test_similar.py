@@ -8,7 +8,6 @@ Run: /usr/bin/python3 tests/e2e/test_similar.py --binary build/tokvec
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -29,10 +28,8 @@ class Similar(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-similar-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "3000", "--dim", "40",
-                        "--context", "16", "--seed", "7", "-o", cls.table],
-                       check=True, stdout=subprocess.DEVNULL)
+        cls.table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                                  3000, 40, "--context", "16", "--seed", "7")
         cls.tok = tc.read_safetensors(cls.table)["tok_emb.weight"].astype(
             np.float64)
         cls.srv = tc.Server(cls.table)
