@@ -157,6 +157,21 @@ static void token_json_fits_its_bound(void **s)
     free(buf);
 }
 
+/* A negotiation's result: rc, then the format it chose or the status of
+ * its error. */
+static void assert_negotiated(int rc, const tv_format *f, const tv_error *e,
+                              int want_rc, tv_out_kind kind, tokvec_dtype dt,
+                              int status)
+{
+    assert_int_equal(rc, want_rc);
+    if (rc == 0) {
+        assert_int_equal(f->kind, kind);
+        assert_int_equal(f->dtype, dt);
+    } else {
+        assert_int_equal(e->status, status);
+    }
+}
+
 static void negotiate_picks_the_first_supported_type_in_accept(void **s)
 {
     (void)s;
@@ -185,13 +200,8 @@ static void negotiate_picks_the_first_supported_type_in_accept(void **s)
         tv_format f;
         tv_error e = {0};
         int rc = tv_negotiate(cases[i].accept, cases[i].dtype, &f, &e);
-        assert_int_equal(rc, cases[i].rc);
-        if (rc == 0) {
-            assert_int_equal(f.kind, cases[i].kind);
-            assert_int_equal(f.dtype, cases[i].dt);
-        } else {
-            assert_int_equal(e.status, cases[i].status);
-        }
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind,
+                          cases[i].dt, cases[i].status);
     }
 }
 
@@ -229,13 +239,8 @@ static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
         tv_error e = {0};
         int rc = tv_negotiate_embed(cases[i].accept, cases[i].query,
                                     cases[i].body, cases[i].torch, &f, &e);
-        assert_int_equal(rc, cases[i].rc);
-        if (rc == 0) {
-            assert_int_equal(f.kind, cases[i].kind);
-            assert_int_equal(f.dtype, cases[i].dt);
-        } else {
-            assert_int_equal(e.status, cases[i].status);
-        }
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind,
+                          cases[i].dt, cases[i].status);
     }
 }
 

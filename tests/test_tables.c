@@ -21,9 +21,7 @@ static void reload_swaps_in_a_table_of_the_same_dim(void **state)
     assert_int_equal(tv_server_reload(f->srv), 0);
     assert_int_equal(fx_get(f, "/info", r, RESP), 200);
     assert_non_null(strstr(fx_body(r), "\"vocab_size\":20,"));
-    assert_int_equal(fx_http(f, "GET", "/tokens/19", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/tokens/19", r, RESP), 200);
     /* The old table is still open and whole for whoever holds it. */
     assert_int_equal(tokvec_table_get_info(old->t)->vocab_size, FX_VOCAB);
     tokvec_row row;
@@ -54,9 +52,7 @@ static void reload_keeps_the_old_table_when_the_file_is_no_table(
     fputs("not a table", fp);
     fclose(fp);
     assert_int_equal(tv_server_reload(f->srv), -1);
-    assert_int_equal(fx_http(f, "GET", "/tokens/15", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/tokens/15", r, RESP), 200);
 }
 
 static void the_summary_names_the_table_and_its_shape(void **state)

@@ -130,6 +130,14 @@ def init_table(path, vocab, dim, *args):
     return path
 
 
+def temp_table(prefix, vocab, dim, *args):
+    """A new temporary directory (prefix) holding t.safetensors made by
+    init_table; returns (directory, table path)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    return tmp, init_table(os.path.join(tmp, "t.safetensors"), vocab, dim,
+                           *args)
+
+
 def start_server(tmp, serve_args, stderr, vocab=100, dim=8, ctx=8,
                  init_args=()):
     """Makes a table in tmp, starts `tokvec serve` on it on a free port

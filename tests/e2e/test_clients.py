@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -36,9 +35,8 @@ def run_python(code, *args):
 class ClientTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-clients-")
-        cls.table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
-                                  500, 24, "--context", "64", "--seed", "7")
+        cls.tmp, cls.table = tc.temp_table("tokvec-clients-", 500, 24,
+                                           "--context", "64", "--seed", "7")
         cls.server = tc.Server(cls.table)
         cls.key_server = tc.Server(cls.table, "--api-key", "s3cret")
 

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,9 +93,8 @@ class OpenAPI(unittest.TestCase):
             cls.raw = f.read()
         cls.doc = json.loads(cls.raw)
         cls.v = Validator(cls.doc)
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-openapi-")
-        cls.table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
-                                  50, 4, "--context", "8")
+        cls.tmp, cls.table = tc.temp_table("tokvec-openapi-", 50, 4,
+                                           "--context", "8")
         cls.srv = tc.Server(cls.table, "--max-tokens", "16")
         cls.seen = set()
 

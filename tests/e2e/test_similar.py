@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -27,9 +26,8 @@ def similar(srv, obj, headers=None):
 class Similar(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-similar-")
-        cls.table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
-                                  3000, 40, "--context", "16", "--seed", "7")
+        cls.tmp, cls.table = tc.temp_table("tokvec-similar-", 3000, 40,
+                                           "--context", "16", "--seed", "7")
         cls.tok = tc.read_safetensors(cls.table)["tok_emb.weight"].astype(
             np.float64)
         cls.srv = tc.Server(cls.table)
