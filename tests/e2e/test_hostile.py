@@ -87,6 +87,17 @@ def parse_responses(buf):
         out.append((status, hdrs, body))
 
 
+def open_nonblocking(port, n):
+    """n non-blocking sockets, each connecting to port (not waited for)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        socks.append(s)
+    return socks
+
+
 def raw_exchange(port, data, timeout=10.0, want=1, half_close=False):
     """Sends data on a fresh connection; reads until `want` responses are
     complete, the peer closes, or timeout. Returns (responses, closed)."""
@@ -243,12 +254,7 @@ class Hostile(unittest.TestCase):
     # -- 1. slowloris ------------------------------------------------------
     def test_slow_header_tricklers_do_not_stop_normal_requests(self):
         n = 500
-        socks = []
-        for i in range(n):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex(("127.0.0.1", self.port))
-            socks.append(s)
+        socks = open_nonblocking(self.port, n)
         time.sleep(0.2)
         for s in socks:
             try:
@@ -477,12 +483,7 @@ class Hostile(unittest.TestCase):
     def test_1100_concurrent_connections_are_served_or_refused(self):
         n = 1100 if self.nofile >= 2400 else max(100, self.nofile // 2 - 100)
         sel = selectors.DefaultSelector()
-        socks = []
-        for i in range(n):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex(("127.0.0.1", self.port))
-            socks.append(s)
+        socks = open_nonblocking(self.port, n)
         time.sleep(0.3)
         body = '{"inputs":[[%d,%d,%d]]}'
         pending = {}
