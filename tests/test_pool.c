@@ -272,6 +272,20 @@ static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
             fail_msg("%s(%d) happened but must not", #pred, (int)(arg));   \
     } while (0)
 
+/* Submits job id and expects it to run to its end at once. */
+#define submit_runs(f, id, bytes)                                          \
+    do {                                                                   \
+        submit(f, id, bytes);                                              \
+        must(f, job_done, id);                                             \
+    } while (0)
+
+/* Submits job id and expects it not to start (it waits for bytes). */
+#define submit_waits(f, id, bytes)                                         \
+    do {                                                                   \
+        submit(f, id, bytes);                                              \
+        must_not(f, job_worked, id);                                       \
+    } while (0)
+
 static int snap(fixture *f, const int *field)
 {
     pthread_mutex_lock(&f->mu);
@@ -342,8 +356,7 @@ static void threads_below_one_are_clamped_to_one_worker(void **state)
     assert_true(workers_are(0));
     start(f, -7, BIG_QUEUE, NO_GATE);
     assert_true(workers_are(1));
-    submit(f, 0, 0);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 0);
 }
 
 static void jobs_run_on_workers_named_tv_work(void **state)
@@ -535,17 +548,14 @@ static void a_job_waits_while_its_bytes_do_not_fit_and_starts_after_release(
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0); /* finished; its 60 bytes stay reserved */
-    submit(f, 1, 50);     /* 110 > 100 */
-    must_not(f, job_worked, 1);
+    submit_runs(f, 0, 60); /* finished; its 60 bytes stay reserved */
+    submit_waits(f, 1, 50); /* 110 > 100 */
     assert_int_equal(tv_pool_waiting(f->pool), 1);
     tv_pool_release(f->pool, 30); /* 30 + 50 still fits: starts */
     must(f, job_done, 1);
     assert_int_equal(tv_pool_waiting(f->pool), 0);
     /* 30 + 50 = 80 reserved now; 21 more does not fit, 20 does. */
-    submit(f, 2, 21);
-    must_not(f, job_worked, 2);
+    submit_waits(f, 2, 21);
     tv_pool_release(f->pool, 1);
     must(f, job_done, 2);
     tv_pool_release(f->pool, 100);
@@ -555,10 +565,8 @@ static void a_job_whose_bytes_fit_exactly_starts_at_once(void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0);
-    submit(f, 1, 40); /* 60 + 40 == 100 */
-    must(f, job_done, 1);
+    submit_runs(f, 0, 60);
+    submit_runs(f, 1, 40); /* 60 + 40 == 100 */
     tv_pool_release(f->pool, 100);
 }
 
@@ -566,17 +574,14 @@ static void a_lone_job_larger_than_max_inflight_is_let_through(void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 1000);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 1000);
     /* Not alone now: 1000 bytes are reserved until released. */
-    submit(f, 1, 1);
-    must_not(f, job_worked, 1);
+    submit_waits(f, 1, 1);
     tv_pool_release(f->pool, 1000);
     must(f, job_done, 1);
     tv_pool_release(f->pool, 1);
     /* Alone again: another oversized job goes. */
-    submit(f, 2, 5000);
-    must(f, job_done, 2);
+    submit_runs(f, 2, 5000);
     tv_pool_release(f->pool, 5000);
 }
 
@@ -585,8 +590,7 @@ static void a_small_job_does_not_overtake_one_waiting_for_bytes(void **state)
     fixture *f = *state;
     /* One worker, free: only the gate holds job 2 back. */
     start(f, 1, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 60);
     submit(f, 1, 50); /* does not fit */
     submit(f, 2, 10); /* would fit, but waits behind job 1 */
     must_not(f, started_is, 2);
@@ -603,8 +607,7 @@ static void release_starts_every_waiting_job_that_now_fits(void **state)
 {
     fixture *f = *state;
     start(f, 3, BIG_QUEUE, 100);
-    submit(f, 0, 100);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 100);
     /* Three held jobs wait for bytes; each holds its worker until all
      * three run, so they can only all start if the one release wakes
      * every idle worker they need. */
@@ -765,10 +768,8 @@ static void try_inline_refuses_while_a_job_waits(void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0);
-    submit(f, 1, 50); /* waits for bytes */
-    must_not(f, job_worked, 1);
+    submit_runs(f, 0, 60);
+    submit_waits(f, 1, 50); /* waits for bytes */
     /* 60 + 10 would fit and a worker is free, but job 1 is first. */
     assert_int_equal(tv_pool_try_inline(f->pool, 10), 0);
     tv_pool_release(f->pool, 60);
@@ -806,8 +807,7 @@ static void inline_bytes_count_against_max_inflight_like_queued_ones(
     assert_int_equal(tv_pool_try_inline(f->pool, 40), 1); /* exactly 100 */
     tv_pool_inline_done(f->pool);
     /* A queued job waits for the inline jobs' bytes. */
-    submit(f, 0, 1);
-    must_not(f, job_worked, 0);
+    submit_waits(f, 0, 1);
     tv_pool_release(f->pool, 40);
     must(f, job_done, 0);
     tv_pool_release(f->pool, 61);
