@@ -102,6 +102,7 @@ help:
 	@echo "                  a condition; clang-format report (tools/lint.sh)"
 	@echo "make browser-test the page at / and /docs in headless Chromium"
 	@echo "make bench        benchmarks (not part of test)"
+	@echo "make bench-similar  POST /similar timings alone (~1 min)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
 	@echo "make clean"

@@ -179,6 +179,24 @@ test('heatmap and scatter have ink; the view switch changes the heatmap', async 
   await page.close();
 });
 
+test('start_position moves the position rows, not the token rows', async () => {
+  const { page, log } = await open('/');
+  await waitNeighbours(page, BOOK_IDS[0]);
+  const url = () => page.$eval('#heat', (c) => c.toDataURL());
+  const sum0 = await url();
+  await page.check('input[name="view"][value="tok"]');
+  const tok0 = await url();
+  await page.check('input[name="view"][value="sum"]');
+  await page.fill('#start', '500');
+  await page.waitForFunction(() => /position 500/.test(document.getElementById('sel-title').textContent));
+  assert.notEqual(await url(), sum0);
+  await page.check('input[name="view"][value="tok"]');
+  assert.equal(await url(), tok0);
+  assert.match(await page.textContent('#curl'), /"start_position":500/);
+  assert.deepEqual(log.errors, []);
+  await page.close();
+});
+
 test('clicking a token lists the neighbours /similar gives', async () => {
   const { page } = await open('/');
   await waitNeighbours(page, BOOK_IDS[0]);
@@ -195,6 +213,11 @@ test('clicking a token lists the neighbours /similar gives', async () => {
   assert.equal(names[0], '\u00b7with');
   assert.equal(shown[0], BOOK_IDS[3]);
   assert.match(await page.textContent('#sel-title'), /id 351, position 3/);
+  // its vector: the token row's norm and first values
+  const { json: e } = await api('/embed', { inputs: [[BOOK_IDS[3]]], positions: false });
+  const row = e.embeddings[0][0];
+  assert.equal(await page.textContent('#sel-norm'), Math.hypot(...row).toPrecision(5));
+  assert.ok((await page.textContent('#sel-values')).startsWith('[' + row[0].toPrecision(4) + ', '));
   await page.close();
 });
 
@@ -258,6 +281,7 @@ test('/docs lists every route of the OpenAPI file', async () => {
   const toc = await page.$$eval('#toc a', (els) => els.map((e) => e.textContent));
   assert.deepEqual(toc.sort(), want.sort());
   assert.deepEqual(log.errors, []);
+  for (const u of log.requests) assert.ok(u.startsWith(base + '/') || u.startsWith('data:'), u);
   await page.close();
 });
 
