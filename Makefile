@@ -102,6 +102,7 @@ help:
 	@echo "                  a condition; clang-format report (tools/lint.sh)"
 	@echo "make browser-test the page at / and /docs in headless Chromium"
 	@echo "make bench        benchmarks (not part of test)"
+	@echo "make bench-similar  POST /similar timings alone (~1 min)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
 	@echo "make clean"
@@ -248,15 +249,18 @@ test-suites: unit e2e float-random tokenizer-oracle sanitize-test
 
 # The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
 # package playwright-core pinned in tests/browser/package-lock.json (npm ci
-# checks its sha512; it downloads no browser). Screenshots at 360 and 1920
-# px go to $(BUILD)/browser/; docs/playground.png is the 1920 one.
+# checks its sha512; it downloads no browser), against servers with GPT-2's
+# tokenizer ($(TOKENIZER_DIR), make data) and with --api-key. Screenshots
+# at 360 and 1920 px go to $(BUILD)/browser/; docs/playground.png is the
+# 1920 one.
 BROWSER_DIR := tests/browser
 $(BROWSER_DIR)/node_modules/.package-lock.json: $(BROWSER_DIR)/package-lock.json
 	cd $(BROWSER_DIR) && npm ci --ignore-scripts --no-audit --no-fund
-browser-test: test-deps $(BUILD)/tokvec $(BROWSER_DIR)/node_modules/.package-lock.json
+browser-test: test-deps data $(BUILD)/tokvec \
+              $(BROWSER_DIR)/node_modules/.package-lock.json
 	@tools/deps.sh chromium
 	TOKVEC_BINARY=$(BUILD)/tokvec SHOTS=$(BUILD)/browser \
-	  node --test $(BROWSER_DIR)/
+	  TOKENIZER=$(TOKENIZER_DIR) node --test $(BROWSER_DIR)/
 
 sanitize: test-deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT=-O1 SANFLAGS="$(SAN)" \

@@ -348,7 +348,8 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return text_route(x);
     case TV_ROUTE_PAGES: {
         size_t n = 0;
-        struct MHD_Response *r = tv_pages_response(url, &n);
+        const char *key = s->cfg->api_key;
+        struct MHD_Response *r = tv_pages_response(url, key && *key, &n);
         return r ? reply_queue(x, 200, r, NULL, n)
                  : reply_fail(x, 404, "not_found", "no such file");
     }

@@ -2,7 +2,7 @@
  * its status and error_type, the answer's JSON (ids and scores as the
  * index gives them, text null without a tokenizer, the hook's text
  * escaped when there is one, k past the vocabulary), and the pages' files
- * with their headers.
+ * with their headers, /static/auth.json keyed and not.
  */
 #include <jansson.h>
 #include <math.h>
@@ -193,7 +193,7 @@ static void pages_are_the_compiled_files_with_a_strict_csp(void **s)
                            "/static/playground.css", "/static/docs.js"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         size_t n = 0;
-        struct MHD_Response *r = tv_pages_response(paths[i], &n);
+        struct MHD_Response *r = tv_pages_response(paths[i], 0, &n);
         assert_non_null(r);
         assert_true(n > 100);
         const char *csp =
@@ -212,10 +212,32 @@ static void pages_are_the_compiled_files_with_a_strict_csp(void **s)
     size_t n;
     assert_true(tv_pages_match("/static/x") && tv_pages_match("/docs"));
     assert_false(tv_pages_match("/docs/") || tv_pages_match("/static"));
-    assert_null(tv_pages_response("/static/nope.js", &n));
-    assert_null(tv_pages_response("/static/index.html", &n)); /* only / */
-    assert_null(tv_pages_response("/static/", &n));
-    assert_null(tv_pages_response("/static/../Makefile", &n));
+    assert_null(tv_pages_response("/static/nope.js", 0, &n));
+    /* only / */
+    assert_null(tv_pages_response("/static/index.html", 0, &n));
+    assert_null(tv_pages_response("/static/", 0, &n));
+    assert_null(tv_pages_response("/static/../Makefile", 0, &n));
+}
+
+/* The page learns from a public file whether to ask for a key first. */
+static void auth_json_says_whether_the_server_wants_a_key(void **s)
+{
+    (void)s;
+    const char *want[] = {"{\"api_key\":false}", "{\"api_key\":true}"};
+    for (int keyed = 0; keyed < 2; keyed++) {
+        size_t n = 0;
+        struct MHD_Response *r =
+            tv_pages_response("/static/auth.json", keyed, &n);
+        assert_non_null(r);
+        assert_int_equal(n, strlen(want[keyed]));
+        assert_string_equal(MHD_get_response_header(r, "Content-Type"),
+                            "application/json");
+        assert_non_null(
+            MHD_get_response_header(r, "Content-Security-Policy"));
+        MHD_destroy_response(r);
+    }
+    size_t n;
+    assert_null(tv_pages_response("/auth.json", 1, &n));
 }
 
 int main(void)
@@ -226,6 +248,7 @@ int main(void)
         cmocka_unit_test(vector_query_answers_like_the_index),
         cmocka_unit_test(hook_text_is_escaped_json_and_missing_text_is_null),
         cmocka_unit_test(pages_are_the_compiled_files_with_a_strict_csp),
+        cmocka_unit_test(auth_json_says_whether_the_server_wants_a_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 """POST /similar, GET / and GET /docs over HTTP: the neighbours equal a
 numpy cosine scan of the table file (ties by id), the contract's errors,
-auth like /embed, the pages public with a strict CSP, and the routes
-counted in /metrics.
+auth like /embed, the pages public with a strict CSP (and
+/static/auth.json telling the page whether to ask for a key), and the
+routes counted in /metrics.
 
 Run: /usr/bin/python3 tests/e2e/test_similar.py --binary build/tokvec
 """
@@ -102,6 +103,10 @@ class Similar(unittest.TestCase):
                 self.assertEqual(st, 200, path)
                 self.assertNotIn("unsafe", hdr["Content-Security-Policy"])
                 self.assertEqual(hdr["X-Content-Type-Options"], "nosniff")
+            # the page learns that it must ask for the key, without one
+            st, hdr, body = keyed.get("/static/auth.json")
+            self.assertEqual((st, json.loads(body)), (200, {"api_key": True}))
+            self.assertEqual(hdr["Content-Type"], "application/json")
             st, hdr, _ = similar(keyed, {"id": 1})
             self.assertEqual((st, hdr.get("WWW-Authenticate")),
                              (401, "Bearer"))
@@ -111,6 +116,8 @@ class Similar(unittest.TestCase):
         finally:
             keyed.stop()
         self.assertEqual(self.srv.get("/static/nope.js")[0], 404)
+        st, _, body = self.srv.get("/static/auth.json")
+        self.assertEqual((st, json.loads(body)), (200, {"api_key": False}))
 
     def test_routes_are_counted_in_metrics(self):
         similar(self.srv, {"id": 2})
