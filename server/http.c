@@ -175,6 +175,17 @@ static int json_post_check(req_ctx *x, tv_error *e)
     return 0;
 }
 
+/* The end of a worker route's parse: submitted is what its submit
+ * returned (< 0: the queue is full, 429); else the connection waits for
+ * the worker. */
+static enum MHD_Result queued(req_ctx *x, int submitted)
+{
+    if (submitted < 0)
+        return reply_queue_full(x);
+    x->state = ST_QUEUED;
+    return MHD_YES;
+}
+
 /* POST /tokenize and /decode (text.h): as /similar below. */
 static enum MHD_Result text_route(req_ctx *x)
 {
@@ -188,12 +199,7 @@ static enum MHD_Result text_route(req_ctx *x)
     http_body_drop(x);
     if (rc < 0)
         return reply_error(x, &e);
-    if (tv_text_submit(x->text, x->s->pool, x->conn) < 0)
-        return reply_fail(x, 429, "overloaded",
-                          "the work queue is full (%" PRId64 " jobs); retry",
-                          x->s->cfg->max_queue);
-    x->state = ST_QUEUED;
-    return MHD_YES;
+    return queued(x, tv_text_submit(x->text, x->s->pool, x->conn));
 }
 
 static enum MHD_Result text_reply(req_ctx *x)
@@ -201,9 +207,9 @@ static enum MHD_Result text_reply(req_ctx *x)
     const char *body;
     size_t n;
     tv_error e;
-    if (tv_text_result(x->text, &body, &n, &x->tokens, &e) < 0)
-        return reply_error(x, &e);
-    return reply_copy(x, 200, "application/json", body, n);
+    int rc = tv_text_result(x->text, &body, &n, &x->tokens, &e);
+    return rc < 0 ? reply_error(x, &e)
+                  : reply_copy(x, 200, "application/json", body, n);
 }
 
 /* POST /similar (pages.h): parsed here, the scan on the worker pool, the
@@ -222,12 +228,7 @@ static enum MHD_Result similar_route(req_ctx *x)
     http_body_drop(x);
     if (rc < 0)
         return reply_error(x, &e);
-    if (tv_similar_submit(x->sim, x->s->pool, x->conn) < 0)
-        return reply_fail(x, 429, "overloaded",
-                          "the work queue is full (%" PRId64 " jobs); retry",
-                          x->s->cfg->max_queue);
-    x->state = ST_QUEUED;
-    return MHD_YES;
+    return queued(x, tv_similar_submit(x->sim, x->s->pool, x->conn));
 }
 
 static enum MHD_Result similar_reply(req_ctx *x)
@@ -235,9 +236,9 @@ static enum MHD_Result similar_reply(req_ctx *x)
     const char *body;
     size_t n;
     tv_error e;
-    if (tv_similar_result(x->sim, &body, &n, &e) < 0)
-        return reply_error(x, &e);
-    return reply_copy(x, 200, "application/json", body, n);
+    int rc = tv_similar_result(x->sim, &body, &n, &e);
+    return rc < 0 ? reply_error(x, &e)
+                  : reply_copy(x, 200, "application/json", body, n);
 }
 
 enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,

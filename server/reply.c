@@ -6,6 +6,7 @@
  * Threads: the connection's HTTP thread (MHD calls only let a response be
  * queued there). Reads the server's settings and `draining`, an atomic.
  */
+#include <inttypes.h>
 #include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked */
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -105,6 +106,13 @@ enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
     vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
     return reply_error(x, &e);
+}
+
+enum MHD_Result reply_queue_full(req_ctx *x)
+{
+    return reply_fail(x, 429, "overloaded",
+                      "the work queue is full (%" PRId64 " jobs); retry",
+                      x->s->cfg->max_queue);
 }
 
 /* TCP bytes the peer has acknowledged on this socket so far (headers

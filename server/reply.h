@@ -35,6 +35,9 @@ enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
                            const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* 429 overloaded: the worker pool's queue holds max_queue jobs. */
+enum MHD_Result reply_queue_full(req_ctx *x);
+
 /* TCP bytes the peer has acknowledged on this socket so far (headers
  * included); 0 where unknown (a Unix socket). */
 unsigned long long reply_bytes_acked(int fd);
