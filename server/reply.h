@@ -35,6 +35,19 @@ enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
                            const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* e written straight to the socket with Connection: close, then MHD_NO
+ * (libmicrohttpd closes the connection): for an error found while a body
+ * is being read, when libmicrohttpd 0.9.75 cannot queue a response. */
+enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e);
+
+/* Whether h is a request id to keep: 1..TV_REQUEST_ID_MAX bytes, each
+ * visible ASCII (0x21-0x7e). */
+int reply_request_id_ok(const char *h);
+
+/* x->rid: the client's X-Request-Id when reply_request_id_ok, else a new
+ * one (16 hex digits, distinct for the server's life). First call. */
+void reply_request_id(req_ctx *x);
+
 /* TCP bytes the peer has acknowledged on this socket so far (headers
  * included); 0 where unknown (a Unix socket). */
 unsigned long long reply_bytes_acked(int fd);

@@ -192,7 +192,7 @@ static void fast_path_falls_back_on_real_numbers(void **state)
 {
     (void)state;
     const char *msg = "token id at batch index 0, position 1 is not an "
-                      "integer";
+                      "integer: *";
     assert_error("{\"inputs\":[[1,1.0]]}", 400, "invalid_request", msg);
     assert_error("{\"inputs\":[[1,1e2]]}", 400, "invalid_request", msg);
     assert_error("{\"inputs\":[[1,1E2]]}", 400, "invalid_request", msg);
@@ -361,13 +361,26 @@ static void fast_path_falls_back_on_empty_or_mixed_inputs(void **state)
                  "\"inputs\" mixes sequences and ids: batch index 1 is not "
                  "a list");
     assert_error("{\"inputs\":[1,[2]]}", 400, "invalid_request",
-                 "token id at batch index 0, position 1 is not an integer");
+                 "token id at batch index 0, position 1 is not an integer: "
+                 "[2]");
     assert_error("{\"inputs\":[[1,1],[2,\"3\"]]}", 400, "invalid_request",
-                 "token id at batch index 1, position 1 is not an integer");
+                 "token id at batch index 1, position 1 is not an integer: "
+                 "\"3\"");
     assert_error("{\"inputs\":[[1,1],[2,[3]]]}", 400, "invalid_request",
-                 "token id at batch index 1, position 1 is not an integer");
+                 "token id at batch index 1, position 1 is not an integer: "
+                 "[3]");
     assert_error("{\"inputs\":[true]}", 400, "invalid_request",
-                 "token id at batch index 0, position 0 is not an integer");
+                 "token id at batch index 0, position 0 is not an integer: "
+                 "true");
+    /* the value is echoed as JSON (ASCII), cut after 40 bytes */
+    assert_error("{\"inputs\":[[1,2.5]]}", 400, "invalid_request",
+                 "token id at batch index 0, position 1 is not an integer: "
+                 "2.5");
+    assert_error("{\"inputs\":[[\"\u00e9abcdefghijklmnopqrstuvwxyz0123456789"
+                 "ABCDEF\"]]}",
+                 400, "invalid_request",
+                 "token id at batch index 0, position 0 is not an integer: "
+                 "\"\\u00E9abcdefghijklmnopqrstuvwxyz0123456...");
     assert_error("{}", 400, "invalid_request", "missing \"inputs\"");
     assert_error("{\"positions\":true}", 400, "invalid_request",
                  "missing \"inputs\"");

@@ -405,7 +405,7 @@ class Formats(Base):
         self.assert_error(self.srv.embed({"inputs": [[1]]},
                                          "application/json;q=0"),
                           406, "not_acceptable")
-        for ct in ("text/plain", "application/xml",
+        for ct in ("text/html", "application/xml",
                    "multipart/form-data; boundary=x"):
             self.assert_error(self.srv.request("POST", "/embed", b"{}",
                                                {"Content-Type": ct}),
