@@ -135,9 +135,9 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
                                     reply_allowed(x));
             MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                     "Authorization, Content-Type, Accept, "
-                                    "X-Tokvec-Shape");
+                                    "X-Tokvec-Shape, X-Request-Id");
             MHD_add_response_header(r, "Access-Control-Expose-Headers",
-                                    "X-Tokvec-Shape, X-Tokvec-Dtype");
+                                    REPLY_EXPOSED_HEADERS);
             MHD_add_response_header(r, "Access-Control-Max-Age", "600");
         }
         return reply_queue(x, 204, r, NULL, 0);
@@ -310,6 +310,15 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return x->sim    ? similar_reply(x)
                : x->text ? text_reply(x)
                          : embed_reply(x);
+    if (x->state == ST_DONE && x->raw_replied) {
+        /* The 413 is out (reply_error_and_close): drop a little more of
+         * the body, then close; at its end, close too (no response is
+         * queued, none may be). */
+        size_t n = *upload_size;
+        *upload_size = 0;
+        x->lingered += n;
+        return n && x->lingered <= REPLY_LINGER_BYTES ? MHD_YES : MHD_NO;
+    }
     if (x->state == ST_DONE) {
         *upload_size = 0; /* a response is queued; ignore the rest */
         return MHD_YES;

@@ -62,6 +62,10 @@ static void common_headers(req_ctx *x, struct MHD_Response *r)
     if (reply_cors_on(x->s)) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin",
                                 x->s->cfg->cors_origin);
+        /* what a page's script may read of the answer (the preflight's
+         * copy alone does not let it) */
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                REPLY_EXPOSED_HEADERS);
         if (strcmp(x->s->cfg->cors_origin, "*"))
             MHD_add_response_header(r, "Vary", "Origin");
     }
@@ -146,9 +150,12 @@ enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
 /* A body past max_body_bytes, mid-upload: libmicrohttpd 0.9.75 queues no
  * response while a body is being read (only before or after it), so the
  * 413 is written to the socket here -- nothing else is in flight on it at
- * that point (no response yet; a 100 Continue, if any, is already sent) --
- * and MHD_NO makes libmicrohttpd close the connection without reading the
- * rest. The headers are those reply_queue gives an error. */
+ * that point (no response yet; a 100 Continue, if any, is already sent).
+ * http.c then takes at most REPLY_LINGER_BYTES more of the body, dropped,
+ * and closes the connection (MHD_NO): a client that sends its whole body
+ * before reading (Python's http.client) and is only a little over still
+ * reads the 413 instead of a broken pipe, and a large upload is cut
+ * short. The headers are those reply_queue gives an error. */
 enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e)
 {
     char body[TV_ERROR_BODY_MAX], msg[TV_ERROR_BODY_MAX + 512];
@@ -166,12 +173,13 @@ enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e)
     x->status = e->status;
     x->error_type = e->type;
     x->state = ST_DONE;
-    if (k > 0 && (size_t)k + n < sizeof msg && x->fd >= 0) {
-        memcpy(msg + k, body, n);
-        ssize_t w = send(x->fd, msg, (size_t)k + n, MSG_NOSIGNAL);
-        x->bytes = w > 0 ? (uint64_t)w : 0;
-    }
-    return MHD_NO;
+    x->raw_replied = 1;
+    if (k <= 0 || (size_t)k + n >= sizeof msg || x->fd < 0)
+        return MHD_NO;
+    memcpy(msg + k, body, n);
+    ssize_t w = send(x->fd, msg, (size_t)k + n, MSG_NOSIGNAL);
+    x->bytes = w > 0 ? (uint64_t)w : 0;
+    return w == (ssize_t)((size_t)k + n) ? MHD_YES : MHD_NO;
 }
 
 /* TCP bytes the peer has acknowledged on this socket so far (headers

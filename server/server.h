@@ -113,6 +113,8 @@ typedef struct req_ctx {
     struct tv_text_call *text;   /* POST /tokenize, /decode (text.h) */
     int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
     int must_close;  /* answer with Connection: close (bad framing) */
+    int raw_replied; /* reply_error_and_close wrote the answer itself */
+    size_t lingered; /* body bytes dropped since (REPLY_LINGER_BYTES) */
     const char *error_type; /* an error answer's (static), for the log */
     char rid[TV_REQUEST_ID_MAX + 1]; /* X-Request-Id, sent back and logged */
     char method[8]; /* for the access log */

@@ -39,6 +39,10 @@ static void an_origin_gets_allow_origin_and_vary(void **state)
     assert_true(fx_has_header(r, "Access-Control-Allow-Origin",
                               "https://a.example"));
     assert_true(fx_has_header(r, "Vary", "Origin"));
+    /* on the answer itself, where a script reads them */
+    assert_true(fx_has_header(r, "Access-Control-Expose-Headers",
+                              "X-Tokvec-Shape, X-Tokvec-Dtype, "
+                              "X-Request-Id\r"));
     assert_int_equal(fx_http(f, "OPTIONS", "/embed", NULL, NULL, NULL, r,
                              RESP),
                      204);

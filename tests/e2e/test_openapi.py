@@ -123,11 +123,21 @@ class OpenAPI(unittest.TestCase):
             self.v.check(json.loads(body), r["content"][ctype]["schema"])
         self.seen.add((path_key, method.lower(), str(st)))
 
-    def test_served_document_is_the_file(self):
+    def test_served_document_is_the_file_with_its_own_servers(self):
+        """The file as it is, but for `servers`: the address the server
+        listens on (issue 18, finding 10), "/" on every interface."""
         st, hdr, body = self.srv.get("/openapi.json")
         self.assertEqual(st, 200)
-        self.assertEqual(body, self.raw)
+        here = dict(self.doc, servers=[{"url": "http://127.0.0.1:%d"
+                                        % self.srv.port}])
+        self.assertEqual(body, (json.dumps(here, indent=1) + "\n").encode())
         self.assertEqual(self.doc["openapi"], "3.1.0")
+        any_srv = tc.Server(self.table, "--host", "0.0.0.0")
+        try:
+            got = json.loads(any_srv.get("/openapi.json")[2])
+            self.assertEqual(got["servers"], [{"url": "/"}])
+        finally:
+            any_srv.stop()
 
     def test_every_route_and_status_conforms(self):
         s = self.srv
