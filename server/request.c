@@ -321,7 +321,8 @@ static int slow_text_rows(json_t *inputs, const tv_limits *lim,
             return tv_error_set(err, 400, "invalid_request",
                                 "sequence at batch index %" PRId64
                                 " is empty", b);
-        if ((total += r->n) > lim->max_tokens)
+        total += r->n;
+        if (total > lim->max_tokens)
             return tv_error_set(err, 413, "payload_too_large",
                                 "the id lists hold more than max_tokens %"
                                 PRId64 " ids", lim->max_tokens);

@@ -363,7 +363,8 @@ static void access_line_names_client_request_id_and_error_type(void **state)
     out = capture_end();
     assert_int_equal(count_lines(out), 2);
     assert_non_null(strstr(out, " status=415 tokens=0 bytes=90 duration_us=7 "
-                                "client=127.0.0.1 request_id=\"job-\\\"42\\\"\" "
+                                "client=127.0.0.1 "
+                                "request_id=\"job-\\\"42\\\"\" "
                                 "error_type=unsupported_media_type\n"));
     assert_non_null(strstr(out, " status=200 tokens=0 bytes=90 duration_us=7 "
                                 "client=127.0.0.1 request_id=abc\n"));

@@ -212,8 +212,8 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
                                    "start_position, positions, dtype)");
     /* a long name is cut after 40 bytes */
     assert_int_equal(tv_request_query(&r, TV_BODY_JSON,
-                                      "foooooooooooooooooooooooooooooooooooooooo"
-                                      "o", "1", &e),
+                                      "foooooooooooooooooooooooooooooooooo"
+                                      "ooooooo", "1", &e),
                      -1);
     assert_string_equal(e.message, "query option 'foooooooooooooooooooooooo"
                                    "ooooooooooooooo...': JSON requests take "
