@@ -26,8 +26,8 @@ TEST_LIBS := -lcmocka
 # sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
              nettle-dev unicode-data
-DEB_TEST  := libcmocka-dev python3 python3-numpy nodejs curl prometheus \
-             python3-torch
+DEB_TEST  := libcmocka-dev python3 python3-numpy python3-httpx nodejs curl \
+             prometheus python3-torch
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 

@@ -180,9 +180,7 @@ static int embed_parse(req_ctx *x, tv_error *e)
                                                  "Content-Type");
     tv_body_kind kind = tv_body_kind_of(ct);
     if (kind == TV_BODY_UNSUPPORTED)
-        return tv_error_set(e, 415, "unsupported_media_type",
-                            "Content-Type must be application/json or "
-                            "application/octet-stream");
+        return tv_body_kind_error(ct, 1, e);
     int rc = kind == TV_BODY_JSON
                  ? tv_request_parse_json(x->body ? x->body : "", x->len,
                                          lim, &j->req, e)

@@ -172,7 +172,7 @@ static void assert_negotiated(int rc, const tv_format *f, const tv_error *e,
     }
 }
 
-static void negotiate_picks_the_first_supported_type_in_accept(void **s)
+static void negotiate_follows_rfc9110_q_then_specificity(void **s)
 {
     (void)s;
     static const struct {
@@ -193,6 +193,37 @@ static void negotiate_picks_the_first_supported_type_in_accept(void **s)
          TV_OUT_JSON, TOKVEC_F32, 0},
         {"text/html", NULL, -1, 0, 0, 406},
         {"application/json;q=0", NULL, -1, 0, 0, 406},
+        /* RFC 9110: the highest q wins, whatever the order */
+        {"application/x-npy;q=0.1, application/json", NULL, 0, TV_OUT_JSON,
+         TOKVEC_F32, 0},
+        {"application/json;q=0.5,application/octet-stream;q=0.501", NULL, 0,
+         TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/json;Q=0.9;ext=1, application/x-npy;q=1.000", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
+        /* equal q: the more specific range, then the first listed */
+        {"*/*, application/octet-stream", NULL, 0, TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/*, application/x-npy", NULL, 0, TV_OUT_NPY, TOKVEC_F32,
+         0},
+        {"application/x-npy;q=0.5, application/octet-stream;q=0.5", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/*", NULL, 0, TV_OUT_JSON, TOKVEC_F32, 0},
+        /* a type's q is that of the most specific range naming it */
+        {"*/*;q=0.5, application/x-npy;q=0.1", NULL, 0, TV_OUT_JSON,
+         TOKVEC_F32, 0},
+        {"application/json;q=0, */*", NULL, 0, TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/json;q=0, application/*;q=0", NULL, -1, 0, 0, 406},
+        {"*/*;q=0", NULL, -1, 0, 0, 406},
+        /* media type parameters other than q are ignored */
+        {"application/json;charset=utf-8", NULL, 0, TV_OUT_JSON, TOKVEC_F32,
+         0},
+        /* a malformed q ignores its element */
+        {"application/x-npy;q=2, application/octet-stream;q=0.1", NULL, 0,
+         TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/x-npy;q=abc", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q=1.5", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q=0.1234", NULL, -1, 0, 0, 406},
+        /* blanks and commas only: as if no Accept */
+        {" , ,", NULL, 0, TV_OUT_JSON, TOKVEC_F32, 0},
         {"application/json", "float16", -1, 0, 0, 400},
         {"application/octet-stream", "float64", -1, 0, 0, 400},
     };
@@ -295,7 +326,7 @@ int main(void)
         cmocka_unit_test(embed_json_prints_shape_and_shortest_floats),
         cmocka_unit_test(embed_json_bound_is_zero_when_the_size_overflows),
         cmocka_unit_test(token_json_fits_its_bound),
-        cmocka_unit_test(negotiate_picks_the_first_supported_type_in_accept),
+        cmocka_unit_test(negotiate_follows_rfc9110_q_then_specificity),
         cmocka_unit_test(
             embed_dtype_comes_from_query_or_body_and_torch_allows_halves),
         cmocka_unit_test(npy_header_aligns_the_data_to_64_bytes),

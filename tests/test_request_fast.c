@@ -192,7 +192,7 @@ static void fast_path_falls_back_on_real_numbers(void **state)
 {
     (void)state;
     const char *msg = "token id at batch index 0, position 1 is not an "
-                      "integer";
+                      "integer: *";
     const tu_refusal refusals[] = {
         {"{\"inputs\":[[1,1.0]]}", 400, "invalid_request", msg},
         {"{\"inputs\":[[1,1e2]]}", 400, "invalid_request", msg},
@@ -369,19 +369,28 @@ static void fast_path_falls_back_on_empty_or_mixed_inputs(void **state)
          400, "invalid_request", "sequence at batch index 1 is empty"},
         {"{\"inputs\":[[1],2]}",
          400, "invalid_request",
-         "\"inputs\" mixes sequences and ids: batch index 1 is not " "a list"},
+         "\"inputs\" mixes sequences and ids: batch index 1 is not a list"},
         {"{\"inputs\":[1,[2]]}",
          400, "invalid_request",
-         "token id at batch index 0, position 1 is not an integer"},
+         "token id at batch index 0, position 1 is not an integer: [2]"},
         {"{\"inputs\":[[1,1],[2,\"3\"]]}",
          400, "invalid_request",
-         "token id at batch index 1, position 1 is not an integer"},
+         "token id at batch index 1, position 1 is not an integer: \"3\""},
         {"{\"inputs\":[[1,1],[2,[3]]]}",
          400, "invalid_request",
-         "token id at batch index 1, position 1 is not an integer"},
+         "token id at batch index 1, position 1 is not an integer: [3]"},
         {"{\"inputs\":[true]}",
          400, "invalid_request",
-         "token id at batch index 0, position 0 is not an integer"},
+         "token id at batch index 0, position 0 is not an integer: true"},
+        /* the value is echoed as JSON (ASCII), cut after 40 bytes */
+        {"{\"inputs\":[[1,2.5]]}",
+         400, "invalid_request",
+         "token id at batch index 0, position 1 is not an integer: 2.5"},
+        {"{\"inputs\":[[\"\u00e9abcdefghijklmnopqrstuvwxyz0123456789"
+         "ABCDEF\"]]}",
+         400, "invalid_request",
+         "token id at batch index 0, position 0 is not an integer: "
+         "\"\\u00E9abcdefghijklmnopqrstuvwxyz0123456..."},
         {"{}", 400, "invalid_request", "missing \"inputs\""},
         {"{\"positions\":true}", 400, "invalid_request", "missing \"inputs\""},
         {"", 400, "invalid_json", "body is not valid JSON: *"},

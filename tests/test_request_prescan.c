@@ -138,9 +138,11 @@ static void one_level_too_deep_keeps_jansson_messages(void **state)
      * before, naming the batch index and position; the pre-scan refuses
      * from the fifth level (four lists inside "inputs") on. */
     assert_error("{\"inputs\":[[[1]]]}", 400, "invalid_request",
-                 "token id at batch index 0, position 0 is not an integer");
+                 "token id at batch index 0, position 0 is not an integer: "
+                 "[1]");
     assert_error("{\"inputs\":[[1,1],[2,[3]]]}", 400, "invalid_request",
-                 "token id at batch index 1, position 1 is not an integer");
+                 "token id at batch index 1, position 1 is not an integer: "
+                 "[3]");
     /* option values: lists up to that depth are jansson's type errors */
     assert_error("{\"inputs\":[1],\"positions\":[[[true]]]}", 400,
                  "invalid_request", "\"positions\" must be true or false");

@@ -605,7 +605,7 @@ class Hostile(unittest.TestCase):
             self.assert_json_4xx(got[0], "binary %r" % extra)
             statuses[got[0][0]] = statuses.get(got[0][0], 0) + 1
         misc = [
-            post('{"inputs":[1]}', "text/plain"),
+            post('{"inputs":[1]}', "text/html"),
             post('{"inputs":[1]}', "application/json",
                  b"Accept: text/html\r\n"),
             post('{"inputs":[1]}', "application/json", b"",

@@ -90,7 +90,7 @@ class Similar(unittest.TestCase):
         self.assertEqual((st, json.loads(body)["error_type"]),
                          (400, "invalid_json"))
         st, _, _ = self.srv.request("POST", "/similar", "{}",
-                                    {"Content-Type": "text/plain"})
+                                    {"Content-Type": "text/html"})
         self.assertEqual(st, 415)
         st, hdr, _ = self.srv.get("/similar")
         self.assertEqual((st, hdr.get("Allow")), (405, "POST"))

@@ -310,7 +310,7 @@ class TokenizeDecode(unittest.TestCase):
             self.assertEqual(hd.get("Allow"), "POST")
             st, body = post(self.srv, path, {"ids": [1]},
                             dict(self.auth, **{"Content-Type":
-                                               "text/plain"}))
+                                               "text/html"}))
             self.assertEqual((st, body["error_type"]),
                              (415, "unsupported_media_type"))
 
