@@ -145,8 +145,9 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     if (x->route == TV_ROUTE_OTHER)
         return reply_fail(x, 404, "not_found",
                           "no such path; routes: POST /embed, POST "
-                          "/similar, POST /tokenize, POST /decode, GET /tokens/{id}, /info, /health, "
-                          "/ready, /metrics, /openapi.json, /, /docs");
+                          "/similar, POST /tokenize, POST /decode, GET "
+                          "/tokens/{id}, /info, /health, /ready, /metrics, "
+                          "/openapi.json, /, /docs");
     int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
                 x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE;
     if (posts ? !post : !get)
@@ -569,11 +570,13 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     deadline_init(s);
     server_settings(s, cfg);
 
-    if ((rc = table_open(s, &s->current, err, errlen)) < 0) {
+    rc = table_open(s, &s->current, err, errlen);
+    if (rc < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
-    if ((rc = tokenizer_open(s, err, errlen)) < 0) {
+    rc = tokenizer_open(s, err, errlen);
+    if (rc < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
@@ -604,12 +607,14 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         http = cfg->max_connections;
     s->http_threads = (unsigned)http;
 
-    if ((rc = deadline_start(s)) != 0) {
+    rc = deadline_start(s);
+    if (rc != 0) {
         snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
         rc = TV_SERVER_E_SYSTEM;
         goto fail;
     }
-    if ((rc = listen_start(s, err, errlen)) < 0)
+    rc = listen_start(s, err, errlen);
+    if (rc < 0)
         goto fail;
     if (openapi_build(s) < 0) {
         snprintf(err, errlen, "out of memory");
@@ -632,9 +637,11 @@ void tv_server_drain_begin(tv_server *s)
      * keep being served, and there /ready answers 503 and new /embed work
      * 503 draining, each with Connection: close. */
     MHD_socket fd;
-    for (unsigned i = 0; i < s->ntcp; i++)
-        if ((fd = MHD_quiesce_daemon(s->tcp[i])) != MHD_INVALID_SOCKET)
+    for (unsigned i = 0; i < s->ntcp; i++) {
+        fd = MHD_quiesce_daemon(s->tcp[i]);
+        if (fd != MHD_INVALID_SOCKET)
             close(fd);
+    }
     if (s->mhd_unix) {
         fd = MHD_quiesce_daemon(s->mhd_unix);
         if (fd != MHD_INVALID_SOCKET)

@@ -41,11 +41,17 @@ def readme_text():
 
 
 def curl_lines():
-    """The README's command lines that run curl against tokvec ("$ "
-    prompts removed)."""
+    """The README's command lines in its code blocks (indented or fenced)
+    that run curl against tokvec ("$ " prompts removed)."""
     out = []
+    in_code = False
     for line in readme_text().splitlines():
         cmd = line.strip()
+        if cmd.startswith("```"):
+            in_code = not in_code
+            continue
+        if not in_code and not line.startswith(("    ", "\t")):
+            continue  # prose, not an (indented or fenced) code block
         if cmd.startswith("$ "):
             cmd = cmd[2:]
         # vLLM's own server (localhost:8000, the prompt_embeds example) is
