@@ -5,12 +5,13 @@
 # writes bench/results/latest.md, latest.json and the PNG plots.
 #   make bench BENCH_QUICK=1            ~1 s a point, fewer sweep points
 #   make bench BENCH_ONLY=main,startup  some sections only
+#   make bench-similar                  POST /similar's timings alone
 BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
               $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
-.PHONY: bench bench-tokenize
-bench: all $(DEFAULT_TABLE) $(BENCH_BINS) bench-tokenize
+.PHONY: bench bench-tokenize bench-similar
+bench: all data $(BENCH_BINS) bench-tokenize
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
 	  BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) bench/run.sh
 
@@ -24,3 +25,12 @@ $(BUILD)/bench/httpload: bench/httpload.c
 # mixed-language text, whole processes (bench/tokbench.sh).
 bench-tokenize: $(BUILD)/tokvec data $(ORACLE)/.installed
 	@BUILD=$(BUILD) ORACLE=$(ORACLE) TOKENIZER=$(TOKENIZER_DIR) bench/tokbench.sh
+
+# POST /similar alone (~1 min once its 50257x768 table is made): one scan
+# on one core and whole requests over HTTP, default table and 50257x768
+# (GPT2_TABLE=FILE: GPT-2's real table; else a random one of that shape).
+# Writes bench/results/similar.md; make bench runs it too.
+GPT2_TABLE ?=
+bench-similar: all data $(BUILD)/bench/similarbench
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
+	  TOKENIZER=$(TOKENIZER_DIR) GPT2_TABLE=$(GPT2_TABLE) bench/similar.sh

@@ -6,10 +6,10 @@
 #   core    embedbench (gather+add vs memcpy), quantbench (GGUF rows per
 #           ggml type), floatbench (JSON float writer
 #           vs snprintf %.9g), idbench (JSON id parsing: fast path vs
-#           jansson), similarbench (one nearest-token query, POST /similar's
-#           scan, on the default table and a 50257x768 one made by tokvec
-#           init: GPT-2's real shape), tokvec vs torch init of the default
-#           table
+#           jansson), bench/similar.sh (POST /similar: one scan on one
+#           core, and whole requests over HTTP, on the default table and a
+#           50257x768 one: GPT-2's shape; also make bench-similar), tokvec
+#           vs torch init of the default table
 #   http    bench/loadbench.py: tokvec vs the PyTorch peer vs nginx under
 #           wrk, scaling sweeps, start-up time, the serial fraction (CPU on
 #           one-of-a-kind threads) and CPU per request against nginx, Unix
@@ -74,12 +74,8 @@ echo "== JSON id parsing (one core): fast path vs jansson, GPT-2-like ids"
 "$BUILD/bench/idbench" 32x128 64x1024
 
 echo
-echo "== nearest tokens (POST /similar's scan, one core): default table, then 50257x768"
-"$BUILD/bench/similarbench" "$TABLE"
-T768="$BUILD/bench/work/gpt2-768.safetensors"
-[ -f "$T768" ] || "$BUILD/tokvec" init --vocab 50257 --dim 768 --context 1024 \
-    --positional learned --seed 123 -o "$T768" >/dev/null
-"$BUILD/bench/similarbench" "$T768"
+echo "== nearest tokens (POST /similar): default table, then 50257x768"
+BUILD="$BUILD" PYTHON="$PYTHON" TABLE="$TABLE" bench/similar.sh
 
 echo
 echo "== init of the default table (50257x256 + 1024x256, seed 123)"

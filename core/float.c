@@ -57,23 +57,9 @@ int tokvec_dtype_parse(const char *s, tokvec_dtype *out)
     return 0;
 }
 
-static float from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-static uint32_t to_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
 float tokvec_bf16_to_f32(uint16_t b)
 {
-    return from_bits((uint32_t)b << 16);
+    return tokvec_f32_from_bits((uint32_t)b << 16);
 }
 
 float tokvec_f16_to_f32(uint16_t h)
@@ -81,17 +67,17 @@ float tokvec_f16_to_f32(uint16_t h)
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
     if (exp == 0x1f) /* inf / NaN, payload kept */
-        return from_bits(sign | 0x7f800000u | (man << 13));
+        return tokvec_f32_from_bits(sign | 0x7f800000u | (man << 13));
     if (exp == 0) { /* zero or subnormal: man * 2^-24, exact */
         float v = (float)man * 0x1p-24f;
         return sign ? -v : v;
     }
-    return from_bits(sign | ((exp + 112) << 23) | (man << 13));
+    return tokvec_f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
 }
 
 uint16_t tokvec_f32_to_bf16(float f)
 {
-    uint32_t b = to_bits(f);
+    uint32_t b = tokvec_f32_bits(f);
     if ((b & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet */
         return (uint16_t)((b >> 16) | 0x40u);
     b += 0x7fffu + ((b >> 16) & 1u);
@@ -100,7 +86,7 @@ uint16_t tokvec_f32_to_bf16(float f)
 
 uint16_t tokvec_f32_to_f16(float f)
 {
-    uint32_t b = to_bits(f);
+    uint32_t b = tokvec_f32_bits(f);
     uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
     uint32_t a = b & 0x7fffffffu;
     if (a > 0x7f800000u)
@@ -109,7 +95,7 @@ uint16_t tokvec_f32_to_f16(float f)
         return sign | 0x7c00u;
     if (a < 0x38800000u) { /* below the smallest normal half: subnormal */
         /* value * 2^24 rounded to nearest even integer is the mantissa. */
-        float v = from_bits(a) * 0x1p24f; /* exact scaling */
+        float v = tokvec_f32_from_bits(a) * 0x1p24f; /* exact scaling */
         float r = nearbyintf(v);          /* default mode: ties to even */
         return sign | (uint16_t)r;
     }
@@ -154,7 +140,7 @@ static int f32_block_has_nan(const float *src)
 {
     int nan = 0;
     for (int j = 0; j < BLOCK; j++)
-        nan |= (to_bits(src[j]) & 0x7fffffffu) > 0x7f800000u;
+        nan |= (tokvec_f32_bits(src[j]) & 0x7fffffffu) > 0x7f800000u;
     return nan;
 }
 

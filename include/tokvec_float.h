@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum {
     TOKVEC_F32 = 0,
@@ -23,6 +24,21 @@ const char *tokvec_dtype_name(tokvec_dtype d);
 const char *tokvec_dtype_numpy_name(tokvec_dtype d);
 /* Accepts f32|float32|F32, f16|float16|F16, bf16|bfloat16|BF16. */
 int tokvec_dtype_parse(const char *s, tokvec_dtype *out);
+
+/* The bits of a float32 and back (no conversion). */
+static inline uint32_t tokvec_f32_bits(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static inline float tokvec_f32_from_bits(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
 
 /* Exact widening (every f16/bf16 value, NaN payloads kept, is a float32). */
 float tokvec_f16_to_f32(uint16_t h);

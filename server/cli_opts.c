@@ -4,6 +4,7 @@
  * unknown-option message and the table options. Single-threaded, like the
  * commands.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -74,8 +75,9 @@ int tv_cli_opt_next(opts_t *o)
 int tv_cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
     char *end;
-    if (!s || !*s)
-        return -1;
+    if (!s || !(isdigit((unsigned char)s[0]) ||
+                (s[0] == '-' && isdigit((unsigned char)s[1]))))
+        return -1; /* strtoll would skip spaces and take a '+' */
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || *end || v < lo || v > hi)

@@ -180,9 +180,7 @@ static int embed_parse(req_ctx *x, tv_error *e)
                                                  "Content-Type");
     tv_body_kind kind = tv_body_kind_of(ct);
     if (kind == TV_BODY_UNSUPPORTED)
-        return tv_error_set(e, 415, "unsupported_media_type",
-                            "Content-Type must be application/json or "
-                            "application/octet-stream");
+        return tv_body_kind_error(ct, 1, e);
     int rc = kind == TV_BODY_JSON
                  ? tv_request_parse_json(x->body ? x->body : "", x->len,
                                          lim, &j->req, e)
@@ -251,9 +249,7 @@ static enum MHD_Result text_queue(req_ctx *x)
     j->text_stage = 1;
     j->task = (tv_job){.work = text_work, .done = embed_done};
     if (tv_pool_reserve(s->pool) < 0)
-        return reply_fail(x, 429, "overloaded",
-                          "the work queue is full (%" PRId64 " jobs); retry",
-                          s->cfg->max_queue);
+        return reply_queue_full(x);
     x->state = ST_QUEUED;
     MHD_suspend_connection(x->conn);
     tv_pool_push(s->pool, &j->task);
@@ -305,9 +301,7 @@ static enum MHD_Result embed_start(req_ctx *x)
     j->task = (tv_job){.work = embed_work, .done = embed_done,
                        .bytes = j->plan.reserve};
     if (tv_pool_reserve(s->pool) < 0)
-        return reply_fail(x, 429, "overloaded",
-                          "the work queue is full (%" PRId64 " jobs); retry",
-                          s->cfg->max_queue);
+        return reply_queue_full(x);
     j->reserved = j->plan.reserve; /* taken when a worker starts it */
     x->state = ST_QUEUED;
     MHD_suspend_connection(x->conn);

@@ -22,8 +22,77 @@ const char *tv_content_type(tv_out_kind kind)
     }
 }
 
-/* Media type of one Accept element -> kind, or -1 if unsupported. */
-static int kind_of(const char *t, size_t n)
+/* Accept (RFC 9110 12.5.1): each type tokvec produces gets the q of the
+ * most specific media range that matches it (the type itself, then
+ * application's wildcard, then the full wildcard; a missing q is 1, q=0
+ * excludes). The type with the highest q wins; ties go to the more
+ * specific range, then to the range listed first, then to JSON, raw,
+ * .npy in that order. Parameters other than q are ignored; an element
+ * whose q is malformed (q=2, q=abc) is ignored. */
+
+/* A qvalue ("0", "0.5", "1.000") ending at end (trailing blanks allowed)
+ * in thousandths, or -1. */
+static int qvalue(const char *p, const char *end)
+{
+    int q, scale = 100;
+    if (p >= end || (*p != '0' && *p != '1'))
+        return -1;
+    q = *p++ == '1' ? 1000 : 0;
+    if (p < end && *p == '.')
+        for (p++; p < end && *p >= '0' && *p <= '9' && scale; p++) {
+            if (q == 1000 && *p != '0')
+                return -1;
+            q += (*p - '0') * scale;
+            scale /= 10;
+        }
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    return p == end ? q : -1;
+}
+
+/* One element [p, e) of an Accept list: its media range in *t, *n and its
+ * q (1000 when absent, -1 when malformed). 0, or -1 if it is empty. */
+static int accept_elem(const char *p, const char *e, const char **t,
+                       size_t *n, int *q)
+{
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    const char *te = p;
+    while (te < e && *te != ';' && *te != ' ' && *te != '\t')
+        te++;
+    if (te == p)
+        return -1;
+    *t = p;
+    *n = (size_t)(te - p);
+    *q = 1000;
+    for (const char *a = te; a < e;) {
+        while (a < e && (*a == ';' || *a == ' ' || *a == '\t'))
+            a++;
+        const char *ae = a;
+        while (ae < e && *ae != ';')
+            ae++;
+        if (ae - a >= 2 && (a[0] == 'q' || a[0] == 'Q') && a[1] == '=') {
+            *q = qvalue(a + 2, ae);
+            break; /* what follows q is accept-ext */
+        }
+        a = ae;
+    }
+    return 0;
+}
+
+/* How specifically the media range [t, t+n) names `type`: 2 exactly,
+ * 1 as application's wildcard, 0 as the full wildcard, -1 not at all. */
+static int range_match(const char *t, size_t n, const char *type)
+{
+    if (n == strlen(type) && !strncasecmp(t, type, n))
+        return 2;
+    if (n == 13 && !strncasecmp(t, "application/*", 13))
+        return 1;
+    return n == 3 && !strncmp(t, "*/*", 3) ? 0 : -1;
+}
+
+/* The kind the Accept list asks for, or -1 if it accepts none. */
+static int accept_pick(const char *accept)
 {
     static const struct {
         const char *name;
@@ -32,31 +101,41 @@ static int kind_of(const char *t, size_t n)
         {"application/json", TV_OUT_JSON},
         {"application/octet-stream", TV_OUT_RAW},
         {"application/x-npy", TV_OUT_NPY},
-        {"*/*", TV_OUT_JSON},
-        {"application/*", TV_OUT_JSON},
     };
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (strlen(types[i].name) == n && !strncasecmp(t, types[i].name, n))
-            return (int)types[i].kind;
-    return -1;
-}
-
-/* q=0 in the parameters of one element means "not acceptable". */
-static int q_is_zero(const char *p, const char *end)
-{
-    while (p < end) {
-        while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
-            p++;
-        if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
-            p += 2;
-            while (p < end && (*p == '0' || *p == '.'))
-                p++;
-            return p == end || *p == ';' || *p == ' ';
+    int best = -1, bq = 0, bspec = -1, bpos = 0, elems = 0;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int q = 0, spec = -1, pos = 0, idx = 0;
+        for (const char *p = accept; *p; idx++) {
+            const char *e = strchr(p, ',');
+            if (!e)
+                e = p + strlen(p);
+            const char *t;
+            size_t n;
+            int eq;
+            if (accept_elem(p, e, &t, &n, &eq) == 0) {
+                elems++;
+                int m = eq < 0 ? -1 : range_match(t, n, types[i].name);
+                if (m > spec) {
+                    spec = m;
+                    q = eq;
+                    pos = idx;
+                }
+            }
+            p = *e ? e + 1 : e;
         }
-        while (p < end && *p != ';')
-            p++;
+        if (spec < 0 || q <= 0)
+            continue;
+        if (q > bq || (q == bq && (spec > bspec ||
+                                   (spec == bspec && pos < bpos)))) {
+            best = (int)i;
+            bq = q;
+            bspec = spec;
+            bpos = pos;
+        }
     }
-    return 0;
+    if (!elems) /* only blanks and commas: as if there were no Accept */
+        return TV_OUT_JSON;
+    return best < 0 ? -1 : (int)types[best].kind;
 }
 
 int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
@@ -65,25 +144,10 @@ int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
     int kind = -1;
     fmt->kind = TV_OUT_JSON;
     fmt->dtype = TOKVEC_F32;
-    if (!accept || !*accept) {
+    if (!accept || !*accept)
         kind = TV_OUT_JSON;
-    } else {
-        /* First supported type in list order wins. */
-        const char *p = accept;
-        while (*p && kind < 0) {
-            while (*p == ' ' || *p == '\t' || *p == ',')
-                p++;
-            const char *e = p;
-            while (*e && *e != ',')
-                e++;
-            const char *t = p, *te = p;
-            while (te < e && *te != ';' && *te != ' ' && *te != '\t')
-                te++;
-            if (te > t && !q_is_zero(te, e))
-                kind = kind_of(t, (size_t)(te - t));
-            p = e;
-        }
-    }
+    else
+        kind = accept_pick(accept);
     if (kind < 0)
         return tv_error_set(err, 406, "not_acceptable",
                             "cannot produce any type in Accept; supported: "

@@ -26,7 +26,8 @@ typedef struct tv_format {
 } tv_format;
 
 /* Picks the response format from an Accept header (NULL/empty or a wildcard
- * -> JSON; the first supported type in the list wins; q=0 excludes) and the
+ * -> JSON; RFC 9110's preference: highest q, then the most specific range,
+ * then the first listed; q=0 excludes; see encode.c) and the
  * ?dtype= query value (NULL, float32, float16, bfloat16; anything else 400;
  * float16/bfloat16 with a JSON response -> 400 invalid_request). 0, or -1
  * with 406 not_acceptable / 400. */

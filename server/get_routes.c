@@ -25,9 +25,12 @@ static json_t *info_tokenizer(const tv_server *s)
     json_t *sp = json_object();
     int32_t id;
     const char *text;
-    for (size_t i = 0; sp && (text = tokvec_tokenizer_special(s->tok, i, &id));
-         i++)
+    for (size_t i = 0; sp; i++) {
+        text = tokvec_tokenizer_special(s->tok, i, &id);
+        if (!text)
+            break;
         json_object_set_new(sp, text, json_integer(id));
+    }
     return json_pack("{s:s, s:I, s:o?}", "name", s->tok_info.name,
                      "vocab_size", (json_int_t)s->tok_info.vocab_size,
                      "special_tokens", sp);

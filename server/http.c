@@ -21,13 +21,19 @@
  * tv_server_busy on any. `draining`, `requests` and `buffered` are
  * atomics; cfg, lim and topts never change after start.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,6 +101,24 @@ static int authorized(const tv_server *s, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* A request with a body: acknowledge its header segment now. A client
+ * that writes headers and body in two sends (Python's httpx, h11) has
+ * Nagle hold the body until that ACK comes, and on a kept-alive connection
+ * Linux delays it (delayed ACK, ~40 ms: it expects to piggyback it on a
+ * reply) -- ~44 ms a request. TCP_QUICKACK sends the pending ACK at once;
+ * the flag is not sticky, hence once per request. Fails harmlessly on the
+ * Unix socket. */
+static void quick_ack(int fd)
+{
+#ifdef TCP_QUICKACK
+    int one = 1;
+    if (fd >= 0)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#else
+    (void)fd;
+#endif
+}
+
 static enum MHD_Result first_call(req_ctx *x, const char *url,
                                   const char *method)
 {
@@ -111,9 +135,9 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
                                     reply_allowed(x));
             MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                     "Authorization, Content-Type, Accept, "
-                                    "X-Tokvec-Shape");
+                                    "X-Tokvec-Shape, X-Request-Id");
             MHD_add_response_header(r, "Access-Control-Expose-Headers",
-                                    "X-Tokvec-Shape, X-Tokvec-Dtype");
+                                    REPLY_EXPOSED_HEADERS);
             MHD_add_response_header(r, "Access-Control-Max-Age", "600");
         }
         return reply_queue(x, 204, r, NULL, 0);
@@ -121,8 +145,9 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     if (x->route == TV_ROUTE_OTHER)
         return reply_fail(x, 404, "not_found",
                           "no such path; routes: POST /embed, POST "
-                          "/similar, POST /tokenize, POST /decode, GET /tokens/{id}, /info, /health, "
-                          "/ready, /metrics, /openapi.json, /, /docs");
+                          "/similar, POST /tokenize, POST /decode, GET "
+                          "/tokens/{id}, /info, /health, /ready, /metrics, "
+                          "/openapi.json, /, /docs");
     int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
                 x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE;
     if (posts ? !post : !get)
@@ -136,7 +161,9 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     if (post) {
         const char *cl = MHD_lookup_connection_value(
             x->conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl) {
+        if (!cl)
+            quick_ack(x->fd); /* chunked, or no body at all */
+        else {
             char *end;
             unsigned long long n = strtoull(cl, &end, 10);
             if (*end || n > (unsigned long long)s->cfg->max_body_bytes)
@@ -145,6 +172,8 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
                                   "%" PRId64,
                                   s->cfg->max_body_bytes);
             x->expect = (size_t)n;
+            if (n)
+                quick_ack(x->fd);
             if (n && body_reserve(x, (size_t)n + 1) < 0)
                 return reply_fail(x, 429, "overloaded",
                                   "request bodies being received hold "
@@ -168,11 +197,22 @@ static int json_post_check(req_ctx *x, tv_error *e)
         return tv_error_set(e, 413, "payload_too_large",
                             "body is over max_body_bytes %" PRId64,
                             x->s->cfg->max_body_bytes);
-    if (tv_body_kind_of(MHD_lookup_connection_value(
-            x->conn, MHD_HEADER_KIND, "Content-Type")) != TV_BODY_JSON)
-        return tv_error_set(e, 415, "unsupported_media_type",
-                            "Content-Type must be application/json");
+    const char *ct = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                 "Content-Type");
+    if (tv_body_kind_of(ct) != TV_BODY_JSON)
+        return tv_body_kind_error(ct, 0, e);
     return 0;
+}
+
+/* The end of a worker route's parse: submitted is what its submit
+ * returned (< 0: the queue is full, 429); else the connection waits for
+ * the worker. */
+static enum MHD_Result queued(req_ctx *x, int submitted)
+{
+    if (submitted < 0)
+        return reply_queue_full(x);
+    x->state = ST_QUEUED;
+    return MHD_YES;
 }
 
 /* POST /tokenize and /decode (text.h): as /similar below. */
@@ -188,12 +228,7 @@ static enum MHD_Result text_route(req_ctx *x)
     http_body_drop(x);
     if (rc < 0)
         return reply_error(x, &e);
-    if (tv_text_submit(x->text, x->s->pool, x->conn) < 0)
-        return reply_fail(x, 429, "overloaded",
-                          "the work queue is full (%" PRId64 " jobs); retry",
-                          x->s->cfg->max_queue);
-    x->state = ST_QUEUED;
-    return MHD_YES;
+    return queued(x, tv_text_submit(x->text, x->s->pool, x->conn));
 }
 
 static enum MHD_Result text_reply(req_ctx *x)
@@ -201,9 +236,9 @@ static enum MHD_Result text_reply(req_ctx *x)
     const char *body;
     size_t n;
     tv_error e;
-    if (tv_text_result(x->text, &body, &n, &x->tokens, &e) < 0)
-        return reply_error(x, &e);
-    return reply_copy(x, 200, "application/json", body, n);
+    int rc = tv_text_result(x->text, &body, &n, &x->tokens, &e);
+    return rc < 0 ? reply_error(x, &e)
+                  : reply_copy(x, 200, "application/json", body, n);
 }
 
 /* POST /similar (pages.h): parsed here, the scan on the worker pool, the
@@ -222,12 +257,7 @@ static enum MHD_Result similar_route(req_ctx *x)
     http_body_drop(x);
     if (rc < 0)
         return reply_error(x, &e);
-    if (tv_similar_submit(x->sim, x->s->pool, x->conn) < 0)
-        return reply_fail(x, 429, "overloaded",
-                          "the work queue is full (%" PRId64 " jobs); retry",
-                          x->s->cfg->max_queue);
-    x->state = ST_QUEUED;
-    return MHD_YES;
+    return queued(x, tv_similar_submit(x->sim, x->s->pool, x->conn));
 }
 
 static enum MHD_Result similar_reply(req_ctx *x)
@@ -235,9 +265,9 @@ static enum MHD_Result similar_reply(req_ctx *x)
     const char *body;
     size_t n;
     tv_error e;
-    if (tv_similar_result(x->sim, &body, &n, &e) < 0)
-        return reply_error(x, &e);
-    return reply_copy(x, 200, "application/json", body, n);
+    int rc = tv_similar_result(x->sim, &body, &n, &e);
+    return rc < 0 ? reply_error(x, &e)
+                  : reply_copy(x, 200, "application/json", body, n);
 }
 
 enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
@@ -261,6 +291,7 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         x->watch = ci ? ci->socket_context : NULL;
         ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         x->fd = ci ? ci->connect_fd : -1;
+        reply_request_id(x);
         x->route = tv_route_of(url);
         snprintf(x->method, sizeof x->method, "%s", method);
         snprintf(x->path, sizeof x->path, "%s", url);
@@ -281,6 +312,15 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return x->sim    ? similar_reply(x)
                : x->text ? text_reply(x)
                          : embed_reply(x);
+    if (x->state == ST_DONE && x->raw_replied) {
+        /* The 413 is out (reply_error_and_close): drop a little more of
+         * the body, then close; at its end, close too (no response is
+         * queued, none may be). */
+        size_t n = *upload_size;
+        *upload_size = 0;
+        x->lingered += n;
+        return n && x->lingered <= REPLY_LINGER_BYTES ? MHD_YES : MHD_NO;
+    }
     if (x->state == ST_DONE) {
         *upload_size = 0; /* a response is queued; ignore the rest */
         return MHD_YES;
@@ -291,9 +331,16 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         if (x->too_large || x->too_busy)
             return MHD_YES;
         if (x->len + n > (size_t)s->cfg->max_body_bytes) {
+            /* A chunked body past the limit (a Content-Length over it was
+             * refused in first_call): answer now and close the connection
+             * rather than read the rest only to drop it. */
+            tv_error e;
             x->too_large = 1;
             http_body_drop(x);
-            return MHD_YES;
+            tv_error_set(&e, 413, "payload_too_large",
+                         "body is over max_body_bytes %" PRId64,
+                         s->cfg->max_body_bytes);
+            return reply_error_and_close(x, &e);
         }
         if (x->len + n + 1 > x->cap) {
             /* Content-Length known: that, at once; else doubling. */
@@ -348,19 +395,37 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return text_route(x);
     case TV_ROUTE_PAGES: {
         size_t n = 0;
-        struct MHD_Response *r = tv_pages_response(url, &n);
+        const char *key = s->cfg->api_key;
+        struct MHD_Response *r = tv_pages_response(url, key && *key, &n);
         return r ? reply_queue(x, 200, r, NULL, n)
                  : reply_fail(x, 404, "not_found", "no such file");
     }
     case TV_ROUTE_OPENAPI:
         return reply_queue(x, 200,
                            MHD_create_response_from_buffer(
-                               tv_openapi_len, (void *)tv_openapi_json,
+                               s->openapi_len, s->openapi,
                                MHD_RESPMEM_PERSISTENT),
-                           "application/json", tv_openapi_len);
+                           "application/json", s->openapi_len);
     default:
         return reply_fail(x, 404, "not_found", "no such path");
     }
+}
+
+/* The peer's address as text, "unix" for the Unix socket. */
+static const char *client_address(struct MHD_Connection *c, char *buf,
+                                  size_t n)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    const void *a = NULL;
+    if (sa && sa->sa_family == AF_INET)
+        a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+    else if (sa && sa->sa_family == AF_INET6)
+        a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    if (a && inet_ntop(sa->sa_family, a, buf, (socklen_t)n))
+        return buf;
+    return sa && sa->sa_family == AF_UNIX ? "unix" : "-";
 }
 
 /* MHD: the request is over (answered, or the client went away). */
@@ -369,7 +434,6 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     req_ctx *x = *con_cls;
     (void)cls;
-    (void)c;
     if (!x || framing_uri_mark(x)) { /* no first call: no request to log */
         *con_cls = NULL;
         return;
@@ -401,10 +465,18 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     deadline_arm(x->s, x->watch, 1); /* the next request's time starts */
     tv_metrics_request(x->route, status, secs, x->tokens, x->bytes);
     tv_metrics_inflight_add(-1);
-    if (x->s->cfg->access_log)
-        tv_log_access(x->method, x->path, x->path_len, status,
-                      (long long)x->tokens, (long long)x->bytes,
-                      (long long)(secs * 1e6));
+    if (x->s->cfg->access_log) {
+        char peer[INET6_ADDRSTRLEN];
+        tv_access a = {.method = x->method, .path = x->path,
+                       .path_len = x->path_len, .status = status,
+                       .tokens = (long long)x->tokens,
+                       .bytes = (long long)x->bytes,
+                       .micros = (long long)(secs * 1e6),
+                       .client = client_address(c, peer, sizeof peer),
+                       .request_id = x->rid,
+                       .error_type = status >= 400 ? x->error_type : NULL};
+        tv_log_request(&a);
+    }
     embed_job_fini(x->s, &x->job);
     tv_similar_free(x->sim);
     tv_text_free(x->text);
@@ -413,6 +485,49 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     atomic_fetch_sub(&x->s->requests, 1);
     free(x);
     *con_cls = NULL;
+}
+
+/* GET /openapi.json: docs/openapi.json (compiled in) with `servers` set
+ * to where this server listens: http://HOST:PORT for an address of one
+ * interface, the relative "/" (the document's own origin, whatever name
+ * the client used to reach it) for a wildcard (0.0.0.0, ::). Written as
+ * the file is (jansson, indent 1), so only `servers` differs. 0 or
+ * -ENOMEM. Main thread, before the first request is answered. */
+static int openapi_build(tv_server *s)
+{
+    const char *h = s->cfg->host;
+    unsigned char a[sizeof(struct in6_addr)] = {0}, zero[sizeof a] = {0};
+    int v6 = strchr(h, ':') != NULL;
+    int any = inet_pton(v6 ? AF_INET6 : AF_INET, h, a) == 1 &&
+              !memcmp(a, zero, v6 ? 16 : 4);
+    const union MHD_DaemonInfo *di =
+        s->ntcp ? MHD_get_daemon_info(s->tcp[0], MHD_DAEMON_INFO_BIND_PORT)
+                : NULL;
+    unsigned port = di && di->port ? di->port : (unsigned)s->cfg->port;
+    char url[INET6_ADDRSTRLEN + 32];
+    if (any)
+        snprintf(url, sizeof url, "/");
+    else
+        snprintf(url, sizeof url, v6 ? "http://[%s]:%u" : "http://%s:%u", h,
+                 port);
+    json_t *doc = json_loadb(tv_openapi_json, tv_openapi_len, 0, NULL);
+    json_t *list = json_pack("[{s:s}]", "url", url);
+    int rc = -ENOMEM;
+    if (doc && list && json_object_set(doc, "servers", list) == 0) {
+        char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        size_t n = text ? strlen(text) : 0;
+        s->openapi = text ? tv_malloc(n + 2) : NULL;
+        if (s->openapi) { /* and the file's final newline */
+            memcpy(s->openapi, text, n);
+            memcpy(s->openapi + n, "\n", 2);
+            s->openapi_len = n + 1;
+            rc = 0;
+        }
+        free(text);
+    }
+    json_decref(list);
+    json_decref(doc);
+    return rc;
 }
 
 int tv_server_exit_status(int code)
@@ -449,14 +564,19 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         return TV_SERVER_E_NOMEM;
     }
     pthread_mutex_init(&s->table_lock, NULL);
+    if (getrandom(&s->rid_seed, sizeof s->rid_seed, GRND_NONBLOCK) !=
+        (ssize_t)sizeof s->rid_seed)
+        s->rid_seed = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
     deadline_init(s);
     server_settings(s, cfg);
 
-    if ((rc = table_open(s, &s->current, err, errlen)) < 0) {
+    rc = table_open(s, &s->current, err, errlen);
+    if (rc < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
-    if ((rc = tokenizer_open(s, err, errlen)) < 0) {
+    rc = tokenizer_open(s, err, errlen);
+    if (rc < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
@@ -487,13 +607,20 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         http = cfg->max_connections;
     s->http_threads = (unsigned)http;
 
-    if ((rc = deadline_start(s)) != 0) {
+    rc = deadline_start(s);
+    if (rc != 0) {
         snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
         rc = TV_SERVER_E_SYSTEM;
         goto fail;
     }
-    if ((rc = listen_start(s, err, errlen)) < 0)
+    rc = listen_start(s, err, errlen);
+    if (rc < 0)
         goto fail;
+    if (openapi_build(s) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = TV_SERVER_E_NOMEM;
+        goto fail;
+    }
     *out = s;
     return 0;
 fail:
@@ -510,9 +637,11 @@ void tv_server_drain_begin(tv_server *s)
      * keep being served, and there /ready answers 503 and new /embed work
      * 503 draining, each with Connection: close. */
     MHD_socket fd;
-    for (unsigned i = 0; i < s->ntcp; i++)
-        if ((fd = MHD_quiesce_daemon(s->tcp[i])) != MHD_INVALID_SOCKET)
+    for (unsigned i = 0; i < s->ntcp; i++) {
+        fd = MHD_quiesce_daemon(s->tcp[i]);
+        if (fd != MHD_INVALID_SOCKET)
             close(fd);
+    }
     if (s->mhd_unix) {
         fd = MHD_quiesce_daemon(s->mhd_unix);
         if (fd != MHD_INVALID_SOCKET)
@@ -547,6 +676,7 @@ void tv_server_stop(tv_server *s)
     tv_bufcache_free(s->bufs);
     table_release(s->current);
     tokvec_tokenizer_close(s->tok);
+    free(s->openapi);
     pthread_mutex_destroy(&s->table_lock);
     free(s);
 }

@@ -39,30 +39,33 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     tv_log(TV_LOG_DEBUG, "libmicrohttpd: %s", msg);
 }
 
-/* Thread ids of this process whose name starts with prefix, sorted; at
- * most cap. */
-static size_t threads_named(const char *prefix, pid_t *tids, size_t cap)
+size_t tv_threads_named(const char *name, int exact, pid_t *tids,
+                        size_t cap)
 {
     DIR *d = opendir("/proc/self/task");
-    size_t n = 0;
+    size_t n = 0, len = strlen(name);
     if (!d)
         return 0;
-    for (struct dirent *e = readdir(d); e && n < cap; e = readdir(d)) {
+    for (struct dirent *e = readdir(d); e && (!tids || n < cap);
+         e = readdir(d)) {
         char path[300], comm[32] = "";
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         FILE *f = fopen(path, "r");
         if (!f)
-            continue;
+            continue; /* exited meanwhile */
         if (fgets(comm, sizeof comm, f))
             comm[strcspn(comm, "\n")] = '\0';
         fclose(f);
-        if (!strncmp(comm, prefix, strlen(prefix)))
-            tids[n++] = (pid_t)strtol(e->d_name, NULL, 10);
+        if (strncmp(comm, name, len) || (exact && comm[len]))
+            continue;
+        if (tids)
+            tids[n] = (pid_t)strtol(e->d_name, NULL, 10);
+        n++;
     }
     closedir(d);
-    for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen */
+    for (size_t i = 1; tids && i < n; i++) /* insertion sort: a few dozen */
         for (size_t j = i; j > 0 && tids[j - 1] > tids[j]; j--) {
             pid_t t = tids[j];
             tids[j] = tids[j - 1];
@@ -84,7 +87,7 @@ static void name_http_threads(const char *stem, size_t expect)
     pid_t tids[1024];
     size_t n = 0;
     for (int i = 0; i < 10000; i++) {
-        n = threads_named("MHD-", tids, 1024);
+        n = tv_threads_named("MHD-", 0, tids, 1024);
         if (n >= expect)
             break;
         nanosleep(&(struct timespec){0, 1000000}, NULL);

@@ -6,7 +6,9 @@
  *             status=200 tokens=3 bytes=412 duration_us=87   (one line)
  *   json  {"ts":"2026-11-22T10:00:00.123Z","level":"info","msg":"..."}
  *         access: ..."msg":"request","method":"POST","path":"/embed",
- *         "status":200,"tokens":3,"bytes":412,"duration_us":87}
+ *         "status":200,"tokens":3,"bytes":412,"duration_us":87,
+ *         "client":"127.0.0.1","request_id":"9f..."}, and for an error
+ *         "error_type":"invalid_request" (text: the same as key=value)
  * Timestamps are UTC, ISO 8601, milliseconds.
  *
  * What must hold: the level is checked before anything is formatted; a line
@@ -67,7 +69,9 @@
 enum {
     LINE_MAX_ = 4096, /* whole line, newline included (<= PIPE_BUF) */
     TAIL = 160,       /* reserved for the end of a line: fields, } \n */
-    ACCESS_TAIL = 256, /* same, access line: path marker, fields, } \n */
+    /* same, access line: path marker, fields (a request id of up to 128
+     * bytes, 2 each escaped; a client address; an error type), } \n */
+    ACCESS_TAIL = 768,
     MSG_MAX = 3072,   /* formatted message before escaping */
 };
 
@@ -374,16 +378,44 @@ size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)
     return n;
 }
 
+/* One more key=value (text) or "key":"value" (JSON) of the access line;
+ * nothing when v is NULL. */
+static void put_field(line *l, const char *key, const char *v)
+{
+    if (!v)
+        return;
+    if (fmt_json) {
+        putf(l, ",\"%s\":\"", key);
+        put_json_str(l, v);
+        put_close_quote(l);
+        return;
+    }
+    bool q = text_needs_quotes(v);
+    putf(l, " %s=%s", key, q ? "\"" : "");
+    put_text_str(l, v, q);
+    if (q)
+        put_close_quote(l);
+}
+
 void tv_log_access(const char *method, const char *path, size_t path_len,
                    int status, long long tokens, long long bytes,
                    long long micros)
+{
+    tv_access a = {.method = method, .path = path, .path_len = path_len,
+                   .status = status, .tokens = tokens, .bytes = bytes,
+                   .micros = micros};
+    tv_log_request(&a);
+}
+
+void tv_log_request(const tv_access *a)
 {
     if (TV_LOG_INFO < min_level)
         return;
     line l;
     begin(&l, TV_LOG_INFO);
-    method = method ? method : "";
-    path = path ? path : "";
+    const char *method = a->method ? a->method : "";
+    const char *path = a->path ? a->path : "";
+    size_t path_len = a->path_len;
     size_t have = strlen(path), whole = path_len > have ? path_len : have;
     size_t logged;
     bool quoted = false; /* text: the path value is in quotes */
@@ -421,14 +453,19 @@ void tv_log_access(const char *method, const char *path, size_t path_len,
     if (fmt_json)
         putf(&l,
              "\",\"status\":%d,\"tokens\":%lld,\"bytes\":%lld,"
-             "\"duration_us\":%lld%s%s}\n",
-             status, tokens, bytes, micros,
-             path_cut ? ",\"path_truncated\":true" : "",
+             "\"duration_us\":%lld",
+             a->status, a->tokens, a->bytes, a->micros);
+    else
+        putf(&l, "%s status=%d tokens=%lld bytes=%lld duration_us=%lld",
+             quoted ? "\"" : "", a->status, a->tokens, a->bytes, a->micros);
+    put_field(&l, "client", a->client);
+    put_field(&l, "request_id", a->request_id);
+    put_field(&l, "error_type", a->error_type);
+    if (fmt_json)
+        putf(&l, "%s%s}\n", path_cut ? ",\"path_truncated\":true" : "",
              cut ? ",\"truncated\":true" : "");
     else
-        putf(&l, "%s status=%d tokens=%lld bytes=%lld duration_us=%lld%s%s\n",
-             quoted ? "\"" : "", status, tokens, bytes, micros,
-             path_cut ? " path_truncated=true" : "",
+        putf(&l, "%s%s\n", path_cut ? " path_truncated=true" : "",
              cut ? " truncated=true" : "");
     emit(&l);
 }

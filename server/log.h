@@ -42,4 +42,18 @@ void tv_log_access(const char *method, const char *path, size_t path_len,
                    int status, long long tokens, long long bytes,
                    long long micros);
 
+/* The access line with the fields a server knows of a request: as above,
+ * then client (the peer's address, "unix" for the Unix socket), request_id
+ * (X-Request-Id, tokvec's or the client's) and error_type (an error
+ * answer's, as in its body), each left out when NULL. Values are escaped
+ * as the path is. */
+typedef struct tv_access {
+    const char *method, *path;
+    size_t path_len;
+    int status;
+    long long tokens, bytes, micros;
+    const char *client, *request_id, *error_type;
+} tv_access;
+void tv_log_request(const tv_access *a);
+
 #endif

@@ -159,6 +159,14 @@ static void family(FILE *f, const char *name, const char *type,
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A family of one sample with no labels. */
+static void single(FILE *f, const char *name, const char *type,
+                   const char *help, long long value)
+{
+    family(f, name, type, help);
+    fprintf(f, "%s %lld\n", name, value);
+}
+
 char *tv_metrics_render(size_t *len)
 {
     char *buf = NULL;
@@ -209,23 +217,18 @@ char *tv_metrics_render(size_t *len)
                    "%llu\n", route, (unsigned long long)total);
     }
 
-    family(f, "tokvec_tokens_total", "counter",
-           "Token ids embedded (B*S of answered requests).");
-    fprintf(f, "tokvec_tokens_total %llu\n",
-            (unsigned long long)LOAD(tokens_total));
-    family(f, "tokvec_response_bytes_total", "counter",
-           "Response body bytes sent.");
-    fprintf(f, "tokvec_response_bytes_total %llu\n",
-            (unsigned long long)LOAD(bytes_total));
-    family(f, "tokvec_tokenized_bytes_total", "counter",
-           "Bytes of text tokenized (/tokenize and text inputs of /embed).");
-    fprintf(f, "tokvec_tokenized_bytes_total %llu\n",
-            (unsigned long long)LOAD(tokenized_total));
-    family(f, "tokvec_inflight_requests", "gauge",
-           "Requests being served now.");
-    fprintf(f, "tokvec_inflight_requests %lld\n", (long long)LOAD(inflight));
-    family(f, "tokvec_queue_depth", "gauge", "Jobs waiting for a worker.");
-    fprintf(f, "tokvec_queue_depth %lld\n", (long long)LOAD(queue_depth));
+    single(f, "tokvec_tokens_total", "counter",
+           "Token ids embedded (B*S of answered requests).",
+           (long long)LOAD(tokens_total));
+    single(f, "tokvec_response_bytes_total", "counter",
+           "Response body bytes sent.", (long long)LOAD(bytes_total));
+    single(f, "tokvec_tokenized_bytes_total", "counter",
+           "Bytes of text tokenized (/tokenize and text inputs of /embed).",
+           (long long)LOAD(tokenized_total));
+    single(f, "tokvec_inflight_requests", "gauge",
+           "Requests being served now.", (long long)LOAD(inflight));
+    single(f, "tokvec_queue_depth", "gauge", "Jobs waiting for a worker.",
+           (long long)LOAD(queue_depth));
     family(f, "tokvec_jobs_total", "counter",
            "/embed jobs, by where they ran: worker (the pool) or inline "
            "(small, on the HTTP thread that parsed them).");

@@ -2,9 +2,12 @@
  *
  * Pages: the files of docs/playground/ are compiled in by the Makefile
  * (build/gen/pages_data.c: name, bytes, length); index.html answers "/",
- * docs.html "/docs", every other file "/static/NAME". Responses point at
- * that static memory (MHD_RESPMEM_PERSISTENT) and carry the CSP of
- * pages.h, so a page can run only tokvec's own script files.
+ * docs.html "/docs", every other file "/static/NAME"; and
+ * "/static/auth.json" says whether the server wants a key, so that the
+ * page asks for it before its first keyed request instead of drawing a
+ * 401. Responses point at static memory (MHD_RESPMEM_PERSISTENT) and
+ * carry the CSP of pages.h, so a page can run only tokvec's own script
+ * files.
  *
  * /similar: parsed on the HTTP thread (jansson, after a byte count that
  * bounds how many values jansson may build), scanned on a worker
@@ -53,11 +56,32 @@ static const char *content_type(const char *name)
         return "text/css; charset=utf-8";
     if (dot && !strcmp(dot, ".svg"))
         return "image/svg+xml";
+    if (dot && !strcmp(dot, ".json"))
+        return "application/json";
     return "application/octet-stream";
 }
 
-struct MHD_Response *tv_pages_response(const char *path, size_t *len)
+static struct MHD_Response *respond(const char *name, const void *data,
+                                     size_t n, size_t *len)
 {
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        n, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return NULL;
+    MHD_add_response_header(r, "Content-Type", content_type(name));
+    MHD_add_response_header(r, "Content-Security-Policy", TV_PAGES_CSP);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    *len = n;
+    return r;
+}
+
+struct MHD_Response *tv_pages_response(const char *path, int keyed,
+                                       size_t *len)
+{
+    static const char auth_on[] = "{\"api_key\":true}";
+    static const char auth_off[] = "{\"api_key\":false}";
     const char *name = !strcmp(path, "/")       ? "index.html"
                        : !strcmp(path, "/docs") ? "docs.html"
                        : !strncmp(path, "/static/", 8) ? path + 8
@@ -65,21 +89,13 @@ struct MHD_Response *tv_pages_response(const char *path, size_t *len)
     /* The two pages are not files under /static/ (one URL each). */
     if (!name || (name == path + 8 && strstr(name, ".html")))
         return NULL;
+    if (!strcmp(name, "auth.json"))
+        return keyed ? respond(name, auth_on, sizeof auth_on - 1, len)
+                     : respond(name, auth_off, sizeof auth_off - 1, len);
     for (unsigned long i = 0; i < tv_page_nfiles; i++) {
         const tv_page_file *f = &tv_page_files[i];
-        if (strcmp(f->name, name))
-            continue;
-        struct MHD_Response *r = MHD_create_response_from_buffer(
-            f->len, (void *)f->data, MHD_RESPMEM_PERSISTENT);
-        if (!r)
-            return NULL;
-        MHD_add_response_header(r, "Content-Type", content_type(name));
-        MHD_add_response_header(r, "Content-Security-Policy", TV_PAGES_CSP);
-        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-        MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-        MHD_add_response_header(r, "Cache-Control", "no-cache");
-        *len = f->len;
-        return r;
+        if (!strcmp(f->name, name))
+            return respond(name, f->data, f->len, len);
     }
     return NULL;
 }

@@ -42,8 +42,12 @@ int tv_pages_match(const char *path);
 /* The response for GET/HEAD of path: the compiled-in file (never copied)
  * with Content-Type, Content-Security-Policy, X-Content-Type-Options:
  * nosniff, Referrer-Policy and Cache-Control: no-cache set; *len its
- * size. NULL when path names no file (answer 404) or out of memory. */
-struct MHD_Response *tv_pages_response(const char *path, size_t *len);
+ * size. "/static/auth.json" is {"api_key": true} when keyed (the server
+ * has --api-key), else {"api_key": false}: public, so the page knows to
+ * ask for the key before any keyed request. NULL when path names no file
+ * (answer 404) or out of memory. */
+struct MHD_Response *tv_pages_response(const char *path, int keyed,
+                                       size_t *len);
 
 /* The tokenizer hook: "text" of each neighbour. Writes the text of token
  * id (UTF-8, as the tokenizer decodes that token alone) into buf, at most

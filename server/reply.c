@@ -1,5 +1,6 @@
 /* reply.c -- queueing responses (reply.h): the headers every answer gets
- * (CORS, Connection: close while draining or after bad framing), the JSON
+ * (X-Request-Id, CORS, Connection: close while draining or after bad
+ * framing), the request id (the client's or one made here), the JSON
  * error bodies, and what the access log and metrics record of a reply
  * (status, bytes, where it starts in the acknowledged bytes).
  *
@@ -8,6 +9,7 @@
  */
 #include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked */
 #include <netinet/in.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -22,11 +24,48 @@ int reply_cors_on(const tv_server *s)
     return s->cfg->cors_origin && *s->cfg->cors_origin;
 }
 
+int reply_request_id_ok(const char *h)
+{
+    size_t n = 0;
+    if (!h)
+        return 0;
+    for (; h[n]; n++)
+        if (n >= TV_REQUEST_ID_MAX || h[n] < 0x21 || h[n] > 0x7e)
+            return 0;
+    return n > 0;
+}
+
+/* splitmix64: a bijection, so distinct counters give distinct ids. */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void reply_request_id(req_ctx *x)
+{
+    const char *h = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                "X-Request-Id");
+    if (reply_request_id_ok(h)) {
+        snprintf(x->rid, sizeof x->rid, "%s", h);
+        return;
+    }
+    uint64_t n = atomic_fetch_add(&x->s->rid_next, 1);
+    snprintf(x->rid, sizeof x->rid, "%016" PRIx64, mix64(x->s->rid_seed + n));
+}
+
 static void common_headers(req_ctx *x, struct MHD_Response *r)
 {
+    if (x->rid[0])
+        MHD_add_response_header(r, "X-Request-Id", x->rid);
     if (reply_cors_on(x->s)) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin",
                                 x->s->cfg->cors_origin);
+        /* what a page's script may read of the answer (the preflight's
+         * copy alone does not let it) */
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                REPLY_EXPOSED_HEADERS);
         if (strcmp(x->s->cfg->cors_origin, "*"))
             MHD_add_response_header(r, "Vary", "Origin");
     }
@@ -87,6 +126,7 @@ enum MHD_Result reply_error(req_ctx *x, const tv_error *e)
         n, body, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
+    x->error_type = e->type;
     if (e->status == 429 || e->status == 503)
         MHD_add_response_header(r, "Retry-After", "1");
     if (e->status == 401)
@@ -105,6 +145,48 @@ enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
     vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
     return reply_error(x, &e);
+}
+
+enum MHD_Result reply_queue_full(req_ctx *x)
+{
+    return reply_fail(x, 429, "overloaded",
+                      "the work queue is full (%" PRId64 " jobs); retry",
+                      x->s->cfg->max_queue);
+}
+
+/* A body past max_body_bytes, mid-upload: libmicrohttpd 0.9.75 queues no
+ * response while a body is being read (only before or after it), so the
+ * 413 is written to the socket here -- nothing else is in flight on it at
+ * that point (no response yet; a 100 Continue, if any, is already sent).
+ * http.c then takes at most REPLY_LINGER_BYTES more of the body, dropped,
+ * and closes the connection (MHD_NO): a client that sends its whole body
+ * before reading (Python's http.client) and is only a little over still
+ * reads the 413 instead of a broken pipe, and a large upload is cut
+ * short. The headers are those reply_queue gives an error. */
+enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e)
+{
+    char body[TV_ERROR_BODY_MAX], msg[TV_ERROR_BODY_MAX + 512];
+    size_t n = tv_error_body(e, body);
+    const char *origin = reply_cors_on(x->s) ? x->s->cfg->cors_origin : NULL;
+    int k = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 %d %s\r\nConnection: close\r\n"
+                     "Content-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n%s%s%s%s%s%s\r\n",
+                     e->status, MHD_get_reason_phrase_for((unsigned)e->status),
+                     n, x->rid[0] ? "X-Request-Id: " : "", x->rid,
+                     x->rid[0] ? "\r\n" : "",
+                     origin ? "Access-Control-Allow-Origin: " : "",
+                     origin ? origin : "", origin ? "\r\n" : "");
+    x->status = e->status;
+    x->error_type = e->type;
+    x->state = ST_DONE;
+    x->raw_replied = 1;
+    if (k <= 0 || (size_t)k + n >= sizeof msg || x->fd < 0)
+        return MHD_NO;
+    memcpy(msg + k, body, n);
+    ssize_t w = send(x->fd, msg, (size_t)k + n, MSG_NOSIGNAL);
+    x->bytes = w > 0 ? (uint64_t)w : 0;
+    return w == (ssize_t)((size_t)k + n) ? MHD_YES : MHD_NO;
 }
 
 /* TCP bytes the peer has acknowledged on this socket so far (headers

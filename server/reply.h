@@ -10,6 +10,9 @@
 
 #include "server.h"
 
+/* The response headers a cross-origin script may read (CORS). */
+#define REPLY_EXPOSED_HEADERS "X-Tokvec-Shape, X-Tokvec-Dtype, X-Request-Id"
+
 /* CORS is on (--cors-origin set). */
 int reply_cors_on(const tv_server *s);
 
@@ -34,6 +37,25 @@ enum MHD_Result reply_error(req_ctx *x, const tv_error *e);
 enum MHD_Result reply_fail(req_ctx *x, int status, const char *type,
                            const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* 429 overloaded: the worker pool's queue holds max_queue jobs. */
+enum MHD_Result reply_queue_full(req_ctx *x);
+
+/* e written straight to the socket with Connection: close, for an error
+ * found while a body is being read (libmicrohttpd 0.9.75 cannot queue a
+ * response then); sets x->raw_replied: http.c drops at most
+ * REPLY_LINGER_BYTES more of the body, then closes the connection.
+ * MHD_NO (close now) if the answer could not be written whole. */
+enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e);
+#define REPLY_LINGER_BYTES ((size_t)256 << 10)
+
+/* Whether h is a request id to keep: 1..TV_REQUEST_ID_MAX bytes, each
+ * visible ASCII (0x21-0x7e). */
+int reply_request_id_ok(const char *h);
+
+/* x->rid: the client's X-Request-Id when reply_request_id_ok, else a new
+ * one (16 hex digits, distinct for the server's life). First call. */
+void reply_request_id(req_ctx *x);
 
 /* TCP bytes the peer has acknowledged on this socket so far (headers
  * included); 0 where unknown (a Unix socket). */

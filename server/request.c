@@ -66,9 +66,27 @@ tv_body_kind tv_body_kind_of(const char *ct)
      * (curl -d '{"inputs":...}') must work, so it is read as JSON. */
     if (n == 33 && !strncasecmp(ct, "application/x-www-form-urlencoded", 33))
         return TV_BODY_JSON;
+    /* fetch() and browsers send a string body as text/plain;charset=UTF-8 */
+    if (n == 10 && !strncasecmp(ct, "text/plain", 10))
+        return TV_BODY_JSON;
     if (n == 24 && !strncasecmp(ct, "application/octet-stream", 24))
         return TV_BODY_BINARY;
     return TV_BODY_UNSUPPORTED;
+}
+
+int tv_body_kind_error(const char *ct, int binary_ok, tv_error *err)
+{
+    size_t n = strcspn(ct ? ct : "", "; \t");
+    return tv_error_set(err, 415, "unsupported_media_type",
+                        "Content-Type '%.*s%s' is not accepted; send "
+                        "application/json (text/plain and "
+                        "application/x-www-form-urlencoded are read as "
+                        "JSON too)%s",
+                        (int)(n > 64 ? 64 : n), ct ? ct : "",
+                        n > 64 ? "..." : "",
+                        binary_ok ? " or application/octet-stream (int32 "
+                                    "ids, X-Tokvec-Shape)"
+                                  : "");
 }
 
 /* B and B*S against the limits, before anything is allocated. */
@@ -87,14 +105,26 @@ static int check_shape(int64_t B, int64_t S, const tv_limits *lim,
     return 0;
 }
 
+/* How many bytes of a client's value an error message echoes. */
+#define ECHO_MAX 40
+
 static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out,
                  tv_error *err)
 {
-    if (!json_is_integer(v))
-        return tv_error_set(err, 400, "invalid_request",
-                            "token id at batch index %" PRId64
-                            ", position %" PRId64 " is not an integer",
-                            b, s);
+    if (!json_is_integer(v)) {
+        /* The value as JSON (ASCII, so any cut is clean), cut at
+         * ECHO_MAX bytes. */
+        char *j = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT |
+                                    JSON_ENSURE_ASCII);
+        size_t n = j ? strlen(j) : 0;
+        tv_error_set(err, 400, "invalid_request",
+                     "token id at batch index %" PRId64 ", position %" PRId64
+                     " is not an integer: %.*s%s",
+                     b, s, (int)(n > ECHO_MAX ? ECHO_MAX : n), j ? j : "",
+                     n > ECHO_MAX ? "..." : "");
+        free(j);
+        return -1;
+    }
     *out = json_integer_value(v);
     return 0;
 }
@@ -291,7 +321,8 @@ static int slow_text_rows(json_t *inputs, const tv_limits *lim,
             return tv_error_set(err, 400, "invalid_request",
                                 "sequence at batch index %" PRId64
                                 " is empty", b);
-        if ((total += r->n) > lim->max_tokens)
+        total += r->n;
+        if (total > lim->max_tokens)
             return tv_error_set(err, 413, "payload_too_large",
                                 "the id lists hold more than max_tokens %"
                                 PRId64 " ids", lim->max_tokens);
@@ -558,8 +589,9 @@ int tv_request_set_option(tv_request *r, const char *key, const char *value,
         r->dtype = value; /* a response option: see tv_negotiate */
     } else {
         return tv_error_set(err, 400, "invalid_request",
-                            "unknown query option (known: start_position, "
-                            "positions, dtype)");
+                            "unknown query option '%.*s%s' (known: "
+                            "start_position, positions, dtype)",
+                            ECHO_MAX, key, strlen(key) > ECHO_MAX ? "..." : "");
     }
     return 0;
 }
@@ -569,8 +601,10 @@ int tv_request_query(tv_request *r, tv_body_kind body, const char *key,
 {
     if (body == TV_BODY_JSON && strcmp(key, "dtype"))
         return tv_error_set(err, 400, "invalid_request",
-                            "JSON requests take options in the body; only "
-                            "?dtype= goes in the query");
+                            "query option '%.*s%s': JSON requests take "
+                            "options in the body; only ?dtype= goes in the "
+                            "query",
+                            ECHO_MAX, key, strlen(key) > ECHO_MAX ? "..." : "");
     return tv_request_set_option(r, key, value, err);
 }
 
@@ -579,14 +613,18 @@ int tv_request_token_id(const char *text, int64_t *id, tv_error *err)
     int neg = text[0] == '-';
     const char *d = text + neg;
     size_t n = strlen(d);
+    size_t whole = strlen(text);
+    int cut = whole > ECHO_MAX;
     if (n == 0 || n > 18)
         return tv_error_set(err, 400, "invalid_request",
                             "token id must be a decimal integer of at most "
-                            "18 digits");
+                            "18 digits, not '%.*s%s'",
+                            ECHO_MAX, text, cut ? "..." : "");
     int64_t v = decimal(d, n);
     if (v < 0)
         return tv_error_set(err, 400, "invalid_request",
-                            "token id must be a decimal integer");
+                            "token id must be a decimal integer, not "
+                            "'%.*s%s'", ECHO_MAX, text, cut ? "..." : "");
     *id = neg ? -v : v;
     return 0;
 }

@@ -107,8 +107,16 @@ typedef enum {
     TV_BODY_UNSUPPORTED, /* 415 */
 } tv_body_kind;
 
-/* Classifies a Content-Type header value (NULL or empty -> JSON). */
+/* Classifies a Content-Type header value (NULL or empty -> JSON; so are
+ * text/plain and application/x-www-form-urlencoded, what fetch() with a
+ * string body and curl -d send). */
 tv_body_kind tv_body_kind_of(const char *content_type);
+
+/* The 415 for a Content-Type tv_body_kind_of does not take (or, when
+ * !binary_ok, a binary one): names the type received and the types the
+ * route accepts. Returns -1. */
+int tv_body_kind_error(const char *content_type, int binary_ok,
+                       tv_error *err);
 
 /* Parses a JSON /embed body: "inputs" (batch of sequences or one sequence of
  * integers), "start_position", "positions", "pad_id", "encoding_format"

@@ -67,7 +67,7 @@ static inline int fast_int(const unsigned char **pp, int64_t *out)
         return 1;
     p++;
     if (v) /* a leading "0" is the whole number */
-        while ((d = (unsigned)*p - '0') < 10) {
+        for (d = (unsigned)*p - '0'; d < 10; d = (unsigned)*p - '0') {
             v = v * 10 + d; /* wraps past 20 digits: those fall back */
             p++;
         }

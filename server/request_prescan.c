@@ -145,7 +145,10 @@ int tv_request_prescan_json(const char *body, size_t len,
         case P_KEY:
             if (c == '}' && state == P_KEY_OR_END)
                 goto close;
-            if (c != '"' || !(p = prescan_string(p, end)))
+            if (c != '"')
+                return 0;
+            p = prescan_string(p, end);
+            if (!p)
                 return 0;
             if (depth == 1)
                 inputs = p - tok == 8 && !memcmp(tok + 1, "inputs", 6);

@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "bufcache.h"
@@ -73,9 +74,17 @@ struct tv_server {
     tokvec_table_opts topts;
     tokvec_tokenizer *tok;     /* --tokenizer, or NULL: never changes */
     tokvec_tokenizer_info tok_info;
+    uint64_t rid_seed;          /* request ids: random at start, */
+    atomic_ullong rid_next;     /* then a counter (reply.c) */
+    char *openapi;              /* GET /openapi.json with this server's */
+    size_t openapi_len;         /* `servers` (http.c), set at start */
 };
 
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
+
+/* A client's X-Request-Id is kept when it is 1..TV_REQUEST_ID_MAX bytes of
+ * visible ASCII (0x21-0x7e); otherwise tokvec makes one (reply.c). */
+#define TV_REQUEST_ID_MAX 128
 
 /* One per request; owned by MHD's connection (*con_cls), freed in
  * http_completed(). While its /embed job runs, the worker owns the job
@@ -105,6 +114,10 @@ typedef struct req_ctx {
     struct tv_text_call *text;   /* POST /tokenize, /decode (text.h) */
     int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
     int must_close;  /* answer with Connection: close (bad framing) */
+    int raw_replied; /* reply_error_and_close wrote the answer itself */
+    size_t lingered; /* body bytes dropped since (REPLY_LINGER_BYTES) */
+    const char *error_type; /* an error answer's (static), for the log */
+    char rid[TV_REQUEST_ID_MAX + 1]; /* X-Request-Id, sent back and logged */
     char method[8]; /* for the access log */
     char path[256]; /* for the access log (cut if longer) */
     size_t path_len; /* the whole path's length: the log marks a cut */
@@ -141,5 +154,11 @@ enum MHD_Result route_metrics(req_ctx *x);
 /* listen.c: starts the TCP daemons (one per HTTP thread) and the Unix
  * socket's. 0 or a TV_SERVER_E_* code (http.h), err filled. */
 int listen_start(tv_server *s, char *err, size_t errlen);
+
+/* listen.c: how many threads of this process are named name (exact) or
+ * whose name starts with name (!exact), from /proc/self/task; with tids,
+ * at most cap of their ids, sorted. Any thread; the tests use it too. */
+size_t tv_threads_named(const char *name, int exact, pid_t *tids,
+                        size_t cap);
 
 #endif

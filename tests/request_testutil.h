@@ -124,5 +124,17 @@ static TU_UNUSED void assert_error(const char *body, int status,
     assert_error_n(body, strlen(body), &LIM, status, type, msg);
 }
 
+/* A body tv_request_parse_json must refuse, and how (as assert_error). */
+typedef struct {
+    const char *body;
+    int status;
+    const char *type, *msg;
+} tu_refusal;
+
+/* assert_error on every row of a tu_refusal array. */
+#define ASSERT_REFUSALS(rows)                                               \
+    for (size_t i_ = 0; i_ < sizeof(rows) / sizeof(rows)[0]; i_++)          \
+        assert_error((rows)[i_].body, (rows)[i_].status, (rows)[i_].type,   \
+                     (rows)[i_].msg)
 
 #endif

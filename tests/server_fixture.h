@@ -361,4 +361,11 @@ static FX_UNUSED int fx_http(fixture *f, const char *method, const char *path,
                      headers, resp, cap);
 }
 
+/* GET path, no body, no extra headers. */
+static FX_UNUSED int fx_get(fixture *f, const char *path, char *resp,
+                            size_t cap)
+{
+    return fx_http(f, "GET", path, NULL, NULL, NULL, resp, cap);
+}
+
 #endif

@@ -93,7 +93,7 @@ static void connections_past_the_per_ip_limit_are_closed(void **state)
     int st = 0;
     for (int i = 0; i < 100 && st != 200; i++) {
         nap_ms(10);
-        st = fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP);
+        st = fx_get(f, "/health", r, RESP);
     }
     assert_int_equal(st, 200);
 }

@@ -225,9 +225,7 @@ static int fail_each_allocation(fixture *f, const http_req *q)
         answered_500 += st == 500;
         if (st == 500)
             assert_non_null(strstr(fx_body(r), "\"error_type\":\"internal\""));
-        assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r,
-                                 RESP),
-                         200);
+        assert_int_equal(fx_get(f, "/health", r, RESP), 200);
         assert_true(budget_is_whole(f));
     }
     assert_true(n < 64);

@@ -52,6 +52,24 @@ static void base64_matches_rfc4648_test_vectors(void **state)
 /* Regression: the base64 bound once divided by 3 twice, so any base64
  * response above ~100 floats overran a buffer of exactly that size
  * (found by fuzz_request; the server over-reserved and was not hit). */
+/* Encodes x as a (B, S, D) /embed JSON answer into a guarded buffer of
+ * exactly tv_embed_json_bound bytes; checks it stayed inside and parses;
+ * returns the parsed answer (json_decref it). */
+static json_t *encode_within_bound(const float *x, int64_t B, int64_t S,
+                                   int64_t D, int base64)
+{
+    size_t bound = tv_embed_json_bound(B, S, D, base64);
+    char *buf = guarded(bound);
+    size_t n = tv_embed_json(buf, x, B, S, D, base64);
+    assert_true(n <= bound);
+    assert_guard_intact(buf, bound);
+    json_error_t je;
+    json_t *j = json_loadb(buf, n, 0, &je);
+    assert_non_null(j);
+    free(buf);
+    return j;
+}
+
 static void base64_embed_json_fits_its_bound_for_every_small_shape(void **s)
 {
     (void)s;
@@ -61,21 +79,13 @@ static void base64_embed_json_fits_its_bound_for_every_small_shape(void **s)
     for (int64_t B = 1; B <= 3; B++)
         for (int64_t S = 1; S <= 7; S++)
             for (int64_t D = 1; D <= 33; D++) {
-                size_t bound = tv_embed_json_bound(B, S, D, 1);
-                char *buf = guarded(bound);
-                size_t n = tv_embed_json(buf, x, B, S, D, 1);
-                assert_true(n <= bound);
-                assert_guard_intact(buf, bound);
-                json_error_t je;
-                json_t *j = json_loadb(buf, n, 0, &je);
-                assert_non_null(j);
+                json_t *j = encode_within_bound(x, B, S, D, 1);
                 const char *b64 =
                     json_string_value(json_object_get(j, "embeddings"));
                 assert_non_null(b64);
                 assert_int_equal(strlen(b64),
                                  ((size_t)(B * S * D) * 4 + 2) / 3 * 4);
                 json_decref(j);
-                free(buf);
             }
 }
 
@@ -86,13 +96,8 @@ static void base64_embed_json_fits_its_bound_for_a_large_batch(void **s)
     size_t nf = (size_t)(B * S * D);
     float *x = calloc(nf, sizeof *x);
     assert_non_null(x);
-    size_t bound = tv_embed_json_bound(B, S, D, 1);
-    assert_true(bound >= nf * 4 / 3 * 4 / 4);
-    char *buf = guarded(bound);
-    size_t n = tv_embed_json(buf, x, B, S, D, 1);
-    assert_true(n <= bound);
-    assert_guard_intact(buf, bound);
-    free(buf);
+    assert_true(tv_embed_json_bound(B, S, D, 1) >= nf * 4 / 3 * 4 / 4);
+    json_decref(encode_within_bound(x, B, S, D, 1));
     free(x);
 }
 
@@ -110,18 +115,8 @@ static void float_embed_json_fits_its_bound_with_the_longest_floats(void **s)
     x[6] = -INFINITY;
     for (int64_t B = 1; B <= 2; B++)
         for (int64_t S = 1; S <= 3; S++)
-            for (int64_t D = 1; D <= 17; D++) {
-                size_t bound = tv_embed_json_bound(B, S, D, 0);
-                char *buf = guarded(bound);
-                size_t n = tv_embed_json(buf, x, B, S, D, 0);
-                assert_true(n <= bound);
-                assert_guard_intact(buf, bound);
-                json_error_t je;
-                json_t *j = json_loadb(buf, n, 0, &je);
-                assert_non_null(j);
-                json_decref(j);
-                free(buf);
-            }
+            for (int64_t D = 1; D <= 17; D++)
+                json_decref(encode_within_bound(x, B, S, D, 0));
 }
 
 static void embed_json_prints_shape_and_shortest_floats(void **s)
@@ -162,7 +157,22 @@ static void token_json_fits_its_bound(void **s)
     free(buf);
 }
 
-static void negotiate_picks_the_first_supported_type_in_accept(void **s)
+/* A negotiation's result: rc, then the format it chose or the status of
+ * its error. */
+static void assert_negotiated(int rc, const tv_format *f, const tv_error *e,
+                              int want_rc, tv_out_kind kind, tokvec_dtype dt,
+                              int status)
+{
+    assert_int_equal(rc, want_rc);
+    if (rc == 0) {
+        assert_int_equal(f->kind, kind);
+        assert_int_equal(f->dtype, dt);
+    } else {
+        assert_int_equal(e->status, status);
+    }
+}
+
+static void negotiate_follows_rfc9110_q_then_specificity(void **s)
 {
     (void)s;
     static const struct {
@@ -183,6 +193,37 @@ static void negotiate_picks_the_first_supported_type_in_accept(void **s)
          TV_OUT_JSON, TOKVEC_F32, 0},
         {"text/html", NULL, -1, 0, 0, 406},
         {"application/json;q=0", NULL, -1, 0, 0, 406},
+        /* RFC 9110: the highest q wins, whatever the order */
+        {"application/x-npy;q=0.1, application/json", NULL, 0, TV_OUT_JSON,
+         TOKVEC_F32, 0},
+        {"application/json;q=0.5,application/octet-stream;q=0.501", NULL, 0,
+         TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/json;Q=0.9;ext=1, application/x-npy;q=1.000", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
+        /* equal q: the more specific range, then the first listed */
+        {"*/*, application/octet-stream", NULL, 0, TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/*, application/x-npy", NULL, 0, TV_OUT_NPY, TOKVEC_F32,
+         0},
+        {"application/x-npy;q=0.5, application/octet-stream;q=0.5", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/*", NULL, 0, TV_OUT_JSON, TOKVEC_F32, 0},
+        /* a type's q is that of the most specific range naming it */
+        {"*/*;q=0.5, application/x-npy;q=0.1", NULL, 0, TV_OUT_JSON,
+         TOKVEC_F32, 0},
+        {"application/json;q=0, */*", NULL, 0, TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/json;q=0, application/*;q=0", NULL, -1, 0, 0, 406},
+        {"*/*;q=0", NULL, -1, 0, 0, 406},
+        /* media type parameters other than q are ignored */
+        {"application/json;charset=utf-8", NULL, 0, TV_OUT_JSON, TOKVEC_F32,
+         0},
+        /* a malformed q ignores its element */
+        {"application/x-npy;q=2, application/octet-stream;q=0.1", NULL, 0,
+         TV_OUT_RAW, TOKVEC_F32, 0},
+        {"application/x-npy;q=abc", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q=1.5", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q=0.1234", NULL, -1, 0, 0, 406},
+        /* blanks and commas only: as if no Accept */
+        {" , ,", NULL, 0, TV_OUT_JSON, TOKVEC_F32, 0},
         {"application/json", "float16", -1, 0, 0, 400},
         {"application/octet-stream", "float64", -1, 0, 0, 400},
     };
@@ -190,13 +231,8 @@ static void negotiate_picks_the_first_supported_type_in_accept(void **s)
         tv_format f;
         tv_error e = {0};
         int rc = tv_negotiate(cases[i].accept, cases[i].dtype, &f, &e);
-        assert_int_equal(rc, cases[i].rc);
-        if (rc == 0) {
-            assert_int_equal(f.kind, cases[i].kind);
-            assert_int_equal(f.dtype, cases[i].dt);
-        } else {
-            assert_int_equal(e.status, cases[i].status);
-        }
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind,
+                          cases[i].dt, cases[i].status);
     }
 }
 
@@ -234,13 +270,8 @@ static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
         tv_error e = {0};
         int rc = tv_negotiate_embed(cases[i].accept, cases[i].query,
                                     cases[i].body, cases[i].torch, &f, &e);
-        assert_int_equal(rc, cases[i].rc);
-        if (rc == 0) {
-            assert_int_equal(f.kind, cases[i].kind);
-            assert_int_equal(f.dtype, cases[i].dt);
-        } else {
-            assert_int_equal(e.status, cases[i].status);
-        }
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind,
+                          cases[i].dt, cases[i].status);
     }
 }
 
@@ -295,7 +326,7 @@ int main(void)
         cmocka_unit_test(embed_json_prints_shape_and_shortest_floats),
         cmocka_unit_test(embed_json_bound_is_zero_when_the_size_overflows),
         cmocka_unit_test(token_json_fits_its_bound),
-        cmocka_unit_test(negotiate_picks_the_first_supported_type_in_accept),
+        cmocka_unit_test(negotiate_follows_rfc9110_q_then_specificity),
         cmocka_unit_test(
             embed_dtype_comes_from_query_or_body_and_torch_allows_halves),
         cmocka_unit_test(npy_header_aligns_the_data_to_64_bytes),

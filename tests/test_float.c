@@ -29,19 +29,9 @@
 #include "testutil.h"
 #include "tokvec_float.h"
 
-static float f_of(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-static uint32_t b_of(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
+/* Short names for the bit views (tokvec_float.h). */
+#define f_of tokvec_f32_from_bits
+#define b_of tokvec_f32_bits
 
 /* Reference f16 -> f32 by arithmetic (ldexp), independent of bit tricks. */
 static float ref_f16(uint16_t h)

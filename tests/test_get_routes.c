@@ -16,8 +16,7 @@ static void info_describes_the_table_and_the_limits(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/info", r, RESP), 200);
     const char *b = fx_body(r);
     assert_non_null(strstr(b, "\"vocab_size\":16,\"dim\":4,"
                               "\"context_length\":8,\"dtype\":\"float32\""));
@@ -29,14 +28,10 @@ static void a_token_is_its_row(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    assert_int_equal(fx_http(f, "GET", "/tokens/3", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/tokens/3", r, RESP), 200);
     assert_string_equal(fx_body(r),
                         "{\"id\":3,\"embedding\":[12.0,13.0,14.0,15.0]}");
-    assert_int_equal(fx_http(f, "GET", "/tokens/00015", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/tokens/00015", r, RESP), 200);
     assert_non_null(strstr(fx_body(r), "\"id\":15,"));
 }
 
@@ -44,13 +39,9 @@ static void a_token_out_of_range_is_422(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    assert_int_equal(fx_http(f, "GET", "/tokens/16", NULL, NULL, NULL, r,
-                             RESP),
-                     422);
+    assert_int_equal(fx_get(f, "/tokens/16", r, RESP), 422);
     assert_non_null(strstr(fx_body(r), "token id 16 is out of range [0, 16)"));
-    assert_int_equal(fx_http(f, "GET", "/tokens/-1", NULL, NULL, NULL, r,
-                             RESP),
-                     422);
+    assert_int_equal(fx_get(f, "/tokens/-1", r, RESP), 422);
 }
 
 static void a_token_id_that_is_no_decimal_is_400(void **state)
@@ -62,9 +53,7 @@ static void a_token_id_that_is_no_decimal_is_400(void **state)
                                       "/tokens/1%00", "/tokens/-",
                                       "/tokens/1234567890123456789"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(fx_http(f, "GET", bad[i], NULL, NULL, NULL, r,
-                                 RESP),
-                         400);
+        assert_int_equal(fx_get(f, bad[i], r, RESP), 400);
         assert_non_null(strstr(fx_body(r), "token id must be a decimal"));
     }
 }
@@ -73,11 +62,8 @@ static void metrics_count_the_requests_served(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
-    assert_int_equal(fx_http(f, "GET", "/metrics", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
+    assert_int_equal(fx_get(f, "/metrics", r, RESP), 200);
     assert_true(fx_has_header(r, "Content-Type", "text/plain; version=0.0.4"));
     assert_non_null(strstr(fx_body(r), "tokvec_requests_total{route=\"/health"
                                        "\",code=\"200\"} "));

@@ -3,7 +3,9 @@
  * port and spoken to over a socket (server_fixture.h): a route answers, an
  * unknown path is 404 and a wrong method 405 (with Allow), auth is checked
  * before the body, a Content-Length over max_body_bytes is refused before
- * the body is sent, a body sent in pieces is put together, draining turns
+ * the body is sent, a chunked body past it is refused at once and the
+ * connection closed, /openapi.json names the listen address, a body sent
+ * in pieces is put together, draining turns
  * /ready into 503 with Connection: close; tv_server_start's codes (bad
  * input, the system refused, out of memory at every allocation it makes)
  * and the exit status each maps to.
@@ -31,8 +33,7 @@ static void health_answers_200_ok(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     assert_string_equal(fx_body(r), "{\"status\":\"ok\"}");
     assert_true(fx_has_header(r, "Content-Type", "application/json"));
 }
@@ -42,8 +43,7 @@ static void unknown_path_is_404_naming_the_routes(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/nope", NULL, NULL, NULL, r, RESP),
-                     404);
+    assert_int_equal(fx_get(f, "/nope", r, RESP), 404);
     assert_non_null(strstr(fx_body(r), "\"error_type\":\"not_found\""));
     assert_non_null(strstr(fx_body(r), "POST /embed"));
 }
@@ -53,8 +53,7 @@ static void wrong_method_is_405_with_allow(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "GET", "/embed", NULL, NULL, NULL, r, RESP),
-                     405);
+    assert_int_equal(fx_get(f, "/embed", r, RESP), 405);
     assert_true(fx_has_header(r, "Allow", "POST"));
     assert_int_equal(fx_http(f, "POST", "/info", "application/json", "{}",
                              NULL, r, RESP),
@@ -69,8 +68,7 @@ static void info_and_embed_need_the_api_key_health_does_not(void **state)
     char r[RESP];
     const char *const extra[] = {"--api-key", "s3cret", NULL};
     assert_int_equal(fx_up(f, extra), 0);
-    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
-                     401);
+    assert_int_equal(fx_get(f, "/info", r, RESP), 401);
     assert_true(fx_has_header(r, "WWW-Authenticate", "Bearer"));
     assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL,
                              "Authorization: Bearer wrong\r\n", r, RESP),
@@ -78,8 +76,7 @@ static void info_and_embed_need_the_api_key_health_does_not(void **state)
     assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL,
                              "Authorization: Bearer s3cret\r\n", r, RESP),
                      200);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
 }
 
 /* The headers alone: the answer comes before a byte of the body. */
@@ -108,6 +105,79 @@ static void content_length_over_max_body_bytes_is_413_before_the_body(
     assert_int_equal(fx_http(f, "POST", "/embed", "application/json", body,
                              NULL, r, RESP),
                      200);
+}
+
+/* Issue 18, finding 9: a chunked body is refused the moment it passes
+ * max_body_bytes, and the connection closed -- the client, sending 17 MB
+ * as fast as the socket takes it, sees the 413 long before it is done
+ * (before, the server read all 17 MB and dropped them, then answered). */
+static void a_chunked_body_past_the_limit_is_413_at_once_and_closed(
+    void **state)
+{
+    fixture *f = *state;
+    const char *const extra[] = {"--max-body-bytes", "1024", NULL};
+    assert_int_equal(fx_up(f, extra), 0);
+    static const char head[] = "POST /embed HTTP/1.1\r\nHost: t\r\n"
+                               "Content-Type: application/json\r\n"
+                               "Transfer-Encoding: chunked\r\n\r\n";
+    static char chunk[7 + 65536 + 2];
+    memcpy(chunk, "10000\r\n", 7);
+    memset(chunk + 7, ' ', 65536);
+    memcpy(chunk + 7 + 65536, "\r\n", 2);
+    const size_t total = (size_t)17 << 20, clen = 7 + 65536 + 2;
+    int fd = fx_connect(f->port);
+    assert_true(fd >= 0);
+    assert_int_equal(fx_send(fd, head, sizeof head - 1), 0);
+    size_t sent = 0, off = 0;
+    int answered = 0;
+    while (sent < total && !answered) {
+        struct pollfd p = {.fd = fd, .events = POLLIN | POLLOUT};
+        assert_true(poll(&p, 1, 5000) > 0);
+        if (p.revents & (POLLIN | POLLERR | POLLHUP)) {
+            answered = 1;
+            break;
+        }
+        ssize_t w = send(fd, chunk + off, clen - off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (w < 0)
+            break; /* reset: the server closed, its answer is read below */
+        sent += (size_t)w;
+        off = (off + (size_t)w) % clen;
+    }
+    char r[RESP];
+    fx_read_all(fd, r, RESP);
+    close(fd);
+    assert_int_equal(fx_status(r), 413);
+    assert_true(fx_has_header(r, "Connection", "close"));
+    assert_non_null(strstr(fx_body(r), "payload_too_large"));
+    /* 1 KiB read, then at most the socket buffers' worth */
+    assert_true(sent < total / 2);
+}
+
+/* Issue 18, finding 10: /openapi.json's servers is where the server
+ * listens (the actual port), or "/" on every interface. */
+static void openapi_servers_is_the_listen_address(void **state)
+{
+    fixture *f = *state;
+    char r[RESP], want[64];
+    assert_int_equal(fx_up(f, NULL), 0);
+    assert_int_equal(fx_http(f, "GET", "/openapi.json", NULL, NULL, NULL, r,
+                             RESP),
+                     200);
+    snprintf(want, sizeof want, "\"url\": \"http://127.0.0.1:%d\"", f->port);
+    assert_non_null(strstr(fx_body(r), want));
+    assert_null(strstr(fx_body(r), ":8080\""));
+    assert_non_null(strstr(fx_body(r), "\"openapi\": \"3.1.0\""));
+    fx_down(f);
+    const char *const any[] = {"--host", "0.0.0.0", NULL};
+    assert_int_equal(fx_up(f, any), 0);
+    assert_int_equal(fx_http(f, "GET", "/openapi.json", NULL, NULL, NULL, r,
+                             RESP),
+                     200);
+    assert_non_null(strstr(fx_body(r), "\"servers\": [\n  {\n   \"url\": "
+                                       "\"/\"\n  }\n ]"));
 }
 
 static void a_body_sent_in_pieces_is_put_together(void **state)
@@ -144,8 +214,7 @@ static void draining_makes_ready_503_with_connection_close(void **state)
     assert_int_equal(fx_up(f, NULL), 0);
     int fd = fx_connect_accepted(f->port); /* open before the drain */
     assert_true(fd >= 0);
-    assert_int_equal(fx_http(f, "GET", "/ready", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/ready", r, RESP), 200);
     tv_server_drain_begin(f->srv);
     static const char req[] = "GET /ready HTTP/1.1\r\nHost: t\r\n\r\n";
     assert_int_equal(fx_send(fd, req, sizeof req - 1), 0);
@@ -251,6 +320,8 @@ int main(void)
         T(wrong_method_is_405_with_allow),
         T(info_and_embed_need_the_api_key_health_does_not),
         T(content_length_over_max_body_bytes_is_413_before_the_body),
+        T(a_chunked_body_past_the_limit_is_413_at_once_and_closed),
+        T(openapi_servers_is_the_listen_address),
         T(a_body_sent_in_pieces_is_put_together),
         T(draining_makes_ready_503_with_connection_close),
         T(a_missing_table_is_bad_input_exit_2),

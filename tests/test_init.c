@@ -19,6 +19,10 @@
 #include <nettle/sha2.h>
 
 #include "tokvec_init.h"
+#include "tokvec_float.h"
+
+/* A float32's bits (tokvec_float.h). */
+#define bits tokvec_f32_bits
 
 #define GOLDEN "tests/golden/torch_init/golden.json"
 
@@ -46,13 +50,6 @@ static int free_golden(void **state)
     (void)state;
     json_decref(golden);
     return 0;
-}
-
-static uint32_t bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
 }
 
 static void hex_sha(struct sha256_ctx *c, char out[65])

@@ -9,7 +9,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -125,23 +124,7 @@ static void a_socket_another_server_accepts_on_is_refused(void **state)
 
 static int thread_named(const char *name)
 {
-    DIR *d = opendir("/proc/self/task");
-    int found = 0;
-    for (struct dirent *e = d ? readdir(d) : NULL; e && !found;
-         e = readdir(d)) {
-        char p[300], comm[32] = "";
-        snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
-        FILE *fp = fopen(p, "r");
-        if (!fp)
-            continue;
-        if (fgets(comm, sizeof comm, fp))
-            comm[strcspn(comm, "\n")] = '\0';
-        fclose(fp);
-        found = !strcmp(comm, name);
-    }
-    if (d)
-        closedir(d);
-    return found;
+    return tv_threads_named(name, 1, NULL, 0) > 0;
 }
 
 static void every_thread_is_named_by_its_role(void **state)

@@ -329,6 +329,48 @@ static void access_line_has_every_field(void **state)
     free(out);
 }
 
+/* The fields a server adds: client, request_id, error_type, in both
+ * formats, escaped like any value; left out when NULL. */
+static void access_line_names_client_request_id_and_error_type(void **state)
+{
+    (void)state;
+    tv_access a = {.method = "POST", .path = "/embed", .status = 415,
+                   .tokens = 0, .bytes = 90, .micros = 7,
+                   .client = "127.0.0.1", .request_id = "job-\"42\"",
+                   .error_type = "unsupported_media_type"};
+    assert_int_equal(tv_log_setup("json", "info"), 0);
+    capture_start();
+    tv_log_request(&a);
+    char *out = capture_end();
+    json_t *j = parse_line(out);
+    assert_string_equal(json_string_value(json_object_get(j, "client")),
+                        "127.0.0.1");
+    assert_string_equal(json_string_value(json_object_get(j, "request_id")),
+                        "job-\"42\"");
+    assert_string_equal(json_string_value(json_object_get(j, "error_type")),
+                        "unsupported_media_type");
+    assert_int_equal(json_integer_value(json_object_get(j, "status")), 415);
+    json_decref(j);
+    free(out);
+
+    assert_int_equal(tv_log_setup("text", "info"), 0);
+    capture_start();
+    tv_log_request(&a);
+    a.request_id = "abc";
+    a.error_type = NULL;
+    a.status = 200;
+    tv_log_request(&a);
+    out = capture_end();
+    assert_int_equal(count_lines(out), 2);
+    assert_non_null(strstr(out, " status=415 tokens=0 bytes=90 duration_us=7 "
+                                "client=127.0.0.1 "
+                                "request_id=\"job-\\\"42\\\"\" "
+                                "error_type=unsupported_media_type\n"));
+    assert_non_null(strstr(out, " status=200 tokens=0 bytes=90 duration_us=7 "
+                                "client=127.0.0.1 request_id=abc\n"));
+    free(out);
+}
+
 static void long_messages_are_cut_and_stay_valid(void **state)
 {
     (void)state;
@@ -639,6 +681,8 @@ int main(void)
             setup_rejects_bad_names_and_keeps_the_old_settings, reset),
         cmocka_unit_test_setup(text_lines_stay_one_line, reset),
         cmocka_unit_test_setup(access_line_has_every_field, reset),
+        cmocka_unit_test_setup(
+            access_line_names_client_request_id_and_error_type, reset),
         cmocka_unit_test_setup(long_messages_are_cut_and_stay_valid, reset),
         cmocka_unit_test_setup(lines_of_threads_never_interleave, reset),
         cmocka_unit_test_setup(

@@ -2,7 +2,7 @@
  * its status and error_type, the answer's JSON (ids and scores as the
  * index gives them, text null without a tokenizer, the hook's text
  * escaped when there is one, k past the vocabulary), and the pages' files
- * with their headers.
+ * with their headers, /static/auth.json keyed and not.
  */
 #include <jansson.h>
 #include <math.h>
@@ -17,25 +17,25 @@
 #include <cmocka.h>
 
 #include "pages.h"
+#include "testutil.h"
 #include "tokvec_write.h"
 
 #define V 50
 #define D 8
 
-static char dir[] = "/tmp/tokvec-test-pages-XXXXXX";
 static tokvec_table *t;
 static tokvec_similar *idx;
 
 static int setup(void **state)
 {
     (void)state;
-    if (!mkdtemp(dir))
+    if (tu_make_dir())
         return -1;
     static float tab[V * D];
     for (int i = 0; i < V * D; i++)
         tab[i] = (float)sin(i * 0.7) + (i % 3 == 0 ? 0.5f : -0.25f);
     char p[256];
-    snprintf(p, sizeof p, "%s/t.safetensors", dir);
+    snprintf(p, sizeof p, "%s/t.safetensors", tu_dir);
     tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, V, D, tab};
     if (tokvec_safetensors_write(p, &w, 1, NULL) < 0 ||
         tokvec_table_open(p, NULL, &t) < 0 || tokvec_similar_open(t, &idx))
@@ -48,9 +48,7 @@ static int teardown(void **state)
     (void)state;
     tokvec_similar_close(idx);
     tokvec_table_close(t);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
+    return tu_remove_dir();
 }
 
 static void refused(const char *body, int status, const char *type)
@@ -195,7 +193,7 @@ static void pages_are_the_compiled_files_with_a_strict_csp(void **s)
                            "/static/playground.css", "/static/docs.js"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         size_t n = 0;
-        struct MHD_Response *r = tv_pages_response(paths[i], &n);
+        struct MHD_Response *r = tv_pages_response(paths[i], 0, &n);
         assert_non_null(r);
         assert_true(n > 100);
         const char *csp =
@@ -214,10 +212,32 @@ static void pages_are_the_compiled_files_with_a_strict_csp(void **s)
     size_t n;
     assert_true(tv_pages_match("/static/x") && tv_pages_match("/docs"));
     assert_false(tv_pages_match("/docs/") || tv_pages_match("/static"));
-    assert_null(tv_pages_response("/static/nope.js", &n));
-    assert_null(tv_pages_response("/static/index.html", &n)); /* only / */
-    assert_null(tv_pages_response("/static/", &n));
-    assert_null(tv_pages_response("/static/../Makefile", &n));
+    assert_null(tv_pages_response("/static/nope.js", 0, &n));
+    /* only / */
+    assert_null(tv_pages_response("/static/index.html", 0, &n));
+    assert_null(tv_pages_response("/static/", 0, &n));
+    assert_null(tv_pages_response("/static/../Makefile", 0, &n));
+}
+
+/* The page learns from a public file whether to ask for a key first. */
+static void auth_json_says_whether_the_server_wants_a_key(void **s)
+{
+    (void)s;
+    const char *want[] = {"{\"api_key\":false}", "{\"api_key\":true}"};
+    for (int keyed = 0; keyed < 2; keyed++) {
+        size_t n = 0;
+        struct MHD_Response *r =
+            tv_pages_response("/static/auth.json", keyed, &n);
+        assert_non_null(r);
+        assert_int_equal(n, strlen(want[keyed]));
+        assert_string_equal(MHD_get_response_header(r, "Content-Type"),
+                            "application/json");
+        assert_non_null(
+            MHD_get_response_header(r, "Content-Security-Policy"));
+        MHD_destroy_response(r);
+    }
+    size_t n;
+    assert_null(tv_pages_response("/auth.json", 1, &n));
 }
 
 int main(void)
@@ -228,6 +248,7 @@ int main(void)
         cmocka_unit_test(vector_query_answers_like_the_index),
         cmocka_unit_test(hook_text_is_escaped_json_and_missing_text_is_null),
         cmocka_unit_test(pages_are_the_compiled_files_with_a_strict_csp),
+        cmocka_unit_test(auth_json_says_whether_the_server_wants_a_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,7 +22,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 
 #include "metrics.h"
 #include "pool.h"
+#include "server.h"
 
 #define MAXJ 64
 #define WAIT_MS 5000     /* bound on waiting for something that must happen */
@@ -272,6 +272,20 @@ static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
             fail_msg("%s(%d) happened but must not", #pred, (int)(arg));   \
     } while (0)
 
+/* Submits job id and expects it to run to its end at once. */
+#define submit_runs(f, id, bytes)                                          \
+    do {                                                                   \
+        submit(f, id, bytes);                                              \
+        must(f, job_done, id);                                             \
+    } while (0)
+
+/* Submits job id and expects it not to start (it waits for bytes). */
+#define submit_waits(f, id, bytes)                                         \
+    do {                                                                   \
+        submit(f, id, bytes);                                              \
+        must_not(f, job_worked, id);                                       \
+    } while (0)
+
 static int snap(fixture *f, const int *field)
 {
     pthread_mutex_lock(&f->mu);
@@ -296,32 +310,12 @@ static size_t poll_count(tv_pool *p, size_t (*get)(tv_pool *), size_t want)
  * returns how many threads are named tv-work-*. */
 static int scan_workers(int seen[64])
 {
-    int n = 0;
-    memset(seen, 0, 64 * sizeof *seen);
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return -1;
-    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300], comm[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *fp = fopen(path, "r");
-        if (!fp)
-            continue; /* exited meanwhile */
-        if (!fgets(comm, sizeof comm, fp))
-            comm[0] = 0;
-        fclose(fp);
-        if (strncmp(comm, "tv-work-", 8))
-            continue;
-        n++;
-        char *end;
-        long i = strtol(comm + 8, &end, 10);
-        if (end != comm + 8 && (*end == '\n' || !*end) && i >= 0 && i < 64)
-            seen[i]++;
+    for (int i = 0; i < 64; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "tv-work-%d", i);
+        seen[i] = (int)tv_threads_named(name, 1, NULL, 0);
     }
-    closedir(d);
-    return n;
+    return (int)tv_threads_named("tv-work-", 0, NULL, 0);
 }
 
 /* Whether exactly tv-work-0..n-1 exist, once each. Joined workers of an
@@ -362,8 +356,7 @@ static void threads_below_one_are_clamped_to_one_worker(void **state)
     assert_true(workers_are(0));
     start(f, -7, BIG_QUEUE, NO_GATE);
     assert_true(workers_are(1));
-    submit(f, 0, 0);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 0);
 }
 
 static void jobs_run_on_workers_named_tv_work(void **state)
@@ -555,17 +548,14 @@ static void a_job_waits_while_its_bytes_do_not_fit_and_starts_after_release(
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0); /* finished; its 60 bytes stay reserved */
-    submit(f, 1, 50);     /* 110 > 100 */
-    must_not(f, job_worked, 1);
+    submit_runs(f, 0, 60); /* finished; its 60 bytes stay reserved */
+    submit_waits(f, 1, 50); /* 110 > 100 */
     assert_int_equal(tv_pool_waiting(f->pool), 1);
     tv_pool_release(f->pool, 30); /* 30 + 50 still fits: starts */
     must(f, job_done, 1);
     assert_int_equal(tv_pool_waiting(f->pool), 0);
     /* 30 + 50 = 80 reserved now; 21 more does not fit, 20 does. */
-    submit(f, 2, 21);
-    must_not(f, job_worked, 2);
+    submit_waits(f, 2, 21);
     tv_pool_release(f->pool, 1);
     must(f, job_done, 2);
     tv_pool_release(f->pool, 100);
@@ -575,10 +565,8 @@ static void a_job_whose_bytes_fit_exactly_starts_at_once(void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0);
-    submit(f, 1, 40); /* 60 + 40 == 100 */
-    must(f, job_done, 1);
+    submit_runs(f, 0, 60);
+    submit_runs(f, 1, 40); /* 60 + 40 == 100 */
     tv_pool_release(f->pool, 100);
 }
 
@@ -586,17 +574,14 @@ static void a_lone_job_larger_than_max_inflight_is_let_through(void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 1000);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 1000);
     /* Not alone now: 1000 bytes are reserved until released. */
-    submit(f, 1, 1);
-    must_not(f, job_worked, 1);
+    submit_waits(f, 1, 1);
     tv_pool_release(f->pool, 1000);
     must(f, job_done, 1);
     tv_pool_release(f->pool, 1);
     /* Alone again: another oversized job goes. */
-    submit(f, 2, 5000);
-    must(f, job_done, 2);
+    submit_runs(f, 2, 5000);
     tv_pool_release(f->pool, 5000);
 }
 
@@ -605,8 +590,7 @@ static void a_small_job_does_not_overtake_one_waiting_for_bytes(void **state)
     fixture *f = *state;
     /* One worker, free: only the gate holds job 2 back. */
     start(f, 1, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 60);
     submit(f, 1, 50); /* does not fit */
     submit(f, 2, 10); /* would fit, but waits behind job 1 */
     must_not(f, started_is, 2);
@@ -623,8 +607,7 @@ static void release_starts_every_waiting_job_that_now_fits(void **state)
 {
     fixture *f = *state;
     start(f, 3, BIG_QUEUE, 100);
-    submit(f, 0, 100);
-    must(f, job_done, 0);
+    submit_runs(f, 0, 100);
     /* Three held jobs wait for bytes; each holds its worker until all
      * three run, so they can only all start if the one release wakes
      * every idle worker they need. */
@@ -785,10 +768,8 @@ static void try_inline_refuses_while_a_job_waits(void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit(f, 0, 60);
-    must(f, job_done, 0);
-    submit(f, 1, 50); /* waits for bytes */
-    must_not(f, job_worked, 1);
+    submit_runs(f, 0, 60);
+    submit_waits(f, 1, 50); /* waits for bytes */
     /* 60 + 10 would fit and a worker is free, but job 1 is first. */
     assert_int_equal(tv_pool_try_inline(f->pool, 10), 0);
     tv_pool_release(f->pool, 60);
@@ -826,8 +807,7 @@ static void inline_bytes_count_against_max_inflight_like_queued_ones(
     assert_int_equal(tv_pool_try_inline(f->pool, 40), 1); /* exactly 100 */
     tv_pool_inline_done(f->pool);
     /* A queued job waits for the inline jobs' bytes. */
-    submit(f, 0, 1);
-    must_not(f, job_worked, 0);
+    submit_waits(f, 0, 1);
     tv_pool_release(f->pool, 40);
     must(f, job_done, 0);
     tv_pool_release(f->pool, 61);

@@ -102,7 +102,7 @@ static void query_options_set_and_reject(void **state)
     assert_int_equal(tv_request_set_option(&r, "positions", NULL, &e), -1);
     assert_int_equal(tv_request_set_option(&r, "pad_id", "0", &e), -1);
     assert_int_equal(e.status, 400);
-    assert_string_equal(e.message, "unknown query option (known: "
+    assert_string_equal(e.message, "unknown query option 'pad_id' (known: "
                                    "start_position, positions, dtype)");
 }
 
@@ -125,11 +125,43 @@ static void content_types_classify(void **state)
                      TV_BODY_BINARY);
     assert_int_equal(tv_body_kind_of("application/jsonx"),
                      TV_BODY_UNSUPPORTED);
-    assert_int_equal(tv_body_kind_of("text/plain"), TV_BODY_UNSUPPORTED);
+    assert_int_equal(tv_body_kind_of("text/plain"), TV_BODY_JSON);
+    assert_int_equal(tv_body_kind_of("text/plain;charset=UTF-8"),
+                     TV_BODY_JSON);
+    assert_int_equal(tv_body_kind_of("Text/Plain; charset=utf-8"),
+                     TV_BODY_JSON);
+    assert_int_equal(tv_body_kind_of("text/plainx"), TV_BODY_UNSUPPORTED);
+    assert_int_equal(tv_body_kind_of("text/html"), TV_BODY_UNSUPPORTED);
     assert_int_equal(tv_body_kind_of("application/x-npy"),
                      TV_BODY_UNSUPPORTED);
     assert_int_equal(tv_body_kind_of(" application/json"),
                      TV_BODY_UNSUPPORTED);
+}
+
+static void a_415_names_the_type_received_and_the_types_accepted(void **st)
+{
+    (void)st;
+    tv_error e;
+    assert_int_equal(tv_body_kind_error("text/html; charset=utf-8", 1, &e),
+                     -1);
+    assert_int_equal(e.status, 415);
+    assert_string_equal(e.type, "unsupported_media_type");
+    assert_string_equal(e.message,
+                        "Content-Type 'text/html' is not accepted; send "
+                        "application/json (text/plain and "
+                        "application/x-www-form-urlencoded are read as JSON "
+                        "too) or application/octet-stream (int32 ids, "
+                        "X-Tokvec-Shape)");
+    /* JSON-only routes do not offer octet-stream; a long type is cut */
+    char big[200];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    memcpy(big, "image/", 6);
+    tv_body_kind_error(big, 0, &e);
+    assert_non_null(strstr(e.message, "'image/aaaa"));
+    assert_non_null(strstr(e.message, "aaa...' is not accepted"));
+    assert_null(strstr(e.message, "octet-stream"));
+    assert_true(strlen(e.message) < 200);
 }
 
 /* --- the query string of POST /embed ----------------------------------- */
@@ -164,8 +196,9 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
                                       "3", &e),
                      -1);
     assert_int_equal(e.status, 400);
-    assert_string_equal(e.message, "JSON requests take options in the "
-                                   "body; only ?dtype= goes in the query");
+    assert_string_equal(e.message, "query option 'start_position': JSON "
+                                   "requests take options in the body; only "
+                                   "?dtype= goes in the query");
     assert_int_equal(r.start_position, 0);
     /* a binary body takes them */
     assert_int_equal(tv_request_query(&r, TV_BODY_BINARY, "start_position",
@@ -175,6 +208,17 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
     assert_int_equal(tv_request_query(&r, TV_BODY_BINARY, "nope", "1", &e),
                      -1);
     assert_string_equal(e.type, "invalid_request");
+    assert_string_equal(e.message, "unknown query option 'nope' (known: "
+                                   "start_position, positions, dtype)");
+    /* a long name is cut after 40 bytes */
+    assert_int_equal(tv_request_query(&r, TV_BODY_JSON,
+                                      "foooooooooooooooooooooooooooooooooo"
+                                      "ooooooo", "1", &e),
+                     -1);
+    assert_string_equal(e.message, "query option 'foooooooooooooooooooooooo"
+                                   "ooooooooooooooo...': JSON requests take "
+                                   "options in the body; only ?dtype= goes "
+                                   "in the query");
 }
 
 /* --- GET /tokens/{id} ----------------------------------------------------- */
@@ -195,15 +239,21 @@ static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
     static const char *const long_ones[] = {"", "-", "1234567890123456789"};
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(tv_request_token_id(long_ones[i], &id, &e), -1);
-        assert_string_equal(e.message, "token id must be a decimal integer "
-                                       "of at most 18 digits");
+        char want[128];
+        snprintf(want, sizeof want,
+                 "token id must be a decimal integer of at most 18 digits, "
+                 "not '%s'", long_ones[i]);
+        assert_string_equal(e.message, want);
     }
     static const char *const bad[] = {"+1", " 1", "1 ", "0x1", "1a", "--1",
                                       "1%00"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(tv_request_token_id(bad[i], &id, &e), -1);
         assert_int_equal(e.status, 400);
-        assert_string_equal(e.message, "token id must be a decimal integer");
+        char want[128];
+        snprintf(want, sizeof want,
+                 "token id must be a decimal integer, not '%s'", bad[i]);
+        assert_string_equal(e.message, want);
     }
 }
 
@@ -237,6 +287,7 @@ int main(void)
         cmocka_unit_test(token_ids_are_signed_decimals_of_at_most_18_digits),
         cmocka_unit_test(error_set_fills_the_error_and_returns_minus_1),
         cmocka_unit_test(content_types_classify),
+        cmocka_unit_test(a_415_names_the_type_received_and_the_types_accepted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

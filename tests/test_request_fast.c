@@ -192,18 +192,21 @@ static void fast_path_falls_back_on_real_numbers(void **state)
 {
     (void)state;
     const char *msg = "token id at batch index 0, position 1 is not an "
-                      "integer";
-    assert_error("{\"inputs\":[[1,1.0]]}", 400, "invalid_request", msg);
-    assert_error("{\"inputs\":[[1,1e2]]}", 400, "invalid_request", msg);
-    assert_error("{\"inputs\":[[1,1E2]]}", 400, "invalid_request", msg);
-    assert_error("{\"inputs\":[[1,-0.0]]}", 400, "invalid_request", msg);
-    assert_error("{\"inputs\":[[1,2.5e-3]]}", 400, "invalid_request", msg);
-    assert_error("{\"inputs\":[1,1.5]}", 400, "invalid_request", msg);
-    assert_error("{\"inputs\":[[1]],\"start_position\":1.0}", 400,
-                 "invalid_request",
-                 "\"start_position\" must be a non-negative integer");
-    assert_error("{\"inputs\":[[1],[2,3]],\"pad_id\":0.0}", 400,
-                 "invalid_request", "\"pad_id\" must be an integer or null");
+                      "integer: *";
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[[1,1.0]]}", 400, "invalid_request", msg},
+        {"{\"inputs\":[[1,1e2]]}", 400, "invalid_request", msg},
+        {"{\"inputs\":[[1,1E2]]}", 400, "invalid_request", msg},
+        {"{\"inputs\":[[1,-0.0]]}", 400, "invalid_request", msg},
+        {"{\"inputs\":[[1,2.5e-3]]}", 400, "invalid_request", msg},
+        {"{\"inputs\":[1,1.5]}", 400, "invalid_request", msg},
+        {"{\"inputs\":[[1]],\"start_position\":1.0}",
+         400, "invalid_request",
+         "\"start_position\" must be a non-negative integer"},
+        {"{\"inputs\":[[1],[2,3]],\"pad_id\":0.0}",
+         400, "invalid_request", "\"pad_id\" must be an integer or null"},
+    };
+    ASSERT_REFUSALS(refusals);
 }
 
 static void fast_path_falls_back_on_leading_zeros_and_signs(void **state)
@@ -227,21 +230,24 @@ static void fast_path_falls_back_on_leading_zeros_and_signs(void **state)
 static void fast_path_falls_back_on_int64_overflow(void **state)
 {
     (void)state;
-    assert_error("{\"inputs\":[9223372036854775808]}", 400, "invalid_json",
-                 "body is not valid JSON: too big integer near "
-                 "'9223372036854775808' (line 1, column 30)");
-    assert_error("{\"inputs\":[[-9223372036854775809]]}", 400,
-                 "invalid_json",
-                 "body is not valid JSON: too big negative integer*");
-    assert_error("{\"inputs\":[18446744073709551616]}", 400, "invalid_json",
-                 "body is not valid JSON: too big integer*");
-    assert_error("{\"inputs\":[99999999999999999999]}", 400, "invalid_json",
-                 "body is not valid JSON: too big integer*");
-    assert_error("{\"inputs\":[1],\"pad_id\":9223372036854775808}", 400,
-                 "invalid_json", "body is not valid JSON: too big integer*");
-    assert_error("{\"inputs\":[1],\"start_position\":"
-                 "100000000000000000000000000000}", 400, "invalid_json",
-                 "body is not valid JSON: too big integer*");
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[9223372036854775808]}",
+         400, "invalid_json", "body is not valid JSON: too big integer near "
+         "'9223372036854775808' (line 1, column 30)"},
+        {"{\"inputs\":[[-9223372036854775809]]}",
+         400, "invalid_json",
+         "body is not valid JSON: too big negative integer*"},
+        {"{\"inputs\":[18446744073709551616]}",
+         400, "invalid_json", "body is not valid JSON: too big integer*"},
+        {"{\"inputs\":[99999999999999999999]}",
+         400, "invalid_json", "body is not valid JSON: too big integer*"},
+        {"{\"inputs\":[1],\"pad_id\":9223372036854775808}",
+         400, "invalid_json", "body is not valid JSON: too big integer*"},
+        {"{\"inputs\":[1],\"start_position\":"
+         "100000000000000000000000000000}",
+         400, "invalid_json", "body is not valid JSON: too big integer*"},
+    };
+    ASSERT_REFUSALS(refusals);
 }
 
 static void fast_path_falls_back_on_duplicate_keys(void **state)
@@ -292,18 +298,20 @@ static void fast_path_falls_back_on_escaped_keys(void **state)
 static void fast_path_falls_back_on_unknown_and_non_ascii_keys(void **state)
 {
     (void)state;
-    assert_error("{\"inputs\":[[1]],\"model\":\"gpt2\"}", 400,
-                 "invalid_request",
-                 "unknown key \"model\" (known: inputs, start_position, "
-                 "positions, pad_id, encoding_format, dtype, "
-                 "special_tokens, truncate, truncation_direction, "
-                 "max_length, stride)");
-    assert_error("{\"Inputs\":[[1]]}", 400, "invalid_request",
-                 "unknown key \"Inputs\"*");
-    assert_error("{\"inputs \":[[1]]}", 400, "invalid_request",
-                 "unknown key \"inputs \"*");
-    assert_error("{\"input\":[[1]]}", 400, "invalid_request",
-                 "unknown key \"input\"*");
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[[1]],\"model\":\"gpt2\"}",
+         400, "invalid_request",
+         "unknown key \"model\" (known: inputs, start_position, "
+         "positions, pad_id, encoding_format, dtype, "
+         "special_tokens, truncate, truncation_direction, "
+         "max_length, stride)"},
+        {"{\"Inputs\":[[1]]}",
+         400, "invalid_request", "unknown key \"Inputs\"*"},
+        {"{\"inputs \":[[1]]}",
+         400, "invalid_request", "unknown key \"inputs \"*"},
+        {"{\"input\":[[1]]}", 400, "invalid_request", "unknown key \"input\"*"},
+    };
+    ASSERT_REFUSALS(refusals);
     /* UTF-8 in a key: named with '?' for each byte outside ASCII */
     assert_error("{\"inputs\":[1],\"caf\xc3\xa9\":1}", 400,
                  "invalid_request", "unknown key \"caf??\"*");
@@ -324,20 +332,21 @@ static void fast_path_falls_back_on_nul_and_trailing_bytes(void **state)
                    "body is not valid JSON: NUL byte at offset 14");
     assert_error_n(nul3, sizeof nul3 - 1, &LIM, 400, "invalid_json",
                    "body is not valid JSON: NUL byte at offset 15");
-    assert_error("{\"inputs\":[1]} x", 400, "invalid_json",
-                 "body is not valid JSON: end of file expected*");
-    assert_error("{\"inputs\":[1]}}", 400, "invalid_json",
-                 "body is not valid JSON: end of file expected*");
-    assert_error("{\"inputs\":[1]}{}", 400, "invalid_json",
-                 "body is not valid JSON: end of file expected*");
-    assert_error("{\"inputs\":[1],}", 400, "invalid_json",
-                 "body is not valid JSON: *");
-    assert_error("{\"inputs\":[1,]}", 400, "invalid_json",
-                 "body is not valid JSON: *");
-    assert_error("\xef\xbb\xbf{\"inputs\":[1]}", 400, "invalid_json",
-                 "body is not valid JSON: *");
-    assert_error("{\"inputs\":[1]\f}", 400, "invalid_json",
-                 "body is not valid JSON: *");
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[1]} x",
+         400, "invalid_json", "body is not valid JSON: end of file expected*"},
+        {"{\"inputs\":[1]}}",
+         400, "invalid_json", "body is not valid JSON: end of file expected*"},
+        {"{\"inputs\":[1]}{}",
+         400, "invalid_json", "body is not valid JSON: end of file expected*"},
+        {"{\"inputs\":[1],}", 400, "invalid_json", "body is not valid JSON: *"},
+        {"{\"inputs\":[1,]}", 400, "invalid_json", "body is not valid JSON: *"},
+        {"\xef\xbb\xbf{\"inputs\":[1]}",
+         400, "invalid_json", "body is not valid JSON: *"},
+        {"{\"inputs\":[1]\f}",
+         400, "invalid_json", "body is not valid JSON: *"},
+    };
+    ASSERT_REFUSALS(refusals);
     /* Whitespace after the object is fine for both. */
     tv_request r;
     parse_fast("{\"inputs\":[1]} \n\r\t", &r);
@@ -349,67 +358,82 @@ static void fast_path_falls_back_on_empty_or_mixed_inputs(void **state)
     (void)state;
     const char *list = "\"inputs\" must be a non-empty list of token ids "
                        "or of sequences";
-    assert_error("{\"inputs\":[]}", 400, "invalid_request", list);
-    assert_error("{\"inputs\":{}}", 400, "invalid_request", list);
-    assert_error("{\"inputs\":7}", 400, "invalid_request", list);
-    assert_error("{\"inputs\":null}", 400, "invalid_request", list);
-    assert_error("{\"inputs\":[[]]}", 400, "invalid_request",
-                 "sequence at batch index 0 is empty");
-    assert_error("{\"inputs\":[[1],[]]}", 400, "invalid_request",
-                 "sequence at batch index 1 is empty");
-    assert_error("{\"inputs\":[[1],2]}", 400, "invalid_request",
-                 "\"inputs\" mixes sequences and ids: batch index 1 is not "
-                 "a list");
-    assert_error("{\"inputs\":[1,[2]]}", 400, "invalid_request",
-                 "token id at batch index 0, position 1 is not an integer");
-    assert_error("{\"inputs\":[[1,1],[2,\"3\"]]}", 400, "invalid_request",
-                 "token id at batch index 1, position 1 is not an integer");
-    assert_error("{\"inputs\":[[1,1],[2,[3]]]}", 400, "invalid_request",
-                 "token id at batch index 1, position 1 is not an integer");
-    assert_error("{\"inputs\":[true]}", 400, "invalid_request",
-                 "token id at batch index 0, position 0 is not an integer");
-    assert_error("{}", 400, "invalid_request", "missing \"inputs\"");
-    assert_error("{\"positions\":true}", 400, "invalid_request",
-                 "missing \"inputs\"");
-    assert_error("", 400, "invalid_json", "body is not valid JSON: *");
-    assert_error("[[1,2]]", 400, "invalid_request",
-                 "body must be a JSON object with \"inputs\"");
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[]}", 400, "invalid_request", list},
+        {"{\"inputs\":{}}", 400, "invalid_request", list},
+        {"{\"inputs\":7}", 400, "invalid_request", list},
+        {"{\"inputs\":null}", 400, "invalid_request", list},
+        {"{\"inputs\":[[]]}",
+         400, "invalid_request", "sequence at batch index 0 is empty"},
+        {"{\"inputs\":[[1],[]]}",
+         400, "invalid_request", "sequence at batch index 1 is empty"},
+        {"{\"inputs\":[[1],2]}",
+         400, "invalid_request",
+         "\"inputs\" mixes sequences and ids: batch index 1 is not a list"},
+        {"{\"inputs\":[1,[2]]}",
+         400, "invalid_request",
+         "token id at batch index 0, position 1 is not an integer: [2]"},
+        {"{\"inputs\":[[1,1],[2,\"3\"]]}",
+         400, "invalid_request",
+         "token id at batch index 1, position 1 is not an integer: \"3\""},
+        {"{\"inputs\":[[1,1],[2,[3]]]}",
+         400, "invalid_request",
+         "token id at batch index 1, position 1 is not an integer: [3]"},
+        {"{\"inputs\":[true]}",
+         400, "invalid_request",
+         "token id at batch index 0, position 0 is not an integer: true"},
+        /* the value is echoed as JSON (ASCII), cut after 40 bytes */
+        {"{\"inputs\":[[1,2.5]]}",
+         400, "invalid_request",
+         "token id at batch index 0, position 1 is not an integer: 2.5"},
+        {"{\"inputs\":[[\"\u00e9abcdefghijklmnopqrstuvwxyz0123456789"
+         "ABCDEF\"]]}",
+         400, "invalid_request",
+         "token id at batch index 0, position 0 is not an integer: "
+         "\"\\u00E9abcdefghijklmnopqrstuvwxyz0123456..."},
+        {"{}", 400, "invalid_request", "missing \"inputs\""},
+        {"{\"positions\":true}", 400, "invalid_request", "missing \"inputs\""},
+        {"", 400, "invalid_json", "body is not valid JSON: *"},
+        {"[[1,2]]",
+         400, "invalid_request", "body must be a JSON object with \"inputs\""},
+    };
+    ASSERT_REFUSALS(refusals);
 }
 
 static void fast_path_falls_back_on_bad_option_values(void **state)
 {
     (void)state;
-    assert_error("{\"inputs\":[1],\"positions\":1}", 400, "invalid_request",
-                 "\"positions\" must be true or false");
-    assert_error("{\"inputs\":[1],\"positions\":\"true\"}", 400,
-                 "invalid_request", "\"positions\" must be true or false");
-    assert_error("{\"inputs\":[1],\"positions\":truex}", 400, "invalid_json",
-                 "body is not valid JSON: *");
-    assert_error("{\"inputs\":[1],\"pad_id\":\"0\"}", 400, "invalid_request",
-                 "\"pad_id\" must be an integer or null");
-    assert_error("{\"inputs\":[1],\"pad_id\":nul}", 400, "invalid_json",
-                 "body is not valid JSON: *");
     const char *fmt = "\"encoding_format\" must be \"float\", \"base64\" "
                       "or \"torch\"";
-    assert_error("{\"inputs\":[1],\"encoding_format\":\"Float\"}", 400,
-                 "invalid_request", fmt);
-    assert_error("{\"inputs\":[1],\"encoding_format\":\"float \"}", 400,
-                 "invalid_request", fmt);
-    assert_error("{\"inputs\":[1],\"encoding_format\":null}", 400,
-                 "invalid_request", fmt);
-    assert_error("{\"inputs\":[1],\"encoding_format\":\"Torch\"}", 400,
-                 "invalid_request", fmt);
     const char *dt =
         "\"dtype\" must be \"float32\", \"float16\" or \"bfloat16\"";
-    assert_error("{\"inputs\":[1],\"dtype\":\"f16\"}", 400,
-                 "invalid_request", dt);
-    assert_error("{\"inputs\":[1],\"dtype\":\"float16 \"}", 400,
-                 "invalid_request", dt);
-    assert_error("{\"inputs\":[1],\"dtype\":null}", 400,
-                 "invalid_request", dt);
-    assert_error("{\"inputs\":[1],\"start_position\":\"3\"}", 400,
-                 "invalid_request",
-                 "\"start_position\" must be a non-negative integer");
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[1],\"positions\":1}",
+         400, "invalid_request", "\"positions\" must be true or false"},
+        {"{\"inputs\":[1],\"positions\":\"true\"}",
+         400, "invalid_request", "\"positions\" must be true or false"},
+        {"{\"inputs\":[1],\"positions\":truex}",
+         400, "invalid_json", "body is not valid JSON: *"},
+        {"{\"inputs\":[1],\"pad_id\":\"0\"}",
+         400, "invalid_request", "\"pad_id\" must be an integer or null"},
+        {"{\"inputs\":[1],\"pad_id\":nul}",
+         400, "invalid_json", "body is not valid JSON: *"},
+        {"{\"inputs\":[1],\"encoding_format\":\"Float\"}",
+         400, "invalid_request", fmt},
+        {"{\"inputs\":[1],\"encoding_format\":\"float \"}",
+         400, "invalid_request", fmt},
+        {"{\"inputs\":[1],\"encoding_format\":null}",
+         400, "invalid_request", fmt},
+        {"{\"inputs\":[1],\"encoding_format\":\"Torch\"}",
+         400, "invalid_request", fmt},
+        {"{\"inputs\":[1],\"dtype\":\"f16\"}", 400, "invalid_request", dt},
+        {"{\"inputs\":[1],\"dtype\":\"float16 \"}", 400, "invalid_request", dt},
+        {"{\"inputs\":[1],\"dtype\":null}", 400, "invalid_request", dt},
+        {"{\"inputs\":[1],\"start_position\":\"3\"}",
+         400, "invalid_request",
+         "\"start_position\" must be a non-negative integer"},
+    };
+    ASSERT_REFUSALS(refusals);
 }
 
 /* --- limits ------------------------------------------------------------ */

@@ -138,9 +138,11 @@ static void one_level_too_deep_keeps_jansson_messages(void **state)
      * before, naming the batch index and position; the pre-scan refuses
      * from the fifth level (four lists inside "inputs") on. */
     assert_error("{\"inputs\":[[[1]]]}", 400, "invalid_request",
-                 "token id at batch index 0, position 0 is not an integer");
+                 "token id at batch index 0, position 0 is not an integer: "
+                 "[1]");
     assert_error("{\"inputs\":[[1,1],[2,[3]]]}", 400, "invalid_request",
-                 "token id at batch index 1, position 1 is not an integer");
+                 "token id at batch index 1, position 1 is not an integer: "
+                 "[3]");
     /* option values: lists up to that depth are jansson's type errors */
     assert_error("{\"inputs\":[1],\"positions\":[[[true]]]}", 400,
                  "invalid_request", "\"positions\" must be true or false");
@@ -310,24 +312,29 @@ static void precedence_syntax_errors_before_a_limit_stay_invalid_json(
     /* A JSON syntax error (structure, a bad number or literal, a control
      * character or bad escape in a string) before the point where the body
      * becomes too deep or too large: jansson's error, line and column. */
-    assert_error("{\"inputs\":[1,,[[[[[1]]]]]]}", 400, "invalid_json",
-                 "body is not valid JSON: unexpected token near ',' "
-                 "(line 1, column 14)");
-    assert_error("{\"inputs\":[[1],\n[01],[[[[[1]]]]]]}", 400,
-                 "invalid_json", "body is not valid JSON: invalid token "
-                 "near '0' (line 2, column 2)");
-    assert_error("{\"inputs\":[tru,[[[[[1]]]]]]}", 400, "invalid_json",
-                 "body is not valid JSON: invalid token near 'tru' "
-                 "(line 1, column 14)");
-    assert_error("{\"x\":\"a\tb\",\"inputs\":[[[[[1]]]]]}", 400,
-                 "invalid_json", "body is not valid JSON: control "
-                 "character 0x9 near '\"a' (line 1, column 7)");
-    assert_error("{\"x\":\"\\q\",\"inputs\":[[[[[1]]]]]}", 400,
-                 "invalid_json", "body is not valid JSON: invalid escape "
-                 "near '\"\\q' (line 1, column 8)");
-    assert_error("{\"inputs\" [[[[[1]]]]]}", 400, "invalid_json",
-                 "body is not valid JSON: ':' expected near '[' "
-                 "(line 1, column 11)");
+    const tu_refusal refusals[] = {
+        {"{\"inputs\":[1,,[[[[[1]]]]]]}",
+         400, "invalid_json",
+         "body is not valid JSON: unexpected token near ',' "
+         "(line 1, column 14)"},
+        {"{\"inputs\":[[1],\n[01],[[[[[1]]]]]]}",
+         400, "invalid_json", "body is not valid JSON: invalid token "
+         "near '0' (line 2, column 2)"},
+        {"{\"inputs\":[tru,[[[[[1]]]]]]}",
+         400, "invalid_json",
+         "body is not valid JSON: invalid token near 'tru' "
+         "(line 1, column 14)"},
+        {"{\"x\":\"a\tb\",\"inputs\":[[[[[1]]]]]}",
+         400, "invalid_json", "body is not valid JSON: control "
+         "character 0x9 near '\"a' (line 1, column 7)"},
+        {"{\"x\":\"\\q\",\"inputs\":[[[[[1]]]]]}",
+         400, "invalid_json", "body is not valid JSON: invalid escape "
+         "near '\"\\q' (line 1, column 8)"},
+        {"{\"inputs\" [[[[[1]]]]]}",
+         400, "invalid_json", "body is not valid JSON: ':' expected near '[' "
+         "(line 1, column 11)"},
+    };
+    ASSERT_REFUSALS(refusals);
     ASSERT_ERROR_LIM("{\"inputs\":[1 2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
                      "18,19,20]}", &lim, 400, "invalid_json",
                      "body is not valid JSON: ']' expected near '2' "

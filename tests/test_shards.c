@@ -95,12 +95,9 @@ static int setup(void **state)
 static void expect(const char *p, const tokvec_table_opts *base, int code,
                    const char *names)
 {
-    char err[512] = "";
-    tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
-    o.errbuf = err;
-    o.errlen = sizeof err;
-    tokvec_table *t = (tokvec_table *)1;
-    int rc = tokvec_table_open(p, &o, &t);
+    char err[512];
+    tokvec_table *t;
+    int rc = tu_table_open(p, base, err, sizeof err, &t);
     if (rc == 0)
         tokvec_table_close(t);
     if (rc != code)

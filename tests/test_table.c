@@ -61,12 +61,9 @@ static const char *raw_file(const void *bytes, size_t n)
 /* Opens and expects code; the message must name the file. */
 static void expect(const char *p, const tokvec_table_opts *base, int code)
 {
-    char err[512] = "";
-    tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
-    o.errbuf = err;
-    o.errlen = sizeof err;
-    tokvec_table *t = (tokvec_table *)1;
-    int rc = tokvec_table_open(p, &o, &t);
+    char err[512];
+    tokvec_table *t;
+    int rc = tu_table_open(p, base, err, sizeof err, &t);
     if (rc != code)
         fail_msg("%s: got %d (%s), want %d; message: %s", p, rc,
                  tokvec_errname(rc), code, err);

@@ -19,12 +19,9 @@ static void reload_swaps_in_a_table_of_the_same_dim(void **state)
     table_ref *old = table_acquire(f->srv); /* as a request in flight */
     assert_int_equal(fx_write_table(f->table, 20, FX_DIM, FX_CONTEXT), 0);
     assert_int_equal(tv_server_reload(f->srv), 0);
-    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/info", r, RESP), 200);
     assert_non_null(strstr(fx_body(r), "\"vocab_size\":20,"));
-    assert_int_equal(fx_http(f, "GET", "/tokens/19", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/tokens/19", r, RESP), 200);
     /* The old table is still open and whole for whoever holds it. */
     assert_int_equal(tokvec_table_get_info(old->t)->vocab_size, FX_VOCAB);
     tokvec_row row;
@@ -41,8 +38,7 @@ static void reload_keeps_the_old_table_for_another_dim(void **state)
     char r[RESP];
     assert_int_equal(fx_write_table(f->table, FX_VOCAB, 8, FX_CONTEXT), 0);
     assert_int_equal(tv_server_reload(f->srv), -1);
-    assert_int_equal(fx_http(f, "GET", "/info", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/info", r, RESP), 200);
     assert_non_null(strstr(fx_body(r), "\"dim\":4,"));
 }
 
@@ -56,9 +52,7 @@ static void reload_keeps_the_old_table_when_the_file_is_no_table(
     fputs("not a table", fp);
     fclose(fp);
     assert_int_equal(tv_server_reload(f->srv), -1);
-    assert_int_equal(fx_http(f, "GET", "/tokens/15", NULL, NULL, NULL, r,
-                             RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/tokens/15", r, RESP), 200);
 }
 
 static void the_summary_names_the_table_and_its_shape(void **state)

@@ -22,19 +22,19 @@
 #include <cmocka.h>
 
 #include "../core/tok_internal.h"
+#include "testutil.h"
 #include "tokvec_tokenizer.h"
 
 #define GPT2 "data/gpt2"
 #define VERDICT "tests/data/the-verdict.txt"
 
-static char dir[] = "/tmp/tokvec-test-tok-XXXXXX";
 static char path[512];
 static tokvec_tokenizer *gpt2;
 static tokvec_tok_state *st;
 
 static const char *write_file(const char *name, const void *data, size_t n)
 {
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     if (n)
@@ -78,7 +78,7 @@ static tokvec_tokenizer *expect_open(const char *p, const char *pattern,
                  tokvec_errname(rc), code, err);
     if (code) {
         assert_null(t);
-        assert_non_null(strstr(err, dir));
+        assert_non_null(strstr(err, tu_dir));
         if (want && !strstr(err, want))
             fail_msg("message '%s' lacks '%s'", err, want);
         return NULL;
@@ -109,7 +109,7 @@ static void expect_ids(const tokvec_tokenizer *t, const char *s,
 static int setup(void **state)
 {
     (void)state;
-    if (!mkdtemp(dir))
+    if (tu_make_dir())
         return -1;
     char err[512] = "";
     tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
@@ -126,9 +126,7 @@ static int teardown(void **state)
     (void)state;
     tokvec_tokenizer_close(gpt2);
     tokvec_tok_state_free(st);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
+    return tu_remove_dir();
 }
 
 /* --- GPT-2 ------------------------------------------------------------- */
@@ -615,7 +613,7 @@ static void gpt2_json_pair_opens_and_merges(void **s)
     vocab_json("encoder.json", -1,
                ",\"ab\":256,\"abc\":257,\"<|endoftext|>\":258");
     write_str("vocab.bpe", "#version: 0.2\na b\nab c\n");
-    snprintf(path, sizeof path, "%s/encoder.json", dir);
+    snprintf(path, sizeof path, "%s/encoder.json", tu_dir);
     tokvec_tokenizer *t = expect_open(path, NULL, 0, NULL);
     tokvec_tokenizer_info i;
     tokvec_tokenizer_get_info(t, &i);
@@ -627,11 +625,11 @@ static void gpt2_json_pair_opens_and_merges(void **s)
     /* the directory holding the pair, and merges.txt as the name */
     unlink(path);
     vocab_json("vocab.json", -1, ",\"ab\":256,\"abc\":257");
-    snprintf(path, sizeof path, "%s/vocab.bpe", dir);
+    snprintf(path, sizeof path, "%s/vocab.bpe", tu_dir);
     char mt[600];
-    snprintf(mt, sizeof mt, "%s/merges.txt", dir);
+    snprintf(mt, sizeof mt, "%s/merges.txt", tu_dir);
     assert_int_equal(rename(path, mt), 0);
-    t = expect_open(dir, NULL, 0, NULL);
+    t = expect_open(tu_dir, NULL, 0, NULL);
     static const int32_t abc[] = {257};
     expect_ids(t, "abc", 0, abc, 1);
     tokvec_tokenizer_close(t);
@@ -645,7 +643,7 @@ static void ids_that_are_not_merge_ranks_merge_by_list(void **s)
      * so "abc" is a + bc (ranks would give abc: a + bc -> 256) */
     vocab_json("encoder.json", -1, ",\"abc\":256,\"bc\":257,\"ab\":258");
     write_str("vocab.bpe", "b c\na b\nab c\n");
-    snprintf(path, sizeof path, "%s/encoder.json", dir);
+    snprintf(path, sizeof path, "%s/encoder.json", tu_dir);
     tokvec_tokenizer *t = expect_open(path, NULL, 0, NULL);
     const unsigned char *b;
     size_t len;
@@ -663,7 +661,7 @@ static void gpt2_json_rules(void **s)
 {
     (void)s;
     char p[600];
-    snprintf(p, sizeof p, "%s/encoder.json", dir);
+    snprintf(p, sizeof p, "%s/encoder.json", tu_dir);
     write_str("vocab.bpe", "#version: 0.2\na b\n");
     write_str("encoder.json", "{\"a\": 1,");
     expect_open(p, NULL, TOKVEC_E_TOKENIZER, "not JSON");
@@ -684,7 +682,7 @@ static void gpt2_json_rules(void **s)
     expect_open(p, NULL, TOKVEC_E_TOKENIZER, "merge 2: the right token");
     write_str("vocab.bpe", "a b\nb c\n");
     expect_open(p, NULL, TOKVEC_E_TOKENIZER, "merged token");
-    snprintf(path, sizeof path, "%s/vocab.bpe", dir);
+    snprintf(path, sizeof path, "%s/vocab.bpe", tu_dir);
     unlink(path);
     expect_open(p, NULL, -ENOENT, "merges.txt");
 }
@@ -791,11 +789,11 @@ static void one_state_serves_two_tokenizers_in_turn(void **s)
 static void open_refuses_what_is_not_a_regular_file(void **s)
 {
     (void)s;
-    snprintf(path, sizeof path, "%s/fifo.tiktoken", dir);
+    snprintf(path, sizeof path, "%s/fifo.tiktoken", tu_dir);
     assert_int_equal(mkfifo(path, 0600), 0);
     expect_open(path, "gpt2", TOKVEC_E_TOKENIZER, "not a regular file");
     unlink(path);
-    snprintf(path, sizeof path, "%s/none.tiktoken", dir);
+    snprintf(path, sizeof path, "%s/none.tiktoken", tu_dir);
     expect_open(path, "gpt2", -ENOENT, "No such file");
 }
 

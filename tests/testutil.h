@@ -1,6 +1,7 @@
 /* testutil.h -- helpers shared by the C tests (tests/test_*.c) and the
  * float checker (tools/check_floats.c): a temporary directory per test
- * program, temporary files, and the independent check of a float32's
+ * program, temporary files, opening a table with an error buffer, and
+ * the independent check of a float32's
  * shortest text. libc only (no cmocka): failures are return values that
  * the caller asserts on.
  *
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tokvec_table.h"
 
 /* --- a temporary directory per test program --------------------------- */
 
@@ -88,6 +91,22 @@ static inline char *tu_temp_file(const char *text)
         return NULL;
     }
     return path;
+}
+
+/* --- opening a table ---------------------------------------------------- */
+
+/* tokvec_table_open(p) with base's options (NULL: the defaults) and its
+ * error line in err; *t is set to a non-NULL poison first, so a caller can
+ * check that a failure leaves it NULL. Returns what the open returned. */
+static inline int tu_table_open(const char *p, const tokvec_table_opts *base,
+                                char *err, size_t errlen, tokvec_table **t)
+{
+    tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
+    err[0] = '\0';
+    o.errbuf = err;
+    o.errlen = errlen;
+    *t = (tokvec_table *)1;
+    return tokvec_table_open(p, &o, t);
 }
 
 /* --- the float32 text checker ----------------------------------------- */

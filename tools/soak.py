@@ -42,6 +42,10 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "e2e"))
+import support as tc  # noqa: E402  (the e2e suites' table helpers)
+
 VOCAB, DIM, CTX = 5000, 256, 1024
 
 
@@ -60,23 +64,6 @@ def rss_kb(pid):
     except OSError:
         pass
     return 0
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    hdr = json.loads(data[8:8 + n])
-    out = {}
-    for name, t in hdr.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        dt = {"F32": "<f4", "F16": "<f2"}[t["dtype"]]
-        out[name] = np.frombuffer(data[8 + n + b:8 + n + e],
-                                  dtype=dt).reshape(t["shape"]).astype(
-                                      np.float32)
-    return out
 
 
 def bf16_rne(x):
@@ -534,11 +521,10 @@ def main():
         60.0, args.seconds * 0.15)
 
     tmp = tempfile.mkdtemp(prefix="tokvec-soak-")
-    table = os.path.join(tmp, "t.safetensors")
-    subprocess.run([args.binary, "init", "--vocab", str(VOCAB), "--dim",
-                    str(DIM), "--context", str(CTX), "--seed", "42", "-o",
-                    table], check=True, stdout=subprocess.DEVNULL)
-    t = read_safetensors(table)
+    tc.BINARY = args.binary
+    table = tc.init_table(os.path.join(tmp, "t.safetensors"), VOCAB, DIM,
+                          "--context", str(CTX), "--seed", "42")
+    t = tc.read_safetensors(table, widen=True)
     tok, pos = t["tok_emb.weight"], t["pos_emb.weight"]
 
     port = free_port()

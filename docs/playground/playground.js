@@ -1,6 +1,9 @@
 // playground.js -- the logic of tokvec's page (GET /, served as
 // /static/playground.js). It only talks to the server it came from:
-// GET /info, POST /tokenize (when the server has a tokenizer), POST /embed
+// GET /static/auth.json (public: does the server want a key? If so, no
+// keyed request is made until one is typed, so a keyed server draws no
+// 401 on load), GET /info, POST /tokenize (when the server has a
+// tokenizer), POST /embed
 // (token rows with positions false; the sum with positions true; position
 // rows = sum - token rows) and POST /similar. Every piece of text that
 // comes from the server or the table is put into the page with
@@ -353,20 +356,42 @@
   }
 
   // --- start ----------------------------------------------------------------
+  const ASK_KEY = 'This server wants its API key (--api-key): type it above and press Enter.';
+  let keyed = null; // from /static/auth.json; null: not known yet
+
   async function init() {
+    if (keyed === null) {
+      try {
+        keyed = (await api('GET', '/static/auth.json')).api_key === true;
+      } catch (e) {
+        keyed = false; // an older server: try, and report a 401 if it comes
+      }
+    }
+    $('apikey').parentNode.classList.toggle('need', keyed && !$('apikey').value);
+    if (keyed && !$('apikey').value) { say(ASK_KEY, true); return; }
     try {
       st.info = await api('GET', '/info');
     } catch (e) {
-      say(e.status === 401 ? 'This server needs its API key: type it above.'
+      say(e.status === 401 ? 'The server refused this API key: type it again.'
                            : e.message, true);
+      return;
     }
     const tk = st.info && st.info.tokenizer;
     $('mode-text').disabled = !tk;
     $('mode-text').parentNode.title = tk ? '' : 'this server has no tokenizer (--tokenizer)';
     if (tk) $('mode-text').checked = true;
     setMode();
-    $('input').value = tk ? BOOK_TEXT : BOOK_IDS.join(' ');
-    if (st.info) update();
+    if (!$('input').value) $('input').value = tk ? BOOK_TEXT : BOOK_IDS.join(' ');
+    update();
+  }
+
+  // A key typed (change, or Enter in the field): start, or redo the views.
+  let usedKey = '';
+  function keyEntered() {
+    const k = $('apikey').value;
+    if (k === usedKey) return;
+    usedKey = k;
+    if (!st.info) init(); else later();
   }
 
   function setMode() {
@@ -383,9 +408,8 @@
   $('start').addEventListener('input', later);
   $('positions').addEventListener('change', later);
   // The key lives in the field only: never stored, sent to this origin only.
-  $('apikey').addEventListener('change', () => {
-    if (!st.info) init(); else later();
-  });
+  $('apikey').addEventListener('change', keyEntered);
+  $('apikey').addEventListener('keydown', (e) => { if (e.key === 'Enter') keyEntered(); });
   for (const r of document.querySelectorAll('input[name="view"]'))
     r.addEventListener('change', renderHeat);
   $('trail').addEventListener('change', async () => {

@@ -2,11 +2,15 @@
 // (Debian's /usr/bin/chromium driven by playwright-core; no browser is
 // downloaded). Run by `make browser-test`:
 //   TOKVEC_BINARY=build/tokvec SHOTS=build/browser node --test tests/browser/
-// Starts `tokvec serve` on a free loopback port with a 50257x256 table made
-// by `tokvec init`, and checks what a person would: no console errors, no
-// request to another origin, chips, non-blank plots, the view switch, the
-// neighbours, inert hostile token text, /docs listing every route, the
-// page usable at 360 and 1920 px and by keyboard. Writes screenshots.
+// Starts `tokvec serve` on free loopback ports with a 50257x256 table made
+// by `tokvec init`: one with GPT-2's tokenizer (TOKENIZER, default
+// data/gpt2/ of `make data`), one with --api-key and no tokenizer. Checks
+// what a person would: no console errors, no request to another origin,
+// chips equal to /tokenize's (pieces, ids, byte offsets), non-blank plots,
+// the view switch, the neighbours equal to /similar's, inert hostile token
+// text, /docs listing every route, the key asked for before any keyed
+// request and sent as Bearer, the page usable at 360 and 1920 px and by
+// keyboard. Writes screenshots.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -21,9 +25,15 @@ const TOP = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BINARY = resolve(TOP, process.env.TOKVEC_BINARY || 'build/tokvec');
 const SHOTS = resolve(TOP, process.env.SHOTS || 'build/browser');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TOKENIZER = resolve(TOP, process.env.TOKENIZER || 'data/gpt2');
+const BOOK_TEXT = 'Your journey starts with one step';
 const BOOK_IDS = [7120, 7002, 4940, 351, 530, 2239];
+const KEY = 'k3y-for-the-browser-test';
 
-let dir, server, base, browser;
+let dir, browser;
+const servers = [];
+let base;    // with the tokenizer, no key
+let keyBase; // with --api-key, ids only
 
 function freePort() {
   return new Promise((ok, fail) => {
@@ -33,11 +43,33 @@ function freePort() {
   });
 }
 
-async function api(path, body) {
-  const r = await fetch(base + path, body === undefined ? {} : {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+async function api(path, body, at = base, headers = {}) {
+  const r = await fetch(at + path, body === undefined ? { headers } : {
+    method: 'POST', headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
   });
   return { status: r.status, json: await r.json() };
+}
+
+// `tokvec serve --table table ...args` on a free port; its base URL.
+async function serve(name, table, args) {
+  const port = await freePort();
+  const at = `http://127.0.0.1:${port}`;
+  const logPath = join(dir, name + '.log');
+  const log = openSync(logPath, 'w'); // the access log
+  // its settings are the arguments alone: no TOKVEC_* variable of ours
+  const env = Object.fromEntries(Object.entries(process.env)
+    .filter(([k]) => !k.startsWith('TOKVEC_')));
+  const proc = spawn(BINARY, ['serve', '--table', table, '--port', String(port), ...args],
+                     { stdio: ['ignore', 'ignore', log], env });
+  servers.push(proc);
+  for (let i = 0; ; i++) {
+    try { if ((await fetch(at + '/health')).ok) break; } catch (e) { /* not yet */ }
+    if (i > 200 || proc.exitCode !== null)
+      throw new Error('tokvec serve did not come up: ' + readFileSync(logPath, 'utf8'));
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  return at;
 }
 
 before(async () => {
@@ -46,17 +78,8 @@ before(async () => {
   const table = join(dir, 't.safetensors');
   execFileSync(BINARY, ['init', '--vocab', '50257', '--dim', '256', '--context', '1024',
     '--positional', 'learned', '--seed', '123', '-o', table], { stdio: 'ignore' });
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const log = openSync(join(dir, 'serve.log'), 'w'); // the access log
-  server = spawn(BINARY, ['serve', '--table', table, '--port', String(port)],
-                 { stdio: ['ignore', 'ignore', log] });
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(base + '/health')).ok) break; } catch (e) { /* not yet */ }
-    if (i > 200 || server.exitCode !== null)
-      throw new Error('tokvec serve did not come up: ' + readFileSync(join(dir, 'serve.log'), 'utf8'));
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
+  base = await serve('serve', table, ['--tokenizer', TOKENIZER]);
+  keyBase = await serve('serve-key', table, ['--api-key', KEY]);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
@@ -65,23 +88,30 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  if (server) server.kill('SIGTERM');
+  for (const p of servers) p.kill('SIGTERM');
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-// A page that records console errors, page errors and every request.
-async function open(path, width = 1280, setup) {
+// A page that records console errors, page errors and every request
+// (log.requests: URLs; log.sent: {url, auth} with the Authorization header).
+async function open(path, width = 1280, setup, at = base) {
   const page = await browser.newPage({ viewport: { width, height: width > 1000 ? 1080 : 780 } });
-  const log = { errors: [], requests: [] };
+  const log = { errors: [], requests: [], sent: [] };
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') log.errors.push(m.text()); });
   page.on('pageerror', (e) => log.errors.push('pageerror: ' + e.message));
-  page.on('request', (r) => log.requests.push(r.url()));
+  page.on('request', (r) => {
+    log.requests.push(r.url());
+    log.sent.push({ url: r.url(), auth: r.headers().authorization });
+  });
   if (setup) await setup(page);
-  await page.goto(base + path);
+  await page.goto(at + path);
   return { page, log };
 }
 
 const chipIds = (page) => page.$$eval('#chips .chip .id', (els) => els.map((e) => Number(e.textContent)));
+// What the page shows for a piece of text: whitespace made visible.
+const visible = (t) => t.replace(/ /g, '\u00b7').replace(/\n/g, '\u21b5')
+  .replace(/\t/g, '\u2192').replace(/\r/g, '\u240d');
 
 async function waitNeighbours(page, id) {
   await page.waitForFunction((id) => document.getElementById('neighbours').dataset.for === String(id), id);
@@ -99,7 +129,14 @@ test('the page loads with no console error and no request to another origin', as
   const { page, log } = await open('/');
   await waitNeighbours(page, BOOK_IDS[0]);
   assert.deepEqual(log.errors, []);
-  assert.ok(log.requests.length >= 5, 'page, script, style, /info, /embed');
+  // the book's sentence, tokenized by the server
+  assert.equal(await page.isChecked('#mode-text'), true);
+  assert.equal(await page.inputValue('#input'), BOOK_TEXT);
+  assert.deepEqual(await chipIds(page), BOOK_IDS);
+  const paths = log.requests.map((u) => new URL(u).pathname);
+  for (const p of ['/', '/static/playground.js', '/static/playground.css', '/static/auth.json',
+                   '/info', '/tokenize', '/embed', '/similar'])
+    assert.ok(paths.includes(p), p);
   for (const u of log.requests) assert.ok(u.startsWith(base + '/') || u.startsWith('data:'), u);
   const r = await fetch(base + '/');
   const csp = r.headers.get('content-security-policy');
@@ -112,7 +149,7 @@ test('the page loads with no console error and no request to another origin', as
 test('ids typed in show as chips, the shape above the heatmap', async () => {
   const { page, log } = await open('/');
   await waitNeighbours(page, BOOK_IDS[0]);
-  assert.deepEqual(await chipIds(page), BOOK_IDS);
+  await page.check('#mode-ids');
   await page.fill('#input', '15496, 11 995');
   await page.waitForFunction(() => document.querySelectorAll('#chips .chip').length === 3);
   assert.deepEqual(await chipIds(page), [15496, 11, 995]);
@@ -142,16 +179,45 @@ test('heatmap and scatter have ink; the view switch changes the heatmap', async 
   await page.close();
 });
 
+test('start_position moves the position rows, not the token rows', async () => {
+  const { page, log } = await open('/');
+  await waitNeighbours(page, BOOK_IDS[0]);
+  const url = () => page.$eval('#heat', (c) => c.toDataURL());
+  const sum0 = await url();
+  await page.check('input[name="view"][value="tok"]');
+  const tok0 = await url();
+  await page.check('input[name="view"][value="sum"]');
+  await page.fill('#start', '500');
+  await page.waitForFunction(() => /position 500/.test(document.getElementById('sel-title').textContent));
+  assert.notEqual(await url(), sum0);
+  await page.check('input[name="view"][value="tok"]');
+  assert.equal(await url(), tok0);
+  assert.match(await page.textContent('#curl'), /"start_position":500/);
+  assert.deepEqual(log.errors, []);
+  await page.close();
+});
+
 test('clicking a token lists the neighbours /similar gives', async () => {
   const { page } = await open('/');
   await waitNeighbours(page, BOOK_IDS[0]);
   await page.click('#chips .chip >> nth=3');
   await waitNeighbours(page, BOOK_IDS[3]);
   const shown = await page.$$eval('#neighbours li', (els) => els.map((e) => Number(e.dataset.id)));
+  const names = await page.$$eval('#neighbours li .mono', (els) => els.map((e) => e.textContent));
   const { json } = await api('/similar', { id: BOOK_IDS[3], k: 10 });
+  assert.equal(json.length, 10);
   assert.deepEqual(shown, json.map((n) => n.id));
+  // with their text, as /similar gives it (whitespace made visible)
+  assert.ok(json.every((n) => typeof n.text === 'string'));
+  assert.deepEqual(names, json.map((n) => visible(n.text)));
+  assert.equal(names[0], '\u00b7with');
   assert.equal(shown[0], BOOK_IDS[3]);
   assert.match(await page.textContent('#sel-title'), /id 351, position 3/);
+  // its vector: the token row's norm and first values
+  const { json: e } = await api('/embed', { inputs: [[BOOK_IDS[3]]], positions: false });
+  const row = e.embeddings[0][0];
+  assert.equal(await page.textContent('#sel-norm'), Math.hypot(...row).toPrecision(5));
+  assert.ok((await page.textContent('#sel-values')).startsWith('[' + row[0].toPrecision(4) + ', '));
   await page.close();
 });
 
@@ -215,6 +281,7 @@ test('/docs lists every route of the OpenAPI file', async () => {
   const toc = await page.$$eval('#toc a', (els) => els.map((e) => e.textContent));
   assert.deepEqual(toc.sort(), want.sort());
   assert.deepEqual(log.errors, []);
+  for (const u of log.requests) assert.ok(u.startsWith(base + '/') || u.startsWith('data:'), u);
   await page.close();
 });
 
@@ -235,15 +302,87 @@ for (const width of [360, 1920]) {
   });
 }
 
-test('typing text shows chips equal to /tokenize (servers with a tokenizer)', async (t) => {
+// Waits until the chips' ids are ids.
+async function waitChips(page, ids) {
+  await page.waitForFunction((want) => JSON.stringify(
+    [...document.querySelectorAll('#chips .chip .id')].map((e) => Number(e.textContent)))
+    === JSON.stringify(want), ids);
+}
+
+test("typing the book's sentence shows the chips /tokenize gives", async () => {
   const { json: info } = await api('/info');
-  if (!info.tokenizer) { t.skip('this server has no tokenizer'); return; }
-  const { page } = await open('/');
-  const text = 'Your journey starts with one step';
-  await page.fill('#input', text);
-  await page.waitForFunction((n) => document.querySelectorAll('#chips .chip').length > 0, 0);
-  await page.waitForTimeout(600);
+  assert.equal(info.tokenizer && info.tokenizer.name, 'gpt2');
+  const { page, log } = await open('/');
+  await waitNeighbours(page, BOOK_IDS[0]);
+  await page.fill('#input', '');
+  await page.waitForFunction(() => document.querySelectorAll('#chips .chip').length === 0);
+  await page.focus('#input');
+  await page.keyboard.type(BOOK_TEXT, { delay: 15 }); // debounced as one types
+  const { json } = await api('/tokenize', { inputs: BOOK_TEXT });
+  const want = json[0];
+  assert.deepEqual(want.map((x) => x.id), BOOK_IDS);
+  await waitChips(page, BOOK_IDS);
+  const pieces = await page.$$eval('#chips .piece', (els) => els.map((e) => e.textContent));
+  assert.deepEqual(pieces, want.map((x) => visible(x.text)));
+  assert.equal(pieces[1], '\u00b7journey');
+  // hover: the piece's bytes in the input
+  const titles = await page.$$eval('#chips .chip', (els) => els.map((e) => e.title));
+  want.forEach((x, i) =>
+    assert.ok(titles[i].startsWith(`bytes ${x.start}\u2013${x.stop} of the input, id ${x.id}`),
+              titles[i]));
+  assert.ok(titles[1].startsWith('bytes 4\u201312 '));
+  assert.deepEqual(log.errors, []);
+  await page.close();
+});
+
+test('byte offsets and visible whitespace of multi-byte text match /tokenize', async () => {
+  const { page, log } = await open('/');
+  await waitNeighbours(page, BOOK_IDS[0]);
+  const text = 'na\u00efve caf\u00e9\n\tend  <b>';
   const { json } = await api('/tokenize', { inputs: text });
-  assert.deepEqual(await chipIds(page), json[0].map((x) => x.id));
+  await page.fill('#input', text);
+  await waitChips(page, json[0].map((x) => x.id));
+  const pieces = await page.$$eval('#chips .piece', (els) => els.map((e) => e.textContent));
+  assert.deepEqual(pieces, json[0].map((x) => visible(x.text)));
+  const titles = await page.$$eval('#chips .chip', (els) => els.map((e) => e.title));
+  json[0].forEach((x, i) => assert.ok(titles[i].startsWith(`bytes ${x.start}\u2013${x.stop} `)));
+  // offsets are bytes of UTF-8: the last piece ends at the byte length
+  assert.equal(json[0].at(-1).stop, Buffer.byteLength(text));
+  assert.equal(await page.$$eval('main b', (e) => e.length), 0);
+  assert.deepEqual(log.errors, []);
+  await page.close();
+});
+
+test('with --api-key the page asks for the key first, then sends it as Bearer', async () => {
+  const { page, log } = await open('/', 1280, undefined, keyBase);
+  await page.waitForFunction(() => /API key/.test(document.getElementById('status').textContent));
+  await page.waitForTimeout(300);
+  // nothing keyed was asked for without the key: no 401, no console error
+  const keyed = ['/info', '/embed', '/similar', '/tokenize'];
+  const early = log.requests.map((u) => new URL(u).pathname);
+  assert.ok(early.includes('/static/auth.json'));
+  for (const p of keyed) assert.ok(!early.includes(p), p);
+  assert.deepEqual(log.errors, []);
+  assert.equal((await api('/info', undefined, keyBase)).status, 401);
+  // the key, then Enter: the page works and every keyed request has it
+  await page.fill('#apikey', KEY);
+  await page.press('#apikey', 'Enter');
+  await waitNeighbours(page, BOOK_IDS[0]);
+  assert.equal(await page.isChecked('#mode-ids'), true); // no tokenizer there
+  assert.deepEqual(await chipIds(page), BOOK_IDS);
+  const sent = log.sent.filter((r) => keyed.includes(new URL(r.url).pathname));
+  assert.ok(sent.length >= 3, 'info, embed, similar');
+  for (const r of sent) assert.equal(r.auth, 'Bearer ' + KEY, r.url);
+  for (const r of log.sent) assert.ok(r.url.startsWith(keyBase + '/'), r.url);
+  // neighbours as /similar gives them with the key
+  const { json } = await api('/similar', { id: BOOK_IDS[0], k: 10 }, keyBase,
+                             { Authorization: 'Bearer ' + KEY });
+  assert.deepEqual(await page.$$eval('#neighbours li', (els) => els.map((e) => Number(e.dataset.id))),
+                   json.map((n) => n.id));
+  // copy-as-curl names the header, never the key itself
+  const curl = await page.textContent('#curl');
+  assert.match(curl, /Authorization: Bearer \$TOKVEC_API_KEY/);
+  assert.ok(!curl.includes(KEY));
+  assert.deepEqual(log.errors, []);
   await page.close();
 });

@@ -121,15 +121,30 @@ def wait_healthy(proc, port):
     raise RuntimeError("server did not come up")
 
 
+def init_table(path, vocab, dim, *args):
+    """`tokvec init --vocab V --dim D ARGS... -o path` (stdout dropped);
+    returns path."""
+    subprocess.run([BINARY, "init", "--vocab", str(vocab), "--dim",
+                    str(dim), *args, "-o", path], check=True,
+                   stdout=subprocess.DEVNULL)
+    return path
+
+
+def temp_table(prefix, vocab, dim, *args):
+    """A new temporary directory (prefix) holding t.safetensors made by
+    init_table; returns (directory, table path)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    return tmp, init_table(os.path.join(tmp, "t.safetensors"), vocab, dim,
+                           *args)
+
+
 def start_server(tmp, serve_args, stderr, vocab=100, dim=8, ctx=8,
                  init_args=()):
     """Makes a table in tmp, starts `tokvec serve` on it on a free port
     with serve_args (stderr to the given file) and waits for /health.
     Returns (proc, port, table); the caller stops the process."""
-    table = os.path.join(tmp, "t.safetensors")
-    subprocess.run([BINARY, "init", "--vocab", str(vocab), "--dim",
-                    str(dim), "--context", str(ctx), *init_args, "-o",
-                    table], check=True, stdout=subprocess.DEVNULL)
+    table = init_table(os.path.join(tmp, "t.safetensors"), vocab, dim,
+                       "--context", str(ctx), *init_args)
     proc, port = spawn(table, serve_args, stderr)
     wait_healthy(proc, port)
     return proc, port, table

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -36,11 +35,8 @@ def run_python(code, *args):
 class ClientTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-clients-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "500", "--dim", "24",
-                        "--context", "64", "--seed", "7", "-o", cls.table],
-                       check=True)
+        cls.tmp, cls.table = tc.temp_table("tokvec-clients-", 500, 24,
+                                           "--context", "64", "--seed", "7")
         cls.server = tc.Server(cls.table)
         cls.key_server = tc.Server(cls.table, "--api-key", "s3cret")
 

@@ -12,7 +12,6 @@ validated against docs/openapi.json).
 import json
 import os
 import shutil
-import struct
 import sys
 import tempfile
 import unittest
@@ -43,21 +42,6 @@ def raw_table(rng, tname, rows, dim):
     _, B, S = g.TYPES[tname]
     blocks = g.random_blocks(rng, tname, rows * dim // B)
     return blocks.reshape(rows, dim // B * S)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        b = f.read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], "<f4").reshape(
-            v["shape"])
-    return out
 
 
 class GGUF(unittest.TestCase):
@@ -91,7 +75,7 @@ class GGUF(unittest.TestCase):
         path, tok, pos = self.write(tok_type, pos_type, version)
         out = os.path.join(self.tmp, "out.safetensors")
         run("convert", path, "-o", out, "--dtype", "f32")
-        got = read_safetensors(out)
+        got = tc.read_safetensors(out)
         np.testing.assert_array_equal(got["tok_emb.weight"].view("<u4"),
                                       tok.view("<u4"))
         np.testing.assert_array_equal(got["pos_emb.weight"].view("<u4"),

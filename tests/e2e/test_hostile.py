@@ -87,6 +87,17 @@ def parse_responses(buf):
         out.append((status, hdrs, body))
 
 
+def open_nonblocking(port, n):
+    """n non-blocking sockets, each connecting to port (not waited for)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        socks.append(s)
+    return socks
+
+
 def raw_exchange(port, data, timeout=10.0, want=1, half_close=False):
     """Sends data on a fresh connection; reads until `want` responses are
     complete, the peer closes, or timeout. Returns (responses, closed)."""
@@ -133,6 +144,19 @@ def health(port):
     got, _ = raw_exchange(port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
                           b"Connection: close\r\n\r\n", timeout=5)
     return got[0][0] if got else None
+
+
+HOSTILE_ORDER = [
+    "test_slow_header_tricklers_do_not_stop_normal_requests",
+    "test_a_huge_content_length_is_413_at_once",
+    "test_truncated_bodies_get_an_error_or_a_close",
+    "test_hanging_up_mid_response_leaves_the_server_whole",
+    "test_pipelined_requests_are_answered_in_order",
+    "test_header_floods_are_refused",
+    "test_1100_concurrent_connections_are_served_or_refused",
+    "test_malformed_bodies_are_json_4xx",
+    "test_rss_stays_bounded_after_every_attack",
+]
 
 
 class Hostile(unittest.TestCase):
@@ -228,14 +252,9 @@ class Hostile(unittest.TestCase):
         self.assertIsInstance(j.get("error_type"), str, what)
 
     # -- 1. slowloris ------------------------------------------------------
-    def test_1_slow_header_tricklers(self):
+    def test_slow_header_tricklers_do_not_stop_normal_requests(self):
         n = 500
-        socks = []
-        for i in range(n):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex(("127.0.0.1", self.port))
-            socks.append(s)
+        socks = open_nonblocking(self.port, n)
         time.sleep(0.2)
         for s in socks:
             try:
@@ -272,7 +291,7 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 2. 1 GB Content-Length --------------------------------------------
-    def test_2_huge_content_length(self):
+    def test_a_huge_content_length_is_413_at_once(self):
         for cl, expect in ((b"1000000000", 413), (b"1073741824", 413),
                            (b"99999999999999999999999", 413)):
             for extra in (b"", b"Expect: 100-continue\r\n"):
@@ -298,7 +317,7 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 3. truncated bodies -----------------------------------------------
-    def test_3_truncated_bodies(self):
+    def test_truncated_bodies_get_an_error_or_a_close(self):
         body = b'{"inputs":[[1,2,3],[4,5,6]]}'
         outcomes = {}
         for cut in (0, 1, 5, len(body) - 1):
@@ -362,7 +381,7 @@ class Hostile(unittest.TestCase):
         return rounds * 11
 
     # -- 4. hanging up mid-response ----------------------------------------
-    def test_4_disconnect_mid_response(self):
+    def test_hanging_up_mid_response_leaves_the_server_whole(self):
         req = self.big_request()
         size = 16 * 1024 * DIM * 4  # 16 MiB per reply
         aborted = self.abort_rounds(3)
@@ -377,7 +396,7 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 5. pipelining -----------------------------------------------------
-    def test_5_pipelined(self):
+    def test_pipelined_requests_are_answered_in_order(self):
         reqs = []
         for i in range(60):
             if i % 3 == 0:
@@ -400,7 +419,7 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 6. header floods --------------------------------------------------
-    def test_6_header_floods(self):
+    def test_header_floods_are_refused(self):
         cases = {
             "10000 headers": b"GET /health HTTP/1.1\r\nHost: x\r\n"
                              + b"X-A: b\r\n" * 10000 + b"\r\n",
@@ -461,15 +480,10 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 7. 1000+ concurrent connections -------------------------------------
-    def test_7_many_connections(self):
+    def test_1100_concurrent_connections_are_served_or_refused(self):
         n = 1100 if self.nofile >= 2400 else max(100, self.nofile // 2 - 100)
         sel = selectors.DefaultSelector()
-        socks = []
-        for i in range(n):
-            s = socket.socket()
-            s.setblocking(False)
-            s.connect_ex(("127.0.0.1", self.port))
-            socks.append(s)
+        socks = open_nonblocking(self.port, n)
         time.sleep(0.3)
         body = '{"inputs":[[%d,%d,%d]]}'
         pending = {}
@@ -516,7 +530,7 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 8. malformed /embed bodies ------------------------------------------
-    def test_8_malformed_bodies(self):
+    def test_malformed_bodies_are_json_4xx(self):
         bodies = [
             b"", b" ", b"null", b"0", b"\"inputs\"", b"[]", b"{}", b"[1,2,3]",
             b"{\"inputs\":[]}", b"{\"inputs\":[[]]}", b"{\"inputs\":[[1],[]]}",
@@ -591,7 +605,7 @@ class Hostile(unittest.TestCase):
             self.assert_json_4xx(got[0], "binary %r" % extra)
             statuses[got[0][0]] = statuses.get(got[0][0], 0) + 1
         misc = [
-            post('{"inputs":[1]}', "text/plain"),
+            post('{"inputs":[1]}', "text/html"),
             post('{"inputs":[1]}', "application/json",
                  b"Accept: text/html\r\n"),
             post('{"inputs":[1]}', "application/json", b"",
@@ -624,7 +638,7 @@ class Hostile(unittest.TestCase):
         self.assert_alive()
 
     # -- 9. last: memory stayed bounded ---------------------------------------
-    def test_9_rss_bounded(self):
+    def test_rss_stays_bounded_after_every_attack(self):
         # glibc keeps freed 16 MiB reply buffers in its arenas (the dynamic
         # mmap threshold rises to their size after the first free), so RSS
         # after test 4 sits at a high-water mark of a few hundred MB. What
@@ -635,7 +649,7 @@ class Hostile(unittest.TestCase):
         for _ in range(20):
             self.embed_ok()
         for _ in range(5):
-            self.test_8_malformed_bodies()
+            self.test_malformed_bodies_are_json_4xx()
         time.sleep(0.5)
         end = rss_kb(self.proc.pid)
         self.report["rss_plateau_kb"] = [before, end]
@@ -648,6 +662,26 @@ class Hostile(unittest.TestCase):
         # max_inflight_bytes (1 GiB)
         self.assertLess(end, self.rss0 + 768 * 1024)
         self.assert_alive()
+
+
+def hostile_rank(name):
+    """Position in HOSTILE_ORDER; a test not listed runs before the last."""
+    if name in HOSTILE_ORDER:
+        return HOSTILE_ORDER.index(name)
+    return len(HOSTILE_ORDER) - 1.5
+
+
+def load_tests(loader, tests, pattern):
+    """Hostile's attacks run in the order written (the RSS check, last,
+    measures what they left); the other classes as unittest orders them."""
+    suite = unittest.TestSuite()
+    for name, obj in list(globals().items()):
+        if isinstance(obj, type) and issubclass(obj, unittest.TestCase):
+            names = loader.getTestCaseNames(obj)
+            if obj is Hostile:
+                names = sorted(names, key=hostile_rank)
+            suite.addTests(obj(n) for n in names)
+    return suite
 
 
 class RequestDeadline(unittest.TestCase):

@@ -11,9 +11,7 @@ additionalProperties, items, minItems, maxItems, minimum, oneOf).
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -95,10 +93,8 @@ class OpenAPI(unittest.TestCase):
             cls.raw = f.read()
         cls.doc = json.loads(cls.raw)
         cls.v = Validator(cls.doc)
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-openapi-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "50", "--dim", "4",
-                        "--context", "8", "-o", cls.table], check=True)
+        cls.tmp, cls.table = tc.temp_table("tokvec-openapi-", 50, 4,
+                                           "--context", "8")
         cls.srv = tc.Server(cls.table, "--max-tokens", "16")
         cls.seen = set()
 
@@ -123,11 +119,21 @@ class OpenAPI(unittest.TestCase):
             self.v.check(json.loads(body), r["content"][ctype]["schema"])
         self.seen.add((path_key, method.lower(), str(st)))
 
-    def test_served_document_is_the_file(self):
+    def test_served_document_is_the_file_with_its_own_servers(self):
+        """The file as it is, but for `servers`: the address the server
+        listens on (issue 18, finding 10), "/" on every interface."""
         st, hdr, body = self.srv.get("/openapi.json")
         self.assertEqual(st, 200)
-        self.assertEqual(body, self.raw)
+        here = dict(self.doc, servers=[{"url": "http://127.0.0.1:%d"
+                                        % self.srv.port}])
+        self.assertEqual(body, (json.dumps(here, indent=1) + "\n").encode())
         self.assertEqual(self.doc["openapi"], "3.1.0")
+        any_srv = tc.Server(self.table, "--host", "0.0.0.0")
+        try:
+            got = json.loads(any_srv.get("/openapi.json")[2])
+            self.assertEqual(got["servers"], [{"url": "/"}])
+        finally:
+            any_srv.stop()
 
     def test_every_route_and_status_conforms(self):
         s = self.srv
@@ -145,7 +151,7 @@ class OpenAPI(unittest.TestCase):
             (e, "POST", s.embed({"inputs": []})),
             (e, "POST", s.embed({"inputs": [[1] * 17]})),
             (e, "POST", s.request("POST", e, b"{}",
-                                  {"Content-Type": "text/plain"})),
+                                  {"Content-Type": "text/html"})),
             (e, "POST", s.embed({"inputs": [[1]]}, "image/png")),
             (e, "POST", s.embed({"inputs": [[50]]})),
             (e, "POST", s.embed({"inputs": [[1, 2], [3]]})),
@@ -169,7 +175,7 @@ class OpenAPI(unittest.TestCase):
                                            b'{"vector": [' + b'1,' * 99
                                            + b'1]}', {})),
             ("/similar", "POST", s.request("POST", "/similar", b'{}',
-                                           {"Content-Type": "text/plain"})),
+                                           {"Content-Type": "text/html"})),
             ("/", "GET", s.get("/")),
             ("/docs", "GET", s.get("/docs")),
             ("/static/{name}", "GET", s.get("/static/playground.js")),
@@ -208,14 +214,14 @@ class OpenAPI(unittest.TestCase):
                 (t, p(srv, t, b'{"inputs": "' + b'a ' * 20 + b'"}')),
                 (t, p(srv, t, b'{"inputs": 1}')),
                 (t, p(srv, t, b'{')),
-                (t, p(srv, t, b'{}', "text/plain")),
+                (t, p(srv, t, b'{}', "text/html")),
                 (t, p(bare, t, b'{"inputs": "a"}')),
                 (d, p(srv, d, b'{"ids": [15496, 11]}')),
                 (d, p(srv, d, b'{"ids": [[1], [2, 3]]}')),
                 (d, p(srv, d, b'{"ids": [50257]}')),
                 (d, p(srv, d, b'{"ids": "x"}')),
                 (d, p(srv, d, b'{"ids": [' + b'1,' * 16 + b'1]}')),
-                (d, p(srv, d, b'{}', "text/plain")),
+                (d, p(srv, d, b'{}', "text/html")),
                 ("/embed", p(srv, "/embed", b'{"inputs": "Hello world"}')),
                 ("/embed", p(srv, "/embed", b'{"inputs": ["a b c d", [1]], '
                                             b'"pad_id": 0}')),

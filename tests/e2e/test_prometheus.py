@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -37,11 +36,8 @@ def promtool(*args, stdin=None):
 class Metrics(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-prom-")
-        p = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "100", "--dim", "8",
-                        "--context", "8", "-o", p], check=True,
-                       stdout=subprocess.DEVNULL)
+        cls.tmp, p = tc.temp_table("tokvec-e2e-prom-", 100, 8,
+                                   "--context", "8")
         cls.srv = tc.Server(p, "--max-tokens", "16")
         s = cls.srv
         # Samples in every family: routes, 2xx/4xx codes, a reload that

@@ -42,11 +42,17 @@ def readme_text():
 
 
 def curl_lines():
-    """The README's command lines that run curl against tokvec ("$ "
-    prompts removed)."""
+    """The README's command lines in its code blocks (indented or fenced)
+    that run curl against tokvec ("$ " prompts removed)."""
     out = []
+    in_code = False
     for line in readme_text().splitlines():
         cmd = line.strip()
+        if cmd.startswith("```"):
+            in_code = not in_code
+            continue
+        if not in_code and not line.startswith(("    ", "\t")):
+            continue  # prose, not an (indented or fenced) code block
         if cmd.startswith("$ "):
             cmd = cmd[2:]
         # vLLM's own server (localhost:8000, the prompt_embeds example) is
@@ -60,12 +66,10 @@ class Readme(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-readme-")
-        cls.table = os.path.join(cls.tmp, "gpt2-256.safetensors")
         # The table `make run` creates (same command as the Makefile's).
-        subprocess.run([tc.BINARY, "init", "--vocab", "50257", "--dim",
-                        "256", "--context", "1024", "--positional",
-                        "learned", "--seed", "123", "-o", cls.table],
-                       check=True, stdout=subprocess.DEVNULL)
+        cls.table = tc.init_table(
+            os.path.join(cls.tmp, "gpt2-256.safetensors"), 50257, 256,
+            "--context", "1024", "--positional", "learned", "--seed", "123")
         os.symlink(os.path.join(tc.TOP, "examples"),
                    os.path.join(cls.tmp, "examples"))
 
@@ -131,9 +135,8 @@ class Readme(unittest.TestCase):
         if os.path.realpath(tc.BINARY) != os.path.realpath(
                 os.path.join(tc.TOP, "build", "tokvec")):
             self.skipTest("make run serves build/tokvec, not %s" % tc.BINARY)
-        small = os.path.join(self.tmp, "small.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "77", "--dim", "5",
-                        "-o", small], check=True, stdout=subprocess.DEVNULL)
+        small = tc.init_table(os.path.join(self.tmp, "small.safetensors"),
+                              77, 5)
         port = tc.free_port()
         log = open(os.path.join(self.tmp, "make-run.log"), "wb")
         p = subprocess.Popen(

@@ -18,11 +18,14 @@ What is covered:
              bfloat16 (numpy's float16 rounding, a numpy bf16 RNE); batch
              vs one sequence; start_position; positions false; pad_id;
              binary request bodies with X-Tokvec-Shape and query options;
-             the contract's textbook example.
+             the contract's textbook example; Accept q-values (RFC 9110);
+             text/plain read as JSON; 100 kept-alive httpx POSTs (no
+             delayed-ACK stall).
   Errors     every status of the contract's table with its error_type and a
              JSON body: 400 invalid_json / invalid_request, 404, 405 with
              Allow, 406, 413 (Content-Length before the body is read, a
-             chunked body, max_tokens, max_batch), 415, 422
+             chunked body, answered before 17 MB are sent, max_tokens,
+             max_batch), 415 naming the types, 422
              token_out_of_range (batch index, position and id named),
              sequence_too_long, ragged_batch; /tokens/{id} edge cases.
   Tables     f16, bf16, sinusoidal and position-less tables.
@@ -75,11 +78,7 @@ import support as tc  # noqa: E402  (the e2e support module)
 NUM = re.compile(r"-?(?:\d+\.\d+(?:e[+-]\d+)?|\d+e[+-]\d+|nan|inf)")
 
 
-def init(path, vocab, dim, *args):
-    subprocess.run([tc.BINARY, "init", "--vocab", str(vocab), "--dim",
-                    str(dim), "-o", path] + list(args), check=True,
-                   stdout=subprocess.DEVNULL)
-    return path
+init = tc.init_table
 
 
 def expected(t, ids, start=0, positions=True):
@@ -239,6 +238,22 @@ class Formats(Base):
         self.assertEqual(hdr["Content-Type"], "application/x-npy")
         st, hdr, _ = self.srv.embed({"inputs": [1]}, "*/*")
         self.assertEqual(hdr["Content-Type"], "application/json")
+
+    def test_accept_q_values_follow_rfc9110(self):
+        """Issue 18, finding 7: highest q, then the more specific range,
+        then the first listed; q=0 excludes; nothing left is 406."""
+        for accept, want in (
+                ("application/x-npy;q=0.1, application/json",
+                 "application/json"),
+                ("application/json;q=0.5, application/octet-stream",
+                 "application/octet-stream"),
+                ("*/*, application/x-npy", "application/x-npy"),
+                ("application/json;q=0, */*", "application/octet-stream"),
+                ("*/*;q=0.9, application/x-npy;q=0.1", "application/json")):
+            st, hdr, _ = self.srv.embed({"inputs": [1]}, accept)
+            self.assertEqual((st, hdr["Content-Type"]), (200, want), accept)
+        self.assert_error(self.srv.embed({"inputs": [1]}, "*/*;q=0"), 406,
+                          "not_acceptable")
 
     # -- request options ---------------------------------------------------
     def test_start_position_positions_false_pad_id(self):
@@ -405,11 +420,100 @@ class Formats(Base):
         self.assert_error(self.srv.embed({"inputs": [[1]]},
                                          "application/json;q=0"),
                           406, "not_acceptable")
-        for ct in ("text/plain", "application/xml",
+        for ct in ("text/html", "application/xml",
                    "multipart/form-data; boundary=x"):
             self.assert_error(self.srv.request("POST", "/embed", b"{}",
                                                {"Content-Type": ct}),
                               415, "unsupported_media_type")
+
+    def test_text_plain_is_read_as_json_and_415_names_the_types(self):
+        """Issue 18, finding 2: fetch() with a string body sends
+        text/plain;charset=UTF-8; the 415 says what came and what works."""
+        for ct in ("text/plain", "text/plain;charset=UTF-8"):
+            st, _, body = self.srv.request("POST", "/embed",
+                                           b'{"inputs":[[1,2]]}',
+                                           {"Content-Type": ct})
+            self.assertEqual(st, 200, body)
+            self.assertEqual(json.loads(body)["shape"], [1, 2, 32])
+        self.assert_error(self.srv.request("POST", "/embed", b"{}",
+                                           {"Content-Type":
+                                            "application/xml"}),
+                          415, "unsupported_media_type",
+                          "'application/xml'", "application/json",
+                          "text/plain", "application/octet-stream")
+
+    def test_errors_name_the_query_option_and_echo_the_bad_id(self):
+        """Issue 18, finding 6."""
+        self.assert_error(self.srv.embed({"inputs": [[1]]}, query="?foo=1"),
+                          400, "invalid_request", "'foo'")
+        self.assert_error(self.srv.embed({"inputs": [[1, "abc"]]}), 400,
+                          "invalid_request",
+                          'position 1 is not an integer: "abc"')
+        self.assert_error(self.srv.embed({"inputs": [[1, 2.5]]}), 400,
+                          "invalid_request", "is not an integer: 2.5")
+        self.assert_error(self.srv.get("/tokens/abc"), 400,
+                          "invalid_request", "'abc'")
+
+    def test_chunked_upload_over_the_limit_is_413_before_it_is_all_sent(
+            self):
+        """Issue 18, finding 9: 17 MB sent chunked as fast as the socket
+        takes it; the 413 (limit 4096 here) comes, and the connection
+        closes, long before the client is done."""
+        total = 17 << 20
+        chunk = b"10000\r\n" + b" " * 65536 + b"\r\n"
+        sent = 0
+        with socket.create_connection(("127.0.0.1", self.srv.port)) as c:
+            c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                      b"application/json\r\nTransfer-Encoding: chunked"
+                      b"\r\n\r\n")
+            c.setblocking(False)
+            resp = b""
+            deadline = time.time() + 30 * tc.TIME_SCALE
+            while time.time() < deadline:
+                try:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    resp += d
+                    if b"}" in resp:
+                        break
+                    continue
+                except BlockingIOError:
+                    pass
+                except ConnectionResetError:
+                    break
+                if sent >= total:
+                    time.sleep(0.01)
+                    continue
+                try:
+                    sent += c.send(chunk[sent % len(chunk):])
+                except BlockingIOError:
+                    time.sleep(0.001)
+                except (BrokenPipeError, ConnectionResetError):
+                    sent = total  # the server is gone; read what it said
+        head, _, body = resp.partition(b"\r\n\r\n")
+        self.assertIn(b" 413 ", head.split(b"\r\n")[0], resp[:300])
+        self.assertIn(b"Connection: close", head)
+        self.assertEqual(json.loads(body)["error_type"], "payload_too_large")
+        self.assertLess(sent, total // 2, "bytes the server took: %d" % sent)
+
+    def test_httpx_keep_alive_posts_are_not_held_by_delayed_ack(self):
+        """Issue 18, finding 1: httpx writes headers and body in two sends;
+        without an immediate ACK of the headers, Nagle holds the body
+        ~40 ms (the delayed ACK) on every request of a kept-alive
+        connection: 100 requests took ~4.4-5 s, now well under one."""
+        import httpx  # Debian python3-httpx (make's test packages)
+        with httpx.Client(base_url=self.srv.url) as c:
+            self.assertEqual(c.post("/embed",
+                                    json={"inputs": [[1, 2]]}).status_code,
+                             200)
+            t0 = time.perf_counter()
+            for _ in range(100):
+                r = c.post("/embed", json={"inputs": [[1, 2, 3]]})
+                self.assertEqual(r.status_code, 200)
+            took = time.perf_counter() - t0
+        self.assertLess(took, 1.5 * tc.TIME_SCALE,
+                        "100 kept-alive httpx POSTs took %.2f s" % took)
 
     def test_bodies_and_batches_over_the_limits_are_413(self):
         s = self.srv
@@ -643,9 +747,27 @@ class Operations(Base):
                               r"tokens=1 bytes=[1-9]\d* duration_us=\d+")
         self.assertRegex(log, r"method=POST path=/embed status=200 "
                               r"tokens=3 bytes=[1-9]")
-        self.assertRegex(log, r"method=GET path=/nope status=404")
+        self.assertRegex(log, r"method=GET path=/nope status=404 .* "
+                              r"client=127\.0\.0\.1 request_id=[0-9a-f]{16} "
+                              r"error_type=not_found\n")
         self.assertIn("listening on http://127.0.0.1:%d" % s.port, log)
         self.assertIn("vocab_size=100", log)
+        # Issue 18, finding 8: the request's id, echoed and logged.
+        s = tc.Server(self.small, "--log-format", "json")
+        st, hdr, _ = s.get("/health", {"X-Request-Id": "job-42"})
+        self.assertEqual((st, hdr["X-Request-Id"]), (200, "job-42"))
+        st, hdr, _ = s.embed({"inputs": [[1]]}, "text/html")
+        self.assertEqual(st, 406)
+        made = hdr["X-Request-Id"]
+        self.assertRegex(made, r"^[0-9a-f]{16}$")
+        self.assertEqual(s.stop(), 0)
+        lines = [json.loads(x) for x in s.stderr().splitlines()]
+        got = {x.get("request_id"): x for x in lines if x["msg"] ==
+               "request"}
+        self.assertEqual(got["job-42"]["client"], "127.0.0.1")
+        self.assertNotIn("error_type", got["job-42"])
+        self.assertEqual((got[made]["status"], got[made]["error_type"]),
+                         (406, "not_acceptable"))
         s = tc.Server(self.small, "--access-log", "false",
                       "--log-format", "json")
         s.get("/tokens/5")

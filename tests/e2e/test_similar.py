@@ -1,16 +1,15 @@
 """POST /similar, GET / and GET /docs over HTTP: the neighbours equal a
 numpy cosine scan of the table file (ties by id), the contract's errors,
-auth like /embed, the pages public with a strict CSP, and the routes
-counted in /metrics.
+auth like /embed, the pages public with a strict CSP (and
+/static/auth.json telling the page whether to ask for a key), and the
+routes counted in /metrics.
 
 Run: /usr/bin/python3 tests/e2e/test_similar.py --binary build/tokvec
 """
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -28,11 +27,8 @@ def similar(srv, obj, headers=None):
 class Similar(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-similar-")
-        cls.table = os.path.join(cls.tmp, "t.safetensors")
-        subprocess.run([tc.BINARY, "init", "--vocab", "3000", "--dim", "40",
-                        "--context", "16", "--seed", "7", "-o", cls.table],
-                       check=True, stdout=subprocess.DEVNULL)
+        cls.tmp, cls.table = tc.temp_table("tokvec-similar-", 3000, 40,
+                                           "--context", "16", "--seed", "7")
         cls.tok = tc.read_safetensors(cls.table)["tok_emb.weight"].astype(
             np.float64)
         cls.srv = tc.Server(cls.table)
@@ -94,7 +90,7 @@ class Similar(unittest.TestCase):
         self.assertEqual((st, json.loads(body)["error_type"]),
                          (400, "invalid_json"))
         st, _, _ = self.srv.request("POST", "/similar", "{}",
-                                    {"Content-Type": "text/plain"})
+                                    {"Content-Type": "text/html"})
         self.assertEqual(st, 415)
         st, hdr, _ = self.srv.get("/similar")
         self.assertEqual((st, hdr.get("Allow")), (405, "POST"))
@@ -107,6 +103,10 @@ class Similar(unittest.TestCase):
                 self.assertEqual(st, 200, path)
                 self.assertNotIn("unsafe", hdr["Content-Security-Policy"])
                 self.assertEqual(hdr["X-Content-Type-Options"], "nosniff")
+            # the page learns that it must ask for the key, without one
+            st, hdr, body = keyed.get("/static/auth.json")
+            self.assertEqual((st, json.loads(body)), (200, {"api_key": True}))
+            self.assertEqual(hdr["Content-Type"], "application/json")
             st, hdr, _ = similar(keyed, {"id": 1})
             self.assertEqual((st, hdr.get("WWW-Authenticate")),
                              (401, "Bearer"))
@@ -116,6 +116,8 @@ class Similar(unittest.TestCase):
         finally:
             keyed.stop()
         self.assertEqual(self.srv.get("/static/nope.js")[0], 404)
+        st, _, body = self.srv.get("/static/auth.json")
+        self.assertEqual((st, json.loads(body)), (200, {"api_key": False}))
 
     def test_routes_are_counted_in_metrics(self):
         similar(self.srv, {"id": 2})

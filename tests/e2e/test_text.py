@@ -92,10 +92,8 @@ class Setting(unittest.TestCase):
 
     def test_tokenizer_past_the_tables_vocab_stops_start_up(self):
         with tempfile.TemporaryDirectory() as d:
-            small = os.path.join(d, "small.safetensors")
-            subprocess.run([tc.BINARY, "init", "--vocab", "1000", "--dim",
-                            "8", "--context", "16", "-o", small],
-                           check=True, stdout=subprocess.DEVNULL)
+            small = tc.init_table(os.path.join(d, "small.safetensors"),
+                                  1000, 8, "--context", "16")
             p = subprocess.run([tc.BINARY, "serve", "--table", small,
                                 "--port", str(tc.free_port()),
                                 "--tokenizer", GPT2],
@@ -375,7 +373,7 @@ class TokenizeDecode(unittest.TestCase):
             self.assertEqual(hd.get("Allow"), "POST")
             st, body = post(self.srv, path, {"ids": [1]},
                             dict(self.auth, **{"Content-Type":
-                                               "text/plain"}))
+                                               "text/html"}))
             self.assertEqual((st, body["error_type"]),
                              (415, "unsupported_media_type"))
 

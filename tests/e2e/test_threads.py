@@ -333,15 +333,19 @@ class Threads(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
 
+    def serve_refused(self, sock):
+        """`tokvec serve --unix-socket sock`, expected to exit at start."""
+        return subprocess.run([tc.BINARY, "serve", "--table", self.table,
+                               "--port", str(tc.free_port()),
+                               "--unix-socket", sock],
+                              capture_output=True, text=True,
+                              timeout=60 * tc.TIME_SCALE)
+
     def test_live_socket_or_other_file_is_refused_at_start(self):
         sock = self.sock_path("live.sock")
         s = tc.Server(self.table, "--unix-socket", sock)
         try:
-            r = subprocess.run([tc.BINARY, "serve", "--table", self.table,
-                                "--port", str(tc.free_port()),
-                                "--unix-socket", sock],
-                               capture_output=True, text=True,
-                               timeout=60 * tc.TIME_SCALE)
+            r = self.serve_refused(sock)
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn("in use", r.stderr)
             # The first server still answers there.
@@ -351,11 +355,7 @@ class Threads(unittest.TestCase):
         plain = self.sock_path("plain-file")
         with open(plain, "w") as f:
             f.write("not a socket")
-        r = subprocess.run([tc.BINARY, "serve", "--table", self.table,
-                            "--port", str(tc.free_port()),
-                            "--unix-socket", plain],
-                           capture_output=True, text=True,
-                           timeout=60 * tc.TIME_SCALE)
+        r = self.serve_refused(plain)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("not a socket", r.stderr)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)

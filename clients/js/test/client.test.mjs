@@ -24,6 +24,17 @@ test("embed returns shape and float32 data equal to the JSON route", async () =>
     assert.equal(Math.fround(flat[i]), data[i]);
 });
 
+// Issue 18, finding 2: fetch() with a string body and no Content-Type sends
+// text/plain;charset=UTF-8 -- read as JSON, not refused with 415.
+test("plain fetch with a string body is read as JSON", async () => {
+  const r = await fetch(`${url}/embed`, {
+    method: "POST",
+    body: JSON.stringify({ inputs: [[1, 2]] }),
+  });
+  assert.equal(r.status, 200);
+  assert.deepEqual((await r.json()).shape.slice(0, 2), [1, 2]);
+});
+
 test("a single sequence is a batch of one", async () => {
   const { shape } = await c.embed([5, 6]);
   assert.equal(shape[0], 1);
