@@ -91,6 +91,45 @@ static int range_match(const char *t, size_t n, const char *type)
     return n == 3 && !strncmp(t, "*/*", 3) ? 0 : -1;
 }
 
+/* How the Accept list takes `type`: its q (0..1000) from the most
+ * specific range naming it (-1 spec: none does), that range's position;
+ * *elems counts the list's well-formed elements. */
+static int type_q(const char *accept, const char *type, int *spec, int *pos,
+                  int *elems)
+{
+    int q = 0, idx = 0;
+    *spec = -1;
+    *pos = 0;
+    for (const char *p = accept; *p; idx++) {
+        const char *e = strchr(p, ',');
+        if (!e)
+            e = p + strlen(p);
+        const char *t;
+        size_t n;
+        int eq;
+        if (accept_elem(p, e, &t, &n, &eq) == 0) {
+            (*elems)++;
+            int m = eq < 0 ? -1 : range_match(t, n, type);
+            if (m > *spec) {
+                *spec = m;
+                q = eq;
+                *pos = idx;
+            }
+        }
+        p = *e ? e + 1 : e;
+    }
+    return q;
+}
+
+int tv_accepts_json(const char *accept)
+{
+    int spec, pos, elems = 0;
+    if (!accept)
+        return 1;
+    int q = type_q(accept, "application/json", &spec, &pos, &elems);
+    return !elems || (spec >= 0 && q > 0);
+}
+
 /* The kind the Accept list asks for, or -1 if it accepts none. */
 static int accept_pick(const char *accept)
 {
@@ -104,25 +143,9 @@ static int accept_pick(const char *accept)
     };
     int best = -1, bq = 0, bspec = -1, bpos = 0, elems = 0;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        int q = 0, spec = -1, pos = 0, idx = 0;
-        for (const char *p = accept; *p; idx++) {
-            const char *e = strchr(p, ',');
-            if (!e)
-                e = p + strlen(p);
-            const char *t;
-            size_t n;
-            int eq;
-            if (accept_elem(p, e, &t, &n, &eq) == 0) {
-                elems++;
-                int m = eq < 0 ? -1 : range_match(t, n, types[i].name);
-                if (m > spec) {
-                    spec = m;
-                    q = eq;
-                    pos = idx;
-                }
-            }
-            p = *e ? e + 1 : e;
-        }
+        int spec, pos, n = 0;
+        int q = type_q(accept, types[i].name, &spec, &pos, &n);
+        elems += n;
         if (spec < 0 || q <= 0)
             continue;
         if (q > bq || (q == bq && (spec > bspec ||

@@ -25,6 +25,11 @@ typedef struct tv_format {
     tokvec_dtype dtype; /* RAW/NPY: F32, or F16/BF16 from ?dtype= */
 } tv_format;
 
+/* Whether a JSON-only answer may be sent for this Accept header: yes when
+ * it is NULL, empty or blank, or when application/json (by name or by a
+ * wildcard range) has q > 0. */
+int tv_accepts_json(const char *accept);
+
 /* Picks the response format from an Accept header (NULL/empty or a wildcard
  * -> JSON; RFC 9110's preference: highest q, then the most specific range,
  * then the first listed; q=0 excludes; see encode.c) and the

@@ -187,7 +187,7 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
 }
 
 /* The checks of a JSON-only POST route before its body is parsed: 503
- * draining, 413, 415. 0, or -1 with *e filled. */
+ * draining, 413, 415, 406. 0, or -1 with *e filled. */
 static int json_post_check(req_ctx *x, tv_error *e)
 {
     if (atomic_load(&x->s->draining))
@@ -201,6 +201,11 @@ static int json_post_check(req_ctx *x, tv_error *e)
                                                  "Content-Type");
     if (tv_body_kind_of(ct) != TV_BODY_JSON)
         return tv_body_kind_error(ct, 0, e);
+    const char *accept = MHD_lookup_connection_value(x->conn,
+                                                     MHD_HEADER_KIND, "Accept");
+    if (!tv_accepts_json(accept))
+        return tv_error_set(e, 406, "not_acceptable",
+                            "this route answers only application/json");
     return 0;
 }
 

@@ -236,6 +236,27 @@ static void negotiate_follows_rfc9110_q_then_specificity(void **s)
     }
 }
 
+static void json_only_routes_accept_json_by_name_or_wildcard(void **s)
+{
+    (void)s;
+    static const char *const yes[] = {
+        NULL, "", " , ", "application/json", "*/*", "application/*",
+        "text/html, application/json;q=0.1", "application/x-npy, */*;q=0.5",
+        "APPLICATION/JSON", "application/json;charset=utf-8",
+    };
+    static const char *const no[] = {
+        "text/html", "application/json;q=0", "application/octet-stream",
+        "application/x-npy, text/plain", "*/*;q=0",
+        "application/json;q=0, */*", /* the named range decides */
+    };
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        if (!tv_accepts_json(yes[i]))
+            fail_msg("refused \"%s\"", yes[i] ? yes[i] : "(none)");
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (tv_accepts_json(no[i]))
+            fail_msg("accepted \"%s\"", no[i]);
+}
+
 static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
     void **s)
 {
@@ -327,6 +348,7 @@ int main(void)
         cmocka_unit_test(embed_json_bound_is_zero_when_the_size_overflows),
         cmocka_unit_test(token_json_fits_its_bound),
         cmocka_unit_test(negotiate_follows_rfc9110_q_then_specificity),
+        cmocka_unit_test(json_only_routes_accept_json_by_name_or_wildcard),
         cmocka_unit_test(
             embed_dtype_comes_from_query_or_body_and_torch_allows_halves),
         cmocka_unit_test(npy_header_aligns_the_data_to_64_bytes),

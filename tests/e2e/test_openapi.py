@@ -202,8 +202,11 @@ class OpenAPI(unittest.TestCase):
         srv = tc.Server(table, "--tokenizer", gpt2, "--max-tokens", "16")
         bare = tc.Server(self.table)
         try:
-            def p(s, path, body, ctype="application/json"):
-                return s.request("POST", path, body, {"Content-Type": ctype})
+            def p(s, path, body, ctype="application/json", accept=None):
+                h = {"Content-Type": ctype}
+                if accept:
+                    h["Accept"] = accept
+                return s.request("POST", path, body, h)
             t, d = "/tokenize", "/decode"
             cases = [
                 (t, p(srv, t, b'{"inputs": "Hello, world"}')),
@@ -215,6 +218,7 @@ class OpenAPI(unittest.TestCase):
                 (t, p(srv, t, b'{"inputs": 1}')),
                 (t, p(srv, t, b'{')),
                 (t, p(srv, t, b'{}', "text/html")),
+                (t, p(srv, t, b'{"inputs": "a"}', accept="text/html")),
                 (t, p(bare, t, b'{"inputs": "a"}')),
                 (d, p(srv, d, b'{"ids": [15496, 11]}')),
                 (d, p(srv, d, b'{"ids": [[1], [2, 3]]}')),
@@ -222,6 +226,7 @@ class OpenAPI(unittest.TestCase):
                 (d, p(srv, d, b'{"ids": "x"}')),
                 (d, p(srv, d, b'{"ids": [' + b'1,' * 16 + b'1]}')),
                 (d, p(srv, d, b'{}', "text/html")),
+                (d, p(srv, d, b'{"ids": [1]}', accept="text/html")),
                 ("/embed", p(srv, "/embed", b'{"inputs": "Hello world"}')),
                 ("/embed", p(srv, "/embed", b'{"inputs": ["a b c d", [1]], '
                                             b'"pad_id": 0}')),

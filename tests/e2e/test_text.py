@@ -377,6 +377,20 @@ class TokenizeDecode(unittest.TestCase):
             self.assertEqual((st, body["error_type"]),
                              (415, "unsupported_media_type"))
 
+    def test_an_accept_without_json_is_406_on_the_json_only_routes(self):
+        for path, body in (("/tokenize", {"inputs": "a"}),
+                           ("/decode", {"ids": [1]}),
+                           ("/similar", {"id": 1, "k": 2})):
+            for accept in ("text/html", "application/json;q=0",
+                           "application/x-npy"):
+                st, out = post(self.srv, path, body,
+                               dict(self.auth, Accept=accept))
+                self.assertEqual((st, out["error_type"]),
+                                 (406, "not_acceptable"), (path, accept))
+            st, _ = post(self.srv, path, body,
+                         dict(self.auth, Accept="text/html, */*;q=0.1"))
+            self.assertEqual(st, 200, path)
+
     def test_similar_names_each_neighbours_text(self):
         st, body = post(self.srv, "/similar", {"id": 40, "k": 5}, self.auth)
         self.assertEqual(st, 200)
