@@ -53,6 +53,7 @@
 /* docs/openapi.json, compiled in by the Makefile (build/gen/openapi.c). */
 extern const char tv_openapi_json[];
 extern const unsigned long tv_openapi_len;
+static const char *openapi_get(tv_server *s, unsigned port, size_t *len);
 
 /* --- request bodies: the max_buffered_bytes budget ---------------------- */
 
@@ -405,12 +406,16 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return r ? reply_queue(x, 200, r, NULL, n)
                  : reply_fail(x, 404, "not_found", "no such file");
     }
-    case TV_ROUTE_OPENAPI:
-        return reply_queue(x, 200,
-                           MHD_create_response_from_buffer(
-                               s->openapi_len, s->openapi,
-                               MHD_RESPMEM_PERSISTENT),
-                           "application/json", s->openapi_len);
+    case TV_ROUTE_OPENAPI: {
+        size_t n;
+        const char *doc = openapi_get(s, (unsigned)s->cfg->port, &n);
+        return doc ? reply_queue(x, 200,
+                                 MHD_create_response_from_buffer(
+                                     n, (void *)doc, MHD_RESPMEM_PERSISTENT),
+                                 "application/json", n)
+                   : reply_fail(x, 503, "not_ready",
+                                "the document is not ready; retry");
+    }
     default:
         return reply_fail(x, 404, "not_found", "no such path");
     }
@@ -497,18 +502,14 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  * interface, the relative "/" (the document's own origin, whatever name
  * the client used to reach it) for a wildcard (0.0.0.0, ::). Written as
  * the file is (jansson, indent 1), so only `servers` differs. 0 or
- * -ENOMEM. Main thread, before the first request is answered. */
-static int openapi_build(tv_server *s)
+ * -ENOMEM. Under openapi_lock. */
+static int openapi_build(tv_server *s, unsigned port)
 {
     const char *h = s->cfg->host;
     unsigned char a[sizeof(struct in6_addr)] = {0}, zero[sizeof a] = {0};
     int v6 = strchr(h, ':') != NULL;
     int any = inet_pton(v6 ? AF_INET6 : AF_INET, h, a) == 1 &&
               !memcmp(a, zero, v6 ? 16 : 4);
-    const union MHD_DaemonInfo *di =
-        s->ntcp ? MHD_get_daemon_info(s->tcp[0], MHD_DAEMON_INFO_BIND_PORT)
-                : NULL;
-    unsigned port = di && di->port ? di->port : (unsigned)s->cfg->port;
     char url[INET6_ADDRSTRLEN + 32];
     if (any)
         snprintf(url, sizeof url, "/");
@@ -533,6 +534,22 @@ static int openapi_build(tv_server *s)
     json_decref(list);
     json_decref(doc);
     return rc;
+}
+
+/* The document, made once for `port`: tv_server_start makes it once the
+ * listeners are up (with the port bound, for --port 0), but they answer at
+ * once, so a request may come first and make it itself with the configured
+ * port (port 0: NULL until start has made it). NULL also when out of
+ * memory. Any thread. */
+static const char *openapi_get(tv_server *s, unsigned port, size_t *len)
+{
+    pthread_mutex_lock(&s->openapi_lock);
+    if (!s->openapi && port)
+        (void)openapi_build(s, port);
+    const char *doc = s->openapi;
+    *len = s->openapi_len;
+    pthread_mutex_unlock(&s->openapi_lock);
+    return doc;
 }
 
 int tv_server_exit_status(int code)
@@ -569,6 +586,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         return TV_SERVER_E_NOMEM;
     }
     pthread_mutex_init(&s->table_lock, NULL);
+    pthread_mutex_init(&s->openapi_lock, NULL);
     if (getrandom(&s->rid_seed, sizeof s->rid_seed, GRND_NONBLOCK) !=
         (ssize_t)sizeof s->rid_seed)
         s->rid_seed = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
@@ -621,7 +639,12 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     rc = listen_start(s, err, errlen);
     if (rc < 0)
         goto fail;
-    if (openapi_build(s) < 0) {
+    const union MHD_DaemonInfo *di =
+        s->ntcp ? MHD_get_daemon_info(s->tcp[0], MHD_DAEMON_INFO_BIND_PORT)
+                : NULL;
+    size_t doc_len;
+    if (!openapi_get(s, di && di->port ? di->port : (unsigned)cfg->port,
+                     &doc_len)) {
         snprintf(err, errlen, "out of memory");
         rc = TV_SERVER_E_NOMEM;
         goto fail;
@@ -683,5 +706,6 @@ void tv_server_stop(tv_server *s)
     tokvec_tokenizer_close(s->tok);
     free(s->openapi);
     pthread_mutex_destroy(&s->table_lock);
+    pthread_mutex_destroy(&s->openapi_lock);
     free(s);
 }

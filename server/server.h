@@ -77,7 +77,9 @@ struct tv_server {
     uint64_t rid_seed;          /* request ids: random at start, */
     atomic_ullong rid_next;     /* then a counter (reply.c) */
     char *openapi;              /* GET /openapi.json with this server's */
-    size_t openapi_len;         /* `servers` (http.c), set at start */
+    size_t openapi_len;         /* `servers` (http.c), under openapi_lock: */
+    pthread_mutex_t openapi_lock; /* made at start, or by a request that
+                                   * comes before start has made it */
 };
 
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
