@@ -93,6 +93,10 @@ static json_t *parse_line(const char *line)
     return j;
 }
 
+/* The string and the integer field `key` of a JSON log line. */
+#define JSTR(j, key) json_string_value(json_object_get(j, key))
+#define JINT(j, key) json_integer_value(json_object_get(j, key))
+
 /* Fails the test unless out[0..len) is lines of printable ASCII, each
  * ending in '\n': no control byte (C0, DEL, C1 in either encoding), no
  * byte >= 0x80, no NUL, nothing after the last newline. */
@@ -196,9 +200,9 @@ static void json_lines_parse_and_keep_the_message(void **state)
     const char *line = out;
     for (size_t i = 0; i < 5; i++) {
         json_t *j = parse_line(line);
-        const char *ts = json_string_value(json_object_get(j, "ts"));
-        const char *lv = json_string_value(json_object_get(j, "level"));
-        const char *msg = json_string_value(json_object_get(j, "msg"));
+        const char *ts = JSTR(j, "ts");
+        const char *lv = JSTR(j, "level");
+        const char *msg = JSTR(j, "msg");
         assert_non_null(ts);
         assert_non_null(msg);
         assert_string_equal(lv, i < 4 ? "info" : "warn");
@@ -223,7 +227,7 @@ static void timestamps_are_utc_iso8601_with_milliseconds(void **state)
     char *out = capture_end();
     time_t after = time(NULL);
     json_t *j = parse_line(out);
-    const char *ts = json_string_value(json_object_get(j, "ts"));
+    const char *ts = JSTR(j, "ts");
     assert_non_null(ts);
     /* 2026-11-22T10:00:00.123Z */
     assert_int_equal(strlen(ts), 24);
@@ -302,19 +306,14 @@ static void access_line_has_every_field(void **state)
     tv_log_access("POST", "/embed?x=\"1\"", 0, 200, 6, 1234, 87);
     char *out = capture_end();
     json_t *j = parse_line(out);
-    assert_string_equal(json_string_value(json_object_get(j, "level")),
-                        "info");
-    assert_string_equal(json_string_value(json_object_get(j, "msg")),
-                        "request");
-    assert_string_equal(json_string_value(json_object_get(j, "method")),
-                        "POST");
-    assert_string_equal(json_string_value(json_object_get(j, "path")),
-                        "/embed?x=\"1\"");
-    assert_int_equal(json_integer_value(json_object_get(j, "status")), 200);
-    assert_int_equal(json_integer_value(json_object_get(j, "tokens")), 6);
-    assert_int_equal(json_integer_value(json_object_get(j, "bytes")), 1234);
-    assert_int_equal(json_integer_value(json_object_get(j, "duration_us")),
-                     87);
+    assert_string_equal(JSTR(j, "level"), "info");
+    assert_string_equal(JSTR(j, "msg"), "request");
+    assert_string_equal(JSTR(j, "method"), "POST");
+    assert_string_equal(JSTR(j, "path"), "/embed?x=\"1\"");
+    assert_int_equal(JINT(j, "status"), 200);
+    assert_int_equal(JINT(j, "tokens"), 6);
+    assert_int_equal(JINT(j, "bytes"), 1234);
+    assert_int_equal(JINT(j, "duration_us"), 87);
     json_decref(j);
     free(out);
 
@@ -343,13 +342,10 @@ static void access_line_names_client_request_id_and_error_type(void **state)
     tv_log_request(&a);
     char *out = capture_end();
     json_t *j = parse_line(out);
-    assert_string_equal(json_string_value(json_object_get(j, "client")),
-                        "127.0.0.1");
-    assert_string_equal(json_string_value(json_object_get(j, "request_id")),
-                        "job-\"42\"");
-    assert_string_equal(json_string_value(json_object_get(j, "error_type")),
-                        "unsupported_media_type");
-    assert_int_equal(json_integer_value(json_object_get(j, "status")), 415);
+    assert_string_equal(JSTR(j, "client"), "127.0.0.1");
+    assert_string_equal(JSTR(j, "request_id"), "job-\"42\"");
+    assert_string_equal(JSTR(j, "error_type"), "unsupported_media_type");
+    assert_int_equal(JINT(j, "status"), 415);
     json_decref(j);
     free(out);
 
@@ -396,7 +392,7 @@ static void long_messages_are_cut_and_stay_valid(void **state)
         assert_true(json_is_true(json_object_get(j, "truncated")));
         if (i == 1)
             assert_int_equal(
-                json_integer_value(json_object_get(j, "status")), 200);
+                JINT(j, "status"), 200);
         json_decref(j);
         line += n + 1;
     }
@@ -439,7 +435,7 @@ static void lines_of_threads_never_interleave(void **state)
     for (const char *line = out; *line; line = strchr(line, '\n') + 1) {
         json_t *j = parse_line(line);
         int id, n;
-        const char *msg = json_string_value(json_object_get(j, "msg"));
+        const char *msg = JSTR(j, "msg");
         assert_int_equal(sscanf(msg, "thread %d line %d", &id, &n), 2);
         assert_true(id >= 0 && id < THREADS);
         assert_int_equal(n, seen[id]); /* in order per thread */
@@ -521,7 +517,7 @@ static void json_format_escapes_u2028_u2029_and_c1(void **state)
     }
     /* Invalid UTF-8 (0x9b alone, 0xff, a cut c3) as the characters \xHH. */
     json_t *j = parse_line(line);
-    assert_string_equal(json_string_value(json_object_get(j, "path")),
+    assert_string_equal(JSTR(j, "path"),
                         "/\xc2\x9b[2J\\x9b31m\xe2\x80\xa8\xe2\x80\xa9\xc2\x85"
                         "\x7f" "caf\xc3\xa9\\xff\\xc3");
     json_decref(j);
@@ -563,14 +559,13 @@ static void cut_paths_are_marked(void **state)
     assert_printable_ascii_lines(out, cap.len);
     json_t *j = parse_line(out);
     snprintf(want, sizeof want, "%s...[+45 bytes]", path);
-    assert_string_equal(json_string_value(json_object_get(j, "path")), want);
+    assert_string_equal(JSTR(j, "path"), want);
     assert_true(json_is_true(json_object_get(j, "path_truncated")));
     assert_null(json_object_get(j, "truncated")); /* the line is whole */
-    assert_int_equal(json_integer_value(json_object_get(j, "status")), 404);
+    assert_int_equal(JINT(j, "status"), 404);
     json_decref(j);
     j = parse_line(strchr(out, '\n') + 1);
-    assert_string_equal(json_string_value(json_object_get(j, "path")),
-                        "/whole");
+    assert_string_equal(JSTR(j, "path"), "/whole");
     assert_null(json_object_get(j, "path_truncated"));
     json_decref(j);
     free(out);
@@ -596,8 +591,8 @@ static void cut_paths_are_marked(void **state)
             assert_true(json_is_true(json_object_get(j, "path_truncated")));
             assert_true(json_is_true(json_object_get(j, "truncated")));
             assert_int_equal(
-                json_integer_value(json_object_get(j, "status")), 200);
-            v = strdup(json_string_value(json_object_get(j, "path")));
+                JINT(j, "status"), 200);
+            v = strdup(JSTR(j, "path"));
             json_decref(j);
         } else {
             assert_non_null(strstr(out, " status=200 tokens=1 bytes=2 "
@@ -654,7 +649,7 @@ static void every_line_is_printable_ascii_whatever_the_bytes(void **state)
             json_t *str = json_stringn(path, n); /* NULL: not UTF-8 */
             if (str) {
                 assert_string_equal(
-                    json_string_value(json_object_get(j, "path")), path);
+                    JSTR(j, "path"), path);
                 json_decref(str);
             }
             json_decref(j);

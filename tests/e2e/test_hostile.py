@@ -87,6 +87,16 @@ def parse_responses(buf):
         out.append((status, hdrs, body))
 
 
+def terminate(proc, timeout):
+    """SIGTERM, then SIGKILL after timeout seconds; the exit status."""
+    proc.terminate()
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
 def open_nonblocking(port, n):
     """n non-blocking sockets, each connecting to port (not waited for)."""
     socks = []
@@ -196,12 +206,7 @@ class Hostile(unittest.TestCase):
         alive = cls.proc.poll() is None
         if alive:
             cls.report["rss_end_kb"] = rss_kb(cls.proc.pid)
-            cls.proc.terminate()
-            try:
-                rc = cls.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                cls.proc.kill()
-                rc = cls.proc.wait()
+            rc = terminate(cls.proc, 40)
             cls.report["server_exit"] = rc
             if rc != 0:  # SIGTERM drains and exits 0; ASan leaks exit 1
                 cls.sanitizer_report = True
@@ -1164,12 +1169,7 @@ class NestedBodies(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.terminate()
-        try:
-            rc = cls.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            cls.proc.kill()
-            rc = cls.proc.wait()
+        rc = terminate(cls.proc, 60)
         cls.log.close()
         with open(os.path.join(cls.tmp, "server.log"), "rb") as f:
             tail = f.read()[-2000:]
