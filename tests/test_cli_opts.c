@@ -61,20 +61,29 @@ static opts_t opts_of(int argc, char **argv)
     return o;
 }
 
+/* The next item is read: name (NULL: a positional) and value (NULL: a
+ * flag). */
+static void expect_item(opts_t *o, const char *name, const char *value)
+{
+    assert_int_equal(tv_cli_opt_next(o), 1);
+    if (name)
+        assert_string_equal(o->name, name);
+    else
+        assert_null(o->name);
+    if (value)
+        assert_string_equal(o->value, value);
+    else
+        assert_null(o->value);
+}
+
 static void options_take_a_value_after_a_space_or_an_equals_sign(void **s)
 {
     (void)s;
     char *argv[] = {"--dim", "256", "--vocab=50257", "-o", "out.st"};
     opts_t o = opts_of(5, argv);
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_string_equal(o.name, "dim");
-    assert_string_equal(o.value, "256");
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_string_equal(o.name, "vocab");
-    assert_string_equal(o.value, "50257");
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_string_equal(o.name, "o");
-    assert_string_equal(o.value, "out.st");
+    expect_item(&o, "dim", "256");
+    expect_item(&o, "vocab", "50257");
+    expect_item(&o, "o", "out.st");
     assert_int_equal(tv_cli_opt_next(&o), 0);
 }
 
@@ -83,21 +92,12 @@ static void flags_take_no_value_and_positionals_have_no_name(void **s)
     (void)s;
     char *argv[] = {"file.txt", "--no-special", "-", "-1", "--force"};
     opts_t o = opts_of(5, argv);
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_null(o.name);
-    assert_string_equal(o.value, "file.txt");
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_string_equal(o.name, "no-special");
-    assert_null(o.value);
+    expect_item(&o, NULL, "file.txt");
+    expect_item(&o, "no-special", NULL);
     /* "-" (stdin) and a negative number are positionals */
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_null(o.name);
-    assert_string_equal(o.value, "-");
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_null(o.name);
-    assert_string_equal(o.value, "-1");
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_string_equal(o.name, "force");
+    expect_item(&o, NULL, "-");
+    expect_item(&o, NULL, "-1");
+    expect_item(&o, "force", NULL);
     assert_int_equal(tv_cli_opt_next(&o), 0);
 }
 
@@ -106,12 +106,8 @@ static void double_dash_makes_the_next_argument_positional(void **s)
     (void)s;
     char *argv[] = {"--", "--dim", "-h"};
     opts_t o = opts_of(3, argv);
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_null(o.name);
-    assert_string_equal(o.value, "--dim");
-    /* -h is help */
-    assert_int_equal(tv_cli_opt_next(&o), 1);
-    assert_string_equal(o.name, "help");
+    expect_item(&o, NULL, "--dim");
+    expect_item(&o, "help", NULL); /* -h is help, a flag here */
     char *end[] = {"--"};
     o = opts_of(1, end);
     assert_int_equal(tv_cli_opt_next(&o), 0);
