@@ -87,6 +87,15 @@ def parse_responses(buf):
         out.append((status, hdrs, body))
 
 
+def serve_logged(prefix, args, *table):
+    """start_server in a new temporary directory (prefix) with the server's
+    stderr in server.log there: (directory, log file, process, port)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    log = open(os.path.join(tmp, "server.log"), "wb")
+    proc, port, _ = start_server(tmp, args, log, *table)
+    return tmp, log, proc, port
+
+
 def terminate(proc, timeout):
     """SIGTERM, then SIGKILL after timeout seconds; the exit status."""
     proc.terminate()
@@ -173,12 +182,11 @@ class Hostile(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.nofile = raise_nofile(4096)  # inherited by the server
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-hostile-")
-        cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
-        cls.proc, cls.port, _ = start_server(
-            cls.tmp, ["--threads", "2", "--max-connections", "1200",
-                      "--access-log", "false", "--log-level", "warn"],
-            cls.log, VOCAB, DIM, CTX, ["--seed", "7"])
+        cls.tmp, cls.log, cls.proc, cls.port = serve_logged(
+            "tokvec-hostile-",
+            ["--threads", "2", "--max-connections", "1200",
+             "--access-log", "false", "--log-level", "warn"],
+            VOCAB, DIM, CTX, ["--seed", "7"])
         # Warm up every path once, then take the baseline RSS.
         for _ in range(20):
             cls.embed_ok()
@@ -699,11 +707,9 @@ class RequestDeadline(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-deadline-")
-        cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
-        cls.proc, cls.port, _ = start_server(
-            cls.tmp, ["--max-connections", "20", "--request-timeout", "1"],
-            cls.log)
+        cls.tmp, cls.log, cls.proc, cls.port = serve_logged(
+            "tokvec-deadline-",
+            ["--max-connections", "20", "--request-timeout", "1"])
 
     @classmethod
     def tearDownClass(cls):
@@ -1159,11 +1165,9 @@ class NestedBodies(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-nested-")
-        cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
-        cls.proc, cls.port, _ = start_server(
-            cls.tmp, ["--access-log", "false", "--log-level", "warn"],
-            cls.log, VOCAB, DIM, CTX)
+        cls.tmp, cls.log, cls.proc, cls.port = serve_logged(
+            "tokvec-nested-", ["--access-log", "false", "--log-level", "warn"],
+            VOCAB, DIM, CTX)
         cls.body = nested_body()
         cls.request = post(cls.body)
 
@@ -1289,13 +1293,12 @@ class Framing(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="tokvec-framing-")
-        cls.log = open(os.path.join(cls.tmp, "server.log"), "wb")
         # A request_timeout long enough that a stall cannot pass for a
         # quick close.
-        cls.proc, cls.port, _ = start_server(
-            cls.tmp, ["--api-key", KEY.decode(), "--request-timeout", "10",
-                      "--log-level", "warn"], cls.log)
+        cls.tmp, cls.log, cls.proc, cls.port = serve_logged(
+            "tokvec-framing-",
+            ["--api-key", KEY.decode(), "--request-timeout", "10",
+             "--log-level", "warn"])
 
     @classmethod
     def tearDownClass(cls):
