@@ -26,10 +26,10 @@
  * TCP port (/proc/net/tcp's tx_queue; answers MHD has handed to the kernel
  * are not yet delivered, and where the exit tears down the network, as
  * when the last container of a pod exits, queued bytes would be lost), and
- * exits 0. If requests are still open when the wait ends the process leaves with
- * _exit(0) at once: MHD cannot be stopped under a suspended connection
- * (and a finished job's connection stays suspended until MHD's thread has
- * seen the resume).
+ * exits 0. If requests are still open when the wait ends the process
+ * leaves with _exit(0) at once: MHD cannot be stopped under a suspended
+ * connection (and a finished job's connection stays suspended until MHD's
+ * thread has seen the resume).
  *
  * Threads: everything here runs on the main thread; the server's own
  * threads are described in http.h and pool.h.
