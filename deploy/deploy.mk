@@ -9,22 +9,36 @@
 #                        with podman kube play (kube-test)
 #   make kube-test       just the podman kube play run
 
-.PHONY: container-test compose-test deploy-check manifest-check kube-test image
+.PHONY: container-test compose-test deploy-check manifest-check kube-test image \
+        image-data
 
 CONTAINER_TOOLS ?= $(abspath ../shared/tools)
 IMAGE           ?= localhost/tokvec:latest
 REPLICAS        ?= 3
 
-container-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
+# The image takes the GPT-2 tokenizer from the build context, data/gpt2/
+# (make data fetched and checked it; the Dockerfile checks it again), so
+# that its build reaches no registry but Debian's mirror. podman and docker
+# do not follow a link out of the context: data/gpt2/ must be files here,
+# not a link to a data directory elsewhere.
+image-data: $(TOKENIZER_DIR)/encoder.json
+	@for f in $(TOKENIZER_DIR)/encoder.json $(TOKENIZER_DIR)/vocab.bpe; do \
+	  case $$(realpath $$f) in "$(CURDIR)"/*) ;; *) \
+	    echo "image-data: $$f is a link out of the build context ($$(realpath \
+	      $$f)): make data/ a directory here (e.g. cp -r)" >&2; \
+	    exit 1;; esac; done
+
+container-test: $(BUILD)/tokvec $(DEFAULT_TABLE) image-data
 	TOKVEC_BIN=$(abspath $(BUILD)/tokvec) TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) \
+	  TOKVEC_TOKENIZER_DIR=$(abspath $(TOKENIZER_DIR)) \
 	  bash deploy/container-test.sh --tools $(CONTAINER_TOOLS)
 
 # The image alone (podman; docker works the same with the Dockerfile).
-image:
+image: image-data
 	CONTAINERS_CONF=$${CONTAINERS_CONF:-/var/tmp/container-check/containers.conf} \
 	  podman build --pull=never --format docker --layers -t $(IMAGE) .
 
-compose-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
+compose-test: $(BUILD)/tokvec $(DEFAULT_TABLE) image-data
 	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) REPLICAS=$(REPLICAS) \
 	  bash deploy/compose-test.sh --tools $(CONTAINER_TOOLS)
 
@@ -38,6 +52,6 @@ manifest-check:
 
 # The manifests run for real: podman kube play on this machine (root, podman;
 # python3-torch for the reference answer).
-kube-test: $(BUILD)/tokvec $(DEFAULT_TABLE)
+kube-test: $(BUILD)/tokvec $(DEFAULT_TABLE) image-data
 	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) \
 	  bash deploy/kube-test.sh --tools $(CONTAINER_TOOLS)

@@ -636,13 +636,20 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         rc = TV_SERVER_E_SYSTEM;
         goto fail;
     }
+    /* The document before the listeners answer (with --port 0 only the
+     * bound port can be named: made right after them; see openapi_get). */
+    size_t doc_len;
+    if (cfg->port && !openapi_get(s, (unsigned)cfg->port, &doc_len)) {
+        snprintf(err, errlen, "out of memory");
+        rc = TV_SERVER_E_NOMEM;
+        goto fail;
+    }
     rc = listen_start(s, err, errlen);
     if (rc < 0)
         goto fail;
     const union MHD_DaemonInfo *di =
         s->ntcp ? MHD_get_daemon_info(s->tcp[0], MHD_DAEMON_INFO_BIND_PORT)
                 : NULL;
-    size_t doc_len;
     if (!openapi_get(s, di && di->port ? di->port : (unsigned)cfg->port,
                      &doc_len)) {
         snprintf(err, errlen, "out of memory");

@@ -39,7 +39,9 @@ What is covered:
              reloads_total{result="failed"} counts), SIGTERM drain (requests
              in flight all answered completely, /ready and /embed 503 on an
              open connection, new connections refused, exit code 0; the
-             drain timeout and a second SIGTERM end the wait, still 0).
+             drain timeout and a second SIGTERM end the wait, still 0; the
+             process exits only once the client has acknowledged the
+             whole answer, not when it is handed to the kernel).
   Faults     SIGHUP with a truncated, cut, corrupt, empty or wrong-dim file
              (old table keeps serving, each counted as failed); a FIFO
              renamed over the table (the reload fails at once instead of
@@ -55,6 +57,7 @@ Waiting points poll /metrics (tokvec_queue_depth, tokvec_inflight_requests)
 instead of sleeping for fixed times.
 """
 import base64
+import fcntl
 import http.client
 import io
 import json
@@ -66,6 +69,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import unittest
@@ -1049,6 +1053,55 @@ class Operations(Base):
         self.assertIn("draining", s.stderr())
         ready_conn.close()
         embed_conn.close()
+
+    def test_sigterm_exits_once_the_client_has_the_whole_answer(self):
+        """A 16 MiB answer read at ~4 MB/s through a 64 KiB receive buffer:
+        when the process exits, every byte must be at the client (read, or
+        in its socket's receive queue), none left in the server's send
+        queue: where the exit tears down the network (the last container of
+        a pod) queued bytes would be lost."""
+        s = tc.Server(self.big, "--threads", "1")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.connect(("127.0.0.1", s.port))
+        sock.sendall(("POST /embed HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: application/json\r\n"
+                      "Accept: application/octet-stream\r\n"
+                      "Connection: close\r\nContent-Length: %d\r\n\r\n"
+                      % len(self.slow_body)).encode() +
+                     self.slow_body.encode())
+        lock = threading.Lock()
+        got = [0]
+        data = []
+
+        def read():
+            while True:
+                with lock:
+                    b = sock.recv(65536)
+                    got[0] += len(b)
+                if not b:
+                    return
+                data.append(b)
+                time.sleep(0.016)
+        th = threading.Thread(target=read)
+        th.start()
+        wait_for(lambda: got[0] > 0, what="the answer to begin")
+        s.proc.send_signal(signal.SIGTERM)
+        rc = s.proc.wait(timeout=60)
+        with lock:
+            buf = bytearray(4)
+            fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf)
+            at_exit = got[0] + int.from_bytes(buf, sys.byteorder)
+        th.join(timeout=60)
+        sock.close()
+        s.close_log()
+        self.assertEqual(rc, 0)
+        head, _, body = b"".join(data).partition(b"\r\n\r\n")
+        self.assertIn(b" 200 ", head.split(b"\r\n")[0])
+        self.assertEqual(len(body), 4096 * 1024 * 4)
+        self.assertEqual(at_exit, got[0], "bytes at the client when the "
+                         "server exited, of all it sent")
+        self.assertNotIn("not acknowledged", s.stderr())
 
     def test_drain_timeout_and_second_signal_end_the_wait(self):
         # Four slow jobs on one worker take >= 1.2 s; the drain gives up

@@ -23,9 +23,11 @@
  *    before that point is still jansson's to report;
  *  - on a body jansson loads, the pre-scan refuses exactly when the tree
  *    nests lists and objects more than 4 deep (400) or holds more values
- *    than max_tokens + min(max_batch, max_tokens) + 7 (413);
+ *    than max_tokens + min(max_batch, max_tokens) + 12 (413: ids, rows,
+ *    "inputs", the object and the ten options, as request_prescan.c);
  *  - tv_request_parse_json gives the pre-scan's error when it refused,
- *    else what jansson gives: the same request on success, the same
+ *    else what jansson gives: the same request on success (with text
+ *    inputs: the same rows, pad_id and text options), the same
  *    status, type and message on error.
  * The fast path may fall back on anything jansson accepts; that is never a
  * failure. Leaks are caught by ASan's leak check at exit.
@@ -51,14 +53,41 @@ static void fail(const char *what, const uint8_t *data, size_t size,
     abort();
 }
 
+/* Text requests (contract section 7): the rows as given and the text
+ * options; ids/batch/seq are not made until a tokenizer resolves them. */
+static int same_text(const tv_request *a, const tv_request *b)
+{
+    const tv_text_opts *x = &a->text, *y = &b->text;
+    if (a->nrows != b->nrows || a->nrows < 1 || !a->rows || !b->rows ||
+        a->has_pad != b->has_pad || (a->has_pad && a->pad_id != b->pad_id) ||
+        x->special != y->special || x->truncate != y->truncate ||
+        x->left != y->left || x->max_length != y->max_length ||
+        x->stride != y->stride)
+        return 0;
+    for (int64_t i = 0; i < a->nrows; i++) {
+        const tv_text_row *r = &a->rows[i], *q = &b->rows[i];
+        if (!r->text != !q->text || r->len != q->len || r->n != q->n ||
+            !r->ids != !q->ids ||
+            (r->text && memcmp(r->text, q->text, r->len)) ||
+            (r->ids &&
+             memcmp(r->ids, q->ids, (size_t)r->n * sizeof *r->ids)))
+            return 0;
+    }
+    return 1;
+}
+
 static int same(const tv_request *a, const tv_request *b)
 {
-    if (a->batch != b->batch || a->seq != b->seq ||
+    if (a->has_text != b->has_text ||
         a->start_position != b->start_position ||
         a->positions != b->positions || a->base64 != b->base64 ||
         a->torch != b->torch || !a->body_dtype != !b->body_dtype ||
         (a->body_dtype && strcmp(a->body_dtype, b->body_dtype)) ||
         a->single != b->single)
+        return 0;
+    if (a->has_text)
+        return same_text(a, b);
+    if (a->batch != b->batch || a->seq != b->seq)
         return 0;
     if (a->batch < 1 || a->seq < 1 || !a->ids || !b->ids)
         return 0;
@@ -96,7 +125,7 @@ static void check_prescan(const uint8_t *data, size_t size,
     int nul = size && memchr(data, 0, size);
     uint64_t tokens = lim->max_tokens > 0 ? (uint64_t)lim->max_tokens : 0;
     uint64_t rows = lim->max_batch > 0 ? (uint64_t)lim->max_batch : 0;
-    uint64_t bound = tokens + (rows < tokens ? rows : tokens) + 7;
+    uint64_t bound = tokens + (rows < tokens ? rows : tokens) + 12;
     json_error_t jerr;
 
     if (rpre != 0 && rpre != -1)

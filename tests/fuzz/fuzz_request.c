@@ -16,7 +16,9 @@
  *  - every error a client can cause is a 4xx with an error_type, and its
  *    JSON body parses;
  *  - a request that passes parsing has 1 <= B, 1 <= S, B*S <= max_tokens,
- *    and a JSON one had no NUL byte in its body;
+ *    and a JSON one had no NUL byte in its body; one with text inputs has
+ *    1 <= rows <= max_batch, each a text or a non-empty id list, the ids
+ *    within max_tokens (tokenizing is not fuzzed here: fuzz_tokenc);
  *  - a request that passes tv_request_check embeds without error and the
  *    encoders (JSON, base64, torch) write no more than their bounds;
  *  - a JSON answer is float32 unless encoding_format is torch.
@@ -234,6 +236,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (kind != TV_BODY_BINARY && memchr(body, '\0', body_len))
         abort(); /* a NUL byte is never JSON (jansson skips some) */
+    if (r.has_text) {
+        /* Text inputs (contract section 7): rows as given, each a text or
+         * a non-empty id list, within max_batch and (ids) max_tokens;
+         * ids/batch/seq wait for a tokenizer (embed_text.c), not here. */
+        int64_t total = 0;
+        if (r.nrows < 1 || r.nrows > lim->max_batch || !r.rows || r.ids)
+            abort();
+        for (int64_t i = 0; i < r.nrows; i++) {
+            const tv_text_row *row = &r.rows[i];
+            if (!row->text == !row->ids || (row->ids && row->n < 1))
+                abort();
+            total += row->n;
+        }
+        if (total > lim->max_tokens)
+            abort();
+        tv_request_free(&r);
+        goto out;
+    }
     if (r.batch < 1 || r.seq < 1 || r.batch > lim->max_batch ||
         r.batch * r.seq > lim->max_tokens || !r.ids)
         abort();
