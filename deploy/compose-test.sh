@@ -23,11 +23,8 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-TOOLS=$TOP/../shared/tools
-while (($#)); do case $1 in
-  --tools) TOOLS=$2; shift 2;;
-  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0;;
-  *) echo "compose-test: unknown argument $1" >&2; exit 2;; esac; done
+. "$TOP/deploy/podman-base.sh"
+deploy_args "$@"  # --tools DIR, -h
 REPLICAS=${REPLICAS:-3}
 PER=${REQUESTS:-20}
 export TOKVEC_TABLE_FILE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
@@ -64,7 +61,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- tools: podman (config and base image from container-check.sh), compose --
-. "$TOP/deploy/podman-base.sh"
+podman_base
 if ! command -v podman-compose >/dev/null; then
   say "apt-get install podman-compose"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends podman-compose >/dev/null 2>&1 ||

@@ -35,11 +35,8 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-TOOLS=$TOP/../shared/tools
-while (($#)); do case $1 in
-  --tools) TOOLS=$2; shift 2;;
-  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0;;
-  *) echo "kube-test: unknown argument $1" >&2; exit 2;; esac; done
+. "$TOP/deploy/podman-base.sh"
+deploy_args "$@"  # --tools DIR, -h
 TABLE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
 KUBE_PORT=${KUBE_PORT:-18480}
 LIMIT=${KUBE_TEST_TIMEOUT:-300}
@@ -79,7 +76,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- tools -------------------------------------------------------------------------
-. "$TOP/deploy/podman-base.sh"
+podman_base
 # catatonit: podman builds the pods' pause image from it. python3-torch: the
 # reference for the textbook answer (~150 MB download the first time).
 "$TOP/tools/deps.sh" catatonit curl python3-yaml python3-numpy python3-torch ||
