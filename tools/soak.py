@@ -251,7 +251,7 @@ class Client:
                                                  "start_position": CTX - 1})
             elif e == 4:
                 want, payload = 415, "{}"
-                hdr = {"Content-Type": "text/plain"}
+                hdr = {"Content-Type": "text/html"}  # text/plain: JSON
             else:
                 want, payload = 400, json.dumps({"inputs": [1.5]})
             st, resp, data = self.request("POST", "/embed", payload, hdr)
