@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -62,6 +63,12 @@ class Setting(unittest.TestCase):
             self.assertEqual(json.loads(b)["tokenizer"], {
                 "name": "gpt2", "vocab_size": 50257,
                 "special_tokens": {"<|endoftext|>": 50256}})
+            # The start-up line comes once the port answers (under
+            # valgrind, after the requests above): wait for it.
+            deadline = time.time() + 10 * tc.TIME_SCALE
+            while (" started: " not in srv.stderr()
+                   and time.time() < deadline):
+                time.sleep(0.01)
             self.assertIn("tokenizer", srv.stderr())
         finally:
             srv.stop()
