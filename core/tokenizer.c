@@ -65,7 +65,7 @@ void tokvec_tokenizer_get_info(const tokvec_tokenizer *t,
 }
 
 const char *tokvec_tokenizer_special(const tokvec_tokenizer *t, size_t i,
-                                     int32_t *id)
+                                     int32_t *id, size_t *len)
 {
     if (i >= t->n_special)
         return NULL;
@@ -83,6 +83,8 @@ const char *tokvec_tokenizer_special(const tokvec_tokenizer *t, size_t i,
     }
     if (id)
         *id = best;
+    if (len)
+        *len = t->len[best];
     return (const char *)t->blob + t->off[best];
 }
 

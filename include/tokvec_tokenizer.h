@@ -99,9 +99,11 @@ void tokvec_tokenizer_close(tokvec_tokenizer *t);
 void tokvec_tokenizer_get_info(const tokvec_tokenizer *t,
                                tokvec_tokenizer_info *info);
 
-/* Special token i (0 <= i < n_special): its text and id; NULL past end. */
+/* Special token i (0 <= i < n_special), by id: its text, *len bytes and
+ * NOT NUL-terminated (the next token's bytes follow it), and its id; NULL
+ * past the end. */
 const char *tokvec_tokenizer_special(const tokvec_tokenizer *t, size_t i,
-                                     int32_t *id);
+                                     int32_t *id, size_t *len);
 
 /* The bytes of token id (special ones too): 0, or TOKVEC_E_TOKEN_RANGE for
  * an id that names no token. *special is set when non-NULL. */

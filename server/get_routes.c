@@ -24,12 +24,14 @@ static json_t *info_tokenizer(const tv_server *s)
         return json_null();
     json_t *sp = json_object();
     int32_t id;
+    size_t len;
     const char *text;
     for (size_t i = 0; sp; i++) {
-        text = tokvec_tokenizer_special(s->tok, i, &id);
+        /* not NUL-terminated: strlen ran into the next special's bytes */
+        text = tokvec_tokenizer_special(s->tok, i, &id, &len);
         if (!text)
             break;
-        json_object_set_new(sp, text, json_integer(id));
+        json_object_setn_new(sp, text, len, json_integer(id));
     }
     return json_pack("{s:s, s:I, s:o?}", "name", s->tok_info.name,
                      "vocab_size", (json_int_t)s->tok_info.vocab_size,

@@ -143,10 +143,12 @@ static void gpt2_files_open_as_gpt2(void **s)
     assert_int_equal(i.n_tokens, 50256);
     assert_int_equal(i.n_special, 1);
     int32_t id = 0;
-    assert_string_equal(tokvec_tokenizer_special(gpt2, 0, &id),
-                        "<|endoftext|>");
+    size_t len = 0;
+    const char *sp = tokvec_tokenizer_special(gpt2, 0, &id, &len);
+    assert_int_equal(len, 13);
+    assert_memory_equal(sp, "<|endoftext|>", 13);
     assert_int_equal(id, 50256);
-    assert_null(tokvec_tokenizer_special(gpt2, 1, &id));
+    assert_null(tokvec_tokenizer_special(gpt2, 1, &id, &len));
 }
 
 static void book_sentence_with_endoftext(void **s)
@@ -527,6 +529,18 @@ static void tiktoken_file_opens_and_merges_by_rank(void **s)
     assert_string_equal(i.pattern, "cl100k_base");
     assert_int_equal(i.n_special, 5);
     assert_int_equal(i.vocab_size, 100277);
+    /* listed by id, each its own bytes only (they lie side by side) */
+    static const char *const names[] = {"<|endoftext|>", "<|fim_prefix|>",
+                                        "<|fim_middle|>", "<|fim_suffix|>",
+                                        "<|endofprompt|>"};
+    for (size_t k = 0; k < 5; k++) {
+        int32_t id = 0;
+        size_t len = 0;
+        const char *sp = tokvec_tokenizer_special(t, k, &id, &len);
+        assert_non_null(sp);
+        assert_int_equal(len, strlen(names[k]));
+        assert_memory_equal(sp, names[k], len);
+    }
     tokvec_tokenizer_close(t);
 }
 
