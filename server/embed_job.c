@@ -264,10 +264,6 @@ enum MHD_Result embed_route(req_ctx *x)
 
     if (atomic_load(&s->draining))
         return reply_fail(x, 503, "draining", "the server is shutting down");
-    if (x->too_large)
-        return reply_fail(x, 413, "payload_too_large",
-                          "body is over max_body_bytes %" PRId64,
-                          s->cfg->max_body_bytes);
     if (embed_parse(x, &e) < 0)
         return reply_error(x, &e);
     j->ref = table_acquire(s); /* given back by embed_job_fini at the

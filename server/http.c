@@ -53,7 +53,6 @@
 /* docs/openapi.json, compiled in by the Makefile (build/gen/openapi.c). */
 extern const char tv_openapi_json[];
 extern const unsigned long tv_openapi_len;
-static const char *openapi_get(tv_server *s, unsigned port, size_t *len);
 
 /* --- request bodies: the max_buffered_bytes budget ---------------------- */
 
@@ -188,16 +187,14 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
 }
 
 /* The checks of a JSON-only POST route before its body is parsed: 503
- * draining, 413, 415, 406. 0, or -1 with *e filled. */
+ * draining, 415, 406 (a body past max_body_bytes never gets here: 413
+ * from first_call or, chunked, as it passes the limit). 0, or -1 with *e
+ * filled. */
 static int json_post_check(req_ctx *x, tv_error *e)
 {
     if (atomic_load(&x->s->draining))
         return tv_error_set(e, 503, "draining",
                             "the server is shutting down");
-    if (x->too_large)
-        return tv_error_set(e, 413, "payload_too_large",
-                            "body is over max_body_bytes %" PRId64,
-                            x->s->cfg->max_body_bytes);
     const char *ct = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
                                                  "Content-Type");
     if (tv_body_kind_of(ct) != TV_BODY_JSON)
@@ -334,14 +331,13 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (x->too_large || x->too_busy)
+        if (x->too_busy)
             return MHD_YES;
         if (x->len + n > (size_t)s->cfg->max_body_bytes) {
             /* A chunked body past the limit (a Content-Length over it was
              * refused in first_call): answer now and close the connection
              * rather than read the rest only to drop it. */
             tv_error e;
-            x->too_large = 1;
             http_body_drop(x);
             tv_error_set(&e, 413, "payload_too_large",
                          "body is over max_body_bytes %" PRId64,
@@ -406,16 +402,12 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         return r ? reply_queue(x, 200, r, NULL, n)
                  : reply_fail(x, 404, "not_found", "no such file");
     }
-    case TV_ROUTE_OPENAPI: {
-        size_t n;
-        const char *doc = openapi_get(s, (unsigned)s->cfg->port, &n);
-        return doc ? reply_queue(x, 200,
-                                 MHD_create_response_from_buffer(
-                                     n, (void *)doc, MHD_RESPMEM_PERSISTENT),
-                                 "application/json", n)
-                   : reply_fail(x, 503, "not_ready",
-                                "the document is not ready; retry");
-    }
+    case TV_ROUTE_OPENAPI:
+        return reply_queue(x, 200,
+                           MHD_create_response_from_buffer(
+                               s->openapi_len, s->openapi,
+                               MHD_RESPMEM_PERSISTENT),
+                           "application/json", s->openapi_len);
     default:
         return reply_fail(x, 404, "not_found", "no such path");
     }
@@ -502,7 +494,10 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  * interface, the relative "/" (the document's own origin, whatever name
  * the client used to reach it) for a wildcard (0.0.0.0, ::). Written as
  * the file is (jansson, indent 1), so only `servers` differs. 0 or
- * -ENOMEM. Under openapi_lock. */
+ * -ENOMEM. Main thread, in tv_server_start: before the listeners start when
+ * the port is set (they answer at once), else right after them (port 0:
+ * the unit tests' ephemeral port, which no client knows before start
+ * returns; the settings allow 1..65535). */
 static int openapi_build(tv_server *s, unsigned port)
 {
     const char *h = s->cfg->host;
@@ -534,22 +529,6 @@ static int openapi_build(tv_server *s, unsigned port)
     json_decref(list);
     json_decref(doc);
     return rc;
-}
-
-/* The document, made once for `port`: tv_server_start makes it once the
- * listeners are up (with the port bound, for --port 0), but they answer at
- * once, so a request may come first and make it itself with the configured
- * port (port 0: NULL until start has made it). NULL also when out of
- * memory. Any thread. */
-static const char *openapi_get(tv_server *s, unsigned port, size_t *len)
-{
-    pthread_mutex_lock(&s->openapi_lock);
-    if (!s->openapi && port)
-        (void)openapi_build(s, port);
-    const char *doc = s->openapi;
-    *len = s->openapi_len;
-    pthread_mutex_unlock(&s->openapi_lock);
-    return doc;
 }
 
 int tv_server_exit_status(int code)
@@ -586,7 +565,6 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         return TV_SERVER_E_NOMEM;
     }
     pthread_mutex_init(&s->table_lock, NULL);
-    pthread_mutex_init(&s->openapi_lock, NULL);
     if (getrandom(&s->rid_seed, sizeof s->rid_seed, GRND_NONBLOCK) !=
         (ssize_t)sizeof s->rid_seed)
         s->rid_seed = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
@@ -636,10 +614,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         rc = TV_SERVER_E_SYSTEM;
         goto fail;
     }
-    /* The document before the listeners answer (with --port 0 only the
-     * bound port can be named: made right after them; see openapi_get). */
-    size_t doc_len;
-    if (cfg->port && !openapi_get(s, (unsigned)cfg->port, &doc_len)) {
+    if (cfg->port && openapi_build(s, (unsigned)cfg->port) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = TV_SERVER_E_NOMEM;
         goto fail;
@@ -650,8 +625,7 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     const union MHD_DaemonInfo *di =
         s->ntcp ? MHD_get_daemon_info(s->tcp[0], MHD_DAEMON_INFO_BIND_PORT)
                 : NULL;
-    if (!openapi_get(s, di && di->port ? di->port : (unsigned)cfg->port,
-                     &doc_len)) {
+    if (!cfg->port && openapi_build(s, di ? di->port : 0) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = TV_SERVER_E_NOMEM;
         goto fail;
@@ -713,6 +687,5 @@ void tv_server_stop(tv_server *s)
     tokvec_tokenizer_close(s->tok);
     free(s->openapi);
     pthread_mutex_destroy(&s->table_lock);
-    pthread_mutex_destroy(&s->openapi_lock);
     free(s);
 }

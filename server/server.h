@@ -77,9 +77,7 @@ struct tv_server {
     uint64_t rid_seed;          /* request ids: random at start, */
     atomic_ullong rid_next;     /* then a counter (reply.c) */
     char *openapi;              /* GET /openapi.json with this server's */
-    size_t openapi_len;         /* `servers` (http.c), under openapi_lock: */
-    pthread_mutex_t openapi_lock; /* made at start, or by a request that
-                                   * comes before start has made it */
+    size_t openapi_len;         /* `servers` (http.c), set at start */
 };
 
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
@@ -100,7 +98,6 @@ typedef struct req_ctx {
     struct timespec t0;
     char *body;
     size_t len, cap;
-    int too_large;
     int too_busy;        /* max_buffered_bytes reached: 429 at the end */
     size_t held;         /* bytes of `buffered` this body holds */
     size_t expect;       /* Content-Length, 0 if none */
