@@ -243,7 +243,8 @@ float-random: $(BUILD)/tools/check_floats
 test:
 	@mkdir -p $(dir $(SUMMARY)); rm -f $(SUMMARY)
 	@$(MAKE) --no-print-directory -k QUIET=1 test-suites; rc=$$?; \
-	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total || rc=1; exit $$rc
+	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total \
+	   $$([ $$rc -eq 0 ] || echo --steps-failed) || rc=1; exit $$rc
 
 test-suites: unit e2e float-random tokenizer-oracle sanitize-test
 

@@ -6,9 +6,12 @@
         printed without its passing lines. Adds "passed failed" to FILE,
         prints "N passed, N failed" for these suites, exits 1 if any
         failed.
-    run.py --summary FILE --total   prints the line "N passed, N failed"
-        of everything FILE holds (what `make test` ends with); exits 1 if
-        anything failed or nothing ran.
+    run.py --summary FILE --total [--steps-failed]   prints the line
+        "N passed, N failed" of everything FILE holds (what `make test` ends
+        with); exits 1 if anything failed or nothing ran. --steps-failed:
+        make said a step failed; if no test failed, that step was a build
+        (a test that did not compile, so never ran): it counts as one
+        failure and the line says so.
 
 Counts are tests: cmocka's "[  PASSED  ] N test(s)." / "[  FAILED  ] N",
 unittest's "Ran N tests" and "OK (skipped=K)" / "FAILED (failures=F,
@@ -106,7 +109,7 @@ def run(title, cmds, logs, summary):
     return 1 if total_f else 0
 
 
-def total(summary):
+def total(summary, steps_failed):
     p = f = 0
     try:
         with open(summary) as fs:
@@ -115,7 +118,11 @@ def total(summary):
                 p, f = p + int(a), f + int(b)
     except OSError:
         pass
-    print("%d passed, %d failed" % (p, f))
+    note = ""
+    if steps_failed and not f:
+        f = 1
+        note = " (a build step failed: see its error above)"
+    print("%d passed, %d failed%s" % (p, f, note))
     return 1 if f or not p else 0
 
 
@@ -124,11 +131,12 @@ def main():
     ap.add_argument("--summary", required=True)
     ap.add_argument("--logs")
     ap.add_argument("--total", action="store_true")
+    ap.add_argument("--steps-failed", action="store_true")
     ap.add_argument("--title", default="tests")
     ap.add_argument("cmds", nargs="*")
     a = ap.parse_args()
     if a.total:
-        return total(a.summary)
+        return total(a.summary, a.steps_failed)
     if not a.logs or not a.cmds:
         ap.error("--logs DIR and at least one command")
     os.makedirs(os.path.dirname(a.summary) or ".", exist_ok=True)

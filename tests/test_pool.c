@@ -311,7 +311,7 @@ static size_t poll_count(tv_pool *p, size_t (*get)(tv_pool *), size_t want)
 static int scan_workers(int seen[64])
 {
     for (int i = 0; i < 64; i++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "tv-work-%d", i);
         seen[i] = (int)tv_threads_named(name, 1, NULL, 0);
     }
