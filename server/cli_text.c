@@ -2,17 +2,20 @@
  *
  * Reads a whole file (or stdin), encodes it with a tokenizer file and
  * prints the ids as one JSON array; --jsonl reads one JSON string per line
- * instead and prints one array per line (how the tests feed it many texts
- * at once). Exit codes as cli.c: 0 ok, 1 runtime failure, 2 bad usage or a
- * bad file, with one line on stderr. Single-threaded. Also the text half
- * of tokvec lookup --text (tv_cli_text_ids).
+ * instead and prints one array per line as each arrives, flushed when no
+ * more input is waiting (how the tests feed it many texts at once; a pipe
+ * can use it as a service). Exit codes as cli.c: 0 ok, 1 runtime failure,
+ * 2 bad usage or a bad file, with one line on stderr. Single-threaded.
+ * Also the text half of tokvec lookup --text (tv_cli_text_ids).
  */
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -96,37 +99,61 @@ static int print_ids(const tokvec_tok_ids *ids, FILE *out)
     return fwrite(buf, 1, n, out) == n ? 0 : -EIO;
 }
 
-static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st,
-                     char *text, size_t len, unsigned flags,
-                     tokvec_tok_ids *ids)
+/* Whether more input can be read at once: a file always can (no flush
+ * until the end); a pipe whose writer waits for our answer cannot. stdin's
+ * buffer may still hold lines when this says no: the flush is early, which
+ * is harmless. */
+static int more_input(FILE *in, int is_file)
 {
-    size_t line = 0;
-    char *p = text, *end = text + len;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        char *le = nl ? nl : end;
+    struct pollfd p = {.fd = fileno(in), .events = POLLIN};
+    return is_file || (poll(&p, 1, 0) == 1 && (p.revents & POLLIN));
+}
+
+/* One JSON string per input line, one array per output line, flushed as
+ * each line is done when no more input is waiting: a pipeline can feed
+ * texts and read their ids as it goes (the input is never held whole),
+ * and a file or a full pipe is not slowed by a write per line. */
+static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st,
+                     FILE *in, unsigned flags, tokvec_tok_ids *ids)
+{
+    char *buf = NULL;
+    size_t cap = 0, line = 0;
+    int code = 0;
+    struct stat sb;
+    int is_file = fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode);
+    while (code == 0) {
+        ssize_t len = getline(&buf, &cap, in);
+        if (len < 0)
+            break;
         line++;
         json_error_t je;
-        json_t *s = json_loadb(p, (size_t)(le - p),
+        json_t *s = json_loadb(buf, (size_t)len,
                                JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
         if (!json_is_string(s)) {
-            json_decref(s);
             fprintf(stderr, "tokvec: input line %zu: not a JSON string\n",
                     line);
-            return 2;
+            code = 2;
+        } else {
+            int rc = tokvec_tokenizer_encode(t, st, json_string_value(s),
+                                             json_string_length(s), flags,
+                                             ids);
+            if (rc == 0)
+                rc = print_ids(ids, stdout);
+            if (rc == 0 && !more_input(in, is_file) && fflush(stdout) != 0)
+                rc = -EIO;
+            if (rc) {
+                fprintf(stderr, "tokvec: %s\n", tokvec_strerror(rc));
+                code = 1;
+            }
         }
-        int rc = tokvec_tokenizer_encode(t, st, json_string_value(s),
-                                         json_string_length(s), flags, ids);
         json_decref(s);
-        if (rc == 0)
-            rc = print_ids(ids, stdout);
-        if (rc) {
-            fprintf(stderr, "tokvec: %s\n", tokvec_strerror(rc));
-            return 1;
-        }
-        p = le + 1;
     }
-    return 0;
+    if (code == 0 && ferror(in)) {
+        fprintf(stderr, "tokvec: input: %s\n", strerror(errno));
+        code = 1;
+    }
+    free(buf);
+    return code;
 }
 
 int tv_cli_text_ids(const char *tok_path, const char *text, int special,
@@ -220,10 +247,12 @@ int cmd_tokenize(int argc, char **argv)
     int code = 0;
     tokvec_tok_ids ids = {0};
     tokvec_tok_state *st = tokvec_tok_state_new();
-    rc = st ? read_all(in, &text, &len) : -ENOMEM;
+    rc = st ? 0 : -ENOMEM;
     if (rc == 0 && jsonl)
-        code = run_jsonl(t, st, text, len, flags, &ids);
-    else if (rc == 0) {
+        code = run_jsonl(t, st, in, flags, &ids);
+    else if (rc == 0)
+        rc = read_all(in, &text, &len);
+    if (rc == 0 && !jsonl) {
         rc = tokvec_tokenizer_encode(t, st, text, len, flags, &ids);
         if (rc == 0)
             rc = print_ids(&ids, stdout);

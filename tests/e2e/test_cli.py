@@ -8,6 +8,7 @@ bit by tests/test_init.c.
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -121,6 +122,32 @@ class CLI(unittest.TestCase):
         self.assertEqual(got[0], [15496])
         self.assertEqual(len(got), 3)
         self.assertEqual(got[2], [])
+
+    def test_tokenize_jsonl_answers_each_line_as_it_arrives(self):
+        # A pipe used as a service: the second text is written only after
+        # the first answer came back, so a reader of the whole input (or an
+        # unflushed stdout) would hang here until the timeout.
+        p = subprocess.Popen([tc.BINARY, "tokenize", "--tokenizer", GPT2,
+                              "--jsonl"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            for text, want in (("Hello", [15496]), (" world", [995])):
+                p.stdin.write((json.dumps(text) + "\n").encode())
+                p.stdin.flush()
+                ready, _, _ = select.select([p.stdout], [], [], 30)
+                self.assertTrue(ready, "no answer to %r" % text)
+                self.assertEqual(json.loads(p.stdout.readline()), want)
+            p.stdin.write(b"not json\n")
+            p.stdin.close()
+            self.assertEqual(p.wait(timeout=30), 2)
+            self.assertIn(b"input line 3: not a JSON string",
+                          p.stderr.read())
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+            p.stderr.close()
 
     def test_tokenize_bad_tokenizer_exits_2_naming_it(self):
         bad = self.p("bad.tiktoken")
