@@ -368,4 +368,13 @@ static FX_UNUSED int fx_get(fixture *f, const char *path, char *resp,
     return fx_http(f, "GET", path, NULL, NULL, NULL, resp, cap);
 }
 
+/* GET path: asserts its status and that the body holds says. */
+static FX_UNUSED void fx_get_says(fixture *f, const char *path, int status,
+                                  const char *says)
+{
+    char r[65536];
+    assert_int_equal(fx_get(f, path, r, sizeof r), status);
+    assert_non_null(strstr(fx_body(r), says));
+}
+
 #endif
