@@ -166,6 +166,8 @@ static void record(json_t *meta, const char *key, uint32_t type,
 {
     json_t *j = NULL;
     uint64_t n = 0;
+    /* One line a value type, as a table. */
+    /* clang-format off */
     switch (type) {
     case 0: j = json_integer(v[0]); break;
     case 1: j = json_integer((int8_t)v[0]); break;
@@ -185,6 +187,7 @@ static void record(json_t *meta, const char *key, uint32_t type,
     case 10: case 11: j = json_integer((json_int_t)tokvec__le64(v)); break;
     default: break; /* floats: left out (their text is not exact) */
     }
+    /* clang-format on */
     if (j)
         json_object_set_new(meta, key, j);
 }

@@ -83,8 +83,8 @@ void tokvec__rng_force_scalar(tokvec_rng *rng, int on)
 }
 
 #define MIX(a, b, c) \
-    ((c) ^ ((((a) & 0x80000000u) | ((b) & 0x7fffffffu)) >> 1) ^ \
-     (0x9908b0dfu & (0u - ((b) & 1u))))
+    ((c) ^ (((0x80000000u & (a)) | (0x7fffffffu & (b))) >> 1) ^ \
+     (0x9908b0dfu & (0u - (1u & (b)))))
 
 /* The reference twist, split so no index needs a modulo: words 0..226 mix
  * with old words 397.., words 227..622 with the new words 0..395. */
@@ -144,7 +144,7 @@ static void uniforms_scalar(const uint32_t *mt, float *w, size_t m)
         w[i] = u24(temper(mt[i]));
 }
 
-/* --- vector path ---------------------------------------------------------- */
+/* --- vector path --------------------------------------------------------- */
 
 static float bits_f(uint32_t b)
 {
@@ -479,7 +479,7 @@ static void normal_vector(tokvec_rng *rng, float *w, size_t n, float mean,
     }
 }
 
-/* --- small path ----------------------------------------------------------- */
+/* --- small path ---------------------------------------------------------- */
 
 static double uniform_d(tokvec_rng *rng)
 {

@@ -85,14 +85,15 @@ int tokvec__pick(const tokvec_table *t, const tokvec_table_opts *o,
 
 /* Records a one-line reason "path: what" in o->errbuf (if any); returns
  * code, so that error paths are one statement. */
-int tokvec__fail(const tokvec_table_opts *o, const char *path, int code,
-                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int tokvec__record_fail(const tokvec_table_opts *o, const char *path,
+                        int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The call's value is code itself, visibly: clang's analyzer does not look
  * into table.c from the other files, and without this takes an error path
  * (a negative code) for success and reports reads the check has ruled
  * out. code is evaluated twice: pass a constant or a variable. */
 #define tokvec__fail(o, path, code, ...) \
-    (tokvec__fail((o), (path), (code), __VA_ARGS__), (code))
+    (tokvec__record_fail((o), (path), (code), __VA_ARGS__), (code))
 /* "path: " fmt into buf (len > 0 bytes), cut to fit; for the error
  * buffers of tables and tokenizers. */
 void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,

@@ -66,8 +66,8 @@ int tokvec_positional_parse(const char *s, tokvec_positional *out)
 
 /* Records a one-line reason "path: what" in the caller's buffer; returns
  * code so error paths are one statement. */
-int(tokvec__fail)(const tokvec_table_opts *o, const char *path, int code,
-                  const char *fmt, ...)
+int tokvec__record_fail(const tokvec_table_opts *o, const char *path,
+                        int code, const char *fmt, ...)
 {
     if (o && o->errbuf && o->errlen) {
         va_list ap;

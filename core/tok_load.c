@@ -31,7 +31,7 @@ typedef struct ld {
 /* Records "path: what" in the caller's buffer; returns code. fail() below
  * makes the value code visibly: clang's analyzer does not follow variadic
  * calls, and would otherwise take error paths for success. */
-static int (fail)(ld *l, int code, const char *fmt, ...)
+static int record_fail(ld *l, int code, const char *fmt, ...)
 {
     const tokvec_tokenizer_opts *o = l->o;
     if (o && o->errbuf && o->errlen) {
@@ -42,7 +42,7 @@ static int (fail)(ld *l, int code, const char *fmt, ...)
     }
     return code;
 }
-#define fail(l, code, ...) (fail((l), (code), __VA_ARGS__), (code))
+#define fail(l, code, ...) (record_fail((l), (code), __VA_ARGS__), (code))
 
 /* fail() with the reason in errno (never 0: a failed call that left errno
  * unset would otherwise read as success). */

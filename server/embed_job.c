@@ -55,7 +55,7 @@
 #include "torchsave.h"
 
 #define JOB_OF(task) \
-    ((req_ctx *)((char *)(task) - offsetof(req_ctx, job.task)))
+    ((req_ctx *)(((char *)(task)) - offsetof(req_ctx, job.task)))
 
 /* --- the plan: every size of the reply, once -------------------------- */
 

@@ -44,7 +44,7 @@ struct tv_text_call {
     tv_error err;
 };
 
-/* --- options ------------------------------------------------------------ */
+/* --- options ----------------------------------------------------------- */
 
 int tv_text_no_tokenizer(tv_error *e)
 {
@@ -54,7 +54,7 @@ int tv_text_no_tokenizer(tv_error *e)
                         "data/gpt2) to send text");
 }
 
-/* --- the worker's tokenizer state -------------------------------------- */
+/* --- the worker's tokenizer state ------------------------------------- */
 
 static pthread_key_t state_key;
 static pthread_once_t state_once = PTHREAD_ONCE_INIT;
@@ -107,7 +107,7 @@ long tv_text_token_text(void *ctx, int64_t id, char *buf, size_t cap)
     return (long)tokvec_utf8_lossy(b, n, buf);
 }
 
-/* --- the answer's body ---------------------------------------------------- */
+/* --- the answer's body --------------------------------------------------- */
 
 /* Room for `more` bytes at the end of the body; -1 on out of memory. */
 static int grow(tv_text_call *c, size_t more)
@@ -184,7 +184,7 @@ static int put_ids(tv_text_call *c, const int32_t *ids, size_t n)
     return put(c, "]", 1);
 }
 
-/* --- parsing -------------------------------------------------------------- */
+/* --- parsing ------------------------------------------------------------- */
 
 static int parse_tokenize(tv_text_call *c, json_t *root, tv_error *e)
 {
@@ -352,7 +352,7 @@ int tv_text_parse(int kind, const char *body, size_t len,
     return 0;
 }
 
-/* --- the job -------------------------------------------------------------- */
+/* --- the job ------------------------------------------------------------- */
 
 static const char *text_at(const tv_text_call *c, size_t i, size_t *len)
 {

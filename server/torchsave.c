@@ -22,7 +22,7 @@
 #include "encode.h"
 #include "torchsave.h"
 
-/* ---- CRC-32, slicing by 8 ------------------------------------------------ */
+/* ---- CRC-32, slicing by 8 ----------------------------------------------- */
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -64,7 +64,7 @@ uint32_t tv_crc32(uint32_t crc, const void *p, size_t n)
     return ~crc;
 }
 
-/* ---- pickle ------------------------------------------------------------- */
+/* ---- pickle ------------------------------------------------------------ */
 
 /* Longest data.pkl: ~160 fixed bytes + integers of at most 5 bytes. */
 enum { PICKLE_MAX = 256 };
@@ -189,7 +189,7 @@ static void pickle_tensor(pk *w, int64_t rows, int64_t cols, tokvec_dtype dt)
     pk_op(w, '.');
 }
 
-/* ---- zip ---------------------------------------------------------------- */
+/* ---- zip --------------------------------------------------------------- */
 
 enum { NREC = 4, LOCAL_HDR = 30, CENTRAL_HDR = 46, EOCD = 22, ALIGN = 64 };
 enum { REC_PKL, REC_BYTEORDER, REC_DATA, REC_VERSION };
@@ -369,7 +369,7 @@ size_t tv_torchsave(void *buf, const void *data, int64_t rows, int64_t cols,
     return tv_torchsave_finish(buf, rows, cols, dt);
 }
 
-/* ---- the /embed body ---------------------------------------------------- */
+/* ---- the /embed body --------------------------------------------------- */
 
 size_t tv_embed_torch_json_bound(int64_t B, int64_t S, int64_t D,
                                  tokvec_dtype dt)

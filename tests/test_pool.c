@@ -41,7 +41,7 @@
 #define BIG_QUEUE 1000
 #define NO_GATE ((size_t)1 << 40)
 
-/* --- fixture: jobs that record and can be held ---------------------------- */
+/* --- fixture: jobs that record and can be held --------------------------- */
 
 struct fixture;
 
@@ -304,7 +304,7 @@ static size_t poll_count(tv_pool *p, size_t (*get)(tv_pool *), size_t want)
     return v;
 }
 
-/* --- threads: /proc/self/task -------------------------------------------- */
+/* --- threads: /proc/self/task ------------------------------------------- */
 
 /* Counts this process's threads named tv-work-<i> into seen[i] (i < 64);
  * returns how many threads are named tv-work-*. */
@@ -334,7 +334,7 @@ static int workers_are(int n)
     }
 }
 
-/* --- workers ----------------------------------------------------------- */
+/* --- workers ---------------------------------------------------------- */
 
 static void start_runs_exactly_threads_workers_named_tv_work_0_to_n(
     void **state)
@@ -424,7 +424,7 @@ static void at_most_threads_jobs_run_at_once(void **state)
     assert_int_equal(snap(f, &f->max_running), THREADS);
 }
 
-/* --- the queue --------------------------------------------------------- */
+/* --- the queue -------------------------------------------------------- */
 
 static void reserve_fails_at_max_queue_and_succeeds_after_a_job_starts(
     void **state)
@@ -541,7 +541,7 @@ static void queue_depth_gauge_counts_jobs_from_reserve_to_start(void **state)
     assert_true(queue_depth() == base);
 }
 
-/* --- max_inflight_bytes ------------------------------------------------ */
+/* --- max_inflight_bytes ----------------------------------------------- */
 
 static void a_job_waits_while_its_bytes_do_not_fit_and_starts_after_release(
     void **state)
@@ -623,7 +623,7 @@ static void release_starts_every_waiting_job_that_now_fits(void **state)
     tv_pool_release(f->pool, 90);
 }
 
-/* --- stop -------------------------------------------------------------- */
+/* --- stop ------------------------------------------------------------- */
 
 static void *stopper(void *arg)
 {
@@ -719,7 +719,7 @@ static void stop_of_an_idle_pool_joins_every_worker(void **state)
     tv_pool_stop(NULL); /* no-op */
 }
 
-/* --- inline jobs ------------------------------------------------------- */
+/* --- inline jobs ------------------------------------------------------ */
 
 /* tv_pool_try_inline, retried for up to WAIT_MS. */
 static int try_inline_soon(tv_pool *p, size_t bytes)

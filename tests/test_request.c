@@ -5,7 +5,7 @@
  */
 #include "request_testutil.h"
 
-/* --- tv_request_parse_binary ------------------------------------------- */
+/* --- tv_request_parse_binary ------------------------------------------ */
 
 static void binary_body_reads_int32_le_ids(void **state)
 {
@@ -66,7 +66,7 @@ static void binary_body_errors_name_the_problem(void **state)
     assert_string_equal(e.message, "1 x 4 tokens is over max_tokens 3");
 }
 
-/* --- tv_request_set_option ---------------------------------------------- */
+/* --- tv_request_set_option --------------------------------------------- */
 
 static void query_options_set_and_reject(void **state)
 {
@@ -106,7 +106,7 @@ static void query_options_set_and_reject(void **state)
                                    "start_position, positions, dtype)");
 }
 
-/* --- tv_body_kind_of ----------------------------------------------------- */
+/* --- tv_body_kind_of ---------------------------------------------------- */
 
 static void content_types_classify(void **state)
 {
@@ -164,7 +164,7 @@ static void a_415_names_the_type_received_and_the_types_accepted(void **st)
     assert_true(strlen(e.message) < 200);
 }
 
-/* --- the query string of POST /embed ----------------------------------- */
+/* --- the query string of POST /embed ---------------------------------- */
 
 static void dtype_is_kept_as_given_for_negotiation(void **state)
 {
@@ -221,7 +221,7 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
                                    "in the query");
 }
 
-/* --- GET /tokens/{id} ----------------------------------------------------- */
+/* --- GET /tokens/{id} ---------------------------------------------------- */
 
 static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
 {
@@ -257,7 +257,7 @@ static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
     }
 }
 
-/* --- tv_error_set -------------------------------------------------------- */
+/* --- tv_error_set ------------------------------------------------------- */
 
 static void error_set_fills_the_error_and_returns_minus_1(void **state)
 {
