@@ -27,7 +27,8 @@
 
 const char *const tokvec__token_names[] = {
     "tok_emb.weight", "wte.weight", "transformer.wte.weight",
-    "embeddings.word_embeddings.weight", "model.embed_tokens.weight", NULL};
+    "embeddings.word_embeddings.weight", "model.embed_tokens.weight", NULL,
+};
 const char *const tokvec__position_names[] = {
     "pos_emb.weight", "wpe.weight", "transformer.wpe.weight",
     "embeddings.position_embeddings.weight", NULL};
@@ -406,13 +407,14 @@ static int positions(tokvec_table *t, const tokvec_table_opts *o,
                                  ? t->meta_context
                                  : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
     rc = make_sinusoidal(t, o->flags);
-    if (rc < 0)
+    if (rc < 0) {
+        const char *why =
+            rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 floats)" : "";
         return tokvec__fail(o, path, rc, "cannot compute sinusoidal positions "
                             "for context_length %" PRId64 " x dim %" PRId64
                             ": %s%s", t->info.context_length, t->info.dim,
-                            tokvec_strerror(rc),
-                            rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 "
-                                                       "floats)" : "");
+                            tokvec_strerror(rc), why);
+    }
     return 0;
 }
 

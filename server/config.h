@@ -45,8 +45,9 @@ typedef struct tv_config {
     char *log_level;            /* debug|info|warn|error */
     int64_t access_log;         /* 1 = one line per request */
     char *config_path;          /* the file read, "" if none */
-    char *warnings;             /* "" or lines ending in '\n' to log at
-                                   start-up (TOKVEC_* that are no setting) */
+    /* "" or lines ending in '\n' to log at start-up (TOKVEC_* that are no
+     * setting) */
+    char *warnings;
 } tv_config;
 
 enum { TV_CONFIG_OK = 0, TV_CONFIG_HELP = 1, TV_CONFIG_ERROR = -1 };

@@ -20,6 +20,8 @@
 static char path[300];
 
 /* The ways to break the good file: each names the rule it breaks. */
+/* A list of names, packed (clang-format would put one a line). */
+/* clang-format off */
 enum mut {
     GOOD, BAD_MAGIC, V1, V4, M_BE, V2, TOO_MANY_TENSORS, TOO_MANY_KV,
     KEY_PAST_END, EMPTY_KEY, UNKNOWN_VALUE_TYPE, BOOL_2, DEEP_ARRAYS,
@@ -28,6 +30,7 @@ enum mut {
     OFFSET_UNALIGNED, DATA_PAST_END, TENSOR_PAST_END, SAME_NAME, OVERLAP,
     TOKEN_1D, NO_TOKEN, TOKEN_I32, DIM_MISMATCH, EMPTY_TABLE, SHORT, NO_DATA,
 };
+/* clang-format on */
 
 typedef struct {
     unsigned char b[8192];

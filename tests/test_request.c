@@ -33,8 +33,11 @@ static void binary_body_errors_name_the_problem(void **state)
     tv_error e;
     const char *shape_msg = "binary requests need X-Tokvec-Shape: B,S with "
                             "positive integers";
+    /* A list of shapes, packed (clang-format would put one a line). */
+    /* clang-format off */
     const char *bad[] = {NULL, "", "4", "0,4", "4,0", "a,b", " 2,2", "2,2 ",
                          "-1,4", "2,,2", "1234567890123456789,1"};
+    /* clang-format on */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(tv_request_parse_binary(body, 16, bad[i], &LIM, &r,
                                                  &e), -1);
