@@ -248,14 +248,14 @@ void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst, size_t n)
     assert(rc == 0 && n % values == 0);
     (void)rc;
     dequant_block one = q == TOKVEC_Q8_0   ? q8_0
-        : q == TOKVEC_Q4_0 ? q4_0
-        : q == TOKVEC_Q4_1 ? q4_1
-        : q == TOKVEC_Q5_0 ? q5_0
-        : q == TOKVEC_Q5_1 ? q5_1
-        : q == TOKVEC_Q4_K ? q4_k
-        : q == TOKVEC_Q5_K ? q5_k
-        : q == TOKVEC_Q6_K ? q6_k
-                           : NULL;
+                        : q == TOKVEC_Q4_0 ? q4_0
+                        : q == TOKVEC_Q4_1 ? q4_1
+                        : q == TOKVEC_Q5_0 ? q5_0
+                        : q == TOKVEC_Q5_1 ? q5_1
+                        : q == TOKVEC_Q4_K ? q4_k
+                        : q == TOKVEC_Q5_K ? q5_k
+                        : q == TOKVEC_Q6_K ? q6_k
+                                           : NULL;
     assert(one);
     const unsigned char *b = src;
     for (size_t i = 0; i < n / values; i++)

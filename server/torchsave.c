@@ -82,7 +82,10 @@ static void pk_put(pk *w, const void *s, size_t n)
     w->n += n;
 }
 
-static void pk_op(pk *w, unsigned char op) { pk_put(w, &op, 1); }
+static void pk_op(pk *w, unsigned char op)
+{
+    pk_put(w, &op, 1);
+}
 
 /* BINPUT: what Python's pickler writes after each memoized object. */
 static void pk_memo(pk *w)
@@ -193,9 +196,10 @@ static void pickle_tensor(pk *w, int64_t rows, int64_t cols, tokvec_dtype dt)
 
 enum { NREC = 4, LOCAL_HDR = 30, CENTRAL_HDR = 46, EOCD = 22, ALIGN = 64 };
 enum { REC_PKL, REC_BYTEORDER, REC_DATA, REC_VERSION };
-static const char *const rec_name[NREC] = {
-    "archive/data.pkl", "archive/byteorder", "archive/data/0",
-    "archive/version"};
+static const char *const rec_name[NREC] = {"archive/data.pkl",
+                                           "archive/byteorder",
+                                           "archive/data/0",
+                                           "archive/version"};
 
 typedef struct rec {
     size_t hdr, pad, data, len; /* header offset, FB padding, data offset */
@@ -391,13 +395,14 @@ size_t tv_embed_torch_json(char *buf, const void *x, int64_t B, int64_t S,
     assert(rc == 0 && B > 0);
     (void)rc;
     char *p = buf;
-    p += sprintf(p, "{\"shape\":[%lld,%lld,%lld],\"dtype\":\"%s\","
-                    "\"embeddings\":[",
+    p += sprintf(p,
+                 "{\"shape\":[%lld,%lld,%lld],\"dtype\":\"%s\","
+                 "\"embeddings\":[",
                  (long long)B, (long long)S, (long long)D,
                  tokvec_dtype_numpy_name(dt));
     for (int64_t b = 0; b < B; b++) {
-        tv_torchsave(scratch, (const char *)x + (size_t)b * l.data_bytes, S,
-                     D, dt);
+        tv_torchsave(scratch, (const char *)x + (size_t)b * l.data_bytes, S, D,
+                     dt);
         if (b)
             *p++ = ',';
         *p++ = '"';

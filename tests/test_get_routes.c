@@ -48,9 +48,12 @@ static void a_token_id_that_is_no_decimal_is_400(void **state)
 {
     fixture *f = *state;
     char r[RESP];
-    static const char *const bad[] = {"/tokens/", "/tokens/+1",
-                                      "/tokens/0x1", "/tokens/1a",
-                                      "/tokens/1%00", "/tokens/-",
+    static const char *const bad[] = {"/tokens/",
+                                      "/tokens/+1",
+                                      "/tokens/0x1",
+                                      "/tokens/1a",
+                                      "/tokens/1%00",
+                                      "/tokens/-",
                                       "/tokens/1234567890123456789"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(fx_get(f, bad[i], r, RESP), 400);

@@ -34,8 +34,8 @@
 #include "server.h"
 
 #define MAXJ 64
-#define WAIT_MS 5000     /* bound on waiting for something that must happen */
-#define NEGATIVE_MS 100  /* window for something that must not happen */
+#define WAIT_MS 5000    /* bound on waiting for something that must happen */
+#define NEGATIVE_MS 100 /* window for something that must not happen */
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define BIG_QUEUE 1000
@@ -181,8 +181,7 @@ static int teardown(void **state)
 static void start(fixture *f, int threads, size_t max_queue,
                   size_t max_inflight)
 {
-    assert_int_equal(tv_pool_start(&f->pool, threads, max_queue,
-                                   max_inflight),
+    assert_int_equal(tv_pool_start(&f->pool, threads, max_queue, max_inflight),
                      0);
     assert_non_null(f->pool);
 }
@@ -227,15 +226,30 @@ static void let_all_go(fixture *f)
 
 /* What a test waits for, read under f->mu. */
 typedef int (*pred_fn)(const fixture *f, int arg);
-static int started_is(const fixture *f, int n) { return f->started >= n; }
-static int running_is(const fixture *f, int n) { return f->running >= n; }
-static int finished_is(const fixture *f, int n) { return f->finished >= n; }
-static int job_worked(const fixture *f, int id) { return f->jobs[id].worked; }
+static int started_is(const fixture *f, int n)
+{
+    return f->started >= n;
+}
+static int running_is(const fixture *f, int n)
+{
+    return f->running >= n;
+}
+static int finished_is(const fixture *f, int n)
+{
+    return f->finished >= n;
+}
+static int job_worked(const fixture *f, int id)
+{
+    return f->jobs[id].worked;
+}
 static int job_in_done(const fixture *f, int id)
 {
     return f->jobs[id].in_done;
 }
-static int job_done(const fixture *f, int id) { return f->jobs[id].done; }
+static int job_done(const fixture *f, int id)
+{
+    return f->jobs[id].done;
+}
 
 /* Waits up to ms for pred; returns whether it holds. */
 static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
@@ -258,32 +272,32 @@ static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
     return ok;
 }
 
-#define must(f, pred, arg)                                                 \
-    do {                                                                   \
-        if (!wait_for(f, pred, arg, WAIT_MS))                              \
-            fail_msg("%s(%d) not reached in %d ms", #pred, (int)(arg),     \
-                     WAIT_MS);                                             \
+#define must(f, pred, arg)                                             \
+    do {                                                               \
+        if (!wait_for(f, pred, arg, WAIT_MS))                          \
+            fail_msg("%s(%d) not reached in %d ms", #pred, (int)(arg), \
+                     WAIT_MS);                                         \
     } while (0)
 
 /* Something that must not happen within NEGATIVE_MS. */
-#define must_not(f, pred, arg)                                             \
-    do {                                                                   \
-        if (wait_for(f, pred, arg, NEGATIVE_MS))                           \
-            fail_msg("%s(%d) happened but must not", #pred, (int)(arg));   \
+#define must_not(f, pred, arg)                                           \
+    do {                                                                 \
+        if (wait_for(f, pred, arg, NEGATIVE_MS))                         \
+            fail_msg("%s(%d) happened but must not", #pred, (int)(arg)); \
     } while (0)
 
 /* Submits job id and expects it to run to its end at once. */
-#define submit_runs(f, id, bytes)                                          \
-    do {                                                                   \
-        submit(f, id, bytes);                                              \
-        must(f, job_done, id);                                             \
+#define submit_runs(f, id, bytes) \
+    do {                          \
+        submit(f, id, bytes);     \
+        must(f, job_done, id);    \
     } while (0)
 
 /* Submits job id and expects it not to start (it waits for bytes). */
-#define submit_waits(f, id, bytes)                                         \
-    do {                                                                   \
-        submit(f, id, bytes);                                              \
-        must_not(f, job_worked, id);                                       \
+#define submit_waits(f, id, bytes)   \
+    do {                             \
+        submit(f, id, bytes);        \
+        must_not(f, job_worked, id); \
     } while (0)
 
 static int snap(fixture *f, const int *field)
@@ -548,7 +562,7 @@ static void a_job_waits_while_its_bytes_do_not_fit_and_starts_after_release(
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit_runs(f, 0, 60); /* finished; its 60 bytes stay reserved */
+    submit_runs(f, 0, 60);  /* finished; its 60 bytes stay reserved */
     submit_waits(f, 1, 50); /* 110 > 100 */
     assert_int_equal(tv_pool_waiting(f->pool), 1);
     tv_pool_release(f->pool, 30); /* 30 + 50 still fits: starts */
@@ -740,7 +754,7 @@ static void try_inline_takes_a_running_slot_until_inline_done(void **state)
     for (int i = 0; i < THREADS; i++)
         assert_int_equal(tv_pool_try_inline(f->pool, 0), 1);
     assert_int_equal(tv_pool_try_inline(f->pool, 0), 0); /* all busy */
-    assert_int_equal(tv_pool_unfinished(f->pool), 0);   /* not reserved */
+    assert_int_equal(tv_pool_unfinished(f->pool), 0);    /* not reserved */
     /* Queued jobs wait for the slots the inline ones hold. */
     submit_held(f, 0, 0);
     submit_held(f, 1, 0);
