@@ -92,8 +92,7 @@ int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
                *s = strstr(h, "'shape'");
     if (!d || !f || !s) {
         rc = tokvec__fail(o, path, TOKVEC_E_NPY,
-                          ".npy header lacks descr, "
-                          "fortran_order or shape");
+                          ".npy header lacks descr, fortran_order or shape");
         goto out;
     }
     d = strchr(d + 7, '\'');

@@ -329,8 +329,7 @@ static int load(tokvec_table *t, const tokvec_table_opts *o, const char *path,
         return load_npy(t, o, path, tok, pos);
     if (o->position_path)
         return tokvec__fail(o, path, TOKVEC_E_INVAL,
-                            "a position .npy goes "
-                            "with a .npy token "
+                            "a position .npy goes with a .npy token "
                             "table only");
     if (k == F_GGUF) {
         static const char *const tn[] = {"token_embd.weight", NULL};

@@ -154,8 +154,7 @@ static int load_vocab(ld *l, json_t *obj, json_t *specials)
 {
     if (!json_is_object(obj) || json_object_size(obj) == 0)
         return fail(l, TOKVEC_E_TOKENIZER,
-                    "vocabulary is not a non-empty "
-                    "object of token -> id");
+                    "vocabulary is not a non-empty object of token -> id");
     const char *key;
     json_t *v;
     unsigned char *buf = malloc(4096);
@@ -167,8 +166,7 @@ static int load_vocab(ld *l, json_t *obj, json_t *specials)
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
         if (id < 0 || id >= TV_TOK_MAX_ID) {
             rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "token \"%.40s\": id is not "
-                      "an integer in [0, 2^24)",
+                      "token \"%.40s\": id is not an integer in [0, 2^24)",
                       key);
             break;
         }
@@ -187,9 +185,8 @@ static int load_vocab(ld *l, json_t *obj, json_t *specials)
         rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)id, sp);
         if (rc == TOKVEC_E_MISMATCH)
             rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "token \"%.40s\": id %lld is "
-                      "given twice",
-                      key, (long long)id);
+                      "token \"%.40s\": id %lld is given twice", key,
+                      (long long)id);
         if (rc)
             break;
     }
@@ -250,8 +247,7 @@ static int parse_merges_txt(ld *l, char *text, size_t len, merges *m)
             char *sp = strchr(p, ' ');
             if (!sp || strchr(sp + 1, ' '))
                 return fail(l, TOKVEC_E_TOKENIZER,
-                            "line %zu: not two "
-                            "tokens separated by one space",
+                            "line %zu: not two tokens separated by one space",
                             line);
             *sp = '\0';
             int rc = merges_add(l, m, p, sp + 1, line, &blen);
@@ -295,9 +291,7 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
         int32_t r = tv_vmap_get(t, b, n);
         if (a < 0 || c < 0 || r < 0)
             return fail(l, TOKVEC_E_TOKENIZER,
-                        "merge %zu: the %s is not "
-                        "in the vocabulary",
-                        k + 1,
+                        "merge %zu: the %s is not in the vocabulary", k + 1,
                         a < 0   ? "left token"
                         : c < 0 ? "right token"
                                 : "merged token");
@@ -362,9 +356,7 @@ static int load_gpt2(ld *l, const char *path, json_t *vocab)
         if (rc == TOKVEC_E_MISMATCH) {
             l->path = path;
             rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "id %d has the bytes of an "
-                      "earlier token",
-                      dup);
+                      "id %d has the bytes of an earlier token", dup);
         }
     }
     if (rc == 0)
@@ -482,9 +474,7 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
         }
         if (!a || !b)
             return fail(l, TOKVEC_E_TOKENIZER,
-                        "merge %zu: not \"a b\" or "
-                        "[\"a\", \"b\"]",
-                        k + 1);
+                        "merge %zu: not \"a b\" or [\"a\", \"b\"]", k + 1);
         int rc = merges_add(l, m, a, b, k + 1, &blen);
         if (rc)
             return rc;
@@ -519,9 +509,7 @@ static int load_hf(ld *l, json_t *root)
         if (rc || !json_is_integer(v) || id < 0 || id >= TV_TOK_MAX_ID) {
             rc = rc ? rc
                     : fail(l, TOKVEC_E_TOKENIZER,
-                           "added token "
-                           "\"%.40s\": bad id",
-                           key);
+                           "added token \"%.40s\": bad id", key);
             break;
         }
         if ((uint32_t)id < l->t->n_ids && l->t->len[id] != UINT32_MAX) {
@@ -529,8 +517,7 @@ static int load_hf(ld *l, json_t *root)
             if (!t->special[id] || t->len[id] != strlen(key) ||
                 memcmp(t->blob + t->off[id], key, strlen(key)))
                 rc = fail(l, TOKVEC_E_TOKENIZER,
-                          "added token \"%.40s\": "
-                          "id %lld is another token",
+                          "added token \"%.40s\": id %lld is another token",
                           key, (long long)id);
         } else if (*key) {
             rc = tv_tok_add(l->t, (const unsigned char *)key, strlen(key),
@@ -546,9 +533,7 @@ static int load_hf(ld *l, json_t *root)
         rc = tv_vmap_build(l->t, &dup);
         if (rc == TOKVEC_E_MISMATCH) {
             rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "id %d has the bytes of an "
-                      "earlier token",
-                      dup);
+                      "id %d has the bytes of an earlier token", dup);
         }
     }
     if (rc == 0)
@@ -638,15 +623,12 @@ static int tiktoken_lines(ld *l, char *text, size_t len)
                  (rank = rank * 10 + (*q - '0')) < TV_TOK_MAX_ID;
         if (!ok)
             return fail(l, TOKVEC_E_TOKENIZER,
-                        "line %zu: not \"base64 "
-                        "rank\" with a rank below 2^24",
+                        "line %zu: not \"base64 rank\" with a rank below 2^24",
                         line);
         int rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)rank, 0);
         if (rc == TOKVEC_E_MISMATCH)
             return fail(l, TOKVEC_E_TOKENIZER,
-                        "line %zu: rank %lld is "
-                        "given twice",
-                        line, rank);
+                        "line %zu: rank %lld is given twice", line, rank);
         if (rc)
             return rc;
         p = le + 1;
@@ -682,8 +664,7 @@ static int load_tiktoken(ld *l, char *text, size_t len)
                         tiktoken_specials[k].id, 1);
         if (rc == TOKVEC_E_MISMATCH)
             rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "rank %d is %s's special "
-                      "token %s",
+                      "rank %d is %s's special token %s",
                       tiktoken_specials[k].id, pat, s);
     }
     int32_t dup = -1;
@@ -691,9 +672,7 @@ static int load_tiktoken(ld *l, char *text, size_t len)
         rc = tv_vmap_build(t, &dup);
         if (rc == TOKVEC_E_MISMATCH) {
             rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "rank %d has the bytes of an "
-                      "earlier token",
-                      dup);
+                      "rank %d has the bytes of an earlier token", dup);
         }
     }
     if (rc == 0)
@@ -733,8 +712,7 @@ static int finish(ld *l)
         t->byte_id[b] = tv_vmap_get(t, &c, 1);
         if (t->byte_id[b] < 0)
             return fail(l, TOKVEC_E_TOKENIZER,
-                        "byte 0x%02x is not a token "
-                        "(every byte must be one)",
+                        "byte 0x%02x is not a token (every byte must be one)",
                         b);
     }
     t->sp_id = malloc((t->n_special + 1) * sizeof *t->sp_id);
@@ -795,8 +773,7 @@ int tv_tok_load(tokvec_tokenizer *t, const char *path,
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!root)
             rc = fail(&l, TOKVEC_E_TOKENIZER,
-                      "not JSON (line %d: %s), and "
-                      "not named *.tiktoken",
+                      "not JSON (line %d: %s), and not named *.tiktoken",
                       je.line, je.text);
         else if (json_is_object(json_object_get(root, "model")))
             rc = load_hf(&l, root);

@@ -328,8 +328,7 @@ int cmd_inspect(int argc, char **argv)
     }
     if (r < 0 || !path)
         return tv_cli_fail(EXIT_USAGE,
-                           "inspect: need FILE (see tokvec inspect "
-                           "--help)");
+                           "inspect: need FILE (see tokvec inspect --help)");
 
     /* Describes, never embeds: sinusoidal rows (up to 1 GiB that a tiny
      * file's metadata may ask for) are not needed. */
@@ -493,9 +492,8 @@ int cmd_lookup(int argc, char **argv)
     ret = EXIT_USAGE;
     if (r < 0 || !path || n == 0) {
         tv_cli_fail(EXIT_USAGE,
-                    "lookup: need --table FILE and at least one ID "
-                    "or a --text that has tokens (see tokvec lookup "
-                    "--help)");
+                    "lookup: need --table FILE and at least one ID or a "
+                    "--text that has tokens (see tokvec lookup --help)");
         goto out;
     }
     r = tv_cli_open_table(path, &to, &t);

@@ -79,8 +79,7 @@ static const setting settings[] = {
      "largest request body (413 past it)"},
     {"max_buffered_bytes", T_SIZE, OFF(max_buffered_bytes), 1, 64 * TiB,
      "256MiB", NULL,
-     "request bodies being received at once, all connections (429 past "
-     "it)"},
+     "request bodies being received at once, all connections (429 past it)"},
     {"max_tokens", T_INT, OFF(max_tokens), 1, 2147483647.0, "65536", NULL,
      "most token ids in one request, B*S (413 past it)"},
     {"max_batch", T_INT, OFF(max_batch), 1, 2147483647.0, "4096", NULL,
@@ -94,8 +93,7 @@ static const setting settings[] = {
     {"request_timeout", T_SECS, OFF(request_timeout), 0.001, 86400, "30s",
      NULL, "time to send one whole request (and the idle limit)"},
     {"min_send_rate", T_SIZE, OFF(min_send_rate), 1, 64 * TiB, "512KiB", NULL,
-     "bytes/s a reply must be read at (never cut before "
-     "request_timeout)"},
+     "bytes/s a reply must be read at (never cut before request_timeout)"},
     {"max_queue_wait", T_SECS, OFF(max_queue_wait), 0.001, 86400, "30s", NULL,
      "time a job may wait for a worker (503 past it)"},
     {"max_inflight_bytes", T_SIZE, OFF(max_inflight_bytes), 1, 64 * TiB,

@@ -187,9 +187,7 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
             snprintf(err, errlen,
-                     "--unix-socket '%s' exists and is not a "
-                     "socket",
-                     path);
+                     "--unix-socket '%s' exists and is not a socket", path);
             close(fd);
             return TV_SERVER_E_INPUT;
         }
@@ -200,9 +198,7 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
             close(probe);
         if (live) {
             snprintf(err, errlen,
-                     "--unix-socket '%s' is in use by another "
-                     "server",
-                     path);
+                     "--unix-socket '%s' is in use by another server", path);
             close(fd);
             return TV_SERVER_E_SYSTEM;
         }

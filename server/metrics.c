@@ -216,8 +216,7 @@ char *tv_metrics_render(size_t *len)
         fprintf(f, "tokvec_request_duration_seconds_sum{route=\"%s\"} %.9f\n",
                 route, (double)LOAD(sum_ns[r]) / 1e9);
         fprintf(f,
-                "tokvec_request_duration_seconds_count{route=\"%s\"} "
-                "%llu\n",
+                "tokvec_request_duration_seconds_count{route=\"%s\"} %llu\n",
                 route, (unsigned long long)total);
     }
 

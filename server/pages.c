@@ -191,8 +191,7 @@ static int parse_keys(json_t *root, const tokvec_table_info *in,
             c->k = (size_t)k;
         } else
             return tv_error_set(e, 400, "invalid_request",
-                                "unknown key \"%.64s\" (keys: id, vector, "
-                                "k)",
+                                "unknown key \"%.64s\" (keys: id, vector, k)",
                                 key);
     }
     if (!idv == !vecv)
@@ -367,8 +366,7 @@ int tv_similar_result(const tv_similar_call *c, const char **body, size_t *len,
                             "queue; retry");
     if (c->rc < 0 || !c->body)
         return tv_error_set(e, 500, "internal",
-                            "could not build the "
-                            "response");
+                            "could not build the response");
     *body = c->body;
     *len = c->len;
     return 0;

@@ -629,8 +629,7 @@ int tv_request_token_id(const char *text, int64_t *id, tv_error *err)
     int64_t v = decimal(d, n);
     if (v < 0)
         return tv_error_set(err, 400, "invalid_request",
-                            "token id must be a decimal integer, not "
-                            "'%.*s%s'",
+                            "token id must be a decimal integer, not '%.*s%s'",
                             ECHO_MAX, text, cut ? "..." : "");
     *id = neg ? -v : v;
     return 0;

@@ -380,8 +380,7 @@ int cmd_probe(int argc, char **argv)
     }
     if (split_url(argv[1], host, sizeof host, port, sizeof port, &path) < 0) {
         fprintf(stderr,
-                "tokvec: probe: '%s' is not an http://HOST:PORT/PATH"
-                " URL\n",
+                "tokvec: probe: '%s' is not an http://HOST:PORT/PATH URL\n",
                 argv[1]);
         return 2;
     }

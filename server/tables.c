@@ -118,9 +118,7 @@ int tv_server_reload(tv_server *s)
     table_ref *fresh;
     if (table_open(s, &fresh, err, sizeof err) < 0) {
         tv_metrics_reload(0);
-        tv_log(TV_LOG_ERROR,
-               "reload failed, still serving the old table: "
-               "%s",
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: %s",
                err);
         return -1;
     }
@@ -142,9 +140,7 @@ int tv_server_reload(tv_server *s)
     }
     if (tokenizer_fits(s, fresh->t, err, sizeof err) < 0) {
         tv_metrics_reload(0);
-        tv_log(TV_LOG_ERROR,
-               "reload failed, still serving the old table: "
-               "%s",
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: %s",
                err);
         table_release(fresh);
         return -1;

@@ -306,10 +306,9 @@ static void fast_path_falls_back_on_unknown_and_non_ascii_keys(void **state)
     (void)state;
     const tu_refusal refusals[] = {
         {"{\"inputs\":[[1]],\"model\":\"gpt2\"}", 400, "invalid_request",
-         "unknown key \"model\" (known: inputs, start_position, "
-         "positions, pad_id, encoding_format, dtype, "
-         "special_tokens, truncate, truncation_direction, "
-         "max_length, stride)"},
+         "unknown key \"model\" (known: inputs, start_position, positions, "
+         "pad_id, encoding_format, dtype, special_tokens, truncate, "
+         "truncation_direction, max_length, stride)"},
         {"{\"Inputs\":[[1]]}", 400, "invalid_request",
          "unknown key \"Inputs\"*"},
         {"{\"inputs \":[[1]]}", 400, "invalid_request",
@@ -465,8 +464,7 @@ static void over_max_tokens_is_413_from_either_path(void **state)
                      "payload_too_large", "2 x 5 tokens is over max_tokens 8");
     ASSERT_ERROR_LIM("{\"inputs\":[[1],[2],[3],[4],[5]]}", &lim, 413,
                      "payload_too_large",
-                     "batch of 5 sequences is over "
-                     "max_batch 4");
+                     "batch of 5 sequences is over max_batch 4");
     const tv_limits one = {.max_body_bytes = 1 << 20,
                            .max_tokens = 8,
                            .max_batch = 1};

@@ -328,8 +328,7 @@ static void precedence_syntax_errors_before_a_limit_stay_invalid_json(
          "body is not valid JSON: unexpected token near ',' "
          "(line 1, column 14)"},
         {"{\"inputs\":[[1],\n[01],[[[[[1]]]]]]}", 400, "invalid_json",
-         "body is not valid JSON: invalid token "
-         "near '0' (line 2, column 2)"},
+         "body is not valid JSON: invalid token near '0' (line 2, column 2)"},
         {"{\"inputs\":[tru,[[[[[1]]]]]]}", 400, "invalid_json",
          "body is not valid JSON: invalid token near 'tru' "
          "(line 1, column 14)"},
@@ -340,8 +339,7 @@ static void precedence_syntax_errors_before_a_limit_stay_invalid_json(
          "body is not valid JSON: invalid escape "
          "near '\"\\q' (line 1, column 8)"},
         {"{\"inputs\" [[[[[1]]]]]}", 400, "invalid_json",
-         "body is not valid JSON: ':' expected near '[' "
-         "(line 1, column 11)"},
+         "body is not valid JSON: ':' expected near '[' (line 1, column 11)"},
     };
     ASSERT_REFUSALS(refusals);
     ASSERT_ERROR_LIM("{\"inputs\":[1 2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
