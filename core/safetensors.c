@@ -77,7 +77,7 @@ static int st_metadata(tokvec_table *t, const tokvec_table_opts *o,
     if (!json_is_object(val))
         return tokvec__fail(o, path, TOKVEC_E_METADATA,
                             "__metadata__ is not an object");
-    json_object_foreach (val, mk, mv) {
+    json_object_foreach(val, mk, mv) {
         if (!json_is_string(mv))
             return tokvec__fail(o, path, TOKVEC_E_METADATA,
                                 "__metadata__ value of '%s' is not a string",
@@ -252,7 +252,7 @@ int tokvec__parse_safetensors(tokvec_table *t, const tokvec_table_opts *o,
     memset(grown + first, 0, (count + 1) * sizeof *grown);
     const char *key;
     json_t *val;
-    json_object_foreach (root, key, val) {
+    json_object_foreach(root, key, val) {
         if (!strcmp(key, "__metadata__")) {
             rc = st_metadata(t, o, path, val);
             if (rc < 0)

@@ -100,7 +100,7 @@ static int collect_shards(tokvec_table *t, const tokvec_table_opts *o,
     if (!t->shards)
         return -ENOMEM;
     t->nshards = 0;
-    json_object_foreach (wm, key, v) {
+    json_object_foreach(wm, key, v) {
         if (!json_is_string(v))
             return tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
                                 "weight_map entry '%s' is not a string", key);

@@ -161,7 +161,7 @@ static int load_vocab(ld *l, json_t *obj, json_t *specials)
     if (!buf)
         return -ENOMEM;
     int rc = 0;
-    json_object_foreach (obj, key, v) {
+    json_object_foreach(obj, key, v) {
         size_t kl = strlen(key);
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
         if (id < 0 || id >= TV_TOK_MAX_ID) {
@@ -446,7 +446,7 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
     size_t n = json_array_size(arr), total = 1;
     json_t *v;
     size_t k;
-    json_array_foreach (arr, k, v)
+    json_array_foreach(arr, k, v)
         total += json_is_string(v)
                      ? json_string_length(v)
                      : json_string_length(json_array_get(v, 0)) +
@@ -457,7 +457,7 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
         return -ENOMEM;
     size_t blen = 0;
     char pair[2][1024];
-    json_array_foreach (arr, k, v) {
+    json_array_foreach(arr, k, v) {
         const char *a = NULL, *b = NULL;
         if (json_is_string(v)) {
             const char *s = json_string_value(v), *sp = strchr(s, ' ');
@@ -496,14 +496,14 @@ static int load_hf(ld *l, json_t *root)
         return -ENOMEM;
     added = json_object_get(root, "added_tokens");
     size_t k;
-    json_array_foreach (added, k, v) {
+    json_array_foreach(added, k, v) {
         const char *c = json_string_value(json_object_get(v, "content"));
         if (c)
             json_object_set(specials, c, json_object_get(v, "id"));
     }
     rc = load_vocab(l, json_object_get(model, "vocab"), specials);
     const char *key;
-    json_object_foreach (specials, key, v) /* added tokens not in vocab */
+    json_object_foreach(specials, key, v) /* added tokens not in vocab */
     {
         json_int_t id = json_integer_value(v);
         if (rc || !json_is_integer(v) || id < 0 || id >= TV_TOK_MAX_ID) {

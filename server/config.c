@@ -213,7 +213,7 @@ static int load_file(tv_config *cfg, const char *path, const char *via,
     }
     const char *key;
     json_t *val;
-    json_object_foreach (root, key, val) {
+    json_object_foreach(root, key, val) {
         const setting *s = find_key(key, strlen(key));
         if (!s) {
             char hint[96];

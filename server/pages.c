@@ -173,7 +173,7 @@ static int parse_keys(json_t *root, const tokvec_table_info *in,
 {
     const char *key;
     json_t *v, *idv = NULL, *vecv = NULL;
-    json_object_foreach (root, key, v) {
+    json_object_foreach(root, key, v) {
         if (!strcmp(key, "id"))
             idv = v;
         else if (!strcmp(key, "vector"))

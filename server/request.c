@@ -227,7 +227,7 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
     const char *key;
     json_t *v;
     *inputs = NULL;
-    json_object_foreach (root, key, v) {
+    json_object_foreach(root, key, v) {
         int text = tv_text_option(&out->text, key, v, err);
         if (text < 0)
             return -1;

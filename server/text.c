@@ -190,7 +190,7 @@ static int parse_tokenize(tv_text_call *c, json_t *root, tv_error *e)
 {
     const char *key;
     json_t *v, *inputs = NULL;
-    json_object_foreach (root, key, v) {
+    json_object_foreach(root, key, v) {
         if (!strcmp(key, "inputs")) {
             inputs = v;
             continue;
@@ -263,7 +263,7 @@ static int parse_decode(tv_text_call *c, json_t *root, tv_error *e)
 {
     const char *key;
     json_t *v, *ids = NULL;
-    json_object_foreach (root, key, v) {
+    json_object_foreach(root, key, v) {
         if (strcmp(key, "ids"))
             return tv_error_set(e, 400, "invalid_request",
                                 "unknown key \"%.64s\" (allowed: ids)", key);

@@ -96,7 +96,7 @@ static int run_case(json_t *c, int scalar)
     sha256_init(&all);
     size_t i;
     json_t *t;
-    json_array_foreach (json_object_get(c, "tables"), i, t) {
+    json_array_foreach(json_object_get(c, "tables"), i, t) {
         int64_t rows = json_integer_value(
             json_array_get(json_object_get(t, "shape"), 0));
         int64_t cols = json_integer_value(
@@ -139,8 +139,8 @@ static void mt19937_first_outputs_for_seed_123_match_torch(void **state)
     assert_int_equal(tokvec_rng_new(123, &rng), 0);
     size_t i;
     json_t *v;
-    json_array_foreach (json_object_get(golden, "mt19937_seed123_first8_u32"),
-                        i, v) {
+    json_array_foreach(json_object_get(golden, "mt19937_seed123_first8_u32"),
+                       i, v) {
         uint32_t want = (uint32_t)strtoul(json_string_value(v), NULL, 16);
         assert_int_equal(tokvec_rng_u32(rng), want);
     }
@@ -161,7 +161,7 @@ static void every_golden_case(int scalar)
 {
     size_t i, tables = 0;
     json_t *c;
-    json_array_foreach (json_object_get(golden, "cases"), i, c)
+    json_array_foreach(json_object_get(golden, "cases"), i, c)
         tables += (size_t)run_case(c, scalar);
     assert_true(i >= 16);
     assert_true(tables >= 25);
@@ -192,7 +192,7 @@ static void default_table_pair_matches_torch_hash(void **state)
     size_t i;
     json_t *c;
     int seen_default = 0;
-    json_array_foreach (json_object_get(golden, "hash_only"), i, c) {
+    json_array_foreach(json_object_get(golden, "hash_only"), i, c) {
         run_case(c, 0);
         if (!strcmp(json_string_value(json_object_get(c, "sha256_all")),
                     dflt)) {

@@ -109,7 +109,7 @@ static void tree_stats(json_t *v, unsigned level, unsigned *depth,
     } else {
         const char *k;
         json_t *m;
-        json_object_foreach (v, k, m)
+        json_object_foreach(v, k, m)
             tree_stats(m, level + 1, depth, values);
     }
 }
