@@ -26,8 +26,9 @@ static int tokenize_rows(const tokvec_tokenizer *tok, tv_request *r,
         tv_text_row *row = &r->rows[b];
         if (!row->text)
             continue;
-        if (tv_text_encode(tok, &r->text, row->text, row->len, 0, &ids, e) <
-            0) {
+        int enc = tv_text_encode(tok, &r->text, row->text, row->len, 0, &ids,
+                                 e);
+        if (enc < 0) {
             rc = -1;
             break;
         }

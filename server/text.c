@@ -302,10 +302,11 @@ static int parse_decode(tv_text_call *c, json_t *root, tv_error *e)
     for (size_t b = 0; b < c->n; b++) {
         json_t *row = nested ? json_array_get(ids, b) : ids;
         c->row[b] = k;
-        for (size_t p = 0; p < json_array_size(row); p++, k++)
-            if (decode_id(c, json_array_get(row, p), nested ? b : 0, p, k, e) <
-                0)
+        for (size_t p = 0; p < json_array_size(row); p++, k++) {
+            const json_t *id = json_array_get(row, p);
+            if (decode_id(c, id, nested ? b : 0, p, k, e) < 0)
                 return -1;
+        }
     }
     c->row[c->n] = k;
     c->tokens = k;
@@ -395,10 +396,10 @@ static int tokenize_one(tv_text_call *c, const char *text, size_t tlen,
         if (tokvec_tokenizer_token(c->tok, ids->ids[i], &b, &bl, &special))
             special = 0;
         size_t start = ids->offsets[i], stop = ids->offsets[i + 1];
+        const unsigned char *piece = (const unsigned char *)text + start;
         if ((i > from && put(c, ",", 1) < 0) || PUTS(c, "{\"id\":") < 0 ||
             put_int(c, ids->ids[i]) < 0 || PUTS(c, ",\"text\":") < 0 ||
-            put_text(c, (const unsigned char *)text + start, stop - start) <
-                0 ||
+            put_text(c, piece, stop - start) < 0 ||
             (special ? PUTS(c, ",\"special\":true,\"start\":")
                      : PUTS(c, ",\"special\":false,\"start\":")) < 0 ||
             put_int(c, (long long)start) < 0 || PUTS(c, ",\"stop\":") < 0 ||

@@ -287,8 +287,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     tv_format fmt;
-    if (tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, &fmt, &e) <
-        0) {
+    int neg = tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, &fmt,
+                                 &e);
+    if (neg < 0) {
         check_error(&e);
         tv_request_free(&r);
         goto out;

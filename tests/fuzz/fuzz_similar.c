@@ -87,8 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         open_table();
     tv_similar_call *c = NULL;
     tv_error e = {0};
-    if (tv_similar_parse((const char *)data, size, table, idx, NULL, &c, &e) <
-        0) {
+    int parsed = tv_similar_parse((const char *)data, size, table, idx, NULL,
+                                  &c, &e);
+    if (parsed < 0) {
         if (c || !e.type || !*e.message ||
             !(e.status >= 400 && e.status < 500))
             abort();
