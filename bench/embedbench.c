@@ -126,8 +126,8 @@ static int bench_init(int64_t V, int64_t D, int64_t C)
         if (dt < best)
             best = dt;
     }
-    printf("init %" PRId64 "x%" PRId64 " + %" PRId64 "x%" PRId64
-           "\t%.4f s\n", V, D, C, D, best);
+    printf("init %" PRId64 "x%" PRId64 " + %" PRId64 "x%" PRId64 "\t%.4f s\n",
+           V, D, C, D, best);
     tokvec_rng_free(rng);
     free(tok);
     free(pos);
@@ -210,7 +210,8 @@ int main(int argc, char **argv)
 
     double gb = (double)bytes / 1e9;
     printf("workload\t%" PRId64 "x%" PRId64 " dim %" PRId64 " (%s), %zu "
-           "output bytes\n", B, S, D, tokvec_dtype_name(in->dtype), bytes);
+           "output bytes\n",
+           B, S, D, tokvec_dtype_name(in->dtype), bytes);
     printf("memcpy\t%.2f GB/s\n", gb / t_memcpy);
     printf("memcpy of the same rows\t%.2f GB/s (gather, no add)\n",
            gb / t_rows);

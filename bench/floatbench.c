@@ -31,10 +31,9 @@ static double rate(const float *v, int use_printf)
         double t0 = now();
         size_t total = 0;
         for (int i = 0; i < N; i++)
-            total += use_printf
-                         ? (size_t)snprintf(buf, sizeof buf, "%.9g",
-                                            (double)v[i])
-                         : tokvec_f32_format(v[i], buf);
+            total += use_printf ? (size_t)snprintf(buf, sizeof buf, "%.9g",
+                                                   (double)v[i])
+                                : tokvec_f32_format(v[i], buf);
         double r = N / (now() - t0);
         sink += total;
         if (r > best)
@@ -63,7 +62,8 @@ int main(void)
     for (int s = 0; s < 2; s++) {
         double a = rate(sets[s], 0), b = rate(sets[s], 1);
         printf("json floats %-12s\ttokvec %.1f M/s\tsnprintf %%.9g %.1f M/s"
-               "\tratio %.2fx\n", names[s], a / 1e6, b / 1e6, a / b);
+               "\tratio %.2fx\n",
+               names[s], a / 1e6, b / 1e6, a / b);
     }
     free(normal);
     free(bits);

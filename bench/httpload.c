@@ -47,8 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HDR_MAX 16384          /* response status line + headers */
-#define RBUF (256 * 1024)      /* one read() per thread at most this */
+#define HDR_MAX 16384     /* response status line + headers */
+#define RBUF (256 * 1024) /* one read() per thread at most this */
 #define MAX_HEADERS 64
 
 /* ------------------------------------------------------------- settings */
@@ -59,7 +59,7 @@ static struct {
     char target[512];
     int conns, threads;
     double duration, timeout;
-    char *req;          /* the whole request: head + body */
+    char *req; /* the whole request: head + body */
     size_t req_len;
 } cfg;
 
@@ -102,10 +102,10 @@ enum chunk_state { K_SIZE, K_DATA, K_DATA_CRLF, K_TRAILER };
 typedef struct {
     int fd;
     enum conn_state st;
-    unsigned events;        /* epoll interest now */
+    unsigned events; /* epoll interest now */
     size_t sent;
-    uint64_t t0;            /* request start */
-    uint64_t retry_at;      /* C_DOWN: when to connect again */
+    uint64_t t0;       /* request start */
+    uint64_t retry_at; /* C_DOWN: when to connect again */
     /* response parsing */
     char hdr[HDR_MAX];
     size_t hlen;
@@ -113,9 +113,9 @@ typedef struct {
     int status;
     int close_after;
     enum body_mode mode;
-    uint64_t remaining;     /* B_LENGTH / K_DATA: bytes left */
+    uint64_t remaining; /* B_LENGTH / K_DATA: bytes left */
     enum chunk_state ks;
-    char line[256];         /* chunk-size or trailer line */
+    char line[256]; /* chunk-size or trailer line */
     size_t llen;
 } conn;
 
@@ -343,8 +343,7 @@ static ssize_t feed_body(conn *c, const char *b, size_t n, int *done)
             if (c->llen + 1 >= sizeof c->line)
                 return -1;
             c->line[c->llen++] = ch;
-            if (c->llen >= 2 && c->line[c->llen - 2] == '\r' &&
-                ch == '\n') {
+            if (c->llen >= 2 && c->line[c->llen - 2] == '\r' && ch == '\n') {
                 size_t l = c->llen - 2;
                 c->llen = 0;
                 if (c->ks == K_TRAILER) {
@@ -360,8 +359,8 @@ static ssize_t feed_body(conn *c, const char *b, size_t n, int *done)
                     if (sz >> 60)
                         return -1;
                     char h = (char)tolower((unsigned char)c->line[j]);
-                    sz = sz * 16 + (uint64_t)(h <= '9' ? h - '0'
-                                                       : h - 'a' + 10);
+                    sz = sz * 16 +
+                         (uint64_t)(h <= '9' ? h - '0' : h - 'a' + 10);
                 }
                 if (j == 0)
                     return -1;
@@ -457,8 +456,7 @@ static int on_readable(worker *w, conn *c)
                 memcpy(c->hdr + c->hlen, b, take);
                 c->hlen += take;
                 size_t from = old >= 3 ? old - 3 : 0;
-                char *e = memmem(c->hdr + from, c->hlen - from, "\r\n\r\n",
-                                 4);
+                char *e = memmem(c->hdr + from, c->hlen - from, "\r\n\r\n", 4);
                 if (!e) {
                     if (c->hlen == HDR_MAX) {
                         w->k.parse_err++;
@@ -827,8 +825,7 @@ int main(int argc, char **argv)
     uint64_t deadline = start + (uint64_t)(cfg.duration * 1e9);
     int off = 0;
     for (int t = 0; t < cfg.threads; t++) {
-        w[t].nconn = cfg.conns / cfg.threads +
-                     (t < cfg.conns % cfg.threads);
+        w[t].nconn = cfg.conns / cfg.threads + (t < cfg.conns % cfg.threads);
         w[t].c = all + off;
         off += w[t].nconn;
         w[t].deadline = deadline;
@@ -883,8 +880,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nlat; i++)
         sum += (double)lat[i];
     qsort(lat, nlat, sizeof *lat, cmp_u64);
-    uint64_t errors = k.status_err + k.connect_err + k.read_err +
-                      k.write_err + k.parse_err + k.timeouts;
+    uint64_t errors = k.status_err + k.connect_err + k.read_err + k.write_err +
+                      k.parse_err + k.timeouts;
     printf("HTTPLOAD {\"transport\":\"%s\",\"conns\":%d,\"threads\":%d,"
            "\"duration_s\":%.3f,\"requests\":%" PRIu64 ",\"ok\":%" PRIu64
            ",\"rps\":%.1f,\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p99_ms\":%.4f,"
@@ -894,8 +891,8 @@ int main(int argc, char **argv)
            ",\"bytes_read\":%" PRIu64 "}\n",
            cfg.is_unix ? "unix" : "tcp", cfg.conns, cfg.threads, secs,
            k.responses, k.ok, secs > 0 ? (double)k.ok / secs : 0.0,
-           pct_ms(lat, nlat, 50), pct_ms(lat, nlat, 90),
-           pct_ms(lat, nlat, 99), nlat ? (double)lat[nlat - 1] / 1e6 : 0.0,
+           pct_ms(lat, nlat, 50), pct_ms(lat, nlat, 90), pct_ms(lat, nlat, 99),
+           nlat ? (double)lat[nlat - 1] / 1e6 : 0.0,
            nlat ? sum / (double)nlat / 1e6 : 0.0, errors, k.status_err,
            k.connect_err, k.read_err, k.write_err, k.parse_err, k.timeouts,
            k.bytes_read);

@@ -47,10 +47,9 @@ static void run_once(const job *j)
 {
     tv_request r;
     tv_error e;
-    int rc = j->fast
-                 ? tv_request_parse_json_fast(j->body, j->len, &j->lim, &r)
-                 : tv_request_parse_json_slow(j->body, j->len, &j->lim, &r,
-                                              &e);
+    int rc = j->fast ? tv_request_parse_json_fast(j->body, j->len, &j->lim, &r)
+                     : tv_request_parse_json_slow(j->body, j->len, &j->lim, &r,
+                                                  &e);
     if (rc) {
         fprintf(stderr, "idbench: %s parser failed\n",
                 j->fast ? "fast" : "jansson");
@@ -98,8 +97,7 @@ static char *make_body(int64_t B, int64_t S, size_t *len)
     for (int64_t b = 0; b < B; b++) {
         p += sprintf(p, "%s[", b ? ", " : "");
         for (int64_t s = 0; s < S; s++)
-            p += sprintf(p, "%s%" PRIu64, s ? ", " : "",
-                         next(&seed) % 50257);
+            p += sprintf(p, "%s%" PRIu64, s ? ", " : "", next(&seed) % 50257);
         *p++ = ']';
     }
     p += sprintf(p, "]}");
@@ -126,16 +124,16 @@ int main(int argc, char **argv)
         errno = 0;
         int64_t B = strtoll(arg, &x, 10);
         int64_t S = *x == 'x' ? strtoll(x + 1, &end, 10) : 0;
-        if (errno || x == arg || *x != 'x' || end == x + 1 || *end ||
-            B < 1 || S < 1 || B > (1 << 24) || S > (1 << 24) ||
-            B * S > (1 << 24)) {
+        if (errno || x == arg || *x != 'x' || end == x + 1 || *end || B < 1 ||
+            S < 1 || B > (1 << 24) || S > (1 << 24) || B * S > (1 << 24)) {
             fprintf(stderr, "usage: idbench [BxS ...]\n");
             return 2;
         }
         size_t len;
         char *body = make_body(B, S, &len);
         /* the contract's default limits, raised if the shape needs it */
-        tv_limits lim = {.max_body_bytes = 16u << 20, .max_tokens = 65536,
+        tv_limits lim = {.max_body_bytes = 16u << 20,
+                         .max_tokens = 65536,
                          .max_batch = 4096};
         if (B * S > lim.max_tokens)
             lim.max_tokens = B * S;
@@ -147,8 +145,7 @@ int main(int argc, char **argv)
         tv_request f, s;
         tv_error e;
         if (tv_request_parse_json_fast(body, len, &lim, &f)) {
-            fprintf(stderr, "idbench: the fast path fell back on %s\n",
-                    arg);
+            fprintf(stderr, "idbench: the fast path fell back on %s\n", arg);
             return 1;
         }
         if (tv_request_parse_json_slow(body, len, &lim, &s, &e)) {
@@ -173,7 +170,8 @@ int main(int argc, char **argv)
                    (double)(B * S) / t[fast] / 1e6);
         }
         printf("id JSON parse %" PRId64 "x%" PRId64 ": %zu bytes, fast "
-               "%.1fx jansson\n", B, S, len, t[0] / t[1]);
+               "%.1fx jansson\n",
+               B, S, len, t[0] / t[1]);
         free(body);
     }
     return 0;

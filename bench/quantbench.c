@@ -29,11 +29,11 @@ static const struct {
     const char *name;
     unsigned id, block, bytes, scale_at[2];
 } types[] = {
-    {"F32", 0, 1, 4, {99, 99}},      {"F16", 1, 1, 2, {99, 99}},
-    {"BF16", 30, 1, 2, {99, 99}},    {"Q8_0", 8, 32, 34, {0, 99}},
-    {"Q4_0", 2, 32, 18, {0, 99}},    {"Q4_1", 3, 32, 20, {0, 2}},
-    {"Q5_0", 6, 32, 22, {0, 99}},    {"Q5_1", 7, 32, 24, {0, 2}},
-    {"Q4_K", 12, 256, 144, {0, 2}},  {"Q5_K", 13, 256, 176, {0, 2}},
+    {"F32", 0, 1, 4, {99, 99}},        {"F16", 1, 1, 2, {99, 99}},
+    {"BF16", 30, 1, 2, {99, 99}},      {"Q8_0", 8, 32, 34, {0, 99}},
+    {"Q4_0", 2, 32, 18, {0, 99}},      {"Q4_1", 3, 32, 20, {0, 2}},
+    {"Q5_0", 6, 32, 22, {0, 99}},      {"Q5_1", 7, 32, 24, {0, 2}},
+    {"Q4_K", 12, 256, 144, {0, 2}},    {"Q5_K", 13, 256, 176, {0, 2}},
     {"Q6_K", 14, 256, 210, {208, 99}},
 };
 
@@ -168,8 +168,7 @@ int main(int argc, char **argv)
             double r = best(rows, &c) / (double)c.n;
             double e = best(embed, &c) / (double)c.n;
             printf("%s\t%" PRId64 "\t%zu\t%.0f\t%.1f\t%.0f\n", types[k].name,
-                   dims[d],
-                   (size_t)dims[d] / types[k].block * types[k].bytes,
+                   dims[d], (size_t)dims[d] / types[k].block * types[k].bytes,
                    r * 1e9, (double)dims[d] * 4 / r * 1e-9, e * 1e9);
             tokvec_table_close(t);
             unlink(path);

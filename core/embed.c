@@ -145,8 +145,7 @@ static const float *row_chunk(const tokvec_row *r, size_t c, size_t k,
 }
 
 int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
-                 int64_t S, int64_t start_position, unsigned flags,
-                 void *out)
+                 int64_t S, int64_t start_position, unsigned flags, void *out)
 {
     tokvec_dtype od = TOKVEC_F32;
     int rc = tokvec_embed_check(t, ids, B, S, start_position, flags, NULL);
@@ -159,27 +158,27 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
     unsigned char *o = out;
 
     /* Fast path: float32 rows in place, float32 out. */
-    if (t->info.dtype == TOKVEC_F32 && t->aligned && od == TOKVEC_F32 ) {
+    if (t->info.dtype == TOKVEC_F32 && t->aligned && od == TOKVEC_F32) {
         float *dst = out;
         for (int64_t b = 0; b < B; b++) {
             for (int64_t s = 0; s < S; s++, dst += D) {
-                const float *tr =
-                    (const float *)(t->tok + (size_t)ids[b * S + s] *
-                                                 t->row_bytes);
+                const float *tr = (const float *)(t->tok +
+                                                  (size_t)ids[b * S + s] *
+                                                      t->row_bytes);
                 if (b * S + s + PREFETCH_AHEAD < B * S)
-                    prefetch_bytes(t->tok + (size_t)ids[b * S + s +
-                                                        PREFETCH_AHEAD] *
-                                                t->row_bytes,
-                                   t->row_bytes);
+                    prefetch_bytes(
+                        t->tok + (size_t)ids[b * S + s + PREFETCH_AHEAD] *
+                                     t->row_bytes,
+                        t->row_bytes);
                 if (!pos_on) {
                     memcpy(dst, tr, D * 4);
                     continue;
                 }
                 int64_t p = start_position + s;
                 const float *pr =
-                    t->sin_pos ? t->sin_pos + (size_t)p * D
-                               : (const float *)(t->pos +
-                                                 (size_t)p * t->row_bytes);
+                    t->sin_pos
+                        ? t->sin_pos + (size_t)p * D
+                        : (const float *)(t->pos + (size_t)p * t->row_bytes);
                 add_f32(dst, tr, pr, D);
             }
         }
@@ -195,8 +194,8 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
         tokvec_row tr, pr;
         /* Ids and positions were checked above: the views cannot fail. */
         int bad = tokvec_table_token_row(t, ids[i], &tr) < 0 ||
-                  (pos_on && tokvec_table_position_row(
-                                 t, start_position + s, &pr) < 0);
+                  (pos_on &&
+                   tokvec_table_position_row(t, start_position + s, &pr) < 0);
         assert(!bad);
         (void)bad;
         if (i + PREFETCH_AHEAD < B * S) {

@@ -38,8 +38,9 @@ const char *tokvec_dtype_name(tokvec_dtype d)
 
 const char *tokvec_dtype_numpy_name(tokvec_dtype d)
 {
-    return d == TOKVEC_F32 ? "float32" : d == TOKVEC_F16 ? "float16"
-                                                         : "bfloat16";
+    return d == TOKVEC_F32   ? "float32"
+           : d == TOKVEC_F16 ? "float16"
+                             : "bfloat16";
 }
 
 int tokvec_dtype_parse(const char *s, tokvec_dtype *out)
@@ -96,7 +97,7 @@ uint16_t tokvec_f32_to_f16(float f)
     if (a < 0x38800000u) { /* below the smallest normal half: subnormal */
         /* value * 2^24 rounded to nearest even integer is the mantissa. */
         float v = tokvec_f32_from_bits(a) * 0x1p24f; /* exact scaling */
-        float r = nearbyintf(v);          /* default mode: ties to even */
+        float r = nearbyintf(v); /* default mode: ties to even */
         return sign | (uint16_t)r;
     }
     uint32_t m = a + 0xfffu + ((a >> 13) & 1u); /* RNE at bit 13 */
@@ -146,8 +147,8 @@ static int f32_block_has_nan(const float *src)
 
 /* Values [i, n) one at a time by the scalar functions: the tails, and the
  * blocks holding a NaN. */
-static void widen_scalar(tokvec_dtype from, const unsigned char *p,
-                         float *dst, size_t i, size_t n)
+static void widen_scalar(tokvec_dtype from, const unsigned char *p, float *dst,
+                         size_t i, size_t n)
 {
     for (; i < n; i++) {
         uint16_t h = (uint16_t)(p[2 * i] | (p[2 * i + 1] << 8));
@@ -156,8 +157,8 @@ static void widen_scalar(tokvec_dtype from, const unsigned char *p,
     }
 }
 
-static void narrow_scalar(tokvec_dtype to, const float *src,
-                          unsigned char *p, size_t i, size_t n)
+static void narrow_scalar(tokvec_dtype to, const float *src, unsigned char *p,
+                          size_t i, size_t n)
 {
     for (; i < n; i++) {
         uint16_t h = to == TOKVEC_F16 ? tokvec_f32_to_f16(src[i])
@@ -182,8 +183,7 @@ static size_t widen_bf16_blocks(const unsigned char *p, float *dst, size_t n)
     return i;
 }
 
-static size_t narrow_bf16_blocks(const float *src, unsigned char *p,
-                                 size_t n)
+static size_t narrow_bf16_blocks(const float *src, unsigned char *p, size_t n)
 {
     size_t i = 0;
     for (; i + BLOCK <= n; i += BLOCK) {
@@ -203,8 +203,8 @@ static size_t narrow_bf16_blocks(const float *src, unsigned char *p,
 
 #ifdef HAVE_F16C_PATH
 
-__attribute__((target("avx,f16c"))) static size_t
-widen_f16_hw(const unsigned char *p, float *dst, size_t n)
+__attribute__((target("avx,f16c"))) static size_t widen_f16_hw(
+    const unsigned char *p, float *dst, size_t n)
 {
     const __m128i mag = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
     size_t i = 0;
@@ -219,8 +219,8 @@ widen_f16_hw(const unsigned char *p, float *dst, size_t n)
     return i;
 }
 
-__attribute__((target("avx,f16c"))) static size_t
-narrow_f16_hw(const float *src, unsigned char *p, size_t n)
+__attribute__((target("avx,f16c"))) static size_t narrow_f16_hw(
+    const float *src, unsigned char *p, size_t n)
 {
     size_t i = 0;
     for (; i + BLOCK <= n; i += BLOCK) {
@@ -349,38 +349,38 @@ static const pow10_t POW10[77] = {
     {0xd3c21bcecceda100u, -16}, /* 10^24 */
     {0xa968163f0a57b400u, -13}, /* 10^23 */
     {0x878678326eac9000u, -10}, /* 10^22 */
-    {0xd8d726b7177a8000u, -6}, /* 10^21 */
-    {0xad78ebc5ac620000u, -3}, /* 10^20 */
-    {0x8ac7230489e80000u, 0}, /* 10^19 */
-    {0xde0b6b3a76400000u, 4}, /* 10^18 */
-    {0xb1a2bc2ec5000000u, 7}, /* 10^17 */
-    {0x8e1bc9bf04000000u, 10}, /* 10^16 */
-    {0xe35fa931a0000000u, 14}, /* 10^15 */
-    {0xb5e620f480000000u, 17}, /* 10^14 */
-    {0x9184e72a00000000u, 20}, /* 10^13 */
-    {0xe8d4a51000000000u, 24}, /* 10^12 */
-    {0xba43b74000000000u, 27}, /* 10^11 */
-    {0x9502f90000000000u, 30}, /* 10^10 */
-    {0xee6b280000000000u, 34}, /* 10^9 */
-    {0xbebc200000000000u, 37}, /* 10^8 */
-    {0x9896800000000000u, 40}, /* 10^7 */
-    {0xf424000000000000u, 44}, /* 10^6 */
-    {0xc350000000000000u, 47}, /* 10^5 */
-    {0x9c40000000000000u, 50}, /* 10^4 */
-    {0xfa00000000000000u, 54}, /* 10^3 */
-    {0xc800000000000000u, 57}, /* 10^2 */
-    {0xa000000000000000u, 60}, /* 10^1 */
-    {0x8000000000000000u, 63}, /* 10^0 */
-    {0xcccccccccccccccdu, 67}, /* 10^-1 */
-    {0xa3d70a3d70a3d70bu, 70}, /* 10^-2 */
-    {0x83126e978d4fdf3cu, 73}, /* 10^-3 */
-    {0xd1b71758e219652cu, 77}, /* 10^-4 */
-    {0xa7c5ac471b478424u, 80}, /* 10^-5 */
-    {0x8637bd05af6c69b6u, 83}, /* 10^-6 */
-    {0xd6bf94d5e57a42bdu, 87}, /* 10^-7 */
-    {0xabcc77118461cefdu, 90}, /* 10^-8 */
-    {0x89705f4136b4a598u, 93}, /* 10^-9 */
-    {0xdbe6fecebdedd5bfu, 97}, /* 10^-10 */
+    {0xd8d726b7177a8000u, -6},  /* 10^21 */
+    {0xad78ebc5ac620000u, -3},  /* 10^20 */
+    {0x8ac7230489e80000u, 0},   /* 10^19 */
+    {0xde0b6b3a76400000u, 4},   /* 10^18 */
+    {0xb1a2bc2ec5000000u, 7},   /* 10^17 */
+    {0x8e1bc9bf04000000u, 10},  /* 10^16 */
+    {0xe35fa931a0000000u, 14},  /* 10^15 */
+    {0xb5e620f480000000u, 17},  /* 10^14 */
+    {0x9184e72a00000000u, 20},  /* 10^13 */
+    {0xe8d4a51000000000u, 24},  /* 10^12 */
+    {0xba43b74000000000u, 27},  /* 10^11 */
+    {0x9502f90000000000u, 30},  /* 10^10 */
+    {0xee6b280000000000u, 34},  /* 10^9 */
+    {0xbebc200000000000u, 37},  /* 10^8 */
+    {0x9896800000000000u, 40},  /* 10^7 */
+    {0xf424000000000000u, 44},  /* 10^6 */
+    {0xc350000000000000u, 47},  /* 10^5 */
+    {0x9c40000000000000u, 50},  /* 10^4 */
+    {0xfa00000000000000u, 54},  /* 10^3 */
+    {0xc800000000000000u, 57},  /* 10^2 */
+    {0xa000000000000000u, 60},  /* 10^1 */
+    {0x8000000000000000u, 63},  /* 10^0 */
+    {0xcccccccccccccccdu, 67},  /* 10^-1 */
+    {0xa3d70a3d70a3d70bu, 70},  /* 10^-2 */
+    {0x83126e978d4fdf3cu, 73},  /* 10^-3 */
+    {0xd1b71758e219652cu, 77},  /* 10^-4 */
+    {0xa7c5ac471b478424u, 80},  /* 10^-5 */
+    {0x8637bd05af6c69b6u, 83},  /* 10^-6 */
+    {0xd6bf94d5e57a42bdu, 87},  /* 10^-7 */
+    {0xabcc77118461cefdu, 90},  /* 10^-8 */
+    {0x89705f4136b4a598u, 93},  /* 10^-9 */
+    {0xdbe6fecebdedd5bfu, 97},  /* 10^-10 */
     {0xafebff0bcb24aaffu, 100}, /* 10^-11 */
     {0x8cbccc096f5088ccu, 103}, /* 10^-12 */
     {0xe12e13424bb40e14u, 107}, /* 10^-13 */

@@ -33,22 +33,22 @@ static const struct {
     const char *name;
     unsigned block, bytes;
 } types[] = {
-    [0] = {"F32", 1, 4},          [1] = {"F16", 1, 2},
-    [2] = {"Q4_0", 32, 18},       [3] = {"Q4_1", 32, 20},
-    [6] = {"Q5_0", 32, 22},       [7] = {"Q5_1", 32, 24},
-    [8] = {"Q8_0", 32, 34},       [9] = {"Q8_1", 32, 36},
-    [10] = {"Q2_K", 256, 84},     [11] = {"Q3_K", 256, 110},
-    [12] = {"Q4_K", 256, 144},    [13] = {"Q5_K", 256, 176},
-    [14] = {"Q6_K", 256, 210},    [15] = {"Q8_K", 256, 292},
-    [16] = {"IQ2_XXS", 256, 66},  [17] = {"IQ2_XS", 256, 74},
-    [18] = {"IQ3_XXS", 256, 98},  [19] = {"IQ1_S", 256, 50},
-    [20] = {"IQ4_NL", 32, 18},    [21] = {"IQ3_S", 256, 110},
-    [22] = {"IQ2_S", 256, 82},    [23] = {"IQ4_XS", 256, 136},
-    [24] = {"I8", 1, 1},          [25] = {"I16", 1, 2},
-    [26] = {"I32", 1, 4},         [27] = {"I64", 1, 8},
-    [28] = {"F64", 1, 8},         [29] = {"IQ1_M", 256, 56},
-    [30] = {"BF16", 1, 2},        [34] = {"TQ1_0", 256, 54},
-    [35] = {"TQ2_0", 256, 66},    [39] = {"MXFP4", 32, 17},
+    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},
+    [2] = {"Q4_0", 32, 18},      [3] = {"Q4_1", 32, 20},
+    [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},
+    [8] = {"Q8_0", 32, 34},      [9] = {"Q8_1", 32, 36},
+    [10] = {"Q2_K", 256, 84},    [11] = {"Q3_K", 256, 110},
+    [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},
+    [14] = {"Q6_K", 256, 210},   [15] = {"Q8_K", 256, 292},
+    [16] = {"IQ2_XXS", 256, 66}, [17] = {"IQ2_XS", 256, 74},
+    [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},
+    [20] = {"IQ4_NL", 32, 18},   [21] = {"IQ3_S", 256, 110},
+    [22] = {"IQ2_S", 256, 82},   [23] = {"IQ4_XS", 256, 136},
+    [24] = {"I8", 1, 1},         [25] = {"I16", 1, 2},
+    [26] = {"I32", 1, 4},        [27] = {"I64", 1, 8},
+    [28] = {"F64", 1, 8},        [29] = {"IQ1_M", 256, 56},
+    [30] = {"BF16", 1, 2},       [34] = {"TQ1_0", 256, 54},
+    [35] = {"TQ2_0", 256, 66},   [39] = {"MXFP4", 32, 17},
 };
 #define NTYPES (sizeof types / sizeof types[0])
 
@@ -122,8 +122,7 @@ static int value(reader *r, uint32_t type, int depth)
         int rc;
         if (depth >= MAX_DEPTH)
             return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
-                                "GGUF arrays nested over %d deep",
-                                MAX_DEPTH);
+                                "GGUF arrays nested over %d deep", MAX_DEPTH);
         rc = u32(r, "array type", &et);
         if (rc >= 0)
             rc = u64(r, "array length", &n);
@@ -166,6 +165,8 @@ static void record(json_t *meta, const char *key, uint32_t type,
 {
     json_t *j = NULL;
     uint64_t n = 0;
+    /* One line a value type, as a table. */
+    /* clang-format off */
     switch (type) {
     case 0: j = json_integer(v[0]); break;
     case 1: j = json_integer((int8_t)v[0]); break;
@@ -185,6 +186,7 @@ static void record(json_t *meta, const char *key, uint32_t type,
     case 10: case 11: j = json_integer((json_int_t)tokvec__le64(v)); break;
     default: break; /* floats: left out (their text is not exact) */
     }
+    /* clang-format on */
     if (j)
         json_object_set_new(meta, key, j);
 }
@@ -209,7 +211,8 @@ static int metadata(reader *r, uint64_t nkv, uint32_t *align, char **json)
         if (kn == 0 || kn > 65535) {
             rc = tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
                               "GGUF metadata key %" PRIu64 " is %" PRIu64
-                              " bytes long (1 to 65535)", i, kn);
+                              " bytes long (1 to 65535)",
+                              i, kn);
             break;
         }
         v = r->p;
@@ -222,10 +225,10 @@ static int metadata(reader *r, uint64_t nkv, uint32_t *align, char **json)
             break;
         }
         if (!strcmp(key, "general.alignment")) {
-            uint32_t a = type == 4 ? (uint32_t)v[0] | (uint32_t)v[1] << 8 |
-                                         (uint32_t)v[2] << 16 |
-                                         (uint32_t)v[3] << 24
-                                   : 0;
+            uint32_t a = type == 4
+                             ? (uint32_t)v[0] | (uint32_t)v[1] << 8 |
+                                   (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24
+                             : 0;
             if (seen++ || a == 0 || (a & (a - 1)))
                 rc = tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
                                   "GGUF general.alignment must be one u32 "
@@ -316,16 +319,16 @@ static int tensor_info(reader *r, uint32_t align, tokvec__tensor *x,
     if (dims[0] % B)
         return tokvec__fail(r->o, r->path, TOKVEC_E_SIZE,
                             "GGUF tensor '%s' rows of %" PRIu64 " values are "
-                            "not whole %s blocks of %u", x->name, dims[0],
-                            types[type].name, B);
+                            "not whole %s blocks of %u",
+                            x->name, dims[0], types[type].name, B);
     if (!tokvec__mul_ok(numel / B, types[type].bytes, &x->nbytes))
         return tokvec__fail(r->o, r->path, TOKVEC_E_SIZE,
                             "GGUF tensor '%s' size overflows", x->name);
     if (*off % align)
         return tokvec__fail(r->o, r->path, TOKVEC_E_OFFSETS,
                             "GGUF tensor '%s' offset %" PRIu64 " is not a "
-                            "multiple of the alignment %" PRIu32, x->name,
-                            *off, align);
+                            "multiple of the alignment %" PRIu32,
+                            x->name, *off, align);
     x->dtype = strdup(types[type].name);
     x->shape = calloc(nd, sizeof *x->shape);
     if (!x->dtype || !x->shape)
@@ -366,13 +369,13 @@ static int header(reader *r, uint64_t *nt, uint64_t *nkv)
     if (*nt > left / 33 || *nkv > left / 14)
         return tokvec__fail(r->o, r->path, TOKVEC_E_GGUF,
                             "GGUF counts (%" PRIu64 " tensors, %" PRIu64
-                            " metadata) cannot fit in the file", *nt, *nkv);
+                            " metadata) cannot fit in the file",
+                            *nt, *nkv);
     return 0;
 }
 
 int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
-                       const char *path, const unsigned char *map,
-                       size_t len)
+                       const char *path, const unsigned char *map, size_t len)
 {
     reader r = {map, map + len, map, o, path};
     uint64_t nt, nkv, *off = NULL;
@@ -400,8 +403,8 @@ int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
     if (start > len) {
         rc = tokvec__fail(o, path, TOKVEC_E_TRUNCATED,
                           "GGUF data would start at byte %" PRIu64
-                          ", past the end of the file (%zu bytes)", start,
-                          len);
+                          ", past the end of the file (%zu bytes)",
+                          start, len);
         goto out;
     }
     for (uint64_t i = 0; i < nt; i++) {

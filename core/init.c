@@ -36,10 +36,10 @@
 
 struct tokvec_rng {
     uint32_t mt[MT_N];
-    int idx;           /* next word of mt to temper; MT_N = twist first */
-    int have_cached;   /* small path: Z present */
-    double cached;     /* small path: r * sin(theta) of the last pair */
-    int simd;          /* use the AVX2+FMA code (CPU has it, not forced off) */
+    int idx;         /* next word of mt to temper; MT_N = twist first */
+    int have_cached; /* small path: Z present */
+    double cached;   /* small path: r * sin(theta) of the last pair */
+    int simd;        /* use the AVX2+FMA code (CPU has it, not forced off) */
 };
 
 static int cpu_has_avx2_fma(void);
@@ -82,9 +82,9 @@ void tokvec__rng_force_scalar(tokvec_rng *rng, int on)
     rng->simd = on ? 0 : cpu_has_avx2_fma();
 }
 
-#define MIX(a, b, c) \
-    ((c) ^ ((((a) & 0x80000000u) | ((b) & 0x7fffffffu)) >> 1) ^ \
-     (0x9908b0dfu & (0u - ((b) & 1u))))
+#define MIX(a, b, c)                                            \
+    ((c) ^ (((0x80000000u & (a)) | (0x7fffffffu & (b))) >> 1) ^ \
+     (0x9908b0dfu & (0u - (1u & (b)))))
 
 /* The reference twist, split so no index needs a modulo: words 0..226 mix
  * with old words 397.., words 227..622 with the new words 0..395. */
@@ -144,7 +144,7 @@ static void uniforms_scalar(const uint32_t *mt, float *w, size_t m)
         w[i] = u24(temper(mt[i]));
 }
 
-/* --- vector path ---------------------------------------------------------- */
+/* --- vector path --------------------------------------------------------- */
 
 static float bits_f(uint32_t b)
 {
@@ -252,7 +252,6 @@ static void block16(float *d, float mean, float std)
     }
 }
 
-
 #ifdef HAVE_AVX2_PATH
 /* The same BLOCK with AVX2+FMA intrinsics, eight lanes at once, every
  * operation the scalar code does in the same order: bit-identical. */
@@ -355,8 +354,7 @@ AVX2 static __m256i mix8(__m256i a, __m256i b, __m256i c)
         _mm256_sub_epi32(_mm256_setzero_si256(),
                          _mm256_and_si256(b, _mm256_set1_epi32(1))),
         _mm256_set1_epi32((int)0x9908b0df));
-    return _mm256_xor_si256(_mm256_xor_si256(c, _mm256_srli_epi32(y, 1)),
-                            mag);
+    return _mm256_xor_si256(_mm256_xor_si256(c, _mm256_srli_epi32(y, 1)), mag);
 }
 
 #define LD(p) _mm256_loadu_si256((const __m256i *)(p))
@@ -373,8 +371,7 @@ AVX2 static void twist_avx2(uint32_t *mt)
     for (; i < MT_N - MT_M; i++)
         mt[i] = MIX(mt[i], mt[i + 1], mt[i + MT_M]);
     for (; i + 8 <= MT_N - 1; i += 8)
-        ST(mt + i,
-           mix8(LD(mt + i), LD(mt + i + 1), LD(mt + i + MT_M - MT_N)));
+        ST(mt + i, mix8(LD(mt + i), LD(mt + i + 1), LD(mt + i + MT_M - MT_N)));
     for (; i < MT_N - 1; i++)
         mt[i] = MIX(mt[i], mt[i + 1], mt[i + MT_M - MT_N]);
     mt[MT_N - 1] = MIX(mt[MT_N - 1], mt[0], mt[MT_M - 1]);
@@ -388,9 +385,11 @@ AVX2 static void uniforms_avx2(const uint32_t *mt, float *w, size_t m)
         __m256i y = LD(mt + i);
         y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 11));
         y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 7),
-                                    _mm256_set1_epi32((int)0x9d2c5680)));
+                                                 _mm256_set1_epi32(
+                                                     (int)0x9d2c5680)));
         y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 15),
-                                    _mm256_set1_epi32((int)0xefc60000)));
+                                                 _mm256_set1_epi32(
+                                                     (int)0xefc60000)));
         y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 18));
         y = _mm256_and_si256(y, _mm256_set1_epi32(0xFFFFFF));
         /* < 2^24: the conversion and the scaling are exact. */
@@ -479,7 +478,7 @@ static void normal_vector(tokvec_rng *rng, float *w, size_t n, float mean,
     }
 }
 
-/* --- small path ----------------------------------------------------------- */
+/* --- small path ---------------------------------------------------------- */
 
 static double uniform_d(tokvec_rng *rng)
 {

@@ -51,7 +51,7 @@ struct tokvec_table {
     size_t map_len;
     const unsigned char *map2; /* positions .npy or shard, or NULL */
     size_t map2_len;
-    char *map_path[2]; /* sharded: the shards' paths, else NULL */
+    char *map_path[2];     /* sharded: the shards' paths, else NULL */
     tokvec__shard *shards; /* sharded checkpoints: every shard named */
     size_t nshards;
     int gguf; /* a GGUF file: quantized rows, mixed dtypes allowed */
@@ -61,10 +61,10 @@ struct tokvec_table {
     char *metadata_json;
     tokvec_positional meta_positional; /* from __metadata__, or AUTO */
     int64_t meta_context;              /* from __metadata__, or 0 */
-    const unsigned char *tok; /* row 0 of the token table */
-    const unsigned char *pos; /* row 0 of learned positions, or NULL */
-    float *sin_pos;           /* sinusoidal positions, or NULL */
-    size_t row_bytes;         /* bytes of a token row */
+    const unsigned char *tok;          /* row 0 of the token table */
+    const unsigned char *pos;        /* row 0 of learned positions, or NULL */
+    float *sin_pos;                  /* sinusoidal positions, or NULL */
+    size_t row_bytes;                /* bytes of a token row */
     tokvec__rows tok_rows, pos_rows; /* pos_rows: learned only */
     int aligned; /* tok and pos are float32 rows, float-aligned */
 };
@@ -85,14 +85,15 @@ int tokvec__pick(const tokvec_table *t, const tokvec_table_opts *o,
 
 /* Records a one-line reason "path: what" in o->errbuf (if any); returns
  * code, so that error paths are one statement. */
-int tokvec__fail(const tokvec_table_opts *o, const char *path, int code,
-                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int tokvec__record_fail(const tokvec_table_opts *o, const char *path, int code,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The call's value is code itself, visibly: clang's analyzer does not look
  * into table.c from the other files, and without this takes an error path
  * (a negative code) for success and reports reads the check has ruled
  * out. code is evaluated twice: pass a constant or a variable. */
 #define tokvec__fail(o, path, code, ...) \
-    (tokvec__fail((o), (path), (code), __VA_ARGS__), (code))
+    (tokvec__record_fail((o), (path), (code), __VA_ARGS__), (code))
 /* "path: " fmt into buf (len > 0 bytes), cut to fit; for the error
  * buffers of tables and tokenizers. */
 void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,
@@ -117,14 +118,13 @@ int tokvec__check_overlaps(const tokvec_table *t, const tokvec_table_opts *o,
                            size_t first, const char *what);
 /* Parses the .npy at map into x (name "") and *dtype. */
 int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
-                      const unsigned char *map, size_t len,
-                      tokvec__tensor *x, tokvec_dtype *dtype);
+                      const unsigned char *map, size_t len, tokvec__tensor *x,
+                      tokvec_dtype *dtype);
 
 /* gguf.c: the tensors of the GGUF file at map, every rule checked; its
  * scalar metadata as t->metadata_json. */
 int tokvec__parse_gguf(tokvec_table *t, const tokvec_table_opts *o,
-                       const char *path, const unsigned char *map,
-                       size_t len);
+                       const char *path, const unsigned char *map, size_t len);
 /* shards.c: path itself, or the index in the directory path (a new
  * string; NULL when out of memory). */
 char *tokvec__index_in_dir(const char *path);

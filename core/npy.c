@@ -61,8 +61,8 @@ static int npy_preamble(const tokvec_table_opts *o, const char *path,
         if (len < 12)
             return tokvec__fail(o, path, TOKVEC_E_NPY,
                                 "truncated .npy header");
-        *hlen = (size_t)map[8] | (size_t)map[9] << 8 |
-                (size_t)map[10] << 16 | (size_t)map[11] << 24;
+        *hlen = (size_t)map[8] | (size_t)map[9] << 8 | (size_t)map[10] << 16 |
+                (size_t)map[11] << 24;
         *hstart = 12;
     } else {
         return tokvec__fail(o, path, TOKVEC_E_NPY,
@@ -76,8 +76,8 @@ static int npy_preamble(const tokvec_table_opts *o, const char *path,
 }
 
 int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
-                      const unsigned char *map, size_t len,
-                      tokvec__tensor *x, tokvec_dtype *dtype)
+                      const unsigned char *map, size_t len, tokvec__tensor *x,
+                      tokvec_dtype *dtype)
 {
     size_t hlen = 0, hstart = 0;
     int rc = npy_preamble(o, path, map, len, &hlen, &hstart);
@@ -91,8 +91,8 @@ int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
     const char *d = strstr(h, "'descr'"), *f = strstr(h, "'fortran_order'"),
                *s = strstr(h, "'shape'");
     if (!d || !f || !s) {
-        rc = tokvec__fail(o, path, TOKVEC_E_NPY, ".npy header lacks descr, "
-                                                 "fortran_order or shape");
+        rc = tokvec__fail(o, path, TOKVEC_E_NPY,
+                          ".npy header lacks descr, fortran_order or shape");
         goto out;
     }
     d = strchr(d + 7, '\'');
@@ -120,8 +120,7 @@ int tokvec__parse_npy(const tokvec_table_opts *o, const char *path,
     uint64_t bytes;
     size_t isz = tokvec_dtype_size(*dtype);
     if (!tokvec__mul_ok((uint64_t)dims[0], (uint64_t)dims[1], &bytes) ||
-        !tokvec__mul_ok(bytes, isz, &bytes) ||
-        bytes != len - hstart - hlen) {
+        !tokvec__mul_ok(bytes, isz, &bytes) || bytes != len - hstart - hlen) {
         rc = tokvec__fail(o, path, TOKVEC_E_SIZE,
                           ".npy data is %zu bytes, shape (%" PRId64
                           ", %" PRId64 ") needs %zu per value",

@@ -229,8 +229,9 @@ static void q6_k(const unsigned char *restrict b, float *restrict y)
             for (int half = 0; half < 2; half++) {
                 const float s = ds[8 * h + 2 * g + half];
                 for (int l = 16 * half; l < 16 * half + 16; l++) {
-                    const int q = ((lo[l] >> sh & 0xF) |
-                                   ((qh[l] >> (2 * g) & 3) << 4)) - 32;
+                    const int u = (lo[l] >> sh & 0xF) |
+                                  ((qh[l] >> (2 * g) & 3) << 4);
+                    const int q = u - 32;
                     out[l] = s * (float)q;
                 }
             }
@@ -238,22 +239,23 @@ static void q6_k(const unsigned char *restrict b, float *restrict y)
     }
 }
 
+typedef void (*dequant_block)(const unsigned char *restrict, float *restrict);
+
 void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst, size_t n)
 {
     size_t values, bytes;
     int rc = tokvec_qtype_block(q, &values, &bytes);
     assert(rc == 0 && n % values == 0);
     (void)rc;
-    void (*one)(const unsigned char *restrict, float *restrict) =
-        q == TOKVEC_Q8_0   ? q8_0
-        : q == TOKVEC_Q4_0 ? q4_0
-        : q == TOKVEC_Q4_1 ? q4_1
-        : q == TOKVEC_Q5_0 ? q5_0
-        : q == TOKVEC_Q5_1 ? q5_1
-        : q == TOKVEC_Q4_K ? q4_k
-        : q == TOKVEC_Q5_K ? q5_k
-        : q == TOKVEC_Q6_K ? q6_k
-                           : NULL;
+    dequant_block one = q == TOKVEC_Q8_0   ? q8_0
+                        : q == TOKVEC_Q4_0 ? q4_0
+                        : q == TOKVEC_Q4_1 ? q4_1
+                        : q == TOKVEC_Q5_0 ? q5_0
+                        : q == TOKVEC_Q5_1 ? q5_1
+                        : q == TOKVEC_Q4_K ? q4_k
+                        : q == TOKVEC_Q5_K ? q5_k
+                        : q == TOKVEC_Q6_K ? q6_k
+                                           : NULL;
     assert(one);
     const unsigned char *b = src;
     for (size_t i = 0; i < n / values; i++)

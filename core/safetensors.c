@@ -77,8 +77,7 @@ static int st_metadata(tokvec_table *t, const tokvec_table_opts *o,
     if (!json_is_object(val))
         return tokvec__fail(o, path, TOKVEC_E_METADATA,
                             "__metadata__ is not an object");
-    json_object_foreach(val, mk, mv)
-    {
+    json_object_foreach(val, mk, mv) {
         if (!json_is_string(mv))
             return tokvec__fail(o, path, TOKVEC_E_METADATA,
                                 "__metadata__ value of '%s' is not a string",
@@ -91,7 +90,8 @@ static int st_metadata(tokvec_table *t, const tokvec_table_opts *o,
     if (pk && tokvec_positional_parse(json_string_value(pk), &pos) < 0)
         return tokvec__fail(o, path, TOKVEC_E_METADATA,
                             "__metadata__ positional '%s' is not learned, "
-                            "sinusoidal or none", json_string_value(pk));
+                            "sinusoidal or none",
+                            json_string_value(pk));
     if (ck) {
         char *end;
         const char *s = json_string_value(ck);
@@ -100,7 +100,8 @@ static int st_metadata(tokvec_table *t, const tokvec_table_opts *o,
         if (errno || *end || !*s || c < 0 || c > INT32_MAX)
             return tokvec__fail(o, path, TOKVEC_E_METADATA,
                                 "__metadata__ context_length '%s' is not an "
-                                "integer in [0, 2^31)", s);
+                                "integer in [0, 2^31)",
+                                s);
         ctx = c;
     }
     if (t->metadata_json)
@@ -124,7 +125,8 @@ static int st_shape(const tokvec_table_opts *o, const char *path,
         if (!json_is_integer(d) || json_integer_value(d) < 0)
             return tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
                                 "tensor '%s' shape[%d] is not a "
-                                "non-negative integer", key, i);
+                                "non-negative integer",
+                                key, i);
         x->shape[i] = json_integer_value(d);
         if (!tokvec__mul_ok(*numel, (uint64_t)x->shape[i], numel))
             return tokvec__fail(o, path, TOKVEC_E_SIZE,
@@ -146,7 +148,8 @@ static int st_tensor(const tokvec_table_opts *o, const char *path,
         !json_is_array(jo) || json_array_size(jo) != 2)
         return tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
                             "tensor '%s' needs dtype (string), shape (list) "
-                            "and data_offsets ([begin, end])", key);
+                            "and data_offsets ([begin, end])",
+                            key);
     x->name = strdup(key);
     x->dtype = strdup(json_string_value(jd));
     x->ndim = (int)json_array_size(js);
@@ -170,7 +173,8 @@ static int st_tensor(const tokvec_table_opts *o, const char *path,
         json_integer_value(b) < 0 || json_integer_value(e) < 0)
         return tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
                             "tensor '%s' data_offsets are not two "
-                            "non-negative integers", key);
+                            "non-negative integers",
+                            key);
     uint64_t begin = (uint64_t)json_integer_value(b);
     uint64_t end = (uint64_t)json_integer_value(e);
     if (begin > end || end > data_len)
@@ -198,16 +202,19 @@ static int st_header(const tokvec_table_opts *o, const char *path,
     if (len < 8)
         return tokvec__fail(o, path, TOKVEC_E_TRUNCATED,
                             "file of %zu bytes is shorter than the 8-byte "
-                            "header length", len);
+                            "header length",
+                            len);
     uint64_t n = tokvec__le64(map);
     if (n > TOKVEC_MAX_HEADER)
         return tokvec__fail(o, path, TOKVEC_E_HEADER_SIZE,
                             "header length %" PRIu64 " is over the %u byte "
-                            "limit", n, TOKVEC_MAX_HEADER);
+                            "limit",
+                            n, TOKVEC_MAX_HEADER);
     if (n > len - 8)
         return tokvec__fail(o, path, TOKVEC_E_HEADER_SIZE,
                             "header length %" PRIu64 " is beyond the file "
-                            "size %zu", n, len);
+                            "size %zu",
+                            n, len);
     *root = json_loadb((const char *)map + 8, (size_t)n,
                        JSON_REJECT_DUPLICATES, &jerr);
     if (!*root)
@@ -235,8 +242,8 @@ int tokvec__parse_safetensors(tokvec_table *t, const tokvec_table_opts *o,
     const unsigned char *data = map + 8 + n;
     uint64_t data_len = len - 8 - n;
     size_t first = t->ntensors, count = json_object_size(root);
-    tokvec__tensor *grown =
-        realloc(t->tensors, (first + count + 1) * sizeof *t->tensors);
+    tokvec__tensor *grown = realloc(t->tensors,
+                                    (first + count + 1) * sizeof *t->tensors);
     if (!grown) {
         rc = -ENOMEM;
         goto out;
@@ -245,8 +252,7 @@ int tokvec__parse_safetensors(tokvec_table *t, const tokvec_table_opts *o,
     memset(grown + first, 0, (count + 1) * sizeof *grown);
     const char *key;
     json_t *val;
-    json_object_foreach(root, key, val)
-    {
+    json_object_foreach(root, key, val) {
         if (!strcmp(key, "__metadata__")) {
             rc = st_metadata(t, o, path, val);
             if (rc < 0)

@@ -100,18 +100,17 @@ static int collect_shards(tokvec_table *t, const tokvec_table_opts *o,
     if (!t->shards)
         return -ENOMEM;
     t->nshards = 0;
-    json_object_foreach(wm, key, v)
-    {
+    json_object_foreach(wm, key, v) {
         if (!json_is_string(v))
             return tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
-                                "weight_map entry '%s' is not a string",
-                                key);
+                                "weight_map entry '%s' is not a string", key);
         const char *f = json_string_value(v);
         if (!safe_name(f, json_string_length(v)))
             return tokvec__fail(o, path, TOKVEC_E_SHARD_PATH,
                                 "weight_map puts '%s' in '%s', outside the "
                                 "index's directory (shards are relative "
-                                "paths without '..')", key, f);
+                                "paths without '..')",
+                                key, f);
         size_t k = 0;
         while (k < t->nshards && strcmp(t->shards[k].file, f))
             k++;
@@ -149,8 +148,8 @@ static const char *role_name(const tokvec_table_opts *o, const char *path,
 
 /* Maps and parses the shard of tensor `name` into map `slot` (unless it
  * is mapped already); *in is the map that holds it. */
-static int load_shard(tokvec_table *t, const tokvec_table_opts *o,
-                      json_t *wm, const char *name, int slot, int *in)
+static int load_shard(tokvec_table *t, const tokvec_table_opts *o, json_t *wm,
+                      const char *name, int slot, int *in)
 {
     const char *file = json_string_value(json_object_get(wm, name));
     tokvec__shard *s = t->shards;
@@ -189,7 +188,8 @@ static int find_in(const tokvec_table *t, const tokvec_table_opts *o,
     if (!*x)
         return tokvec__fail(o, t->map_path[in], TOKVEC_E_NO_TENSOR,
                             "the index puts '%s' in this shard, which has "
-                            "no such tensor", name);
+                            "no such tensor",
+                            name);
     return 0;
 }
 
@@ -205,15 +205,15 @@ int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
         return tokvec__fail(o, path, TOKVEC_E_HEADER_SIZE,
                             "index of %zu bytes is over the %u byte limit",
                             t->map_len, TOKVEC_MAX_HEADER);
-    root = json_loadb((const char *)t->map, t->map_len,
-                      JSON_REJECT_DUPLICATES, &jerr);
+    root = json_loadb((const char *)t->map, t->map_len, JSON_REJECT_DUPLICATES,
+                      &jerr);
     munmap((void *)t->map, t->map_len); /* the shards take its place */
     t->map = NULL;
     t->map_len = 0;
     if (!root)
         return tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
-                            "index is not valid JSON: %s (line %d)",
-                            jerr.text, jerr.line);
+                            "index is not valid JSON: %s (line %d)", jerr.text,
+                            jerr.line);
     json_t *wm = json_object_get(root, "weight_map");
     if (!json_is_object(root) || !json_is_object(wm)) {
         rc = tokvec__fail(o, path, TOKVEC_E_HEADER_JSON,
@@ -237,8 +237,8 @@ int tokvec__open_index(tokvec_table *t, const tokvec_table_opts *o,
     const char *pn = NULL;
     if (o->position_tensor || o->positional == TOKVEC_POS_AUTO ||
         o->positional == TOKVEC_POS_LEARNED)
-        pn = role_name(o, path, wm, o->position_tensor,
-                       tokvec__position_names, &rc);
+        pn = role_name(o, path, wm, o->position_tensor, tokvec__position_names,
+                       &rc);
     int tin = 0, pin = 0;
     if (rc >= 0)
         rc = load_shard(t, o, wm, tn, 0, &tin);

@@ -164,8 +164,8 @@ static void scan(const tokvec_similar *s, const float *q, size_t k,
     size_t n = 0;
     for (int64_t r = 0; r < s->vocab; r++) {
         const float *row = row_f32(s, r, scratch);
-        tokvec_neighbor c = {
-            r, clamp_score(dot(q, row, (size_t)s->dim) * s->inv[r])};
+        tokvec_neighbor c = {r, clamp_score(dot(q, row, (size_t)s->dim) *
+                                            s->inv[r])};
         if (n < k) {
             out[n] = c;
             sift_up(out, n++);

@@ -26,12 +26,16 @@
 #include "internal.h"
 
 const char *const tokvec__token_names[] = {
-    "tok_emb.weight", "wte.weight", "transformer.wte.weight",
-    "embeddings.word_embeddings.weight", "model.embed_tokens.weight", NULL};
+    "tok_emb.weight",
+    "wte.weight",
+    "transformer.wte.weight",
+    "embeddings.word_embeddings.weight",
+    "model.embed_tokens.weight",
+    NULL,
+};
 const char *const tokvec__position_names[] = {
     "pos_emb.weight", "wpe.weight", "transformer.wpe.weight",
     "embeddings.position_embeddings.weight", NULL};
-
 
 const char *tokvec_positional_name(tokvec_positional p)
 {
@@ -66,8 +70,8 @@ int tokvec_positional_parse(const char *s, tokvec_positional *out)
 
 /* Records a one-line reason "path: what" in the caller's buffer; returns
  * code so error paths are one statement. */
-int(tokvec__fail)(const tokvec_table_opts *o, const char *path, int code,
-                  const char *fmt, ...)
+int tokvec__record_fail(const tokvec_table_opts *o, const char *path, int code,
+                        const char *fmt, ...)
 {
     if (o && o->errbuf && o->errlen) {
         va_list ap;
@@ -106,8 +110,7 @@ int tokvec__map_file(const tokvec_table_opts *o, const char *path,
                      const unsigned char **map, size_t *len)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY),
-        rc = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), rc = 0;
     *map = NULL;
     *len = 0;
     if (fd < 0) {
@@ -208,15 +211,14 @@ static int row_format(const tokvec_table_opts *o, const char *path,
 {
     if (x->ndim != 2)
         return tokvec__fail(o, path, TOKVEC_E_RANK,
-                            "tensor '%s' is %d-D, not 2-D", x->name,
-                            x->ndim);
+                            "tensor '%s' is %d-D, not 2-D", x->name, x->ndim);
     r->q = TOKVEC_Q_NONE;
-    if (tokvec_dtype_parse(x->dtype, &r->dtype) < 0 ||
-        strlen(x->dtype) > 4) {
+    if (tokvec_dtype_parse(x->dtype, &r->dtype) < 0 || strlen(x->dtype) > 4) {
         if (!allow_quant || tokvec_qtype_parse(x->dtype, &r->q) < 0)
             return tokvec__fail(o, path, TOKVEC_E_DTYPE,
                                 "tensor '%s' has dtype %s; embeddings must "
-                                "be F32, F16 or BF16%s", x->name, x->dtype,
+                                "be F32, F16 or BF16%s",
+                                x->name, x->dtype,
                                 allow_quant ? " or Q8_0, Q4_0, Q4_1, Q5_0, "
                                               "Q5_1, Q4_K, Q5_K, Q6_K"
                                             : "");
@@ -224,8 +226,8 @@ static int row_format(const tokvec_table_opts *o, const char *path,
     }
     if (x->shape[0] == 0 || x->shape[1] == 0)
         return tokvec__fail(o, path, TOKVEC_E_EMPTY,
-                            "tensor '%s' is empty (%" PRId64 " x %" PRId64
-                            ")", x->name, x->shape[0], x->shape[1]);
+                            "tensor '%s' is empty (%" PRId64 " x %" PRId64 ")",
+                            x->name, x->shape[0], x->shape[1]);
     r->base = x->data;
     r->row_bytes = (size_t)(x->nbytes / (uint64_t)x->shape[0]);
     return 0;
@@ -313,9 +315,8 @@ static kind sniff(const unsigned char *m, size_t len)
 }
 
 /* Maps path and parses it by what it is; *tok and *pos are its tensors. */
-static int load(tokvec_table *t, const tokvec_table_opts *o,
-                const char *path, const tokvec__tensor **tok,
-                const tokvec__tensor **pos)
+static int load(tokvec_table *t, const tokvec_table_opts *o, const char *path,
+                const tokvec__tensor **tok, const tokvec__tensor **pos)
 {
     static const char *const *const st_names[2] = {tokvec__token_names,
                                                    tokvec__position_names};
@@ -327,9 +328,9 @@ static int load(tokvec_table *t, const tokvec_table_opts *o,
     if (k == F_NPY)
         return load_npy(t, o, path, tok, pos);
     if (o->position_path)
-        return tokvec__fail(o, path, TOKVEC_E_INVAL, "a position .npy goes "
-                                                     "with a .npy token "
-                                                     "table only");
+        return tokvec__fail(o, path, TOKVEC_E_INVAL,
+                            "a position .npy goes with a .npy token "
+                            "table only");
     if (k == F_GGUF) {
         static const char *const tn[] = {"token_embd.weight", NULL};
         static const char *const pn[] = {"position_embd.weight", NULL};
@@ -406,13 +407,16 @@ static int positions(tokvec_table *t, const tokvec_table_opts *o,
                                  ? t->meta_context
                                  : TOKVEC_DEFAULT_SINUSOIDAL_CONTEXT;
     rc = make_sinusoidal(t, o->flags);
-    if (rc < 0)
-        return tokvec__fail(o, path, rc, "cannot compute sinusoidal positions "
+    if (rc < 0) {
+        const char *why = rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 floats)"
+                                                   : "";
+        return tokvec__fail(o, path, rc,
+                            "cannot compute sinusoidal positions "
                             "for context_length %" PRId64 " x dim %" PRId64
-                            ": %s%s", t->info.context_length, t->info.dim,
-                            tokvec_strerror(rc),
-                            rc == TOKVEC_E_TOO_LARGE ? " (at most 2^28 "
-                                                       "floats)" : "");
+                            ": %s%s",
+                            t->info.context_length, t->info.dim,
+                            tokvec_strerror(rc), why);
+    }
     return 0;
 }
 

@@ -21,9 +21,9 @@
 
 #include "tok_internal.h"
 
-#define HEAP_ABOVE 64    /* pieces longer than this use the heap */
-#define CACHE_SLOTS 8192 /* per state (about 2 MB) */
-#define CACHE_BYTES 40   /* longest piece cached */
+#define HEAP_ABOVE 64       /* pieces longer than this use the heap */
+#define CACHE_SLOTS 8192    /* per state (about 2 MB) */
+#define CACHE_BYTES 40      /* longest piece cached */
 #define TV_KEEP_PARTS 65536 /* longer pieces' memory is returned after */
 
 typedef struct tv_cache_ent {
@@ -242,8 +242,8 @@ static int state_reserve(tokvec_tok_state *s, size_t n)
         size_t cap = s->cap ? s->cap : 256;
         while (cap < n)
             cap *= 2;
-        if (GROW(s->pid, cap) || GROW(s->prank, cap) ||
-            GROW(s->pnext, cap) || GROW(s->pprev, cap) || GROW(s->pver, cap))
+        if (GROW(s->pid, cap) || GROW(s->prank, cap) || GROW(s->pnext, cap) ||
+            GROW(s->pprev, cap) || GROW(s->pver, cap))
             return -ENOMEM;
         s->cap = cap;
     }
@@ -498,11 +498,11 @@ static inline void run_next(tokvec_tok_state *s)
 }
 
 /* Sets the pair (l, r) (r == UINT32_MAX: none) and files its key. */
-static int set_pair(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                    uint32_t l, uint32_t r, long cur, unsigned shift)
+static int set_pair(const tokvec_tokenizer *t, tokvec_tok_state *s, uint32_t l,
+                    uint32_t r, long cur, unsigned shift)
 {
-    const tv_pslot *p =
-        r == UINT32_MAX ? NULL : pair_get(t, s->pid[l], s->pid[r]);
+    const tv_pslot *p = r == UINT32_MAX ? NULL
+                                        : pair_get(t, s->pid[l], s->pid[r]);
     if (!p) {
         s->prank[l] = TV_NO_RANK;
         return 0;
@@ -526,8 +526,7 @@ static int set_pair(const tokvec_tokenizer *t, tokvec_tok_state *s,
     return 0;
 }
 
-static int merge_long(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                      size_t n)
+static int merge_long(const tokvec_tokenizer *t, tokvec_tok_state *s, size_t n)
 {
     const uint32_t none = UINT32_MAX;
     unsigned shift = 0;
@@ -621,8 +620,8 @@ static long merge(const tokvec_tokenizer *t, tokvec_tok_state *s,
 }
 
 int tv_bpe_merge_mode(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                      const unsigned char *p, size_t n, int heap,
-                      int32_t *ids, size_t *nids)
+                      const unsigned char *p, size_t n, int heap, int32_t *ids,
+                      size_t *nids)
 {
     long m = merge(t, s, p, n, heap);
     if (m < 0)

@@ -53,7 +53,7 @@ struct tokvec_tokenizer {
     uint32_t max_rank; /* highest rank in pmap */
     int32_t byte_id[256];
     size_t n_special;
-    int32_t *sp_id;           /* specials, longest first */
+    int32_t *sp_id;              /* specials, longest first */
     unsigned char sp_first[256]; /* first bytes of specials */
 };
 
@@ -72,13 +72,13 @@ struct tokvec_tok_state {
     /* the long-piece merge (tok_bpe.c): pending pair keys */
     uint64_t *heap, *arr, *stk;
     size_t hn, hcap, an, ai, acap, sn, scap;
-    struct tv_block *blk;    /* bucket lists' blocks of keys */
+    struct tv_block *blk; /* bucket lists' blocks of keys */
     size_t nused, ncap;
-    uint32_t nfree;          /* free blocks (1-based; 0: none) */
-    uint32_t *bhead, *btail; /* per bucket: first and last block */
-    uint64_t *bmap;          /* non-empty buckets */
-    uint64_t *bmess;         /* buckets whose keys came out of order */
-    uint32_t cb, ci;         /* current bucket read in place: block, key */
+    uint32_t nfree;             /* free blocks (1-based; 0: none) */
+    uint32_t *bhead, *btail;    /* per bucket: first and last block */
+    uint64_t *bmap;             /* non-empty buckets */
+    uint64_t *bmess;            /* buckets whose keys came out of order */
+    uint32_t cb, ci;            /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
 };
@@ -105,8 +105,8 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
                  tokvec_tok_ids *out, int offsets);
 /* Tests: force the long-piece (1) or the quadratic (0) merge. */
 int tv_bpe_merge_mode(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                      const unsigned char *p, size_t n, int heap,
-                      int32_t *ids, size_t *nids);
+                      const unsigned char *p, size_t n, int heap, int32_t *ids,
+                      size_t *nids);
 int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offsets);
 
 /* tok_split.c: end of the piece that starts at i (< end). */

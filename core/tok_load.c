@@ -24,14 +24,14 @@
 typedef struct ld {
     tokvec_tokenizer *t;
     const tokvec_tokenizer_opts *o;
-    const char *path; /* the file being read, for messages */
+    const char *path;          /* the file being read, for messages */
     uint32_t uni_to_byte[512]; /* GPT-2's alphabet: code point -> byte+1 */
 } ld;
 
 /* Records "path: what" in the caller's buffer; returns code. fail() below
  * makes the value code visibly: clang's analyzer does not follow variadic
  * calls, and would otherwise take error paths for success. */
-static int (fail)(ld *l, int code, const char *fmt, ...)
+static int record_fail(ld *l, int code, const char *fmt, ...)
 {
     const tokvec_tokenizer_opts *o = l->o;
     if (o && o->errbuf && o->errlen) {
@@ -42,7 +42,7 @@ static int (fail)(ld *l, int code, const char *fmt, ...)
     }
     return code;
 }
-#define fail(l, code, ...) (fail((l), (code), __VA_ARGS__), (code))
+#define fail(l, code, ...) (record_fail((l), (code), __VA_ARGS__), (code))
 
 /* fail() with the reason in errno (never 0: a failed call that left errno
  * unset would otherwise read as success). */
@@ -153,21 +153,21 @@ static int is_special_name(const char *k)
 static int load_vocab(ld *l, json_t *obj, json_t *specials)
 {
     if (!json_is_object(obj) || json_object_size(obj) == 0)
-        return fail(l, TOKVEC_E_TOKENIZER, "vocabulary is not a non-empty "
-                                           "object of token -> id");
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "vocabulary is not a non-empty object of token -> id");
     const char *key;
     json_t *v;
     unsigned char *buf = malloc(4096);
     if (!buf)
         return -ENOMEM;
     int rc = 0;
-    json_object_foreach(obj, key, v)
-    {
+    json_object_foreach(obj, key, v) {
         size_t kl = strlen(key);
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
         if (id < 0 || id >= TV_TOK_MAX_ID) {
-            rc = fail(l, TOKVEC_E_TOKENIZER, "token \"%.40s\": id is not "
-                      "an integer in [0, 2^24)", key);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "token \"%.40s\": id is not an integer in [0, 2^24)",
+                      key);
             break;
         }
         int sp = specials ? json_object_get(specials, key) != NULL
@@ -176,14 +176,17 @@ static int load_vocab(ld *l, json_t *obj, json_t *specials)
         if (sp)
             memcpy(buf, key, kl <= 4096 ? kl : 0);
         if (n <= 0 || (sp && kl > 4096)) {
-            rc = fail(l, TOKVEC_E_TOKENIZER, "token \"%.40s\": empty, too "
-                      "long or not in GPT-2's byte alphabet", key);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "token \"%.40s\": empty, too "
+                      "long or not in GPT-2's byte alphabet",
+                      key);
             break;
         }
         rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)id, sp);
         if (rc == TOKVEC_E_MISMATCH)
-            rc = fail(l, TOKVEC_E_TOKENIZER, "token \"%.40s\": id %lld is "
-                      "given twice", key, (long long)id);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "token \"%.40s\": id %lld is given twice", key,
+                      (long long)id);
         if (rc)
             break;
     }
@@ -207,8 +210,10 @@ static int merges_add(ld *l, merges *m, const char *a, const char *b,
     long na = unalpha(l, a, m->bytes + *blen);
     long nb = na < 0 ? -1 : unalpha(l, b, m->bytes + *blen + na);
     if (na < 0 || nb < 0)
-        return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: \"%.40s %.40s\" is "
-                    "not in GPT-2's byte alphabet", line, a, b);
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "merge %zu: \"%.40s %.40s\" is "
+                    "not in GPT-2's byte alphabet",
+                    line, a, b);
     m->at[3 * m->n] = s;
     m->at[3 * m->n + 1] = s + (uint32_t)na;
     m->at[3 * m->n + 2] = s + (uint32_t)(na + nb);
@@ -238,12 +243,12 @@ static int parse_merges_txt(ld *l, char *text, size_t len, merges *m)
         line++;
         if (strlen(p) != (size_t)((nl ? nl : text + len) - p))
             return fail(l, TOKVEC_E_TOKENIZER, "line %zu: NUL byte", line);
-        if (!(line == 1 && !strncmp(p, "#version", 8)) &&
-            !(!nl && !*p)) {
+        if (!(line == 1 && !strncmp(p, "#version", 8)) && !(!nl && !*p)) {
             char *sp = strchr(p, ' ');
             if (!sp || strchr(sp + 1, ' '))
-                return fail(l, TOKVEC_E_TOKENIZER, "line %zu: not two "
-                            "tokens separated by one space", line);
+                return fail(l, TOKVEC_E_TOKENIZER,
+                            "line %zu: not two tokens separated by one space",
+                            line);
             *sp = '\0';
             int rc = merges_add(l, m, p, sp + 1, line, &blen);
             if (rc)
@@ -285,10 +290,11 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
         int32_t a = tv_vmap_get(t, b, na), c = tv_vmap_get(t, b + na, n - na);
         int32_t r = tv_vmap_get(t, b, n);
         if (a < 0 || c < 0 || r < 0)
-            return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: the %s is not "
-                        "in the vocabulary", k + 1,
-                        a < 0 ? "left token" : c < 0 ? "right token"
-                                                     : "merged token");
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "merge %zu: the %s is not in the vocabulary", k + 1,
+                        a < 0   ? "left token"
+                        : c < 0 ? "right token"
+                                : "merged token");
         if (!shaped) { /* Hugging Face's rule: listed pairs, list order */
             if (!t->pmap)
                 rc = tv_pmap_init(t, m->n + 16);
@@ -349,8 +355,8 @@ static int load_gpt2(ld *l, const char *path, json_t *vocab)
         rc = tv_vmap_build(l->t, &dup);
         if (rc == TOKVEC_E_MISMATCH) {
             l->path = path;
-            rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
-                      "earlier token", dup);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "id %d has the bytes of an earlier token", dup);
         }
     }
     if (rc == 0)
@@ -393,26 +399,29 @@ static int hf_pipeline(ld *l, json_t *root)
     const char *bty = json_string_value(json_object_get(bl, "type"));
     if (!bty || strcmp(bty, "ByteLevel") ||
         json_is_true(json_object_get(bl, "add_prefix_space")))
-        return fail(l, TOKVEC_E_TOKENIZER, "pre_tokenizer is not ByteLevel "
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "pre_tokenizer is not ByteLevel "
                     "(add_prefix_space false), alone or after one Split");
     l->t->pattern = TV_PAT_GPT2;
     if (split) {
         const char *sty = json_string_value(json_object_get(split, "type"));
         const char *re = json_string_value(
             json_object_get(json_object_get(split, "pattern"), "Regex"));
-        const char *beh = json_string_value(json_object_get(split,
-                                                            "behavior"));
+        const char *beh = json_string_value(
+            json_object_get(split, "behavior"));
         int p = re ? tv_pattern_from_regex(re) : -1;
         if (!sty || strcmp(sty, "Split") || p < 0 || !beh ||
             strcmp(beh, "Isolated") ||
             json_is_true(json_object_get(split, "invert")) ||
             json_is_true(json_object_get(bl, "use_regex")))
-            return fail(l, TOKVEC_E_TOKENIZER, "Split pre-tokenizer: only "
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "Split pre-tokenizer: only "
                         "the gpt2, cl100k_base, o200k_base and Qwen 2 "
                         "regexes, Isolated, are supported");
         l->t->pattern = (tv_pattern)p;
     } else if (json_is_false(json_object_get(bl, "use_regex"))) {
-        return fail(l, TOKVEC_E_TOKENIZER, "ByteLevel without its regex "
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "ByteLevel without its regex "
                     "and without a Split is not supported");
     }
     json_t *model = json_object_get(root, "model");
@@ -423,7 +432,8 @@ static int hf_pipeline(ld *l, json_t *root)
         json_is_true(json_object_get(model, "byte_fallback")) ||
         has_affix(model, "continuing_subword_prefix") ||
         has_affix(model, "end_of_word_suffix"))
-        return fail(l, TOKVEC_E_TOKENIZER, "model is not a plain BPE "
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "model is not a plain BPE "
                     "(no dropout, byte_fallback or affixes)");
     return 0;
 }
@@ -436,18 +446,18 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
     size_t n = json_array_size(arr), total = 1;
     json_t *v;
     size_t k;
-    json_array_foreach(arr, k, v) total += json_is_string(v)
-        ? json_string_length(v)
-        : json_string_length(json_array_get(v, 0)) +
-              json_string_length(json_array_get(v, 1));
+    json_array_foreach(arr, k, v)
+        total += json_is_string(v)
+                     ? json_string_length(v)
+                     : json_string_length(json_array_get(v, 0)) +
+                           json_string_length(json_array_get(v, 1));
     m->bytes = malloc(total);
     m->at = malloc((n + 1) * 3 * sizeof *m->at);
     if (!m->bytes || !m->at)
         return -ENOMEM;
     size_t blen = 0;
     char pair[2][1024];
-    json_array_foreach(arr, k, v)
-    {
+    json_array_foreach(arr, k, v) {
         const char *a = NULL, *b = NULL;
         if (json_is_string(v)) {
             const char *s = json_string_value(v), *sp = strchr(s, ' ');
@@ -463,8 +473,8 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
             b = json_string_value(json_array_get(v, 1));
         }
         if (!a || !b)
-            return fail(l, TOKVEC_E_TOKENIZER, "merge %zu: not \"a b\" or "
-                        "[\"a\", \"b\"]", k + 1);
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "merge %zu: not \"a b\" or [\"a\", \"b\"]", k + 1);
         int rc = merges_add(l, m, a, b, k + 1, &blen);
         if (rc)
             return rc;
@@ -486,8 +496,7 @@ static int load_hf(ld *l, json_t *root)
         return -ENOMEM;
     added = json_object_get(root, "added_tokens");
     size_t k;
-    json_array_foreach(added, k, v)
-    {
+    json_array_foreach(added, k, v) {
         const char *c = json_string_value(json_object_get(v, "content"));
         if (c)
             json_object_set(specials, c, json_object_get(v, "id"));
@@ -498,16 +507,18 @@ static int load_hf(ld *l, json_t *root)
     {
         json_int_t id = json_integer_value(v);
         if (rc || !json_is_integer(v) || id < 0 || id >= TV_TOK_MAX_ID) {
-            rc = rc ? rc : fail(l, TOKVEC_E_TOKENIZER, "added token "
-                                "\"%.40s\": bad id", key);
+            rc = rc ? rc
+                    : fail(l, TOKVEC_E_TOKENIZER,
+                           "added token \"%.40s\": bad id", key);
             break;
         }
         if ((uint32_t)id < l->t->n_ids && l->t->len[id] != UINT32_MAX) {
             const tokvec_tokenizer *t = l->t;
             if (!t->special[id] || t->len[id] != strlen(key) ||
                 memcmp(t->blob + t->off[id], key, strlen(key)))
-                rc = fail(l, TOKVEC_E_TOKENIZER, "added token \"%.40s\": "
-                          "id %lld is another token", key, (long long)id);
+                rc = fail(l, TOKVEC_E_TOKENIZER,
+                          "added token \"%.40s\": id %lld is another token",
+                          key, (long long)id);
         } else if (*key) {
             rc = tv_tok_add(l->t, (const unsigned char *)key, strlen(key),
                             (int32_t)id, 1);
@@ -521,8 +532,8 @@ static int load_hf(ld *l, json_t *root)
     if (rc == 0) {
         rc = tv_vmap_build(l->t, &dup);
         if (rc == TOKVEC_E_MISMATCH) {
-            rc = fail(l, TOKVEC_E_TOKENIZER, "id %d has the bytes of an "
-                      "earlier token", dup);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "id %d has the bytes of an earlier token", dup);
         }
     }
     if (rc == 0)
@@ -611,12 +622,13 @@ static int tiktoken_lines(ld *l, char *text, size_t len)
             ok = *q >= '0' && *q <= '9' &&
                  (rank = rank * 10 + (*q - '0')) < TV_TOK_MAX_ID;
         if (!ok)
-            return fail(l, TOKVEC_E_TOKENIZER, "line %zu: not \"base64 "
-                        "rank\" with a rank below 2^24", line);
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "line %zu: not \"base64 rank\" with a rank below 2^24",
+                        line);
         int rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)rank, 0);
         if (rc == TOKVEC_E_MISMATCH)
-            return fail(l, TOKVEC_E_TOKENIZER, "line %zu: rank %lld is "
-                        "given twice", line, rank);
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "line %zu: rank %lld is given twice", line, rank);
         if (rc)
             return rc;
         p = le + 1;
@@ -629,36 +641,38 @@ static int load_tiktoken(ld *l, char *text, size_t len)
     tokvec_tokenizer *t = l->t;
     const char *pat = l->o ? l->o->pattern : NULL;
     const char *b = base_name(l->path);
-    static const char *const names[] = {"gpt2",        "r50k_base",
-                                        "p50k_base",   "cl100k_base",
-                                        "o200k_base"};
+    static const char *const names[] = {"gpt2", "r50k_base", "p50k_base",
+                                        "cl100k_base", "o200k_base"};
     for (size_t k = 0; !pat && k < sizeof names / sizeof *names; k++)
         if (!strncmp(b, names[k], strlen(names[k])))
             pat = names[k];
     if (!pat || tv_pattern_parse(pat, &t->pattern) < 0)
-        return fail(l, TOKVEC_E_TOKENIZER, "name the split pattern (gpt2, "
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "name the split pattern (gpt2, "
                     "r50k_base, p50k_base, cl100k_base, o200k_base): %s",
                     pat ? pat : "none given and the file name has none");
     t->info.format = "tiktoken";
     t->whole_lookup = 1;
     int rc = tiktoken_lines(l, text, len);
-    for (size_t k = 0; rc == 0 && k < sizeof tiktoken_specials /
-                                          sizeof *tiktoken_specials; k++) {
+    for (size_t k = 0;
+         rc == 0 && k < sizeof tiktoken_specials / sizeof *tiktoken_specials;
+         k++) {
         if (strcmp(tiktoken_specials[k].pattern, pat))
             continue;
         const char *s = tiktoken_specials[k].name;
         rc = tv_tok_add(t, (const unsigned char *)s, strlen(s),
                         tiktoken_specials[k].id, 1);
         if (rc == TOKVEC_E_MISMATCH)
-            rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d is %s's special "
-                      "token %s", tiktoken_specials[k].id, pat, s);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "rank %d is %s's special token %s",
+                      tiktoken_specials[k].id, pat, s);
     }
     int32_t dup = -1;
     if (rc == 0) {
         rc = tv_vmap_build(t, &dup);
         if (rc == TOKVEC_E_MISMATCH) {
-            rc = fail(l, TOKVEC_E_TOKENIZER, "rank %d has the bytes of an "
-                      "earlier token", dup);
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "rank %d has the bytes of an earlier token", dup);
         }
     }
     if (rc == 0)
@@ -697,8 +711,9 @@ static int finish(ld *l)
         unsigned char c = (unsigned char)b;
         t->byte_id[b] = tv_vmap_get(t, &c, 1);
         if (t->byte_id[b] < 0)
-            return fail(l, TOKVEC_E_TOKENIZER, "byte 0x%02x is not a token "
-                        "(every byte must be one)", b);
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "byte 0x%02x is not a token (every byte must be one)",
+                        b);
     }
     t->sp_id = malloc((t->n_special + 1) * sizeof *t->sp_id);
     if (!t->sp_id)
@@ -757,8 +772,9 @@ int tv_tok_load(tokvec_tokenizer *t, const char *path,
         json_error_t je;
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!root)
-            rc = fail(&l, TOKVEC_E_TOKENIZER, "not JSON (line %d: %s), and "
-                      "not named *.tiktoken", je.line, je.text);
+            rc = fail(&l, TOKVEC_E_TOKENIZER,
+                      "not JSON (line %d: %s), and not named *.tiktoken",
+                      je.line, je.text);
         else if (json_is_object(json_object_get(root, "model")))
             rc = load_hf(&l, root);
         else

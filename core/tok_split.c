@@ -32,7 +32,10 @@ unsigned tv_ucd_class(uint32_t cp)
     return tv_ucd_stage2[(size_t)tv_ucd_stage1[cp >> 8] * 256 + (cp & 255)];
 }
 
-const char *tv_ucd_version(void) { return TV_UCD_VERSION; }
+const char *tv_ucd_version(void)
+{
+    return TV_UCD_VERSION;
+}
 
 typedef struct ch {
     uint32_t cp;  /* code point; 0xFFFFFFFF for a byte that is not UTF-8 */
@@ -296,7 +299,8 @@ static size_t next_o200k(const unsigned char *s, size_t i, size_t end)
 {
     ch c = at(s, i, end);
     int can_prefix = !(c.cp == '\r' || c.cp == '\n' ||
-                       (c.set & (S_L | S_N))) && i + c.len < end;
+                       (c.set & (S_L | S_N))) &&
+                     i + c.len < end;
     size_t e;
     for (int alt = 1; alt <= 2; alt++) {
         e = can_prefix ? o200k_word(s, i + c.len, end, alt) : 0;

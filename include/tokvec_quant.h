@@ -47,7 +47,6 @@ int tokvec_qtype_block(tokvec_qtype q, size_t *values, size_t *bytes);
 
 /* Writes the n values held by the blocks at src (any alignment) to dst.
  * n must be a multiple of the type's B (asserted). */
-void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst,
-                       size_t n);
+void tokvec_dequantize(tokvec_qtype q, const void *src, float *dst, size_t n);
 
 #endif

@@ -38,8 +38,8 @@ typedef struct tokvec_neighbor {
 
 /* A handle over t (borrowed; must outlive the handle). Reads no row.
  * 0, or -ENOMEM. */
-int tokvec_similar_open(const tokvec_table *t, tokvec_similar **out)
-    TOKVEC_MUST_CHECK;
+int tokvec_similar_open(const tokvec_table *t,
+                        tokvec_similar **out) TOKVEC_MUST_CHECK;
 
 /* Frees the handle (not the table). NULL is a no-op. */
 void tokvec_similar_close(tokvec_similar *s);

@@ -116,12 +116,12 @@ enum {
 };
 
 typedef struct tokvec_table_opts {
-    const char *token_tensor;    /* NULL: search the name list above */
-    const char *position_tensor; /* NULL: search the name list above */
-    const char *position_path;   /* .npy tables: optional positions .npy */
+    const char *token_tensor;     /* NULL: search the name list above */
+    const char *position_tensor;  /* NULL: search the name list above */
+    const char *position_path;    /* .npy tables: optional positions .npy */
     tokvec_positional positional; /* AUTO (0) unless forced */
-    int64_t context_length; /* sinusoidal; 0 = metadata, else 1024 */
-    unsigned flags; /* TOKVEC_TABLE_* above; 0 for serving */
+    int64_t context_length;       /* sinusoidal; 0 = metadata, else 1024 */
+    unsigned flags;               /* TOKVEC_TABLE_* above; 0 for serving */
     char *errbuf;  /* optional: one-line reason on failure ... */
     size_t errlen; /* ... of at most errlen bytes including the NUL */
 } tokvec_table_opts;

@@ -39,7 +39,7 @@ typedef struct tokvec_write_opts {
 /* Writes n tensors (in that order) to path. opts may be NULL. On failure
  * the temporary file is removed and path is untouched. */
 int tokvec_safetensors_write(const char *path, const tokvec_write_tensor *t,
-                             size_t n, const tokvec_write_opts *opts)
-    TOKVEC_MUST_CHECK;
+                             size_t n,
+                             const tokvec_write_opts *opts) TOKVEC_MUST_CHECK;
 
 #endif

@@ -24,8 +24,8 @@ extern _Atomic(tv_alloc_fault_fn) tv_alloc_fault;
 /* Nonzero: the allocation of n bytes about to be made must fail. */
 static inline int tv_alloc_faulted(size_t n)
 {
-    tv_alloc_fault_fn f =
-        atomic_load_explicit(&tv_alloc_fault, memory_order_relaxed);
+    tv_alloc_fault_fn f = atomic_load_explicit(&tv_alloc_fault,
+                                               memory_order_relaxed);
     return f && f(n);
 }
 

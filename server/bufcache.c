@@ -31,7 +31,7 @@ struct buf_class {
 struct tv_bufcache {
     pthread_mutex_t lock;
     struct buf_class bufs[TV_BUFCACHE_CLASSES]; /* lock */
-    size_t buf_bytes;            /* lock */
+    size_t buf_bytes;                           /* lock */
     unsigned long seen_activity; /* lock: activity at the last trim */
     long long quiet_since;       /* lock: when activity last moved */
     int heap_trimmed;            /* lock: malloc_trim done since */
@@ -156,8 +156,7 @@ size_t tv_bufcache_bytes(tv_bufcache *p)
     return n;
 }
 
-size_t tv_bufcache_trim(tv_bufcache *p, long long now_ms,
-                        unsigned long act)
+size_t tv_bufcache_trim(tv_bufcache *p, long long now_ms, unsigned long act)
 {
     void *drop[TV_BUFCACHE_PER_CLASS];
     size_t bytes = 0;
@@ -174,8 +173,7 @@ size_t tv_bufcache_trim(tv_bufcache *p, long long now_ms,
         if (ndrop) { /* the oldest are first: keep the rest in order */
             bc->n -= ndrop;
             memmove(bc->p, bc->p + ndrop, bc->n * sizeof bc->p[0]);
-            memmove(bc->since, bc->since + ndrop,
-                    bc->n * sizeof bc->since[0]);
+            memmove(bc->since, bc->since + ndrop, bc->n * sizeof bc->since[0]);
             p->buf_bytes -= ndrop * c;
         }
         pthread_mutex_unlock(&p->lock);

@@ -67,9 +67,12 @@ static int init_parse(int argc, char **argv, init_args *a)
     opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
     int r;
 
-    *a = (init_args){.context = 1024, .padding = TOKVEC_NO_PADDING,
-                     .seed = 123, .seed_text = "123",
-                     .positional = TOKVEC_POS_LEARNED, .dtype = TOKVEC_F32};
+    *a = (init_args){.context = 1024,
+                     .padding = TOKVEC_NO_PADDING,
+                     .seed = 123,
+                     .seed_text = "123",
+                     .positional = TOKVEC_POS_LEARNED,
+                     .dtype = TOKVEC_F32};
     for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         const char *n = o.name, *v = o.value;
         if (!n)
@@ -151,7 +154,6 @@ static int init_parse(int argc, char **argv, init_args *a)
                            " is too large",
                            a->vocab, a->dim);
     return 0;
-
 }
 
 int cmd_init(int argc, char **argv)
@@ -218,15 +220,14 @@ int cmd_init(int argc, char **argv)
         snprintf(pad_text, sizeof pad_text, "none");
     else
         snprintf(pad_text, sizeof pad_text, "%" PRId64, padding);
-    const char *keys[] = {"format", "generator", "seed", "positional",
-                          "context_length", "padding_idx", "tokvec_version"};
-    const char *values[] = {"pt",
-                            "torch.manual_seed + nn.Embedding (normal_)",
-                            seed_text,
-                            tokvec_positional_name(positional),
-                            ctx_text,
-                            pad_text,
-                            TOKVEC_VERSION};
+    const char *keys[] = {"format",        "generator",      "seed",
+                          "positional",    "context_length", "padding_idx",
+                          "tokvec_version"};
+    const char *values[] = {
+        "pt",          "torch.manual_seed + nn.Embedding (normal_)",
+        seed_text,     tokvec_positional_name(positional),
+        ctx_text,      pad_text,
+        TOKVEC_VERSION};
     tokvec_write_opts wo = {
         .metadata_keys = keys,
         .metadata_values = values,
@@ -321,15 +322,13 @@ int cmd_inspect(int argc, char **argv)
             fputs(inspect_usage, stdout);
             return 0;
         } else if (!tv_cli_table_option(o.name, o.value, &to)) {
-            static const char *const known[] = {"help", TABLE_OPTIONS,
-                                                NULL};
+            static const char *const known[] = {"help", TABLE_OPTIONS, NULL};
             return tv_cli_unknown_option("inspect", o.name, known);
         }
     }
     if (r < 0 || !path)
         return tv_cli_fail(EXIT_USAGE,
-                           "inspect: need FILE (see tokvec inspect "
-                           "--help)");
+                           "inspect: need FILE (see tokvec inspect --help)");
 
     /* Describes, never embeds: sinusoidal rows (up to 1 GiB that a tiny
      * file's metadata may ask for) are not needed. */
@@ -359,7 +358,8 @@ int cmd_inspect(int argc, char **argv)
     size_t ns = tokvec_table_shard_count(t);
     if (ns)
         printf("shards      %zu (only those holding the tables are mapped "
-               "and listed below)\n", ns);
+               "and listed below)\n",
+               ns);
     for (size_t i = 0; i < ns; i++) {
         tokvec_shard sh;
         if (tokvec_table_shard(t, i, &sh) < 0)
@@ -390,8 +390,8 @@ int cmd_inspect(int argc, char **argv)
             role = "  <- token";
         else if (in->position_tensor && !strcmp(x.name, in->position_tensor))
             role = "  <- position";
-        printf("  %s  %s  [%s]  %" PRIu64 " bytes  sha256 %s", x.name,
-               x.dtype, shape, x.nbytes, hex);
+        printf("  %s  %s  [%s]  %" PRIu64 " bytes  sha256 %s", x.name, x.dtype,
+               shape, x.nbytes, hex);
         if (x.file)
             printf("  in %s", x.file);
         if (bad >= 0)
@@ -474,8 +474,8 @@ int cmd_lookup(int argc, char **argv)
             special = 0;
         } else if (!tv_cli_table_option(o.name, v, &to)) {
             static const char *const known[] = {
-                "help", "table", "start-position", "no-positions",
-                TABLE_OPTIONS, NULL};
+                "help",         "table",       "start-position",
+                "no-positions", TABLE_OPTIONS, NULL};
             tv_cli_unknown_option("lookup", o.name, known);
             goto out;
         }
@@ -492,9 +492,8 @@ int cmd_lookup(int argc, char **argv)
     ret = EXIT_USAGE;
     if (r < 0 || !path || n == 0) {
         tv_cli_fail(EXIT_USAGE,
-                    "lookup: need --table FILE and at least one ID "
-                    "or a --text that has tokens (see tokvec lookup "
-                    "--help)");
+                    "lookup: need --table FILE and at least one ID or a "
+                    "--text that has tokens (see tokvec lookup --help)");
         goto out;
     }
     r = tv_cli_open_table(path, &to, &t);
@@ -674,8 +673,7 @@ int cmd_convert(int argc, char **argv)
         .progress = isatty(2) ? tv_cli_progress : NULL,
         .progress_ud = (void *)"convert",
     };
-    int rc = tokvec_safetensors_write(out_path, tensors, learned ? 2 : 1,
-                                      &wo);
+    int rc = tokvec_safetensors_write(out_path, tensors, learned ? 2 : 1, &wo);
     if (rc < 0) {
         tv_cli_fail(1, "%s: cannot write: %s", out_path, tokvec_strerror(rc));
         goto out;

@@ -148,13 +148,11 @@ int tv_cli_unknown_option(const char *cmd, const char *name,
     const char *best = tv_suggest(name, strlen(name), known, n);
     if (best)
         return tv_cli_fail(EXIT_USAGE,
-                           "%s: unknown option '--%s' (did you mean "
-                           "--%s?)",
+                           "%s: unknown option '--%s' (did you mean --%s?)",
                            cmd, name, best);
     return tv_cli_fail(EXIT_USAGE,
-                       "%s: unknown option '--%s' (see tokvec %s "
-                       "--help)",
-                       cmd, name, cmd);
+                       "%s: unknown option '--%s' (see tokvec %s --help)", cmd,
+                       name, cmd);
 }
 
 /* Options every table-reading command shares. 1 if consumed, 0 if not

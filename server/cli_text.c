@@ -113,8 +113,8 @@ static int more_input(FILE *in, int is_file)
  * each line is done when no more input is waiting: a pipeline can feed
  * texts and read their ids as it goes (the input is never held whole),
  * and a file or a full pipe is not slowed by a write per line. */
-static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st,
-                     FILE *in, unsigned flags, tokvec_tok_ids *ids)
+static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
+                     unsigned flags, tokvec_tok_ids *ids)
 {
     char *buf = NULL;
     size_t cap = 0, line = 0;

@@ -65,8 +65,7 @@ static const setting settings[] = {
     {"position_tensor", T_STR, OFF(position_tensor), 0, 0, "", NULL,
      "position tensor name (\"\" = search the usual names)"},
     {"positional", T_ENUM, OFF(positional), 0, 0, "auto",
-     "auto|learned|sinusoidal|none",
-     "positions: auto = as the file says"},
+     "auto|learned|sinusoidal|none", "positions: auto = as the file says"},
     {"host", T_STR, OFF(host), 0, 0, "127.0.0.1", NULL,
      "address to listen on (0.0.0.0 = every interface)"},
     {"port", T_INT, OFF(port), 1, 65535, "8080", NULL, "TCP port"},
@@ -80,26 +79,23 @@ static const setting settings[] = {
      "largest request body (413 past it)"},
     {"max_buffered_bytes", T_SIZE, OFF(max_buffered_bytes), 1, 64 * TiB,
      "256MiB", NULL,
-     "request bodies being received at once, all connections (429 past "
-     "it)"},
+     "request bodies being received at once, all connections (429 past it)"},
     {"max_tokens", T_INT, OFF(max_tokens), 1, 2147483647.0, "65536", NULL,
      "most token ids in one request, B*S (413 past it)"},
     {"max_batch", T_INT, OFF(max_batch), 1, 2147483647.0, "4096", NULL,
      "most sequences in one request"},
     {"max_queue", T_INT, OFF(max_queue), 1, 1048576, "1024", NULL,
      "jobs waiting for a worker (429 past it)"},
-    {"max_connections", T_INT, OFF(max_connections), 1, 1048576, "1024",
-     NULL, "open client connections"},
-    {"max_connections_per_ip", T_INT, OFF(max_connections_per_ip), 0,
-     1048576, "0", NULL,
-     "open connections from one client address (0 = no limit)"},
+    {"max_connections", T_INT, OFF(max_connections), 1, 1048576, "1024", NULL,
+     "open client connections"},
+    {"max_connections_per_ip", T_INT, OFF(max_connections_per_ip), 0, 1048576,
+     "0", NULL, "open connections from one client address (0 = no limit)"},
     {"request_timeout", T_SECS, OFF(request_timeout), 0.001, 86400, "30s",
      NULL, "time to send one whole request (and the idle limit)"},
-    {"min_send_rate", T_SIZE, OFF(min_send_rate), 1, 64 * TiB, "512KiB",
-     NULL, "bytes/s a reply must be read at (never cut before "
-     "request_timeout)"},
-    {"max_queue_wait", T_SECS, OFF(max_queue_wait), 0.001, 86400, "30s",
-     NULL, "time a job may wait for a worker (503 past it)"},
+    {"min_send_rate", T_SIZE, OFF(min_send_rate), 1, 64 * TiB, "512KiB", NULL,
+     "bytes/s a reply must be read at (never cut before request_timeout)"},
+    {"max_queue_wait", T_SECS, OFF(max_queue_wait), 0.001, 86400, "30s", NULL,
+     "time a job may wait for a worker (503 past it)"},
     {"max_inflight_bytes", T_SIZE, OFF(max_inflight_bytes), 1, 64 * TiB,
      "1GiB", NULL, "bytes of responses being built or sent at once"},
     {"drain_timeout", T_SECS, OFF(drain_timeout), 0, 86400, "30s", NULL,
@@ -164,16 +160,15 @@ static const setting *find_flag(const char *f, size_t n)
  * after prefix: "--max-tokens", "TOKVEC_MAX_TOKENS", "max_tokens" (prefix
  * "--", "TOKVEC_" or ""); "" when none is close. with_config: "config"
  * is a candidate too (a flag and a variable, not a file key). */
-static const char *did_you_mean(const char *word, size_t n,
-                                const char *prefix, bool with_config,
-                                char *buf, size_t len)
+static const char *did_you_mean(const char *word, size_t n, const char *prefix,
+                                bool with_config, char *buf, size_t len)
 {
     const char *names[NSETTINGS + 1];
     for (int i = 0; i < NSETTINGS; i++)
         names[i] = settings[i].name;
     names[NSETTINGS] = "config";
-    const char *best =
-        tv_suggest(word, n, names, NSETTINGS + (with_config ? 1 : 0));
+    const char *best = tv_suggest(word, n, names,
+                                  NSETTINGS + (with_config ? 1 : 0));
     *buf = '\0';
     if (!best)
         return buf;
@@ -338,8 +333,9 @@ static int parse_argv(int argc, char **argv, argv_plan *plan, char *err,
         for (int j = i + 1; j < plan->nuses; j++)
             if (plan->uses[i].s == table && plan->uses[j].s == table &&
                 strcmp(plan->uses[i].src, plan->uses[j].src)) {
-                set_err(err, errlen, "the table is given twice: as --table "
-                                     "and as an argument");
+                set_err(err, errlen,
+                        "the table is given twice: as --table "
+                        "and as an argument");
                 return -1;
             }
     return 0;
@@ -371,11 +367,10 @@ static int check_env_names(tv_config *cfg)
         if (known)
             continue;
         char hint[96], line[256];
-        int m = snprintf(line, sizeof line,
-                         "TOKVEC_%.*s is not a setting%s; ignored\n",
-                         (int)(n > 64 ? 64 : n), name,
-                         did_you_mean(name, n, "TOKVEC_", true, hint,
-                                      sizeof hint));
+        int m = snprintf(
+            line, sizeof line, "TOKVEC_%.*s is not a setting%s; ignored\n",
+            (int)(n > 64 ? 64 : n), name,
+            did_you_mean(name, n, "TOKVEC_", true, hint, sizeof hint));
         if (m < 0)
             continue;
         if (len + (size_t)m + 1 > cap) {
@@ -409,8 +404,7 @@ static int apply_file(tv_config *cfg, argv_plan *plan, const char **from,
             set_err(err, errlen, "%s: empty file name", plan->config_src);
             return -1;
         }
-        if (load_file(cfg, plan->config, plan->config_src, from, err,
-                      errlen))
+        if (load_file(cfg, plan->config, plan->config_src, from, err, errlen))
             return -1;
     }
     cfg->config_path = strdup(plan->config ? plan->config : "");
@@ -442,8 +436,8 @@ int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
 
     /* Defaults: through the same parser as every other source. */
     for (int i = 0; i < NSETTINGS; i++) {
-        int r = tv_setting_set(cfg, &settings[i], settings[i].def,
-                               "default", err, errlen);
+        int r = tv_setting_set(cfg, &settings[i], settings[i].def, "default",
+                               err, errlen);
         assert(r == 0 && "a default fails its own bounds");
         if (r)
             goto out;
@@ -489,7 +483,8 @@ int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
         if (*cfg->api_key) {
             set_err(err, errlen,
                     "api_key (from %s) and api_key_file (from %s) are both "
-                    "set; give one", from[ik], from[ikf]);
+                    "set; give one",
+                    from[ik], from[ikf]);
             goto out;
         }
         if (tv_config_read_key_file(cfg, from[ikf], err, errlen))
@@ -538,7 +533,9 @@ static void usage_line(FILE *f, const setting *s)
             *s->def ? "" : "\"", s->help);
     if (s->type == T_INT || s->type == T_SIZE || s->type == T_SECS)
         fprintf(f, " [%.15g..%.15g%s]", s->min, s->max,
-                s->type == T_SIZE ? " bytes" : s->type == T_SECS ? " s" : "");
+                s->type == T_SIZE   ? " bytes"
+                : s->type == T_SECS ? " s"
+                                    : "");
     fputc('\n', f);
 }
 
@@ -637,8 +634,7 @@ size_t tv_config_describe(const tv_config *cfg, char *buf, size_t len)
         switch (s->type) {
         case T_STR:
         case T_ENUM:
-            put_str(buf, len, &pos,
-                    *str_field(c, s) ? *str_field(c, s) : "");
+            put_str(buf, len, &pos, *str_field(c, s) ? *str_field(c, s) : "");
             break;
         case T_INT:
         case T_SIZE:

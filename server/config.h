@@ -15,17 +15,17 @@
 #include <stdio.h>
 
 typedef struct tv_config {
-    char *table;           /* data/gpt2-256.safetensors */
-    char *position_path;   /* "" = none (.npy token tables) */
-    char *tokenizer;       /* "" = none: text inputs answer 400 */
-    char *token_tensor;    /* "" = search the contract's names */
-    char *position_tensor; /* "" = search */
-    char *positional;      /* auto|learned|sinusoidal|none */
-    char *host;            /* 127.0.0.1 */
-    int64_t port;          /* 8080 */
-    int64_t threads;       /* workers; 0 = number of cores */
-    int64_t http_threads;  /* HTTP threads per listener; 0 = threads */
-    char *unix_socket;     /* "" = none; else also serve on this path */
+    char *table;                /* data/gpt2-256.safetensors */
+    char *position_path;        /* "" = none (.npy token tables) */
+    char *tokenizer;            /* "" = none: text inputs answer 400 */
+    char *token_tensor;         /* "" = search the contract's names */
+    char *position_tensor;      /* "" = search */
+    char *positional;           /* auto|learned|sinusoidal|none */
+    char *host;                 /* 127.0.0.1 */
+    int64_t port;               /* 8080 */
+    int64_t threads;            /* workers; 0 = number of cores */
+    int64_t http_threads;       /* HTTP threads per listener; 0 = threads */
+    char *unix_socket;          /* "" = none; else also serve on this path */
     int64_t max_body_bytes;     /* 16 MiB */
     int64_t max_buffered_bytes; /* 256 MiB: request bodies held at once */
     int64_t max_tokens;         /* 65536 */
@@ -33,20 +33,21 @@ typedef struct tv_config {
     int64_t max_queue;          /* 1024 */
     int64_t max_connections;    /* 1024 */
     int64_t max_connections_per_ip; /* 0 = no limit */
-    double request_timeout;     /* 30 s */
-    int64_t min_send_rate;      /* 512 KiB/s: replies slower are cut */
-    double max_queue_wait;      /* 30 s: jobs waiting longer get 503 */
-    int64_t max_inflight_bytes; /* 1 GiB */
-    double drain_timeout;       /* 30 s */
-    char *api_key;              /* "" = no auth; never logged */
-    char *api_key_file;         /* read at load into api_key */
-    char *cors_origin;          /* "" = off */
-    char *log_format;           /* text|json */
-    char *log_level;            /* debug|info|warn|error */
-    int64_t access_log;         /* 1 = one line per request */
-    char *config_path;          /* the file read, "" if none */
-    char *warnings;             /* "" or lines ending in '\n' to log at
-                                   start-up (TOKVEC_* that are no setting) */
+    double request_timeout;         /* 30 s */
+    int64_t min_send_rate;          /* 512 KiB/s: replies slower are cut */
+    double max_queue_wait;          /* 30 s: jobs waiting longer get 503 */
+    int64_t max_inflight_bytes;     /* 1 GiB */
+    double drain_timeout;           /* 30 s */
+    char *api_key;                  /* "" = no auth; never logged */
+    char *api_key_file;             /* read at load into api_key */
+    char *cors_origin;              /* "" = off */
+    char *log_format;               /* text|json */
+    char *log_level;                /* debug|info|warn|error */
+    int64_t access_log;             /* 1 = one line per request */
+    char *config_path;              /* the file read, "" if none */
+    /* "" or lines ending in '\n' to log at start-up (TOKVEC_* that are no
+     * setting) */
+    char *warnings;
 } tv_config;
 
 enum { TV_CONFIG_OK = 0, TV_CONFIG_HELP = 1, TV_CONFIG_ERROR = -1 };

@@ -19,7 +19,7 @@
 typedef enum { T_STR, T_INT, T_SIZE, T_SECS, T_BOOL, T_ENUM } setting_type;
 
 typedef struct setting {
-    const char *name;    /* config-file key, e.g. "max_body_bytes" */
+    const char *name; /* config-file key, e.g. "max_body_bytes" */
     setting_type type;
     size_t off;          /* into tv_config: char *, int64_t or double */
     double min, max;     /* T_INT, T_SIZE, T_SECS (inclusive) */
@@ -35,10 +35,9 @@ typedef struct setting {
 #define TiB (1024.0 * GiB)
 
 /* err gets the printf-formatted message (if err and errlen). */
-static inline void set_err(char *err, size_t errlen, const char *fmt,
-                           ...) __attribute__((format(printf, 3, 4)));
-static inline void set_err(char *err, size_t errlen, const char *fmt,
-                           ...)
+static inline void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
         return;

@@ -55,10 +55,10 @@ static int parse_size(const char *v, double *bytes)
         const char *unit;
         double mult;
     } units[] = {
-        {"", 1},          {"B", 1},          {"k", KiB},        {"K", KiB},
-        {"KiB", KiB},     {"M", MiB},        {"MiB", MiB},      {"G", GiB},
-        {"GiB", GiB},     {"T", TiB},        {"TiB", TiB},      {"kB", 1e3},
-        {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},       {"TB", 1e12},
+        {"", 1},      {"B", 1},    {"k", KiB},   {"K", KiB},
+        {"KiB", KiB}, {"M", MiB},  {"MiB", MiB}, {"G", GiB},
+        {"GiB", GiB}, {"T", TiB},  {"TiB", TiB}, {"kB", 1e3},
+        {"KB", 1e3},  {"MB", 1e6}, {"GB", 1e9},  {"TB", 1e12},
     };
     long long x;
     const char *e;
@@ -173,7 +173,8 @@ int tv_setting_set(tv_config *cfg, const setting *s, const char *v,
         if (parse_size(v, &x)) {
             set_err(err, errlen,
                     "%s: '%s' is not a size (bytes, or a number with "
-                    "k/M/G/T, KiB/MiB/GiB/TiB or kB/MB/GB/TB)", src, v);
+                    "k/M/G/T, KiB/MiB/GiB/TiB or kB/MB/GB/TB)",
+                    src, v);
             return -1;
         }
         snprintf(shown, sizeof shown, "%s", v);
@@ -185,7 +186,8 @@ int tv_setting_set(tv_config *cfg, const setting *s, const char *v,
         if (parse_secs(v, &x)) {
             set_err(err, errlen,
                     "%s: '%s' is not a duration (seconds, e.g. 30, 0.5, "
-                    "30s, 500ms)", src, v);
+                    "30s, 500ms)",
+                    src, v);
             return -1;
         }
         snprintf(shown, sizeof shown, "%s", v);
@@ -195,8 +197,8 @@ int tv_setting_set(tv_config *cfg, const setting *s, const char *v,
         return 0;
     case T_BOOL:
         if (parse_bool(v, int_field(cfg, s))) {
-            set_err(err, errlen, "%s: '%s' is not a boolean (true/false)",
-                    src, v);
+            set_err(err, errlen, "%s: '%s' is not a boolean (true/false)", src,
+                    v);
             return -1;
         }
         return 0;
@@ -261,8 +263,8 @@ int tv_setting_set_json(tv_config *cfg, const setting *s, json_t *j,
             [T_ENUM] = "a string",
         };
         char *dump = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
-        set_err(err, errlen, "%s: %.60s is not %s", src,
-                dump ? dump : "value", want[s->type]);
+        set_err(err, errlen, "%s: %.60s is not %s", src, dump ? dump : "value",
+                want[s->type]);
         free(dump);
         return -1;
     }

@@ -56,8 +56,7 @@ static long long deadline_span_ms(const tv_server *s)
 void deadline_arm(tv_server *s, conn_watch *w, int on)
 {
     if (w)
-        atomic_store(&w->deadline_ms, on ? now_ms() + deadline_span_ms(s)
-                                         : 0);
+        atomic_store(&w->deadline_ms, on ? now_ms() + deadline_span_ms(s) : 0);
 }
 
 /* A client that reads slowly cannot hold its reply (and the reply's share
@@ -89,8 +88,8 @@ static int ip_take(tv_server *s, struct MHD_Connection *c, conn_watch *w)
     unsigned limit = (unsigned)s->cfg->max_connections_per_ip;
     if (!limit)
         return 1;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci)
         return 1;
     const struct sockaddr *sa = ci->client_addr;
@@ -151,8 +150,8 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
     tv_server *s = cls;
     conn_watch *w = *socket_context;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+            c, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci)
             return; /* unwatched: MHD's inactivity timeout still applies */
         w = calloc(1, sizeof *w);
@@ -204,8 +203,7 @@ static void *reaper_main(void *arg)
         pthread_cond_timedwait(&s->reaper_wake, &s->watch_lock, &until);
         long long now = now_ms();
         int cut = 0;
-        for (conn_watch *w = s->watches.next; w != &s->watches;
-             w = w->next) {
+        for (conn_watch *w = s->watches.next; w != &s->watches; w = w->next) {
             long long d = atomic_load(&w->deadline_ms);
             if (d && now >= d &&
                 atomic_compare_exchange_strong(&w->deadline_ms, &d, 0)) {
@@ -217,9 +215,10 @@ static void *reaper_main(void *arg)
         if (cut) { /* not under watch_lock: a slow stderr must not stall
                     * MHD's thread on it */
             pthread_mutex_unlock(&s->watch_lock);
-            tv_log(TV_LOG_INFO, "closed %d connection%s that did not send "
-                   "a whole request within 2 x request_timeout (%gs)", cut,
-                   cut == 1 ? "" : "s", s->cfg->request_timeout);
+            tv_log(TV_LOG_INFO,
+                   "closed %d connection%s that did not send "
+                   "a whole request within 2 x request_timeout (%gs)",
+                   cut, cut == 1 ? "" : "s", s->cfg->request_timeout);
             pthread_mutex_lock(&s->watch_lock);
         }
         if (s->pool) { /* not under watch_lock: done() resumes */
@@ -239,7 +238,6 @@ static void *reaper_main(void *arg)
     pthread_mutex_unlock(&s->watch_lock);
     return NULL;
 }
-
 
 void deadline_init(tv_server *s)
 {

@@ -55,12 +55,12 @@
 #include "torchsave.h"
 
 #define JOB_OF(task) \
-    ((req_ctx *)((char *)(task) - offsetof(req_ctx, job.task)))
+    ((req_ctx *)(((char *)(task)) - offsetof(req_ctx, job.task)))
 
 /* --- the plan: every size of the reply, once -------------------------- */
 
-int embed_plan_reply(const tokvec_table *t, const tv_request *q,
-                     tv_format fmt, embed_plan *p)
+int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
+                     embed_plan *p)
 {
     int64_t B = q->batch, S = q->seq;
     int64_t D = tokvec_table_get_info(t)->dim;
@@ -182,8 +182,8 @@ static int embed_parse(req_ctx *x, tv_error *e)
     if (kind == TV_BODY_UNSUPPORTED)
         return tv_body_kind_error(ct, 1, e);
     int rc = kind == TV_BODY_JSON
-                 ? tv_request_parse_json(x->body ? x->body : "", x->len,
-                                         lim, &j->req, e)
+                 ? tv_request_parse_json(x->body ? x->body : "", x->len, lim,
+                                         &j->req, e)
                  : tv_request_parse_binary(
                        x->body, x->len,
                        MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -294,7 +294,8 @@ static enum MHD_Result embed_start(req_ctx *x)
         tv_pool_inline_done(s->pool);
         return embed_reply(x);
     }
-    j->task = (tv_job){.work = embed_work, .done = embed_done,
+    j->task = (tv_job){.work = embed_work,
+                       .done = embed_done,
                        .bytes = j->plan.reserve};
     if (tv_pool_reserve(s->pool) < 0)
         return reply_queue_full(x);
@@ -348,8 +349,8 @@ static void embed_compute(req_ctx *x)
         return;
     }
     void *vec = tv_bufcache_get(bufs, p->scratch);
-    if (!vec || tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
-                             vec) < 0) {
+    if (!vec ||
+        tokvec_embed(t, q->ids, B, S, q->start_position, p->flags, vec) < 0) {
         tv_bufcache_put(bufs, vec, p->scratch);
         j->failed = 1;
         return;
@@ -409,7 +410,8 @@ enum MHD_Result embed_reply(req_ctx *x)
         if (j->task.expired)
             return reply_fail(x, 503, "overloaded",
                               "the request waited max_queue_wait (%gs) in "
-                              "the queue; retry", s->cfg->max_queue_wait);
+                              "the queue; retry",
+                              s->cfg->max_queue_wait);
         if (j->text_bad)
             return reply_error(x, &j->text_err);
         return embed_start(x);
@@ -418,7 +420,8 @@ enum MHD_Result embed_reply(req_ctx *x)
         j->reserved = 0;   /* so its bytes were never taken */
         return reply_fail(x, 503, "overloaded",
                           "the request waited max_queue_wait (%gs) in the "
-                          "queue; retry", s->cfg->max_queue_wait);
+                          "queue; retry",
+                          s->cfg->max_queue_wait);
     }
     if (j->gone) { /* no reply: close the connection (logged as 499) */
         tv_pool_release(s->pool, j->reserved);
@@ -446,9 +449,12 @@ enum MHD_Result embed_reply(req_ctx *x)
     h = tv_malloc(sizeof *h);
     if (!h)
         goto bad;
-    *h = (out_hold){.pool = s->pool, .bufs = s->bufs,
-                    .reserved = j->reserved, .buf = j->out,
-                    .cap = j->plan.body, .ref = j->ref};
+    *h = (out_hold){.pool = s->pool,
+                    .bufs = s->bufs,
+                    .reserved = j->reserved,
+                    .buf = j->out,
+                    .cap = j->plan.body,
+                    .ref = j->ref};
     r = MHD_create_response_from_buffer_with_free_callback_cls(
         j->out_len, h->buf, free_response, h);
     if (!r)

@@ -32,19 +32,19 @@ typedef struct embed_plan {
 
 /* Sizes the reply to request q (checked against t) in format fmt. 0, or
  * -1 when a size does not fit in size_t (413). Pure; any thread. */
-int embed_plan_reply(const tokvec_table *t, const tv_request *q,
-                     tv_format fmt, embed_plan *out);
+int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
+                     embed_plan *out);
 
 /* One /embed request's job, inside its req_ctx. The HTTP thread owns it
  * but from tv_pool_push until done() (embed_job.c, "Ownership"). */
 typedef struct embed_job {
-    tv_job task;     /* the pool's part: work(), done(), bytes */
-    table_ref *ref;  /* the table, from the check until the reply owns it */
+    tv_job task;    /* the pool's part: work(), done(), bytes */
+    table_ref *ref; /* the table, from the check until the reply owns it */
     tv_request req;
     tv_format fmt;
     int64_t dim;
     embed_plan plan;
-    char *out;       /* the reply's body, plan.body bytes (bufcache) */
+    char *out; /* the reply's body, plan.body bytes (bufcache) */
     size_t out_len;
     size_t reserved; /* of max_inflight_bytes, until the reply owns it */
     int failed;      /* embedding or allocation failed: 500 */

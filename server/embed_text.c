@@ -26,8 +26,9 @@ static int tokenize_rows(const tokvec_tokenizer *tok, tv_request *r,
         tv_text_row *row = &r->rows[b];
         if (!row->text)
             continue;
-        if (tv_text_encode(tok, &r->text, row->text, row->len, 0, &ids,
-                           e) < 0) {
+        int enc = tv_text_encode(tok, &r->text, row->text, row->len, 0, &ids,
+                                 e);
+        if (enc < 0) {
             rc = -1;
             break;
         }
@@ -57,14 +58,16 @@ static int windows(tv_request *r, const tv_limits *lim, tv_error *e)
     int64_t nw = tv_text_windows(row->n, L, T);
     if (!nw)
         return tv_error_set(e, 422, "text_too_short",
-                            "the text is %" PRId64 " tokens; max_length %"
-                            PRId64 " needs at least %" PRId64, row->n, L,
-                            L + 1);
+                            "the text is %" PRId64
+                            " tokens; max_length %" PRId64
+                            " needs at least %" PRId64,
+                            row->n, L, L + 1);
     if (nw > lim->max_batch || nw > lim->max_tokens / L)
         return tv_error_set(e, 413, "payload_too_large",
                             "%" PRId64 " windows of %" PRId64 " tokens are "
-                            "over max_batch %" PRId64 " or max_tokens %"
-                            PRId64, nw, L, lim->max_batch, lim->max_tokens);
+                            "over max_batch %" PRId64
+                            " or max_tokens %" PRId64,
+                            nw, L, lim->max_batch, lim->max_tokens);
     r->ids = tv_malloc((size_t)(nw * L) * sizeof *r->ids);
     r->targets = tv_malloc((size_t)(nw * L) * sizeof *r->targets);
     if (!r->ids || !r->targets)
@@ -91,7 +94,8 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
     if (r->text.max_length && (r->nrows != 1 || !r->rows[0].text))
         return tv_error_set(e, 400, "invalid_request",
                             "\"max_length\" windows take one text, not a "
-                            "list of %" PRId64 " inputs", r->nrows);
+                            "list of %" PRId64 " inputs",
+                            r->nrows);
     if (tokenize_rows(tok, r, r->text.max_length ? 0 : keep, e) < 0)
         return -1;
     if (r->text.max_length)
@@ -102,7 +106,8 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
         if (r->rows[b].n == 0)
             return tv_error_set(e, 400, "invalid_request",
                                 "the text at batch index %" PRId64 " is "
-                                "empty (no tokens)", b);
+                                "empty (no tokens)",
+                                b);
         if (b && r->rows[b].n != S)
             ragged = 1;
         if (r->rows[b].n > S)
@@ -117,14 +122,15 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
         return tv_error_set(e, 413, "payload_too_large",
                             "%" PRId64 " x %" PRId64 " tokens is over "
                             "max_tokens %" PRId64 " (\"truncate\": true "
-                            "cuts each text to fit)", B, S, lim->max_tokens);
+                            "cuts each text to fit)",
+                            B, S, lim->max_tokens);
     r->ids = tv_malloc((size_t)n * sizeof *r->ids);
     if (!r->ids)
         return tv_error_set(e, 500, "internal", "out of memory");
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++)
-            r->ids[b * S + s] =
-                s < r->rows[b].n ? r->rows[b].ids[s] : r->pad_id;
+            r->ids[b * S + s] = s < r->rows[b].n ? r->rows[b].ids[s]
+                                                 : r->pad_id;
     r->batch = B;
     r->seq = S;
     return 0;
@@ -133,13 +139,12 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
 /* An id is at most 20 characters; a comma or bracket each. */
 size_t tv_embed_ids_bound(const tv_request *r)
 {
-    size_t per = (size_t)(r->batch * r->seq) * 21 + (size_t)r->batch * 3 +
-                 32;
+    size_t per = (size_t)(r->batch * r->seq) * 21 + (size_t)r->batch * 3 + 32;
     return r->targets ? 2 * per : per;
 }
 
-static size_t ids_json(char *p, const char *key, const int64_t *ids,
-                       int64_t B, int64_t S)
+static size_t ids_json(char *p, const char *key, const int64_t *ids, int64_t B,
+                       int64_t S)
 {
     char *o = p;
     o += sprintf(o, ",\"%s\":[", key);

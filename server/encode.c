@@ -52,8 +52,8 @@ static int qvalue(const char *p, const char *end)
 
 /* One element [p, e) of an Accept list: its media range in *t, *n and its
  * q (1000 when absent, -1 when malformed). 0, or -1 if it is empty. */
-static int accept_elem(const char *p, const char *e, const char **t,
-                       size_t *n, int *q)
+static int accept_elem(const char *p, const char *e, const char **t, size_t *n,
+                       int *q)
 {
     while (p < e && (*p == ' ' || *p == '\t'))
         p++;
@@ -148,8 +148,8 @@ static int accept_pick(const char *accept)
         elems += n;
         if (spec < 0 || q <= 0)
             continue;
-        if (q > bq || (q == bq && (spec > bspec ||
-                                   (spec == bspec && pos < bpos)))) {
+        if (q > bq ||
+            (q == bq && (spec > bspec || (spec == bspec && pos < bpos)))) {
             best = (int)i;
             bq = q;
             bspec = spec;
@@ -305,8 +305,10 @@ size_t tv_embed_json(char *buf, const float *x, int64_t B, int64_t S,
                      int64_t D, int base64)
 {
     char *p = buf;
-    p += sprintf(p, "{\"shape\":[%" PRId64 ",%" PRId64 ",%" PRId64
-                    "],\"dtype\":\"float32\",\"embeddings\":", B, S, D);
+    p += sprintf(p,
+                 "{\"shape\":[%" PRId64 ",%" PRId64 ",%" PRId64
+                 "],\"dtype\":\"float32\",\"embeddings\":",
+                 B, S, D);
     if (base64) {
         *p++ = '"';
         p += tv_base64(p, x, (size_t)(B * S * D) * 4);

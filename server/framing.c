@@ -71,8 +71,8 @@ int framing_uri_verdict(const void *p)
  * on past it to at least " HTTP/d.d" (MHD has checked the version). */
 static int uri_end(const char *p)
 {
-    return !p[0] && !memcmp(p + 1, "HTTP/", 5) && p[6] >= '0' &&
-           p[6] <= '9' && p[7] == '.' && p[8] >= '0' && p[8] <= '9';
+    return !p[0] && !memcmp(p + 1, "HTTP/", 5) && p[6] >= '0' && p[6] <= '9' &&
+           p[7] == '.' && p[8] >= '0' && p[8] <= '9';
 }
 
 /* MHD: the URI log callback, with the request line's URI before MHD parses
@@ -81,8 +81,8 @@ static int uri_end(const char *p)
 void *framing_uri_check(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     conn_watch *w = ci ? ci->socket_context : NULL;
     if (w)
         w->unescapes = 0;
@@ -119,12 +119,13 @@ void *framing_uri_check(void *cls, const char *uri, struct MHD_Connection *c)
  * shut the socket down (MHD then closes it at once, with no answer). */
 static void count_unescape(struct MHD_Connection *c)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     conn_watch *w = ci ? ci->socket_context : NULL;
     if (w && ++w->unescapes == 2 * QUERY_PARAMS_MAX + 2) {
         shutdown(w->fd, SHUT_RDWR);
-        tv_log(TV_LOG_INFO, "closed a connection whose request line hid "
+        tv_log(TV_LOG_INFO,
+               "closed a connection whose request line hid "
                "more than %d query parameters behind a NUL byte",
                QUERY_PARAMS_MAX);
     }
@@ -135,8 +136,8 @@ typedef struct {
     const char *end;     /* where the previous line's text ended */
     int raw;
     unsigned hosts, lengths, encodings;
-    const char *te;      /* the first Transfer-Encoding value */
-    const char *bad;     /* why the request is refused (400), or NULL */
+    const char *te;  /* the first Transfer-Encoding value */
+    const char *bad; /* why the request is refused (400), or NULL */
 } framing_scan;
 
 /* [from, to): the end of one line, or (lines 2) of the last header line
@@ -210,8 +211,8 @@ int framing_check(req_ctx *x, const char *method, const char *version,
     if (x->uri_verdict == URI_TOO_LONG)
         return tv_error_set(e, 414, "invalid_request",
                             "the request URI is over %d bytes or has more "
-                            "than %d query parameters", URI_MAX,
-                            QUERY_PARAMS_MAX);
+                            "than %d query parameters",
+                            URI_MAX, QUERY_PARAMS_MAX);
     if (x->uri_verdict == URI_NUL)
         return tv_error_set(e, 400, "invalid_request",
                             "a NUL byte in the request line");
@@ -231,10 +232,10 @@ int framing_check(req_ctx *x, const char *method, const char *version,
         return tv_error_set(e, 400, "invalid_request", "bad framing: %s",
                             f.bad);
     if (f.hosts > 1 || (!f.hosts && !http10))
-        return tv_error_set(e, 400, "invalid_request",
-                            "%s", f.hosts ? "more than one Host header"
-                                          : "an HTTP/1.1 request without "
-                                            "Host");
+        return tv_error_set(e, 400, "invalid_request", "%s",
+                            f.hosts ? "more than one Host header"
+                                    : "an HTTP/1.1 request without "
+                                      "Host");
     if (f.lengths > 1)
         return tv_error_set(e, 400, "invalid_request",
                             "more than one Content-Length header");

@@ -11,8 +11,8 @@
 
 typedef struct req_ctx req_ctx;
 
-#define URI_MAX 8192         /* bytes, as nginx's large_client_header_buffers */
-#define QUERY_PARAMS_MAX 64  /* a valid request uses a handful */
+#define URI_MAX 8192        /* bytes, as nginx's large_client_header_buffers */
+#define QUERY_PARAMS_MAX 64 /* a valid request uses a handful */
 
 /* framing_uri_check's verdict on a request line. */
 enum { URI_OK, URI_TOO_LONG, URI_NUL };

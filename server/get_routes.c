@@ -72,8 +72,8 @@ enum MHD_Result route_info(req_ctx *x)
     if (!text)
         return reply_fail(x, 500, "internal", "out of memory");
     size_t n = strlen(text);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        n, text, MHD_RESPMEM_MUST_FREE);
     return reply_queue(x, 200, r, "application/json", n);
 }
 
@@ -93,8 +93,8 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
     tokvec_row row;
     if (tokvec_table_token_row(ref->t, id, &row) < 0) {
         ret = reply_fail(x, 422, "token_out_of_range",
-                         "token id %" PRId64
-                         " is out of range [0, %" PRId64 ")",
+                         "token id %" PRId64 " is out of range [0, %" PRId64
+                         ")",
                          id, in->vocab_size);
         goto out;
     }
@@ -124,7 +124,7 @@ enum MHD_Result route_metrics(req_ctx *x)
     char *text = tv_metrics_render(&n);
     if (!text)
         return reply_fail(x, 500, "internal", "out of memory");
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        n, text, MHD_RESPMEM_MUST_FREE);
     return reply_queue(x, 200, r, "text/plain; version=0.0.4", n);
 }

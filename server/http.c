@@ -128,8 +128,8 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
 
     if (!strcmp(method, "OPTIONS") && x->route != TV_ROUTE_OTHER &&
         reply_cors_on(s)) {
-        struct MHD_Response *r =
-            MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            0, "", MHD_RESPMEM_PERSISTENT);
         if (r) {
             MHD_add_response_header(r, "Access-Control-Allow-Methods",
                                     reply_allowed(x));
@@ -154,13 +154,13 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
         return reply_fail(x, 405, "method_not_allowed",
                           "method %s is not allowed on %.64s (allowed: %s)",
                           x->method, x->path, reply_allowed(x));
-    if ((posts || x->route == TV_ROUTE_TOKENS ||
-         x->route == TV_ROUTE_INFO) && !authorized(s, x->conn))
+    if ((posts || x->route == TV_ROUTE_TOKENS || x->route == TV_ROUTE_INFO) &&
+        !authorized(s, x->conn))
         return reply_fail(x, 401, "unauthorized",
                           "missing or wrong Authorization: Bearer key");
     if (post) {
-        const char *cl = MHD_lookup_connection_value(
-            x->conn, MHD_HEADER_KIND, "Content-Length");
+        const char *cl = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                     "Content-Length");
         if (!cl)
             quick_ack(x->fd); /* chunked, or no body at all */
         else {
@@ -193,14 +193,13 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
 static int json_post_check(req_ctx *x, tv_error *e)
 {
     if (atomic_load(&x->s->draining))
-        return tv_error_set(e, 503, "draining",
-                            "the server is shutting down");
+        return tv_error_set(e, 503, "draining", "the server is shutting down");
     const char *ct = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
                                                  "Content-Type");
     if (tv_body_kind_of(ct) != TV_BODY_JSON)
         return tv_body_kind_error(ct, 0, e);
-    const char *accept = MHD_lookup_connection_value(x->conn,
-                                                     MHD_HEADER_KIND, "Accept");
+    const char *accept = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                     "Accept");
     if (!tv_accepts_json(accept))
         return tv_error_set(e, 406, "not_acceptable",
                             "this route answers only application/json");
@@ -252,8 +251,7 @@ static enum MHD_Result similar_route(req_ctx *x)
     if (json_post_check(x, &e) < 0)
         return reply_error(x, &e);
     x->sim_ref = table_acquire(x->s); /* released in http_completed */
-    tv_similar_text_hook hook = {.text = tv_text_token_text,
-                                 .ctx = x->s->tok};
+    tv_similar_text_hook hook = {.text = tv_text_token_text, .ctx = x->s->tok};
     int rc = tv_similar_parse(x->body ? x->body : "", x->len, x->sim_ref->t,
                               x->sim_ref->sim, x->s->tok ? &hook : NULL,
                               &x->sim, &e);
@@ -289,8 +287,8 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         x->s = s;
         x->uri_verdict = verdict;
         x->conn = c;
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+            c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         x->watch = ci ? ci->socket_context : NULL;
         ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         x->fd = ci ? ci->connect_fd : -1;
@@ -386,8 +384,8 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         if (atomic_load(&s->draining))
             return reply_copy(x, 503, "application/json",
                               "{\"status\":\"draining\"}", 21);
-        return reply_copy(x, 200, "application/json",
-                          "{\"status\":\"ready\"}", 18);
+        return reply_copy(x, 200, "application/json", "{\"status\":\"ready\"}",
+                          18);
     case TV_ROUTE_METRICS:
         return route_metrics(x);
     case TV_ROUTE_SIMILAR:
@@ -403,11 +401,11 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                  : reply_fail(x, 404, "not_found", "no such file");
     }
     case TV_ROUTE_OPENAPI:
-        return reply_queue(x, 200,
-                           MHD_create_response_from_buffer(
-                               s->openapi_len, s->openapi,
-                               MHD_RESPMEM_PERSISTENT),
-                           "application/json", s->openapi_len);
+        return reply_queue(
+            x, 200,
+            MHD_create_response_from_buffer(s->openapi_len, s->openapi,
+                                            MHD_RESPMEM_PERSISTENT),
+            "application/json", s->openapi_len);
     default:
         return reply_fail(x, 404, "not_found", "no such path");
     }
@@ -417,8 +415,8 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
 static const char *client_address(struct MHD_Connection *c, char *buf,
                                   size_t n)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const struct sockaddr *sa = ci ? ci->client_addr : NULL;
     const void *a = NULL;
     if (sa && sa->sa_family == AF_INET)
@@ -449,8 +447,8 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         /* cut by the request deadline, the client broke off its request
          * (400), or left while its job ran (499) */
         status = x->watch && atomic_load(&x->watch->timed_out) ? 408
-                 : x->state == ST_QUEUED                        ? 499
-                                                                : 400;
+                 : x->state == ST_QUEUED                       ? 499
+                                                               : 400;
     else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && status == 200) {
         /* The reply was cut: not a 200 (nginx's 499). Count what the
          * client acknowledged (TCP; headers included), at most the body. */
@@ -469,8 +467,10 @@ void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     tv_metrics_inflight_add(-1);
     if (x->s->cfg->access_log) {
         char peer[INET6_ADDRSTRLEN];
-        tv_access a = {.method = x->method, .path = x->path,
-                       .path_len = x->path_len, .status = status,
+        tv_access a = {.method = x->method,
+                       .path = x->path,
+                       .path_len = x->path_len,
+                       .status = status,
                        .tokens = (long long)x->tokens,
                        .bytes = (long long)x->bytes,
                        .micros = (long long)(secs * 1e6),
@@ -547,8 +547,8 @@ static void server_settings(tv_server *s, const tv_config *cfg)
     s->lim.max_tokens = cfg->max_tokens;
     s->lim.max_batch = cfg->max_batch;
     s->topts.token_tensor = *cfg->token_tensor ? cfg->token_tensor : NULL;
-    s->topts.position_tensor =
-        *cfg->position_tensor ? cfg->position_tensor : NULL;
+    s->topts.position_tensor = *cfg->position_tensor ? cfg->position_tensor
+                                                     : NULL;
     s->topts.position_path = *cfg->position_path ? cfg->position_path : NULL;
     if (tokvec_positional_parse(cfg->positional, &s->topts.positional) < 0)
         s->topts.positional = TOKVEC_POS_AUTO;

@@ -39,8 +39,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     tv_log(TV_LOG_DEBUG, "libmicrohttpd: %s", msg);
 }
 
-size_t tv_threads_named(const char *name, int exact, pid_t *tids,
-                        size_t cap)
+size_t tv_threads_named(const char *name, int exact, pid_t *tids, size_t cap)
 {
     DIR *d = opendir("/proc/self/task");
     size_t n = 0, len = strlen(name);
@@ -94,8 +93,7 @@ static void name_http_threads(const char *stem, size_t expect)
     }
     for (size_t i = 0; i < n; i++) {
         char path[64], name[32];
-        snprintf(path, sizeof path, "/proc/self/task/%ld/comm",
-                 (long)tids[i]);
+        snprintf(path, sizeof path, "/proc/self/task/%ld/comm", (long)tids[i]);
         snprintf(name, sizeof name, "%s-%zu", stem, i); /* cut to 15 */
         FILE *f = fopen(path, "w");
         if (f) {
@@ -137,12 +135,10 @@ static struct MHD_Daemon *start_daemon(tv_server *s, unsigned threads,
     where[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, sa ? (uint16_t)cfg->port : 0, NULL, NULL, http_handler, s,
-        MHD_OPTION_ARRAY, where,
-        MHD_OPTION_CONNECTION_LIMIT, limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, http_completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, deadline_on_connection, s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_ARRAY, where, MHD_OPTION_CONNECTION_LIMIT, limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
+        http_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        deadline_on_connection, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_UNESCAPE_CALLBACK, framing_unescape, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, framing_uri_check, NULL,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
@@ -190,8 +186,8 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
     }
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "--unix-socket '%s' exists and is not a "
-                     "socket", path);
+            snprintf(err, errlen,
+                     "--unix-socket '%s' exists and is not a socket", path);
             close(fd);
             return TV_SERVER_E_INPUT;
         }
@@ -201,8 +197,8 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
         if (probe >= 0)
             close(probe);
         if (live) {
-            snprintf(err, errlen, "--unix-socket '%s' is in use by another "
-                     "server", path);
+            snprintf(err, errlen,
+                     "--unix-socket '%s' is in use by another server", path);
             close(fd);
             return TV_SERVER_E_SYSTEM;
         }
@@ -211,16 +207,15 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
     if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
         listen(fd, 1024) < 0) {
         int e = errno;
-        snprintf(err, errlen, "cannot listen on the Unix socket %s: %s",
-                 path, strerror(e));
+        snprintf(err, errlen, "cannot listen on the Unix socket %s: %s", path,
+                 strerror(e));
         close(fd);
         return e == ENOENT || e == ENOTDIR || e == EACCES ? TV_SERVER_E_INPUT
-                                                         : TV_SERVER_E_SYSTEM;
+                                                          : TV_SERVER_E_SYSTEM;
     }
     *out = fd;
     return 0;
 }
-
 
 /* The TCP listener -- one MHD daemon per HTTP thread, each with its own
  * listening socket on the same port (SO_REUSEPORT), so the kernel spreads
@@ -259,8 +254,8 @@ int listen_start(tv_server *s, char *err, size_t errlen)
         }
         s->unix_bound = 1;
     }
-    int e = address_free(sa, sa == (const struct sockaddr *)&sa4
-                                 ? sizeof sa4 : sizeof sa6);
+    int e = address_free(sa, sa == (const struct sockaddr *)&sa4 ? sizeof sa4
+                                                                 : sizeof sa6);
     if (!e)
         s->tcp = tv_calloc(s->http_threads, sizeof *s->tcp);
     if (!e && !s->tcp) {
@@ -270,8 +265,8 @@ int listen_start(tv_server *s, char *err, size_t errlen)
         return TV_SERVER_E_NOMEM;
     }
     if (e) {
-        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s",
-                 cfg->host, cfg->port, strerror(e));
+        snprintf(err, errlen, "cannot listen on %s:%" PRId64 ": %s", cfg->host,
+                 cfg->port, strerror(e));
         if (ufd >= 0)
             close(ufd);
         return TV_SERVER_E_SYSTEM;

@@ -72,7 +72,7 @@ enum {
     /* same, access line: path marker, fields (a request id of up to 128
      * bytes, 2 each escaped; a client address; an error type), } \n */
     ACCESS_TAIL = 768,
-    MSG_MAX = 3072,   /* formatted message before escaping */
+    MSG_MAX = 3072, /* formatted message before escaping */
 };
 
 static bool fmt_json;
@@ -332,8 +332,7 @@ void tv_log(int level, const char *fmt, ...)
         cut = cut || l.cut;
         l.lim = LINE_MAX_;
         l.cut = false;
-        put(&l, cut ? "\",\"truncated\":true}\n" : "\"}\n",
-            cut ? 20 : 3);
+        put(&l, cut ? "\",\"truncated\":true}\n" : "\"}\n", cut ? 20 : 3);
     } else {
         put_text_str(&l, msg, false);
         cut = cut || l.cut;
@@ -401,8 +400,12 @@ void tv_log_access(const char *method, const char *path, size_t path_len,
                    int status, long long tokens, long long bytes,
                    long long micros)
 {
-    tv_access a = {.method = method, .path = path, .path_len = path_len,
-                   .status = status, .tokens = tokens, .bytes = bytes,
+    tv_access a = {.method = method,
+                   .path = path,
+                   .path_len = path_len,
+                   .status = status,
+                   .tokens = tokens,
+                   .bytes = bytes,
                    .micros = micros};
     tv_log_request(&a);
 }

@@ -44,9 +44,10 @@ enum { NCODES = sizeof codes / sizeof codes[0] }; /* slot NCODES = other */
 static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
                                 0.025,  0.05,  0.1,    0.25,  0.5,
                                 1,      2.5,   5,      10};
-static const char *const bound_names[] = {
-    "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
-    "0.1",    "0.25",  "0.5",    "1",     "2.5",  "5",     "10"};
+static const char *const bound_names[] = {"0.0005", "0.001", "0.0025", "0.005",
+                                          "0.01",   "0.025", "0.05",   "0.1",
+                                          "0.25",   "0.5",   "1",      "2.5",
+                                          "5",      "10"};
 enum { NBOUNDS = sizeof bounds / sizeof bounds[0] }; /* slot NBOUNDS = +Inf */
 
 static atomic_uint_fast64_t requests[TV_ROUTE_COUNT][NCODES + 1];
@@ -185,7 +186,8 @@ char *tv_metrics_render(size_t *len)
                 continue;
             char code[8];
             snprintf(code, sizeof code, "%d", c < NCODES ? codes[c] : 0);
-            fprintf(f, "tokvec_requests_total{route=\"%s\",code=\"%s\"} %llu\n",
+            fprintf(f,
+                    "tokvec_requests_total{route=\"%s\",code=\"%s\"} %llu\n",
                     tv_route_name((tv_route)r), c < NCODES ? code : "other",
                     (unsigned long long)v);
         }
@@ -213,8 +215,9 @@ char *tv_metrics_render(size_t *len)
         }
         fprintf(f, "tokvec_request_duration_seconds_sum{route=\"%s\"} %.9f\n",
                 route, (double)LOAD(sum_ns[r]) / 1e9);
-        fprintf(f, "tokvec_request_duration_seconds_count{route=\"%s\"} "
-                   "%llu\n", route, (unsigned long long)total);
+        fprintf(f,
+                "tokvec_request_duration_seconds_count{route=\"%s\"} %llu\n",
+                route, (unsigned long long)total);
     }
 
     single(f, "tokvec_tokens_total", "counter",
@@ -232,8 +235,9 @@ char *tv_metrics_render(size_t *len)
     family(f, "tokvec_jobs_total", "counter",
            "/embed jobs, by where they ran: worker (the pool) or inline "
            "(small, on the HTTP thread that parsed them).");
-    fprintf(f, "tokvec_jobs_total{where=\"worker\"} %llu\n"
-               "tokvec_jobs_total{where=\"inline\"} %llu\n",
+    fprintf(f,
+            "tokvec_jobs_total{where=\"worker\"} %llu\n"
+            "tokvec_jobs_total{where=\"inline\"} %llu\n",
             (unsigned long long)LOAD(jobs_total[0]),
             (unsigned long long)LOAD(jobs_total[1]));
     family(f, "tokvec_job_phase_seconds_total", "counter",
@@ -246,8 +250,9 @@ char *tv_metrics_render(size_t *len)
                 phases[i], (double)LOAD(job_ns[i]) / 1e9);
     family(f, "tokvec_reloads_total", "counter",
            "Table reloads (SIGHUP), by result.");
-    fprintf(f, "tokvec_reloads_total{result=\"ok\"} %llu\n"
-               "tokvec_reloads_total{result=\"failed\"} %llu\n",
+    fprintf(f,
+            "tokvec_reloads_total{result=\"ok\"} %llu\n"
+            "tokvec_reloads_total{result=\"failed\"} %llu\n",
             (unsigned long long)LOAD(reloads_ok),
             (unsigned long long)LOAD(reloads_failed));
 

@@ -62,7 +62,7 @@ static const char *content_type(const char *name)
 }
 
 static struct MHD_Response *respond(const char *name, const void *data,
-                                     size_t n, size_t *len)
+                                    size_t n, size_t *len)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(
         n, (void *)data, MHD_RESPMEM_PERSISTENT);
@@ -82,10 +82,10 @@ struct MHD_Response *tv_pages_response(const char *path, int keyed,
 {
     static const char auth_on[] = "{\"api_key\":true}";
     static const char auth_off[] = "{\"api_key\":false}";
-    const char *name = !strcmp(path, "/")       ? "index.html"
-                       : !strcmp(path, "/docs") ? "docs.html"
+    const char *name = !strcmp(path, "/")              ? "index.html"
+                       : !strcmp(path, "/docs")        ? "docs.html"
                        : !strncmp(path, "/static/", 8) ? path + 8
-                                                        : NULL;
+                                                       : NULL;
     /* The two pages are not files under /static/ (one URL each). */
     if (!name || (name == path + 8 && strstr(name, ".html")))
         return NULL;
@@ -107,9 +107,9 @@ struct tv_similar_call {
     struct MHD_Connection *conn;
     tokvec_similar *idx;
     tv_similar_text_hook hook; /* text == NULL: none */
-    int64_t vocab; /* the table's */
-    int64_t id;    /* -1: query by vector */
-    float *vector; /* dim values, or NULL */
+    int64_t vocab;             /* the table's */
+    int64_t id;                /* -1: query by vector */
+    float *vector;             /* dim values, or NULL */
     size_t k;
     tokvec_neighbor *out; /* k */
     char *body;           /* the JSON answer, after the job */
@@ -138,7 +138,8 @@ static int parse_vector(json_t *v, int64_t dim, float **out, tv_error *e)
     if ((int64_t)n != dim)
         return tv_error_set(e, 422, "dimension_mismatch",
                             "\"vector\" has %zu values; the table's dim is "
-                            "%" PRId64, n, dim);
+                            "%" PRId64,
+                            n, dim);
     float *q = malloc(n * sizeof *q);
     if (!q)
         return tv_error_set(e, 500, "internal", "out of memory");
@@ -150,7 +151,8 @@ static int parse_vector(json_t *v, int64_t dim, float **out, tv_error *e)
             free(q);
             return tv_error_set(e, 400, "invalid_request",
                                 "\"vector\"[%zu] must be a number within "
-                                "float32's range", i);
+                                "float32's range",
+                                i);
         }
         q[i] = (float)d;
         ss += (double)q[i] * q[i];
@@ -184,13 +186,13 @@ static int parse_keys(json_t *root, const tokvec_table_info *in,
             if (k < 1 || k > TV_SIMILAR_MAX_K)
                 return tv_error_set(e, 422, "k_out_of_range",
                                     "\"k\" is %" JSON_INTEGER_FORMAT
-                                    "; it must be 1 to %d", k,
-                                    TV_SIMILAR_MAX_K);
+                                    "; it must be 1 to %d",
+                                    k, TV_SIMILAR_MAX_K);
             c->k = (size_t)k;
         } else
             return tv_error_set(e, 400, "invalid_request",
-                                "unknown key \"%.64s\" (keys: id, vector, "
-                                "k)", key);
+                                "unknown key \"%.64s\" (keys: id, vector, k)",
+                                key);
     }
     if (!idv == !vecv)
         return tv_error_set(e, 400, "invalid_request",
@@ -220,13 +222,15 @@ int tv_similar_parse(const char *body, size_t len, const tokvec_table *t,
     if (too_many_values(body, len, in->dim))
         return tv_error_set(e, 413, "payload_too_large",
                             "body holds more JSON values than a vector of "
-                            "%" PRId64 " numbers", in->dim);
+                            "%" PRId64 " numbers",
+                            in->dim);
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return tv_error_set(e, 400, "invalid_json",
                             "body is not valid JSON: %.120s (line %d, "
-                            "column %d)", je.text, je.line, je.column);
+                            "column %d)",
+                            je.text, je.line, je.column);
     tv_similar_call *c = calloc(1, sizeof *c);
     int rc = -1;
     if (!c) {
@@ -308,8 +312,9 @@ void tv_similar_run(tv_similar_call *c)
     if (put(c, &cap, "[", 1) < 0)
         goto oom;
     for (size_t i = 0; i < n; i++) {
-        int m = snprintf(item, sizeof item, "%s{\"id\":%" PRId64 ",\"text\":",
-                         i ? "," : "", c->out[i].id);
+        int m = snprintf(item, sizeof item,
+                         "%s{\"id\":%" PRId64 ",\"text\":", i ? "," : "",
+                         c->out[i].id);
         if (put(c, &cap, item, (size_t)m) < 0 ||
             put_text(c, &cap, c->out[i].id) < 0)
             goto oom;
@@ -352,16 +357,16 @@ int tv_similar_submit(tv_similar_call *c, tv_pool *pool,
     return 0;
 }
 
-int tv_similar_result(const tv_similar_call *c, const char **body,
-                      size_t *len, tv_error *e)
+int tv_similar_result(const tv_similar_call *c, const char **body, size_t *len,
+                      tv_error *e)
 {
     if (c->job.expired)
         return tv_error_set(e, 503, "overloaded",
                             "the request waited max_queue_wait in the "
                             "queue; retry");
     if (c->rc < 0 || !c->body)
-        return tv_error_set(e, 500, "internal", "could not build the "
-                            "response");
+        return tv_error_set(e, 500, "internal",
+                            "could not build the response");
     *body = c->body;
     *len = c->len;
     return 0;

@@ -31,9 +31,9 @@
 /* The headers of every page and file: scripts and styles from tokvec's
  * own files only (no inline script or style, no eval), requests to this
  * origin only. */
-#define TV_PAGES_CSP                                                        \
-    "default-src 'none'; script-src 'self'; style-src 'self'; "           \
-    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "         \
+#define TV_PAGES_CSP                                              \
+    "default-src 'none'; script-src 'self'; style-src 'self'; "   \
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; " \
     "form-action 'none'; frame-ancestors 'none'"
 
 /* 1 when path is one of the pages ("/", "/docs") or under "/static/". */
@@ -94,8 +94,8 @@ int tv_similar_submit(tv_similar_call *c, tv_pool *pool,
 /* After the job: 0 with *body (JSON, owned by the call) and *len, or -1
  * with *e filled: 503 overloaded when the job waited past max_queue_wait
  * and never ran (the reaper expired it), 500 internal on out of memory. */
-int tv_similar_result(const tv_similar_call *c, const char **body,
-                      size_t *len, tv_error *e);
+int tv_similar_result(const tv_similar_call *c, const char **body, size_t *len,
+                      tv_error *e);
 
 /* Runs the scan on the calling thread (what the job does on a worker);
  * for tests and tools. */

@@ -37,7 +37,7 @@ struct tv_pool {
     size_t inflight_bytes; /* lock */
     int stopping;          /* lock */
     size_t threads, started, max_queue, max_inflight;
-    pthread_t *tids;       /* main thread only */
+    pthread_t *tids; /* main thread only */
     atomic_size_t unfinished;
     atomic_ulong activity; /* bumped by every push and inline attempt:
                             * tells the memory trim whether the pool was
@@ -55,7 +55,8 @@ static long long mono_ms(void)
 static int fits(const tv_pool *p, size_t bytes)
 {
     return p->busy < p->threads &&
-           (!p->inflight_bytes || p->inflight_bytes + bytes <= p->max_inflight);
+           (!p->inflight_bytes ||
+            p->inflight_bytes + bytes <= p->max_inflight);
 }
 
 /* Under lock: the first waiting job may start now. */
@@ -226,8 +227,7 @@ void tv_pool_inline_done(tv_pool *p)
 void tv_pool_release(tv_pool *p, size_t bytes)
 {
     pthread_mutex_lock(&p->lock);
-    p->inflight_bytes -= bytes < p->inflight_bytes ? bytes
-                                                   : p->inflight_bytes;
+    p->inflight_bytes -= bytes < p->inflight_bytes ? bytes : p->inflight_bytes;
     if (p->idle && can_start(p))
         pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);

@@ -201,4 +201,3 @@ unsigned long long reply_bytes_acked(int fd)
         return 0;
     return ti.tcpi_bytes_acked;
 }
-

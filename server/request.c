@@ -97,19 +97,20 @@ static int check_shape(int64_t B, int64_t S, const tv_limits *lim,
     if (B > lim->max_batch)
         return tv_error_set(err, 413, "payload_too_large",
                             "batch of %" PRId64 " sequences is over "
-                            "max_batch %" PRId64, B, lim->max_batch);
+                            "max_batch %" PRId64,
+                            B, lim->max_batch);
     if (__builtin_mul_overflow(B, S, &n) || n > lim->max_tokens)
         return tv_error_set(err, 413, "payload_too_large",
                             "%" PRId64 " x %" PRId64 " tokens is over "
-                            "max_tokens %" PRId64, B, S, lim->max_tokens);
+                            "max_tokens %" PRId64,
+                            B, S, lim->max_tokens);
     return 0;
 }
 
 /* How many bytes of a client's value an error message echoes. */
 #define ECHO_MAX 40
 
-static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out,
-                 tv_error *err)
+static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out, tv_error *err)
 {
     if (!json_is_integer(v)) {
         /* The value as JSON (ASCII, so any cut is clean), cut at
@@ -226,8 +227,7 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
     const char *key;
     json_t *v;
     *inputs = NULL;
-    json_object_foreach(root, key, v)
-    {
+    json_object_foreach(root, key, v) {
         int text = tv_text_option(&out->text, key, v, err);
         if (text < 0)
             return -1;
@@ -260,8 +260,7 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
             }
             *pad = json_integer_value(v);
             *has_pad = 1;
-        } else if (!strcmp(key, "encoding_format") ||
-                   !strcmp(key, "dtype")) {
+        } else if (!strcmp(key, "encoding_format") || !strcmp(key, "dtype")) {
             if (slow_answer_option(key, v, out, err) < 0)
                 return -1;
         } else {
@@ -270,13 +269,15 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
             /* Name the key, shortened, ASCII only. */
             for (size_t i = 0; i < sizeof shown - 1; i++)
                 shown[i] = i < n && key[i] >= 0x20 && key[i] < 0x7f
-                               ? key[i] : (i < n ? '?' : '\0');
+                               ? key[i]
+                               : (i < n ? '?' : '\0');
             shown[sizeof shown - 1] = '\0';
             tv_error_set(err, 400, "invalid_request",
                          "unknown key \"%s\" (known: inputs, start_position,"
                          " positions, pad_id, encoding_format, dtype, "
                          "special_tokens, truncate, truncation_direction, "
-                         "max_length, stride)", shown);
+                         "max_length, stride)",
+                         shown);
             return -1;
         }
     }
@@ -288,12 +289,12 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
 static int slow_text_rows(json_t *inputs, const tv_limits *lim,
                           tv_request *out, tv_error *err)
 {
-    int64_t B = json_is_string(inputs) ? 1
-                                       : (int64_t)json_array_size(inputs);
+    int64_t B = json_is_string(inputs) ? 1 : (int64_t)json_array_size(inputs);
     if (B > lim->max_batch)
         return tv_error_set(err, 413, "payload_too_large",
-                            "batch of %" PRId64 " inputs is over max_batch %"
-                            PRId64, B, lim->max_batch);
+                            "batch of %" PRId64
+                            " inputs is over max_batch %" PRId64,
+                            B, lim->max_batch);
     out->has_text = 1;
     out->single = json_is_string(inputs);
     out->rows = tv_calloc((size_t)B, sizeof *out->rows);
@@ -315,17 +316,19 @@ static int slow_text_rows(json_t *inputs, const tv_limits *lim,
         if (!json_is_array(v))
             return tv_error_set(err, 400, "invalid_request",
                                 "inputs[%" PRId64 "] is neither a text nor "
-                                "a list of token ids", b);
+                                "a list of token ids",
+                                b);
         r->n = (int64_t)json_array_size(v);
         if (r->n == 0)
             return tv_error_set(err, 400, "invalid_request",
-                                "sequence at batch index %" PRId64
-                                " is empty", b);
+                                "sequence at batch index %" PRId64 " is empty",
+                                b);
         total += r->n;
         if (total > lim->max_tokens)
-            return tv_error_set(err, 413, "payload_too_large",
-                                "the id lists hold more than max_tokens %"
-                                PRId64 " ids", lim->max_tokens);
+            return tv_error_set(
+                err, 413, "payload_too_large",
+                "the id lists hold more than max_tokens %" PRId64 " ids",
+                lim->max_tokens);
         r->ids = tv_malloc((size_t)r->n * sizeof *r->ids);
         if (!r->ids)
             return tv_error_set(err, 500, "internal", "out of memory");
@@ -387,8 +390,8 @@ static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
             return -1;
         }
         for (int64_t s = 0; s < S; s++)
-            if (id_of(json_array_get(inputs, (size_t)s), 0, s,
-                      &out->ids[s], err))
+            if (id_of(json_array_get(inputs, (size_t)s), 0, s, &out->ids[s],
+                      err))
                 return -1;
     } else {
         B = (int64_t)json_array_size(inputs);
@@ -398,7 +401,8 @@ static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
             if (!json_is_array(row)) {
                 tv_error_set(err, 400, "invalid_request",
                              "\"inputs\" mixes sequences and ids: batch "
-                             "index %" PRId64 " is not a list", b);
+                             "index %" PRId64 " is not a list",
+                             b);
                 return -1;
             }
             int64_t n = (int64_t)json_array_size(row);
@@ -551,8 +555,8 @@ int tv_request_parse_binary(const void *body, size_t len, const char *shape,
     if ((uint64_t)len != (uint64_t)(B * S) * 4)
         return tv_error_set(err, 400, "invalid_request",
                             "body is %zu bytes; shape %" PRId64 ",%" PRId64
-                            " needs %" PRId64 " int32 ids (%" PRId64
-                            " bytes)", len, B, S, B * S, B * S * 4);
+                            " needs %" PRId64 " int32 ids (%" PRId64 " bytes)",
+                            len, B, S, B * S, B * S * 4);
     out->ids = tv_malloc((size_t)(B * S) * sizeof *out->ids);
     if (!out->ids)
         return tv_error_set(err, 500, "internal", "out of memory");
@@ -591,7 +595,8 @@ int tv_request_set_option(tv_request *r, const char *key, const char *value,
         return tv_error_set(err, 400, "invalid_request",
                             "unknown query option '%.*s%s' (known: "
                             "start_position, positions, dtype)",
-                            ECHO_MAX, key, strlen(key) > ECHO_MAX ? "..." : "");
+                            ECHO_MAX, key,
+                            strlen(key) > ECHO_MAX ? "..." : "");
     }
     return 0;
 }
@@ -604,7 +609,8 @@ int tv_request_query(tv_request *r, tv_body_kind body, const char *key,
                             "query option '%.*s%s': JSON requests take "
                             "options in the body; only ?dtype= goes in the "
                             "query",
-                            ECHO_MAX, key, strlen(key) > ECHO_MAX ? "..." : "");
+                            ECHO_MAX, key,
+                            strlen(key) > ECHO_MAX ? "..." : "");
     return tv_request_set_option(r, key, value, err);
 }
 
@@ -623,20 +629,19 @@ int tv_request_token_id(const char *text, int64_t *id, tv_error *err)
     int64_t v = decimal(d, n);
     if (v < 0)
         return tv_error_set(err, 400, "invalid_request",
-                            "token id must be a decimal integer, not "
-                            "'%.*s%s'", ECHO_MAX, text, cut ? "..." : "");
+                            "token id must be a decimal integer, not '%.*s%s'",
+                            ECHO_MAX, text, cut ? "..." : "");
     *id = neg ? -v : v;
     return 0;
 }
 
-int tv_request_check(const tv_request *r, const tokvec_table *t,
-                     tv_error *err)
+int tv_request_check(const tv_request *r, const tokvec_table *t, tv_error *err)
 {
     tokvec_embed_fault f;
     unsigned flags = r->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
     const tokvec_table_info *in = tokvec_table_get_info(t);
-    int rc = tokvec_embed_check(t, r->ids, r->batch, r->seq,
-                                r->start_position, flags, &f);
+    int rc = tokvec_embed_check(t, r->ids, r->batch, r->seq, r->start_position,
+                                flags, &f);
     switch (rc) {
     case 0:
         return 0;
@@ -644,12 +649,13 @@ int tv_request_check(const tv_request *r, const tokvec_table *t,
         return tv_error_set(err, 422, "token_out_of_range",
                             "token id %" PRId64 " at batch index %" PRId64
                             ", position %" PRId64 " is out of range for "
-                            "vocab_size %" PRId64, f.id, f.batch, f.position,
-                            in->vocab_size);
+                            "vocab_size %" PRId64,
+                            f.id, f.batch, f.position, in->vocab_size);
     case TOKVEC_E_POSITION_RANGE:
         return tv_error_set(err, 422, "sequence_too_long",
-                            "start_position %" PRId64 " + sequence length %"
-                            PRId64 " exceeds context_length %" PRId64,
+                            "start_position %" PRId64
+                            " + sequence length %" PRId64
+                            " exceeds context_length %" PRId64,
                             r->start_position, r->seq, in->context_length);
     case TOKVEC_E_TOO_LARGE:
         return tv_error_set(err, 413, "payload_too_large",

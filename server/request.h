@@ -93,9 +93,9 @@ typedef struct tv_request {
     tv_text_opts text;
     tv_text_row *rows; /* nrows inputs, as given */
     int64_t nrows;
-    int64_t pad_id;    /* "pad_id" when has_pad */
+    int64_t pad_id; /* "pad_id" when has_pad */
     int has_pad;
-    int64_t *targets;  /* max_length windows: batch*seq target ids */
+    int64_t *targets; /* max_length windows: batch*seq target ids */
 } tv_request;
 
 void tv_request_init(tv_request *r);
@@ -115,8 +115,7 @@ tv_body_kind tv_body_kind_of(const char *content_type);
 /* The 415 for a Content-Type tv_body_kind_of does not take (or, when
  * !binary_ok, a binary one): names the type received and the types the
  * route accepts. Returns -1. */
-int tv_body_kind_error(const char *content_type, int binary_ok,
-                       tv_error *err);
+int tv_body_kind_error(const char *content_type, int binary_ok, tv_error *err);
 
 /* Parses a JSON /embed body: "inputs" (batch of sequences or one sequence of
  * integers), "start_position", "positions", "pad_id", "encoding_format"
@@ -168,8 +167,8 @@ int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
  * with a NUL byte. 0 (jansson may parse it), or -1 with *err filled and
  * *at (when not NULL) the offset of the list, object or value refused.
  * Exposed for the tests and the differential fuzz target. */
-int tv_request_prescan_json(const char *body, size_t len,
-                            const tv_limits *lim, tv_error *err, size_t *at);
+int tv_request_prescan_json(const char *body, size_t len, const tv_limits *lim,
+                            tv_error *err, size_t *at);
 
 /* The two halves of tv_request_parse_json, exposed for the differential
  * fuzz target (tests/fuzz/fuzz_ids.c) and the benchmark (bench/idbench.c);

@@ -219,12 +219,9 @@ static unsigned fast_key(const unsigned char **pp, size_t room)
         size_t len;
         unsigned key;
     } keys[] = {
-        {"inputs\"", 7, K_INPUTS},
-        {"start_position\"", 15, K_START},
-        {"positions\"", 10, K_POSITIONS},
-        {"pad_id\"", 7, K_PAD},
-        {"encoding_format\"", 16, K_FORMAT},
-        {"dtype\"", 6, K_DTYPE},
+        {"inputs\"", 7, K_INPUTS},           {"start_position\"", 15, K_START},
+        {"positions\"", 10, K_POSITIONS},    {"pad_id\"", 7, K_PAD},
+        {"encoding_format\"", 16, K_FORMAT}, {"dtype\"", 6, K_DTYPE},
     };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (room >= keys[i].len && !memcmp(*pp, keys[i].text, keys[i].len)) {
@@ -246,8 +243,8 @@ static int fast_lit(const unsigned char **pp, size_t room, const char *s)
 
 /* The value of "encoding_format" (dtype 0) or "dtype" (1) at *pp, as
  * the slow parser reads it; 1 for anything else. */
-static int fast_answer_option(const unsigned char **pp, size_t room,
-                              int dtype, tv_request *out)
+static int fast_answer_option(const unsigned char **pp, size_t room, int dtype,
+                              tv_request *out)
 {
     static const char *const dtypes[] = {"float32", "float16", "bfloat16"};
     static const char *const quoted[] = {"\"float32\"", "\"float16\"",
@@ -292,8 +289,8 @@ int tv_request_parse_json_fast(const char *body, size_t len,
     f.max_ids = (uint64_t)lim->max_tokens < SIZE_MAX / sizeof(int64_t)
                     ? (size_t)lim->max_tokens
                     : SIZE_MAX / sizeof(int64_t);
-    f.max_rows = (uint64_t)lim->max_batch < f.max_ids
-                     ? (size_t)lim->max_batch : f.max_ids;
+    f.max_rows = (uint64_t)lim->max_batch < f.max_ids ? (size_t)lim->max_batch
+                                                      : f.max_ids;
     f.cap = len / 6 + 16 < f.max_ids ? len / 6 + 16 : f.max_ids;
     f.ids = tv_malloc(f.cap * sizeof *f.ids);
     if (!f.ids)

@@ -41,8 +41,7 @@
 
 #define PRESCAN_DEPTH 4
 
-enum { P_ROOT, P_VALUE, P_VALUE_OR_END, P_KEY, P_KEY_OR_END, P_COLON,
-       P_NEXT };
+enum { P_ROOT, P_VALUE, P_VALUE_OR_END, P_KEY, P_KEY_OR_END, P_COLON, P_NEXT };
 
 #define P_WS(c) ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 #define P_DIGIT(c) ((unsigned)(c) - '0' < 10)
@@ -109,8 +108,8 @@ static const unsigned char *prescan_number(const unsigned char *p,
     return p;
 }
 
-int tv_request_prescan_json(const char *body, size_t len,
-                            const tv_limits *lim, tv_error *err, size_t *at)
+int tv_request_prescan_json(const char *body, size_t len, const tv_limits *lim,
+                            tv_error *err, size_t *at)
 {
     if (len > lim->max_body_bytes || (len && memchr(body, '\0', len)))
         return 0; /* jansson's parser answers these before parsing */
@@ -202,8 +201,8 @@ int tv_request_prescan_json(const char *body, size_t len,
             while (++p < end && P_ALPHA(*p))
                 ;
             size_t n = (size_t)(p - tok);
-            if (!((n == 4 && (!memcmp(tok, "true", 4) ||
-                              !memcmp(tok, "null", 4))) ||
+            if (!((n == 4 &&
+                   (!memcmp(tok, "true", 4) || !memcmp(tok, "null", 4))) ||
                   (n == 5 && !memcmp(tok, "false", 5))))
                 return 0;
         } else {
@@ -217,9 +216,9 @@ int tv_request_prescan_json(const char *body, size_t len,
             return tv_error_set(err, 413, "payload_too_large",
                                 "body holds more than %" PRIu64 " JSON "
                                 "values, more than any request within "
-                                "max_tokens %" PRId64 " and max_batch %"
-                                PRId64 " can hold", max_values,
-                                lim->max_tokens, lim->max_batch);
+                                "max_tokens %" PRId64 " and max_batch %" PRId64
+                                " can hold",
+                                max_values, lim->max_tokens, lim->max_batch);
         }
         if (c == '[' || c == '{') {
             open[depth++] = (unsigned char)c;

@@ -38,16 +38,21 @@ tv_route tv_route_of(const char *url)
     return TV_ROUTE_OTHER;
 }
 
-
 const char *tv_route_name(tv_route r)
 {
     static const char *const names[TV_ROUTE_COUNT] = {
-        [TV_ROUTE_EMBED] = "/embed",     [TV_ROUTE_TOKENS] = "/tokens",
-        [TV_ROUTE_INFO] = "/info",       [TV_ROUTE_HEALTH] = "/health",
-        [TV_ROUTE_READY] = "/ready",     [TV_ROUTE_METRICS] = "/metrics",
-        [TV_ROUTE_OPENAPI] = "/openapi.json", [TV_ROUTE_OTHER] = "other",
-        [TV_ROUTE_SIMILAR] = "/similar", [TV_ROUTE_PAGES] = "pages",
-        [TV_ROUTE_TOKENIZE] = "/tokenize", [TV_ROUTE_DECODE] = "/decode",
+        [TV_ROUTE_EMBED] = "/embed",
+        [TV_ROUTE_TOKENS] = "/tokens",
+        [TV_ROUTE_INFO] = "/info",
+        [TV_ROUTE_HEALTH] = "/health",
+        [TV_ROUTE_READY] = "/ready",
+        [TV_ROUTE_METRICS] = "/metrics",
+        [TV_ROUTE_OPENAPI] = "/openapi.json",
+        [TV_ROUTE_OTHER] = "other",
+        [TV_ROUTE_SIMILAR] = "/similar",
+        [TV_ROUTE_PAGES] = "pages",
+        [TV_ROUTE_TOKENIZE] = "/tokenize",
+        [TV_ROUTE_DECODE] = "/decode",
     };
     assert(r >= 0 && r < TV_ROUTE_COUNT);
     return names[r];

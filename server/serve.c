@@ -130,7 +130,8 @@ static void drain_sent(unsigned long port, const sigset_t *set, double t0,
         if (left <= 0 || now - moved > 5.0) {
             tv_log(TV_LOG_WARN,
                    "drain: %llu bytes sent but not acknowledged by the "
-                   "clients at exit", left_bytes);
+                   "clients at exit",
+                   left_bytes);
             return;
         }
         if (drain_pause(set, left, "the clients to receive the answers"))
@@ -194,7 +195,8 @@ static void catch_sigbus(const char *table)
         "SIGBUS reading the memory-mapped table %s: the file was truncated "
         "or rewritten in place while being served; exiting rather than "
         "serve rows that changed underneath. Replace table files by rename "
-        "(then SIGHUP), never in place (SECURITY.md)", table);
+        "(then SIGHUP), never in place (SECURITY.md)",
+        table);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigbus;
@@ -377,8 +379,9 @@ int cmd_probe(int argc, char **argv)
         return 2;
     }
     if (split_url(argv[1], host, sizeof host, port, sizeof port, &path) < 0) {
-        fprintf(stderr, "tokvec: probe: '%s' is not an http://HOST:PORT/PATH"
-                        " URL\n", argv[1]);
+        fprintf(stderr,
+                "tokvec: probe: '%s' is not an http://HOST:PORT/PATH URL\n",
+                argv[1]);
         return 2;
     }
     int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n",

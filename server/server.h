@@ -54,9 +54,9 @@ struct tv_server {
     struct MHD_Daemon *mhd_unix; /* --unix-socket: tv-unix-0..N-1, or NULL */
     pthread_mutex_t ip_lock;     /* guards ip_buckets */
     struct ip_count *ip_buckets[256]; /* open connections per address */
-    int unix_bound;              /* we created cfg->unix_socket: unlink it */
+    int unix_bound; /* we created cfg->unix_socket: unlink it */
     tv_pool *pool;
-    tv_bufcache *bufs;           /* response buffers */
+    tv_bufcache *bufs; /* response buffers */
     pthread_mutex_t watch_lock;
     pthread_cond_t reaper_wake;
     conn_watch watches; /* list head, guarded by watch_lock */
@@ -65,19 +65,19 @@ struct tv_server {
     pthread_t reaper;
     unsigned http_threads; /* per daemon: tv-http-N (and tv-unix-N) */
     pthread_mutex_t table_lock;
-    table_ref *current;   /* guarded by table_lock */
-    atomic_int draining;  /* set once by tv_server_drain_begin */
-    atomic_long requests; /* req_ctx alive: begun, response not yet sent */
+    table_ref *current;     /* guarded by table_lock */
+    atomic_int draining;    /* set once by tv_server_drain_begin */
+    atomic_long requests;   /* req_ctx alive: begun, response not yet sent */
     atomic_size_t buffered; /* request body bytes held, all connections */
-    int raw_framing;      /* libmicrohttpd 0.9.75: see framing_check() */
+    int raw_framing;        /* libmicrohttpd 0.9.75: see framing_check() */
     tv_limits lim;
     tokvec_table_opts topts;
-    tokvec_tokenizer *tok;     /* --tokenizer, or NULL: never changes */
+    tokvec_tokenizer *tok; /* --tokenizer, or NULL: never changes */
     tokvec_tokenizer_info tok_info;
-    uint64_t rid_seed;          /* request ids: random at start, */
-    atomic_ullong rid_next;     /* then a counter (reply.c) */
-    char *openapi;              /* GET /openapi.json with this server's */
-    size_t openapi_len;         /* `servers` (http.c), set at start */
+    uint64_t rid_seed;      /* request ids: random at start, */
+    atomic_ullong rid_next; /* then a counter (reply.c) */
+    char *openapi;          /* GET /openapi.json with this server's */
+    size_t openapi_len;     /* `servers` (http.c), set at start */
 };
 
 enum { ST_NEW, ST_BODY, ST_QUEUED, ST_DONE };
@@ -98,27 +98,27 @@ typedef struct req_ctx {
     struct timespec t0;
     char *body;
     size_t len, cap;
-    int too_busy;        /* max_buffered_bytes reached: 429 at the end */
-    size_t held;         /* bytes of `buffered` this body holds */
-    size_t expect;       /* Content-Length, 0 if none */
-    int fd;              /* the client's socket (for the gone check) */
+    int too_busy;              /* max_buffered_bytes reached: 429 at the end */
+    size_t held;               /* bytes of `buffered` this body holds */
+    size_t expect;             /* Content-Length, 0 if none */
+    int fd;                    /* the client's socket (for the gone check) */
     unsigned long long acked0; /* TCP bytes acked when the reply was queued
                                 * (large replies only: see reply_queue()) */
     int acked_known;
     int status;
     uint64_t tokens, bytes;
-    embed_job job;   /* POST /embed (embed_job.c) */
+    embed_job job;               /* POST /embed (embed_job.c) */
     struct tv_similar_call *sim; /* POST /similar's job (pages.h), or NULL */
     struct table_ref *sim_ref;   /* the table it scans, until completed */
     struct tv_text_call *text;   /* POST /tokenize, /decode (text.h) */
-    int uri_verdict; /* from framing_uri_check(): URI_OK, ... */
-    int must_close;  /* answer with Connection: close (bad framing) */
-    int raw_replied; /* reply_error_and_close wrote the answer itself */
-    size_t lingered; /* body bytes dropped since (REPLY_LINGER_BYTES) */
+    int uri_verdict;             /* from framing_uri_check(): URI_OK, ... */
+    int must_close;         /* answer with Connection: close (bad framing) */
+    int raw_replied;        /* reply_error_and_close wrote the answer itself */
+    size_t lingered;        /* body bytes dropped since (REPLY_LINGER_BYTES) */
     const char *error_type; /* an error answer's (static), for the log */
     char rid[TV_REQUEST_ID_MAX + 1]; /* X-Request-Id, sent back and logged */
-    char method[8]; /* for the access log */
-    char path[256]; /* for the access log (cut if longer) */
+    char method[8];                  /* for the access log */
+    char path[256];                  /* for the access log (cut if longer) */
     size_t path_len; /* the whole path's length: the log marks a cut */
 } req_ctx;
 
@@ -157,7 +157,6 @@ int listen_start(tv_server *s, char *err, size_t errlen);
 /* listen.c: how many threads of this process are named name (exact) or
  * whose name starts with name (!exact), from /proc/self/task; with tids,
  * at most cap of their ids, sorted. Any thread; the tests use it too. */
-size_t tv_threads_named(const char *name, int exact, pid_t *tids,
-                        size_t cap);
+size_t tv_threads_named(const char *name, int exact, pid_t *tids, size_t cap);
 
 #endif

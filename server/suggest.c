@@ -65,8 +65,8 @@ const char *tv_suggest(const char *word, size_t n, const char *const *names,
         size_t d = tv_edit_distance(word, n, names[i], m);
         size_t longer = n > m ? n : m;
         bool typo = d <= 2 && 3 * d <= longer;
-        bool cut = n >= 3 && 2 * n >= m && n < m && is_prefix(word, n,
-                                                               names[i]);
+        bool cut = n >= 3 && 2 * n >= m && n < m &&
+                   is_prefix(word, n, names[i]);
         if ((typo || cut) && d < best_d) {
             best = names[i];
             best_d = d;

@@ -118,8 +118,8 @@ int tv_server_reload(tv_server *s)
     table_ref *fresh;
     if (table_open(s, &fresh, err, sizeof err) < 0) {
         tv_metrics_reload(0);
-        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
-                             "%s", err);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: %s",
+               err);
         return -1;
     }
     /* Clients size their buffers by dim (and /info promised it): a table
@@ -129,17 +129,19 @@ int tv_server_reload(tv_server *s)
     const tokvec_table_info *fi = tokvec_table_get_info(fresh->t);
     if (fi->dim != dim_now) {
         tv_metrics_reload(0);
-        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
-                             "%s has dim %" PRId64 ", the serving table "
-                             "has dim %" PRId64 " (a new dim needs a "
-                             "restart)", fi->path, fi->dim, dim_now);
+        tv_log(TV_LOG_ERROR,
+               "reload failed, still serving the old table: "
+               "%s has dim %" PRId64 ", the serving table "
+               "has dim %" PRId64 " (a new dim needs a "
+               "restart)",
+               fi->path, fi->dim, dim_now);
         table_release(fresh);
         return -1;
     }
     if (tokenizer_fits(s, fresh->t, err, sizeof err) < 0) {
         tv_metrics_reload(0);
-        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: "
-                             "%s", err);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: %s",
+               err);
         table_release(fresh);
         return -1;
     }
@@ -151,9 +153,11 @@ int tv_server_reload(tv_server *s)
     table_publish(fresh->t);
     tv_metrics_reload(1);
     const tokvec_table_info *in = tokvec_table_get_info(fresh->t);
-    tv_log(TV_LOG_INFO, "reloaded %s: vocab_size=%" PRId64 " dim=%" PRId64
-                        " dtype=%s positional=%s", in->path, in->vocab_size,
-           in->dim, tokvec_dtype_numpy_name(in->dtype),
+    tv_log(TV_LOG_INFO,
+           "reloaded %s: vocab_size=%" PRId64 " dim=%" PRId64
+           " dtype=%s positional=%s",
+           in->path, in->vocab_size, in->dim,
+           tokvec_dtype_numpy_name(in->dtype),
            tokvec_positional_name(in->positional));
     return 0;
 }

@@ -32,19 +32,19 @@ struct tv_text_call {
     int kind;
     tv_limits lim;
     tv_text_opts o;
-    json_t *root;       /* /tokenize: the texts live here */
-    size_t n;           /* texts or sequences */
-    int32_t *ids;       /* /decode: all ids, row after row */
-    size_t *row;        /* /decode: row k is ids[row[k]..row[k+1]) */
-    char *body;         /* the answer */
+    json_t *root; /* /tokenize: the texts live here */
+    size_t n;     /* texts or sequences */
+    int32_t *ids; /* /decode: all ids, row after row */
+    size_t *row;  /* /decode: row k is ids[row[k]..row[k+1]) */
+    char *body;   /* the answer */
     size_t len, cap;
-    uint64_t tokens;    /* ids answered */
-    int failed;         /* out of memory: 500 */
-    int has_err;        /* err holds the answer (413, 422) */
+    uint64_t tokens; /* ids answered */
+    int failed;      /* out of memory: 500 */
+    int has_err;     /* err holds the answer (413, 422) */
     tv_error err;
 };
 
-/* --- options ------------------------------------------------------------ */
+/* --- options ----------------------------------------------------------- */
 
 int tv_text_no_tokenizer(tv_error *e)
 {
@@ -54,7 +54,7 @@ int tv_text_no_tokenizer(tv_error *e)
                         "data/gpt2) to send text");
 }
 
-/* --- the worker's tokenizer state -------------------------------------- */
+/* --- the worker's tokenizer state ------------------------------------- */
 
 static pthread_key_t state_key;
 static pthread_once_t state_once = PTHREAD_ONCE_INIT;
@@ -107,7 +107,7 @@ long tv_text_token_text(void *ctx, int64_t id, char *buf, size_t cap)
     return (long)tokvec_utf8_lossy(b, n, buf);
 }
 
-/* --- the answer's body ---------------------------------------------------- */
+/* --- the answer's body --------------------------------------------------- */
 
 /* Room for `more` bytes at the end of the body; -1 on out of memory. */
 static int grow(tv_text_call *c, size_t more)
@@ -184,7 +184,7 @@ static int put_ids(tv_text_call *c, const int32_t *ids, size_t n)
     return put(c, "]", 1);
 }
 
-/* --- parsing -------------------------------------------------------------- */
+/* --- parsing ------------------------------------------------------------- */
 
 static int parse_tokenize(tv_text_call *c, json_t *root, tv_error *e)
 {
@@ -243,7 +243,8 @@ static int decode_id(tv_text_call *c, const json_t *v, size_t b, size_t p,
     if (!json_is_integer(v))
         return tv_error_set(e, 400, "invalid_request",
                             "id at batch index %zu, position %zu is not an "
-                            "integer", b, p);
+                            "integer",
+                            b, p);
     json_int_t id = json_integer_value(v);
     tokvec_tokenizer_info in;
     tokvec_tokenizer_get_info(c->tok, &in);
@@ -287,8 +288,8 @@ static int parse_decode(tv_text_call *c, json_t *root, tv_error *e)
         total = nb;
     if ((int64_t)c->n > c->lim.max_batch)
         return tv_error_set(e, 413, "payload_too_large",
-                            "%zu sequences are over max_batch %" PRId64,
-                            c->n, c->lim.max_batch);
+                            "%zu sequences are over max_batch %" PRId64, c->n,
+                            c->lim.max_batch);
     if ((int64_t)total > c->lim.max_tokens)
         return tv_error_set(e, 413, "payload_too_large",
                             "%zu ids are over max_tokens %" PRId64, total,
@@ -301,10 +302,11 @@ static int parse_decode(tv_text_call *c, json_t *root, tv_error *e)
     for (size_t b = 0; b < c->n; b++) {
         json_t *row = nested ? json_array_get(ids, b) : ids;
         c->row[b] = k;
-        for (size_t p = 0; p < json_array_size(row); p++, k++)
-            if (decode_id(c, json_array_get(row, p), nested ? b : 0, p, k,
-                          e) < 0)
+        for (size_t p = 0; p < json_array_size(row); p++, k++) {
+            const json_t *id = json_array_get(row, p);
+            if (decode_id(c, id, nested ? b : 0, p, k, e) < 0)
                 return -1;
+        }
     }
     c->row[c->n] = k;
     c->tokens = k;
@@ -326,7 +328,8 @@ int tv_text_parse(int kind, const char *body, size_t len,
     if (!root)
         return tv_error_set(e, 400, "invalid_json",
                             "body is not valid JSON: %.160s (line %d, "
-                            "column %d)", je.text, je.line, je.column);
+                            "column %d)",
+                            je.text, je.line, je.column);
     if (!json_is_object(root)) {
         json_decref(root);
         return tv_error_set(e, 400, "invalid_request",
@@ -352,7 +355,7 @@ int tv_text_parse(int kind, const char *body, size_t len,
     return 0;
 }
 
-/* --- the job -------------------------------------------------------------- */
+/* --- the job ------------------------------------------------------------- */
 
 static const char *text_at(const tv_text_call *c, size_t i, size_t *len)
 {
@@ -382,7 +385,8 @@ static int tokenize_one(tv_text_call *c, const char *text, size_t tlen,
         return tv_error_set(&c->err, 413, "payload_too_large",
                             "the texts are over max_tokens %" PRId64
                             " tokens (\"truncate\": true cuts each text to "
-                            "it)", max);
+                            "it)",
+                            max);
     if (put(c, "[", 1) < 0)
         return -1;
     for (size_t i = from; i < to; i++) {
@@ -392,11 +396,10 @@ static int tokenize_one(tv_text_call *c, const char *text, size_t tlen,
         if (tokvec_tokenizer_token(c->tok, ids->ids[i], &b, &bl, &special))
             special = 0;
         size_t start = ids->offsets[i], stop = ids->offsets[i + 1];
-        if ((i > from && put(c, ",", 1) < 0) ||
-            PUTS(c, "{\"id\":") < 0 || put_int(c, ids->ids[i]) < 0 ||
-            PUTS(c, ",\"text\":") < 0 ||
-            put_text(c, (const unsigned char *)text + start, stop - start) <
-                0 ||
+        const unsigned char *piece = (const unsigned char *)text + start;
+        if ((i > from && put(c, ",", 1) < 0) || PUTS(c, "{\"id\":") < 0 ||
+            put_int(c, ids->ids[i]) < 0 || PUTS(c, ",\"text\":") < 0 ||
+            put_text(c, piece, stop - start) < 0 ||
             (special ? PUTS(c, ",\"special\":true,\"start\":")
                      : PUTS(c, ",\"special\":false,\"start\":")) < 0 ||
             put_int(c, (long long)start) < 0 || PUTS(c, ",\"stop\":") < 0 ||
@@ -418,13 +421,14 @@ static int tokenize_windows(tv_text_call *c, tokvec_tok_ids *ids)
     if (!nw)
         return tv_error_set(&c->err, 422, "text_too_short",
                             "the text is %zu tokens; max_length %" PRId64
-                            " needs at least %" PRId64, ids->n, L, L + 1);
+                            " needs at least %" PRId64,
+                            ids->n, L, L + 1);
     if (nw > c->lim.max_batch || nw > c->lim.max_tokens / L)
         return tv_error_set(&c->err, 413, "payload_too_large",
                             "%" PRId64 " windows of %" PRId64 " tokens are "
-                            "over max_batch %" PRId64 " or max_tokens %"
-                            PRId64, nw, L, c->lim.max_batch,
-                            c->lim.max_tokens);
+                            "over max_batch %" PRId64
+                            " or max_tokens %" PRId64,
+                            nw, L, c->lim.max_batch, c->lim.max_tokens);
     c->tokens = (uint64_t)(nw * L);
     for (int shift = 0; shift < 2; shift++) {
         if ((shift ? PUTS(c, "],\"target_ids\":[")
@@ -448,8 +452,8 @@ void tv_text_run(tv_text_call *c)
             char *text;
             size_t tl;
             if (tokvec_tokenizer_decode(c->tok, c->ids + c->row[b],
-                                        c->row[b + 1] - c->row[b], &text,
-                                        &tl, NULL) < 0) {
+                                        c->row[b + 1] - c->row[b], &text, &tl,
+                                        NULL) < 0) {
                 rc = -1;
                 break;
             }
@@ -467,8 +471,7 @@ void tv_text_run(tv_text_call *c)
         for (size_t i = 0; rc == 0 && i < c->n; i++) {
             size_t tl;
             const char *t = text_at(c, i, &tl);
-            rc = (i && put(c, ",", 1) < 0) ? -1
-                                           : tokenize_one(c, t, tl, &ids);
+            rc = (i && put(c, ",", 1) < 0) ? -1 : tokenize_one(c, t, tl, &ids);
         }
         rc = rc ? rc : put(c, "]", 1);
     }
@@ -493,8 +496,7 @@ static void text_done(tv_job *job)
     MHD_resume_connection(((tv_text_call *)job)->conn);
 }
 
-int tv_text_submit(tv_text_call *c, tv_pool *pool,
-                   struct MHD_Connection *conn)
+int tv_text_submit(tv_text_call *c, tv_pool *pool, struct MHD_Connection *conn)
 {
     if (tv_pool_reserve(pool) < 0)
         return -1;

@@ -22,7 +22,7 @@
 #include "encode.h"
 #include "torchsave.h"
 
-/* ---- CRC-32, slicing by 8 ------------------------------------------------ */
+/* ---- CRC-32, slicing by 8 ----------------------------------------------- */
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -64,7 +64,7 @@ uint32_t tv_crc32(uint32_t crc, const void *p, size_t n)
     return ~crc;
 }
 
-/* ---- pickle ------------------------------------------------------------- */
+/* ---- pickle ------------------------------------------------------------ */
 
 /* Longest data.pkl: ~160 fixed bytes + integers of at most 5 bytes. */
 enum { PICKLE_MAX = 256 };
@@ -82,7 +82,10 @@ static void pk_put(pk *w, const void *s, size_t n)
     w->n += n;
 }
 
-static void pk_op(pk *w, unsigned char op) { pk_put(w, &op, 1); }
+static void pk_op(pk *w, unsigned char op)
+{
+    pk_put(w, &op, 1);
+}
 
 /* BINPUT: what Python's pickler writes after each memoized object. */
 static void pk_memo(pk *w)
@@ -189,13 +192,14 @@ static void pickle_tensor(pk *w, int64_t rows, int64_t cols, tokvec_dtype dt)
     pk_op(w, '.');
 }
 
-/* ---- zip ---------------------------------------------------------------- */
+/* ---- zip --------------------------------------------------------------- */
 
 enum { NREC = 4, LOCAL_HDR = 30, CENTRAL_HDR = 46, EOCD = 22, ALIGN = 64 };
 enum { REC_PKL, REC_BYTEORDER, REC_DATA, REC_VERSION };
-static const char *const rec_name[NREC] = {
-    "archive/data.pkl", "archive/byteorder", "archive/data/0",
-    "archive/version"};
+static const char *const rec_name[NREC] = {"archive/data.pkl",
+                                           "archive/byteorder",
+                                           "archive/data/0",
+                                           "archive/version"};
 
 typedef struct rec {
     size_t hdr, pad, data, len; /* header offset, FB padding, data offset */
@@ -369,7 +373,7 @@ size_t tv_torchsave(void *buf, const void *data, int64_t rows, int64_t cols,
     return tv_torchsave_finish(buf, rows, cols, dt);
 }
 
-/* ---- the /embed body ---------------------------------------------------- */
+/* ---- the /embed body --------------------------------------------------- */
 
 size_t tv_embed_torch_json_bound(int64_t B, int64_t S, int64_t D,
                                  tokvec_dtype dt)
@@ -391,13 +395,14 @@ size_t tv_embed_torch_json(char *buf, const void *x, int64_t B, int64_t S,
     assert(rc == 0 && B > 0);
     (void)rc;
     char *p = buf;
-    p += sprintf(p, "{\"shape\":[%lld,%lld,%lld],\"dtype\":\"%s\","
-                    "\"embeddings\":[",
+    p += sprintf(p,
+                 "{\"shape\":[%lld,%lld,%lld],\"dtype\":\"%s\","
+                 "\"embeddings\":[",
                  (long long)B, (long long)S, (long long)D,
                  tokvec_dtype_numpy_name(dt));
     for (int64_t b = 0; b < B; b++) {
-        tv_torchsave(scratch, (const char *)x + (size_t)b * l.data_bytes, S,
-                     D, dt);
+        tv_torchsave(scratch, (const char *)x + (size_t)b * l.data_bytes, S, D,
+                     dt);
         if (b)
             *p++ = ',';
         *p++ = '"';

@@ -24,7 +24,8 @@
 
 /* The contract's defaults. */
 static const tv_limits LIM = {.max_body_bytes = 16u << 20,
-                              .max_tokens = 65536, .max_batch = 4096};
+                              .max_tokens = 65536,
+                              .max_batch = 4096};
 
 static TU_UNUSED void assert_same_request(const tv_request *a,
                                           const tv_request *b)
@@ -71,7 +72,7 @@ static TU_UNUSED void parse_fast(const char *body, tv_request *out)
 
 /* The fast path declines body and leaves *out init'ed. */
 static TU_UNUSED void assert_falls_back_n(const char *body, size_t len,
-                                const tv_limits *lim)
+                                          const tv_limits *lim)
 {
     tv_request r, init;
     tv_request_init(&init);
@@ -102,20 +103,19 @@ static TU_UNUSED void assert_error_n(const char *body, size_t len,
     size_t n = strlen(msg);
     if (n && msg[n - 1] == '*') {
         if (strncmp(e.message, msg, n - 1))
-            fail_msg("message \"%s\" does not start with \"%.*s\"",
-                     e.message, (int)n - 1, msg);
+            fail_msg("message \"%s\" does not start with \"%.*s\"", e.message,
+                     (int)n - 1, msg);
     } else {
         assert_string_equal(e.message, msg);
     }
-    assert_int_equal(tv_request_parse_json_slow(body, len, lim, &r, &es),
-                     -1);
+    assert_int_equal(tv_request_parse_json_slow(body, len, lim, &r, &es), -1);
     assert_int_equal(es.status, e.status);
     assert_string_equal(es.message, e.message);
     assert_falls_back_n(body, len, lim);
 }
 
 #define PARSE_FAST_LIM(body, lim, r) parse_fast_n(body, strlen(body), lim, r)
-#define ASSERT_ERROR_LIM(body, lim, status, type, msg)                      \
+#define ASSERT_ERROR_LIM(body, lim, status, type, msg) \
     assert_error_n(body, strlen(body), lim, status, type, msg)
 
 static TU_UNUSED void assert_error(const char *body, int status,
@@ -132,9 +132,9 @@ typedef struct {
 } tu_refusal;
 
 /* assert_error on every row of a tu_refusal array. */
-#define ASSERT_REFUSALS(rows)                                               \
-    for (size_t i_ = 0; i_ < sizeof(rows) / sizeof(rows)[0]; i_++)          \
-        assert_error((rows)[i_].body, (rows)[i_].status, (rows)[i_].type,   \
-                     (rows)[i_].msg)
+#define ASSERT_REFUSALS(rows)                                         \
+    for (size_t i_ = 0; i_ < sizeof(rows) / sizeof(rows)[0]; i_++)    \
+    assert_error((rows)[i_].body, (rows)[i_].status, (rows)[i_].type, \
+                 (rows)[i_].msg)
 
 #endif

@@ -85,9 +85,9 @@ static FX_UNUSED int fx_init(fixture *f)
  * picks one: the flag's bounds do not allow 0, the server does). */
 static FX_UNUSED int fx_config(fixture *f, const char *const *extra)
 {
-    char *argv[64] = {"serve",   f->table, "--threads",    "1",
-                      "--http-threads", "1", "--access-log", "false",
-                      "--log-level", "error"};
+    char *argv[64] = {"serve",          f->table, "--threads",    "1",
+                      "--http-threads", "1",      "--access-log", "false",
+                      "--log-level",    "error"};
     int argc = 10;
     for (; extra && *extra && argc < 63; extra++)
         argv[argc++] = (char *)*extra;
@@ -111,8 +111,8 @@ static FX_UNUSED int fx_start(fixture *f)
         fprintf(stderr, "fx_start: %s\n", err);
         return rc;
     }
-    const union MHD_DaemonInfo *di =
-        MHD_get_daemon_info(f->srv->tcp[0], MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(
+        f->srv->tcp[0], MHD_DAEMON_INFO_BIND_PORT);
     f->port = di ? di->port : 0;
     return f->port ? 0 : -1;
 }
@@ -309,8 +309,8 @@ bad:
 /* One request (raw bytes, n of them) on a new connection; the whole
  * response (the server closes: send "Connection: close") into resp.
  * Returns the status, 0 if the connection closed without one. */
-static FX_UNUSED int fx_raw(fixture *f, const void *req, size_t n,
-                            char *resp, size_t cap)
+static FX_UNUSED int fx_raw(fixture *f, const void *req, size_t n, char *resp,
+                            size_t cap)
 {
     int fd = fx_connect(f->port);
     if (fd < 0)
@@ -340,8 +340,8 @@ static FX_UNUSED int fx_http_n(fixture *f, const char *method,
                        ctype ? "Content-Type: " : "", ctype ? ctype : "",
                        ctype ? "\r\n" : "");
     if (body)
-        len += snprintf(req + len, n - (size_t)len,
-                        "Content-Length: %zu\r\n", blen);
+        len += snprintf(req + len, n - (size_t)len, "Content-Length: %zu\r\n",
+                        blen);
     len += snprintf(req + len, n - (size_t)len, "\r\n");
     if (body) {
         memcpy(req + len, body, blen);

@@ -240,8 +240,7 @@ static void sizes_past_the_last_class_give_NULL(void **state)
     assert_int_equal(tv_bufcache_bytes(cache), 0);
 }
 
-static void
-trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_keeps_fresh_ones(
+static void trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_keeps_fresh_ones(
     void **state)
 {
     tv_bufcache *cache = *state;
@@ -272,8 +271,7 @@ trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_keeps_fresh_ones(
     assert_int_equal(tv_bufcache_bytes(cache), 256 * KiB);
     /* a1 idle for TV_BUFCACHE_IDLE_MS or more, b and a2 (one of its size)
      * not yet. */
-    assert_int_equal(trim(cache, t1 + TV_BUFCACHE_IDLE_MS),
-                     64 * KiB);
+    assert_int_equal(trim(cache, t1 + TV_BUFCACHE_IDLE_MS), 64 * KiB);
     assert_int_equal(tv_bufcache_bytes(cache), 192 * KiB);
     assert_ptr_equal(tv_bufcache_get(cache, 64 * KiB), a2);
     assert_ptr_equal(tv_bufcache_get(cache, 128 * KiB), b);
@@ -285,8 +283,7 @@ trim_unmaps_buffers_idle_for_TV_BUFCACHE_IDLE_MS_keeps_fresh_ones(
     long long t4 = mono_ms();
     assert_int_equal(trim(cache, t3 + TV_BUFCACHE_IDLE_MS - 1), 0);
     assert_int_equal(tv_bufcache_bytes(cache), 192 * KiB);
-    assert_int_equal(trim(cache, t4 + TV_BUFCACHE_IDLE_MS),
-                     192 * KiB);
+    assert_int_equal(trim(cache, t4 + TV_BUFCACHE_IDLE_MS), 192 * KiB);
     assert_int_equal(tv_bufcache_bytes(cache), 0);
     assert_int_equal(trim(cache, t4 + 10 * TV_BUFCACHE_IDLE_MS), 0);
 }

@@ -146,9 +146,9 @@ static void integers_are_strict_decimals_within_their_bounds(void **s)
     assert_int_equal(v, 256);
     assert_int_equal(tv_cli_parse_i64("-5", -5, 5, &v), 0);
     assert_int_equal(v, -5);
-    static const char *const bad[] = {"", "12x", "0x10", " 1", "1 ",
-                                      "+1", "-", "1001", "0",
-                                      "99999999999999999999"};
+    static const char *const bad[] = {
+        "",   "12x", "0x10", " 1", "1 ",
+        "+1", "-",   "1001", "0",  "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         v = 7;
         if (tv_cli_parse_i64(bad[i], 1, 1000, &v) != -1)
@@ -170,8 +170,8 @@ static void seeds_take_torchs_range_negatives_as_twos_complement(void **s)
     assert_true(v == UINT64_MAX);
     assert_int_equal(tv_cli_parse_seed("-9223372036854775808", &v), 0);
     assert_true(v == (uint64_t)1 << 63);
-    static const char *const bad[] = {"", "+1", "18446744073709551616",
-                                      "-9223372036854775809", "1.5", "x"};
+    static const char *const bad[] = {
+        "", "+1", "18446744073709551616", "-9223372036854775809", "1.5", "x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (tv_cli_parse_seed(bad[i], &v) != -1)
             fail_msg("took \"%s\"", bad[i]);
@@ -237,15 +237,13 @@ static void opening_a_missing_table_prints_one_line_naming_it(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(
-            options_take_a_value_after_a_space_or_an_equals_sign),
+        cmocka_unit_test(options_take_a_value_after_a_space_or_an_equals_sign),
         cmocka_unit_test(flags_take_no_value_and_positionals_have_no_name),
         cmocka_unit_test(double_dash_makes_the_next_argument_positional),
         cmocka_unit_test(an_option_without_its_value_is_an_error),
         cmocka_unit_test(a_long_option_name_is_cut_to_the_buffer),
         cmocka_unit_test(integers_are_strict_decimals_within_their_bounds),
-        cmocka_unit_test(
-            seeds_take_torchs_range_negatives_as_twos_complement),
+        cmocka_unit_test(seeds_take_torchs_range_negatives_as_twos_complement),
         cmocka_unit_test(an_unknown_option_names_the_closest_one),
         cmocka_unit_test(table_options_are_consumed_and_others_are_not),
         cmocka_unit_test(opening_a_missing_table_prints_one_line_naming_it),

@@ -72,16 +72,16 @@ static int load(tv_config *c, char *err, size_t errlen, ...)
 }
 
 /* Expects a load error whose message contains every given fragment. */
-#define EXPECT_ERROR(msgs, ...)                                              \
-    do {                                                                     \
-        tv_config c_;                                                        \
-        char e_[512];                                                        \
-        assert_int_equal(load(&c_, e_, sizeof e_, __VA_ARGS__, NULL),        \
-                         TV_CONFIG_ERROR);                                   \
-        for (const char *const *m_ = (msgs); *m_; m_++)                      \
-            if (!strstr(e_, *m_))                                            \
-                fail_msg("error '%s' lacks '%s'", e_, *m_);                  \
-        tv_config_free(&c_);                                                 \
+#define EXPECT_ERROR(msgs, ...)                                       \
+    do {                                                              \
+        tv_config c_;                                                 \
+        char e_[512];                                                 \
+        assert_int_equal(load(&c_, e_, sizeof e_, __VA_ARGS__, NULL), \
+                         TV_CONFIG_ERROR);                            \
+        for (const char *const *m_ = (msgs); *m_; m_++)               \
+            if (!strstr(e_, *m_))                                     \
+                fail_msg("error '%s' lacks '%s'", e_, *m_);           \
+        tv_config_free(&c_);                                          \
     } while (0)
 #define MSGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -168,9 +168,9 @@ static void flag_beats_env_beats_file_beats_default(void **state)
     assert_int_equal(load(&c, err, sizeof err, "--config", path, "--port",
                           "3333", NULL),
                      TV_CONFIG_OK);
-    assert_int_equal(c.port, 3333);     /* flag */
-    assert_int_equal(c.max_tokens, 6);  /* env over file */
-    assert_int_equal(c.threads, 3);     /* file over default */
+    assert_int_equal(c.port, 3333);      /* flag */
+    assert_int_equal(c.max_tokens, 6);   /* env over file */
+    assert_int_equal(c.threads, 3);      /* file over default */
     assert_int_equal(c.max_batch, 4096); /* default */
     tv_config_free(&c);
     drop_file(path);
@@ -188,9 +188,8 @@ static void config_file_from_env_and_flag_beats_it(void **state)
     assert_int_equal(c.port, 1111);
     assert_string_equal(c.config_path, p1);
     tv_config_free(&c);
-    assert_int_equal(load(&c, err, sizeof err, "--config=", NULL) ==
-                         TV_CONFIG_ERROR,
-                     1);
+    assert_int_equal(
+        load(&c, err, sizeof err, "--config=", NULL) == TV_CONFIG_ERROR, 1);
     tv_config_free(&c);
     assert_int_equal(load(&c, err, sizeof err, "--config", p2, NULL),
                      TV_CONFIG_OK);
@@ -205,9 +204,9 @@ static void flags_take_both_spellings_and_the_last_wins(void **state)
     (void)state;
     tv_config c;
     char err[256];
-    assert_int_equal(load(&c, err, sizeof err, "--max-body-bytes=2k",
-                          "--host", "0.0.0.0", "--port=9", "--port", "10",
-                          "--api-key", "-starts-with-dash", NULL),
+    assert_int_equal(load(&c, err, sizeof err, "--max-body-bytes=2k", "--host",
+                          "0.0.0.0", "--port=9", "--port", "10", "--api-key",
+                          "-starts-with-dash", NULL),
                      TV_CONFIG_OK);
     assert_int_equal(c.max_body_bytes, 2048);
     assert_string_equal(c.host, "0.0.0.0");
@@ -221,8 +220,8 @@ static void table_may_be_the_one_argument(void **state)
     (void)state;
     tv_config c;
     char err[256];
-    assert_int_equal(load(&c, err, sizeof err, "t.safetensors", "--port",
-                          "1", NULL),
+    assert_int_equal(load(&c, err, sizeof err, "t.safetensors", "--port", "1",
+                          NULL),
                      TV_CONFIG_OK);
     assert_string_equal(c.table, "t.safetensors");
     tv_config_free(&c);
@@ -231,8 +230,7 @@ static void table_may_be_the_one_argument(void **state)
     EXPECT_ERROR(MSGS("'-x'"), "-x");
 }
 
-static void unknown_tokvec_env_vars_are_ignored_with_a_warning(
-    void **state)
+static void unknown_tokvec_env_vars_are_ignored_with_a_warning(void **state)
 {
     (void)state;
     tv_config c;
@@ -250,8 +248,8 @@ static void unknown_tokvec_env_vars_are_ignored_with_a_warning(
     assert_int_equal(c.max_body_bytes, 16 << 20);
     assert_int_equal(c.port, 1234);
     assert_string_equal(c.table, "data/gpt2-256.safetensors");
-    assert_non_null(strstr(c.warnings,
-                           "TOKVEC_URL is not a setting; ignored\n"));
+    assert_non_null(
+        strstr(c.warnings, "TOKVEC_URL is not a setting; ignored\n"));
     assert_non_null(strstr(c.warnings,
                            "TOKVEC_MAX_BODY is not a setting (did you mean "
                            "TOKVEC_MAX_BODY_BYTES?); ignored\n"));
@@ -275,8 +273,7 @@ static void unknown_flags_and_keys_name_the_closest_setting(void **state)
                              "--port?)");
     EXPECT_ERROR(MSGS("'--max-token' (did you mean --max-tokens?)"),
                  "--max-token=5");
-    EXPECT_ERROR(MSGS("'--confg' (did you mean --config?)"), "--confg",
-                 "x");
+    EXPECT_ERROR(MSGS("'--confg' (did you mean --config?)"), "--confg", "x");
     EXPECT_ERROR(MSGS("unknown option '--zzz' (see --help)"), "--zzz", "1");
     char *typo = temp_file("{\"max_bach\": 5}");
     char *cfg = temp_file("{\"confg\": 5}");
@@ -441,7 +438,7 @@ static void sizes_take_binary_and_decimal_units(void **state)
     assert_int_equal(size_of(" 5"), -1);
     assert_int_equal(size_of("5 "), -1);
     assert_int_equal(size_of(""), -1);
-    assert_int_equal(size_of("0"), -1);   /* below 1 */
+    assert_int_equal(size_of("0"), -1); /* below 1 */
     assert_int_equal(size_of("-5"), -1);
     assert_int_equal(size_of("99999999999999TiB"), -1);
     EXPECT_ERROR(MSGS("--max-body-bytes", "'12Q'", "not a size"),
@@ -490,10 +487,9 @@ static void bounds_are_checked(void **state)
     EXPECT_ERROR(MSGS("--threads", "1025"), "--threads", "1025");
     EXPECT_ERROR(MSGS("--threads", "-1"), "--threads", "-1");
     EXPECT_ERROR(MSGS("--max-queue", "below"), "--max-queue", "0");
-    EXPECT_ERROR(MSGS("--max-connections", "below"), "--max-connections",
-                 "0");
-    assert_int_equal(load(&c, err, sizeof err, "--port", "65535",
-                          "--threads", "1024", NULL),
+    EXPECT_ERROR(MSGS("--max-connections", "below"), "--max-connections", "0");
+    assert_int_equal(load(&c, err, sizeof err, "--port", "65535", "--threads",
+                          "1024", NULL),
                      TV_CONFIG_OK);
     assert_int_equal(c.port, 65535);
     assert_int_equal(c.threads, 1024);
@@ -525,8 +521,8 @@ static void api_key_file_errors(void **state)
     EXPECT_ERROR(MSGS("--api-key-file", "cannot read", "/nonexistent/key"),
                  "--api-key-file", "/nonexistent/key");
     EXPECT_ERROR(MSGS("--api-key-file", "no key"), "--api-key-file", empty);
-    EXPECT_ERROR(MSGS("--api-key", "--api-key-file", "both"), "--api-key",
-                 "k", "--api-key-file", key);
+    EXPECT_ERROR(MSGS("--api-key", "--api-key-file", "both"), "--api-key", "k",
+                 "--api-key-file", key);
     setenv("TOKVEC_API_KEY", "k", 1);
     EXPECT_ERROR(MSGS("TOKVEC_API_KEY", "--api-key-file", "both"),
                  "--api-key-file", key);
@@ -619,8 +615,7 @@ static void help_prints_every_setting_to_stdout(void **state)
     assert_non_null(strstr(text, "ignored"));
     assert_non_null(strstr(text, "16MiB"));
     /* --table names every table format */
-    const char *formats[] = {".safetensors,", ".index.json", ".npy",
-                             ".gguf"};
+    const char *formats[] = {".safetensors,", ".index.json", ".npy", ".gguf"};
     const char *table = strstr(text, "--table ");
     assert_non_null(table);
     const char *eol = strstr(table + 1, "\n  --"); /* the next setting */
@@ -638,17 +633,15 @@ int main(void)
         cmocka_unit_test_setup(defaults_follow_the_contract, reset),
         cmocka_unit_test_setup(
             sample_config_file_loads_and_equals_the_defaults, reset),
-        cmocka_unit_test_setup(flag_beats_env_beats_file_beats_default,
-                               reset),
-        cmocka_unit_test_setup(config_file_from_env_and_flag_beats_it,
-                               reset),
+        cmocka_unit_test_setup(flag_beats_env_beats_file_beats_default, reset),
+        cmocka_unit_test_setup(config_file_from_env_and_flag_beats_it, reset),
         cmocka_unit_test_setup(flags_take_both_spellings_and_the_last_wins,
                                reset),
         cmocka_unit_test_setup(table_may_be_the_one_argument, reset),
         cmocka_unit_test_setup(
             unknown_tokvec_env_vars_are_ignored_with_a_warning, reset),
-        cmocka_unit_test_setup(
-            unknown_flags_and_keys_name_the_closest_setting, reset),
+        cmocka_unit_test_setup(unknown_flags_and_keys_name_the_closest_setting,
+                               reset),
         cmocka_unit_test_setup(env_var_sets_every_kind, reset),
         cmocka_unit_test_setup(errors_name_flag_and_value, reset),
         cmocka_unit_test_setup(errors_name_env_var_and_value, reset),

@@ -88,8 +88,8 @@ static void no_positions_flag_returns_token_rows(void **s)
     tokvec_table *t = open_as(TOKVEC_F32, 1);
     int64_t ids[2] = {3, 299};
     float out[2 * D];
-    assert_int_equal(tokvec_embed(t, ids, 1, 2, 0, TOKVEC_EMBED_NO_POSITIONS,
-                                  out), 0);
+    assert_int_equal(
+        tokvec_embed(t, ids, 1, 2, 0, TOKVEC_EMBED_NO_POSITIONS, out), 0);
     assert_memory_equal(out, tok + 3 * D, D * 4);
     assert_memory_equal(out + D, tok + 299 * D, D * 4);
     tokvec_table_close(t);
@@ -201,7 +201,8 @@ static void positions_past_the_context_are_rejected(void **s)
                      TOKVEC_E_POSITION_RANGE);
     /* Without positions the start does not matter. */
     assert_int_equal(tokvec_embed_check(t, ids, 1, 4, 61,
-                                        TOKVEC_EMBED_NO_POSITIONS, &f), 0);
+                                        TOKVEC_EMBED_NO_POSITIONS, &f),
+                     0);
     tokvec_table_close(t);
 }
 
@@ -216,7 +217,8 @@ static void skipped_sinusoidal_positions_are_no_positions(void **s)
     static const char *const keys[] = {"positional", "context_length"};
     static const char *const vals[] = {"sinusoidal", "8"};
     tokvec_write_tensor w = {"tok_emb.weight", TOKVEC_F32, V, D, tok};
-    tokvec_write_opts wo = {.metadata_keys = keys, .metadata_values = vals,
+    tokvec_write_opts wo = {.metadata_keys = keys,
+                            .metadata_values = vals,
                             .n_metadata = 2};
     assert_int_equal(tokvec_safetensors_write(p, &w, 1, &wo), 0);
     tokvec_table_opts o = {.flags = TOKVEC_TABLE_SKIP_SINUSOIDAL};
@@ -238,8 +240,8 @@ static void skipped_sinusoidal_positions_are_no_positions(void **s)
         assert_int_equal(tokvec_embed(t, ids, 1, 2, 0, fl, out),
                          TOKVEC_E_NO_POSITIONS);
     assert_true(out[0] == 12345.0f); /* nothing written */
-    assert_int_equal(tokvec_embed(t, ids, 1, 2, 0, TOKVEC_EMBED_NO_POSITIONS,
-                                  out), 0);
+    assert_int_equal(
+        tokvec_embed(t, ids, 1, 2, 0, TOKVEC_EMBED_NO_POSITIONS, out), 0);
     assert_memory_equal(out, tok + 4 * D, D * 4);
     assert_memory_equal(out + D, tok + 5 * D, D * 4);
     tokvec_table_close(t);
@@ -260,9 +262,9 @@ static void expect_position_fault(const tokvec_table *t, int64_t S,
                      TOKVEC_E_POSITION_RANGE);
     if (f.batch != -1 || f.position != s_want || f.id != id_want)
         fail_msg("start %" PRId64 " S %" PRId64 ": fault {batch %" PRId64
-                 ", position %" PRId64 ", id %" PRId64 "}, want {-1, %"
-                 PRId64 ", %" PRId64 "}", start, S, f.batch, f.position,
-                 f.id, s_want, id_want);
+                 ", position %" PRId64 ", id %" PRId64 "}, want {-1, %" PRId64
+                 ", %" PRId64 "}",
+                 start, S, f.batch, f.position, f.id, s_want, id_want);
 }
 
 static void position_fault_names_the_first_position_outside_the_context(
@@ -270,7 +272,7 @@ static void position_fault_names_the_first_position_outside_the_context(
 {
     (void)s;
     tokvec_table *t = open_as(TOKVEC_F32, 1); /* context_length 64 */
-    expect_position_fault(t, 4, 61, 3, 64);  /* s = 3 is position 64 */
+    expect_position_fault(t, 4, 61, 3, 64);   /* s = 3 is position 64 */
     expect_position_fault(t, 1, 64, 0, 64);
     expect_position_fault(t, 8, 63, 1, 64);
     expect_position_fault(t, 2, 100, 0, 100); /* wholly past the end */
@@ -315,10 +317,10 @@ static void bad_shapes_and_flags_are_invalid(void **s)
                      TOKVEC_E_INVAL);
     assert_int_equal(tokvec_embed_check(t, ids, 1, 0, 0, 0, NULL),
                      TOKVEC_E_INVAL);
-    assert_int_equal(tokvec_embed_check(t, ids, 1, 1, 0,
-                                        TOKVEC_EMBED_OUT_F16 |
-                                            TOKVEC_EMBED_OUT_BF16, NULL),
-                     TOKVEC_E_INVAL);
+    assert_int_equal(
+        tokvec_embed_check(t, ids, 1, 1, 0,
+                           TOKVEC_EMBED_OUT_F16 | TOKVEC_EMBED_OUT_BF16, NULL),
+        TOKVEC_E_INVAL);
     assert_int_equal(tokvec_embed_size(t, INT64_MAX, 2, 0), 0);
     tokvec_table_close(t);
 }

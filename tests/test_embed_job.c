@@ -112,12 +112,10 @@ static void sizes_that_do_not_fit_are_refused(void **state)
     assert_int_equal(
         embed_plan_reply(t, &q, (tv_format){TV_OUT_RAW, TOKVEC_F32}, &p), -1);
     assert_int_equal(
-        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
-        -1);
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p), -1);
     q = request((int64_t)(SIZE_MAX / 8 / FX_DIM), 1); /* rows fit, JSON not */
     assert_int_equal(
-        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
-        -1);
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p), -1);
     tokvec_table_close(t);
 }
 
@@ -135,8 +133,7 @@ static void torch_plan_is_rows_in_the_dtype_one_archive_and_the_bound(
         tv_torchsave_layout l;
         size_t el = dts[i] == TOKVEC_F32 ? 4 : 2;
         assert_int_equal(
-            embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, dts[i]}, &p),
-            0);
+            embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, dts[i]}, &p), 0);
         assert_int_equal(tv_torchsave_plan(3, FX_DIM, dts[i], &l), 0);
         assert_int_equal(p.flags, flags[i]);
         assert_int_equal(p.rows, 2 * 3 * FX_DIM * el);
@@ -150,8 +147,7 @@ static void torch_plan_is_rows_in_the_dtype_one_archive_and_the_bound(
     q = request(1, ((int64_t)1 << 32) / FX_DIM / 4);
     q.torch = 1;
     assert_int_equal(
-        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p),
-        -1);
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p), -1);
     tokvec_table_close(t);
 }
 
@@ -233,8 +229,7 @@ static int fail_each_allocation(fixture *f, const http_req *q)
     return answered_500;
 }
 
-static void each_failed_allocation_on_the_request_path_is_a_500(
-    void **state)
+static void each_failed_allocation_on_the_request_path_is_a_500(void **state)
 {
     fixture *f = *state;
     assert_int_equal(fx_up(f, NULL), 0);
@@ -243,12 +238,14 @@ static void each_failed_allocation_on_the_request_path_is_a_500(
          NULL, 0},
         {"POST", "/embed", "application/json",
          "{\"inputs\":[[1,2],[3]],\"pad_id\":0,\"encoding_format\":\"base64\""
-         "}", NULL, 0},
+         "}",
+         NULL, 0},
         {"POST", "/embed?dtype=bfloat16", "application/json",
          "{\"inputs\":[5,6,7]}", "Accept: application/x-npy\r\n", 0},
         {"POST", "/embed", "application/json",
          "{\"inputs\":[[5,6],[7,8]],\"encoding_format\":\"torch\","
-         "\"dtype\":\"float16\"}", NULL, 0},
+         "\"dtype\":\"float16\"}",
+         NULL, 0},
         {"POST", "/embed", "application/octet-stream",
          "\001\000\000\000\002\000\000\000", "X-Tokvec-Shape: 1,2\r\n", 8},
         {"GET", "/tokens/3", NULL, NULL, NULL, 0},
@@ -268,8 +265,8 @@ static void a_failed_allocation_in_a_worker_job_is_a_500(void **state)
     static char body[8192];
     int n = snprintf(body, sizeof body, "{\"inputs\":[");
     for (int b = 0; b < 128; b++)
-        n += snprintf(body + n, sizeof body - (size_t)n,
-                      "%s[0,1,2,3,4,5,6,7]", b ? "," : "");
+        n += snprintf(body + n, sizeof body - (size_t)n, "%s[0,1,2,3,4,5,6,7]",
+                      b ? "," : "");
     snprintf(body + n, sizeof body - (size_t)n, "]}");
     http_req q = {"POST", "/embed", "application/json", body, NULL, 0};
     assert_true(fail_each_allocation(f, &q) >= 1);

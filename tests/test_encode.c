@@ -37,10 +37,10 @@ static void assert_guard_intact(const char *b, size_t n)
 static void base64_matches_rfc4648_test_vectors(void **state)
 {
     (void)state;
-    static const char *in[] = {"", "f", "fo", "foo", "foob", "fooba",
-                               "foobar"};
-    static const char *out[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==",
-                                "Zm9vYmE=", "Zm9vYmFy"};
+    static const char *in[] = {"",     "f",     "fo",    "foo",
+                               "foob", "fooba", "foobar"};
+    static const char *out[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
         char buf[16];
         size_t n = tv_base64(buf, in[i], strlen(in[i]));
@@ -80,8 +80,8 @@ static void base64_embed_json_fits_its_bound_for_every_small_shape(void **s)
         for (int64_t S = 1; S <= 7; S++)
             for (int64_t D = 1; D <= 33; D++) {
                 json_t *j = encode_within_bound(x, B, S, D, 1);
-                const char *b64 =
-                    json_string_value(json_object_get(j, "embeddings"));
+                const char *b64 = json_string_value(
+                    json_object_get(j, "embeddings"));
                 assert_non_null(b64);
                 assert_int_equal(strlen(b64),
                                  ((size_t)(B * S * D) * 4 + 2) / 3 * 4);
@@ -231,8 +231,8 @@ static void negotiate_follows_rfc9110_q_then_specificity(void **s)
         tv_format f;
         tv_error e = {0};
         int rc = tv_negotiate(cases[i].accept, cases[i].dtype, &f, &e);
-        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind,
-                          cases[i].dt, cases[i].status);
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind, cases[i].dt,
+                          cases[i].status);
     }
 }
 
@@ -240,13 +240,23 @@ static void json_only_routes_accept_json_by_name_or_wildcard(void **s)
 {
     (void)s;
     static const char *const yes[] = {
-        NULL, "", " , ", "application/json", "*/*", "application/*",
-        "text/html, application/json;q=0.1", "application/x-npy, */*;q=0.5",
-        "APPLICATION/JSON", "application/json;charset=utf-8",
+        NULL,
+        "",
+        " , ",
+        "application/json",
+        "*/*",
+        "application/*",
+        "text/html, application/json;q=0.1",
+        "application/x-npy, */*;q=0.5",
+        "APPLICATION/JSON",
+        "application/json;charset=utf-8",
     };
     static const char *const no[] = {
-        "text/html", "application/json;q=0", "application/octet-stream",
-        "application/x-npy, text/plain", "*/*;q=0",
+        "text/html",
+        "application/json;q=0",
+        "application/octet-stream",
+        "application/x-npy, text/plain",
+        "*/*;q=0",
         "application/json;q=0, */*", /* the named range decides */
     };
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
@@ -276,8 +286,8 @@ static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
         {NULL, "", "bfloat16", 1, 0, TV_OUT_JSON, TOKVEC_BF16, 0},
         {"application/octet-stream", NULL, "float16", 0, 0, TV_OUT_RAW,
          TOKVEC_F16, 0},
-        {"application/x-npy", NULL, "bfloat16", 1, 0, TV_OUT_NPY,
-         TOKVEC_BF16, 0},
+        {"application/x-npy", NULL, "bfloat16", 1, 0, TV_OUT_NPY, TOKVEC_BF16,
+         0},
         /* JSON numbers are float32 unless the tensors are torch's */
         {NULL, NULL, "float16", 0, -1, 0, 0, 400},
         {NULL, "float16", NULL, 0, -1, 0, 0, 400},
@@ -291,8 +301,8 @@ static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
         tv_error e = {0};
         int rc = tv_negotiate_embed(cases[i].accept, cases[i].query,
                                     cases[i].body, cases[i].torch, &f, &e);
-        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind,
-                          cases[i].dt, cases[i].status);
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind, cases[i].dt,
+                          cases[i].status);
     }
 }
 
@@ -321,7 +331,8 @@ static void error_body_is_json_whatever_the_message_holds(void **s)
     tv_error e;
     char msg[600];
     for (int i = 0; i < 599; i++)
-        msg[i] = (char)(1 + (i * 37) % 255); /* controls, quotes, bytes >0x7f */
+        msg[i] = (char)(1 +
+                        (i * 37) % 255); /* controls, quotes, bytes >0x7f */
     msg[599] = '\0';
     tv_error_set(&e, 400, "invalid_json", "%s", msg);
     char body[TV_ERROR_BODY_MAX];

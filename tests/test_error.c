@@ -46,8 +46,7 @@ static void the_codes_end_at_the_last_one_declared(void **state)
     (void)state;
     assert_string_equal(tokvec_strerror(TOKVEC_E_TOKENIZER - 1),
                         "unknown error");
-    assert_string_equal(tokvec_strerror(TOKVEC_E_FORMAT + 1),
-                        "unknown error");
+    assert_string_equal(tokvec_strerror(TOKVEC_E_FORMAT + 1), "unknown error");
 }
 
 static void errno_codes_read_as_the_system_message(void **state)

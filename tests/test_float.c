@@ -48,13 +48,13 @@ static void f16_widening_is_exact_for_all_patterns(void **s)
 {
     (void)s;
     for (uint32_t h = 0; h < 65536; h++) {
-        float got = tokvec_f16_to_f32((uint16_t)h), want = ref_f16((uint16_t)h);
+        float got = tokvec_f16_to_f32((uint16_t)h),
+              want = ref_f16((uint16_t)h);
         if (isnan(want)) {
             assert_true(isnan(got));
             assert_int_equal(b_of(got) >> 31, h >> 15);
         } else if (b_of(got) != b_of(want)) {
-            fail_msg("f16 %04x: got %08x want %08x", h, b_of(got),
-                     b_of(want));
+            fail_msg("f16 %04x: got %08x want %08x", h, b_of(got), b_of(want));
         }
     }
 }
@@ -161,8 +161,8 @@ static void bulk_conversions_equal_the_scalar_ones_bit_for_bit(void **s)
             for (size_t i = 0; i < n; i++) {
                 uint16_t want = d ? tokvec_f32_to_bf16(src[i])
                                   : tokvec_f32_to_f16(src[i]);
-                uint16_t got =
-                    (uint16_t)(h[off + 2 * i] | (h[off + 2 * i + 1] << 8));
+                uint16_t got = (uint16_t)(h[off + 2 * i] |
+                                          (h[off + 2 * i + 1] << 8));
                 if (got != want)
                     fail_msg("%s of %08x at %zu: got %04x want %04x",
                              tokvec_dtype_name(dt), b_of(src[i]), i, got,
@@ -249,8 +249,8 @@ static void verifier_rejects_long_far_and_misspelled_texts(void **s)
     (void)s;
     float v = f_of(0x3eacbbc9); /* numpy: 0.3373702 */
     assert_null(tu_verify_text(v, "0.3373702"));
-    assert_non_null(tu_verify_text(v, "0.33737019"));  /* exact, not shortest */
-    assert_non_null(tu_verify_text(v, "0.3373703"));   /* another float */
+    assert_non_null(tu_verify_text(v, "0.33737019")); /* exact, not shortest */
+    assert_non_null(tu_verify_text(v, "0.3373703"));  /* another float */
     assert_non_null(tu_verify_text(v, "3.373702e-01")); /* wrong spelling */
     /* 2097152.25: both 2097152.2 and 2097152.3 read back; the tie goes to
      * the even digit, as numpy's Dragon4 does. */
@@ -268,22 +268,38 @@ static void format_spells_edge_cases_as_numpy(void **s)
         uint32_t bits;
         const char *text;
     } cases[] = {
-        {0x00000000, "0.0"},             {0x80000000, "-0.0"},
-        {0x00000001, "1e-45"},           {0x80000001, "-1e-45"},
-        {0x00000002, "3e-45"},           {0x00000007, "1e-44"},
-        {0x007fffff, "1.1754942e-38"},   {0x00800000, "1.1754944e-38"},
-        {0x7f7fffff, "3.4028235e+38"},   {0xff7fffff, "-3.4028235e+38"},
-        {0x7f800000, "inf"},             {0xff800000, "-inf"},
-        {0x7fc00000, "nan"},             {0xffc00001, "nan"},
-        {0x38d1b717, "1e-04"},           {0x38d1b718, "0.000100000005"},
-        {0x38d1b716, "9.999999e-05"},    {0x3727c5ac, "1e-05"},
-        {0x5a0e1bc9, "9999999000000000.0"}, {0x5a0e1bca, "1e+16"},
-        {0x3f800000, "1.0"},             {0x42c80000, "100.0"},
-        {0x4ceb79a3, "123456790.0"},     {0x501502f9, "10000000000.0"},
-        {0x4b800000, "16777216.0"},      {0x4b800001, "16777218.0"},
-        {0x4a000001, "2097152.2"},       {0x4a000003, "2097152.8"},
-        {0x4a800001, "4194304.5"},       {0x3dcccccd, "0.1"},
-        {0x3eacbbc9, "0.3373702"},       {0x4d000050, "134219000.0"},
+        {0x00000000, "0.0"},
+        {0x80000000, "-0.0"},
+        {0x00000001, "1e-45"},
+        {0x80000001, "-1e-45"},
+        {0x00000002, "3e-45"},
+        {0x00000007, "1e-44"},
+        {0x007fffff, "1.1754942e-38"},
+        {0x00800000, "1.1754944e-38"},
+        {0x7f7fffff, "3.4028235e+38"},
+        {0xff7fffff, "-3.4028235e+38"},
+        {0x7f800000, "inf"},
+        {0xff800000, "-inf"},
+        {0x7fc00000, "nan"},
+        {0xffc00001, "nan"},
+        {0x38d1b717, "1e-04"},
+        {0x38d1b718, "0.000100000005"},
+        {0x38d1b716, "9.999999e-05"},
+        {0x3727c5ac, "1e-05"},
+        {0x5a0e1bc9, "9999999000000000.0"},
+        {0x5a0e1bca, "1e+16"},
+        {0x3f800000, "1.0"},
+        {0x42c80000, "100.0"},
+        {0x4ceb79a3, "123456790.0"},
+        {0x501502f9, "10000000000.0"},
+        {0x4b800000, "16777216.0"},
+        {0x4b800001, "16777218.0"},
+        {0x4a000001, "2097152.2"},
+        {0x4a000003, "2097152.8"},
+        {0x4a800001, "4194304.5"},
+        {0x3dcccccd, "0.1"},
+        {0x3eacbbc9, "0.3373702"},
+        {0x4d000050, "134219000.0"},
     };
     char got[TOKVEC_F32_MAXLEN + 1];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -331,7 +347,8 @@ int main(void)
         cmocka_unit_test(format_spells_the_textbook_row),
         cmocka_unit_test(format_spells_edge_cases_as_numpy),
         cmocka_unit_test(verifier_rejects_long_far_and_misspelled_texts),
-        cmocka_unit_test(format_round_trips_and_is_shortest_on_random_patterns),
+        cmocka_unit_test(
+            format_round_trips_and_is_shortest_on_random_patterns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,8 +18,7 @@
 #define RESP 65536
 
 /* Sends raw (a string), expects status and Connection: close. */
-static void refused(fixture *f, const char *raw, int status,
-                    const char *says)
+static void refused(fixture *f, const char *raw, int status, const char *says)
 {
     char r[RESP];
     assert_int_equal(fx_raw(f, raw, strlen(raw), r, RESP), status);
@@ -89,8 +88,7 @@ static void body_length_must_be_said_one_way_once(void **state)
             "POST /embed HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
             "Transfer-Encoding: chunked\r\n\r\n",
             400, "both Content-Length and Transfer-Encoding");
-    refused(f,
-            "POST /embed HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+    refused(f, "POST /embed HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
             400, "Transfer-Encoding in an HTTP/1.0 request");
     refused(f,
             "POST /embed HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n"
@@ -101,8 +99,7 @@ static void body_length_must_be_said_one_way_once(void **state)
 static void whitespace_before_a_colon_is_400(void **state)
 {
     fixture *f = *state;
-    refused(f, "GET /health HTTP/1.1\r\nHost : t\r\n\r\n", 400,
-            "bad framing");
+    refused(f, "GET /health HTTP/1.1\r\nHost : t\r\n\r\n", 400, "bad framing");
 }
 
 static void a_chunked_body_is_read(void **state)

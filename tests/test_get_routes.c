@@ -44,9 +44,12 @@ static void a_token_out_of_range_is_422(void **state)
 static void a_token_id_that_is_no_decimal_is_400(void **state)
 {
     fixture *f = *state;
-    static const char *const bad[] = {"/tokens/", "/tokens/+1",
-                                      "/tokens/0x1", "/tokens/1a",
-                                      "/tokens/1%00", "/tokens/-",
+    static const char *const bad[] = {"/tokens/",
+                                      "/tokens/+1",
+                                      "/tokens/0x1",
+                                      "/tokens/1a",
+                                      "/tokens/1%00",
+                                      "/tokens/-",
                                       "/tokens/1234567890123456789"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         fx_get_says(f, bad[i], 400, "token id must be a decimal");

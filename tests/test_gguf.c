@@ -20,6 +20,8 @@
 static char path[300];
 
 /* The ways to break the good file: each names the rule it breaks. */
+/* A list of names, packed (clang-format would put one a line). */
+/* clang-format off */
 enum mut {
     GOOD, BAD_MAGIC, V1, V4, M_BE, V2, TOO_MANY_TENSORS, TOO_MANY_KV,
     KEY_PAST_END, EMPTY_KEY, UNKNOWN_VALUE_TYPE, BOOL_2, DEEP_ARRAYS,
@@ -28,6 +30,7 @@ enum mut {
     OFFSET_UNALIGNED, DATA_PAST_END, TENSOR_PAST_END, SAME_NAME, OVERLAP,
     TOKEN_1D, NO_TOKEN, TOKEN_I32, DIM_MISMATCH, EMPTY_TABLE, SHORT, NO_DATA,
 };
+/* clang-format on */
 
 typedef struct {
     unsigned char b[8192];
@@ -75,8 +78,11 @@ static const char *gguf_file(enum mut m)
     buf *w = calloc(1, sizeof *w);
     uint32_t align = m == ALIGN_64 ? 64 : 32;
     put(w, m == BAD_MAGIC ? "GGUX" : "GGUF", 4);
-    u32(w, m == V1 ? 1 : m == V4 ? 4 : m == V2 ? 2
-                 : m == M_BE ? 0x03000000u : 3);
+    u32(w, m == V1     ? 1
+           : m == V4   ? 4
+           : m == V2   ? 2
+           : m == M_BE ? 0x03000000u
+                       : 3);
     u64(w, m == TOO_MANY_TENSORS ? 1000000 : m == SAME_NAME ? 3 : 3);
     u64(w, m == TOO_MANY_KV ? 1000000 : m == ALIGN_TWICE ? 4 : 3);
     /* metadata */
@@ -119,17 +125,22 @@ static const char *gguf_file(enum mut m)
     /* tensor infos */
     uint64_t tok[2] = {32, m == EMPTY_TABLE ? 0 : 3}, pos[2] = {32, 2};
     uint64_t big[2] = {1ull << 62, 1ull << 62};
-    const char *tname = m == NO_TOKEN ? "tok.weight"
+    const char *tname = m == NO_TOKEN     ? "tok.weight"
                         : m == NAME_EMPTY ? ""
-                        : m == NAME_65 ? "token_embd.weight_______________"
-                                         "_________________________________"
-                                       : "token_embd.weight";
+                        : m == NAME_65    ? "token_embd.weight_______________"
+                                            "_________________________________"
+                                          : "token_embd.weight";
     uint32_t tnd = m == DIMS_0 ? 0 : m == DIMS_5 ? 5 : m == TOKEN_1D ? 1 : 2;
     uint64_t ne5[5] = {32, 3, 1, 1, 1}, ne1[1] = {96};
     tensor(w, tname, tnd,
-           m == DIMS_OVERFLOW ? big : m == DIMS_5 ? ne5 : m == TOKEN_1D ? ne1
-                                                                        : tok,
-           m == TYPE_4 ? 4 : m == TYPE_99 ? 99 : m == TOKEN_I32 ? 26 : 0,
+           m == DIMS_OVERFLOW ? big
+           : m == DIMS_5      ? ne5
+           : m == TOKEN_1D    ? ne1
+                              : tok,
+           m == TYPE_4      ? 4
+           : m == TYPE_99   ? 99
+           : m == TOKEN_I32 ? 26
+                            : 0,
            m == OFFSET_UNALIGNED ? 4 : 0);
     if (m == DIM_MISMATCH) { /* one row of 64: the same bytes */
         pos[0] = 64;
@@ -137,11 +148,13 @@ static const char *gguf_file(enum mut m)
     }
     if (m == PARTIAL_BLOCK)
         pos[0] = 48;
-    tensor(w, m == SAME_NAME ? "token_embd.weight" : "position_embd.weight",
-           2, pos, 8, 384);
+    tensor(w, m == SAME_NAME ? "token_embd.weight" : "position_embd.weight", 2,
+           pos, 8, 384);
     uint64_t four[1] = {4};
     tensor(w, "output.bias", 1, four, 0,
-           m == OVERLAP ? 352 : m == TENSOR_PAST_END ? 512 : 480);
+           m == OVERLAP           ? 352
+           : m == TENSOR_PAST_END ? 512
+                                  : 480);
     size_t pad = (align - w->n % align) % align;
     if (m != NO_DATA) {
         memset(w->b + w->n, 0, pad);
@@ -152,7 +165,7 @@ static const char *gguf_file(enum mut m)
         put(w, t, sizeof t); /* tok: 384 bytes */
         if (m == DATA_PAST_END)
             goto done; /* the file ends after the token table */
-        for (int blk = 0; blk < 2; blk++) { /* pos: two Q8_0 blocks */
+        for (int blk = 0; blk < 2; blk++) {     /* pos: two Q8_0 blocks */
             unsigned char q[34] = {0x00, 0x3c}; /* d = 1 */
             for (int j = 0; j < 32; j++)
                 q[2 + j] = (unsigned char)(j - blk * 5);
@@ -184,8 +197,8 @@ static void expect(enum mut m, int code, const char *says)
     if (rc == 0)
         tokvec_table_close(t);
     if (rc != code)
-        fail_msg("mutation %d: got %d (%s), want %d; message: %s", (int)m,
-                 rc, tokvec_errname(rc), code, err);
+        fail_msg("mutation %d: got %d (%s), want %d; message: %s", (int)m, rc,
+                 tokvec_errname(rc), code, err);
     if (code && (!strstr(err, p) || !strstr(err, says)))
         fail_msg("mutation %d: message '%s' lacks '%s'", (int)m, err, says);
 }

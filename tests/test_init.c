@@ -96,12 +96,11 @@ static int run_case(json_t *c, int scalar)
     sha256_init(&all);
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(c, "tables"), i, t)
-    {
-        int64_t rows = json_integer_value(json_array_get(
-            json_object_get(t, "shape"), 0));
-        int64_t cols = json_integer_value(json_array_get(
-            json_object_get(t, "shape"), 1));
+    json_array_foreach(json_object_get(c, "tables"), i, t) {
+        int64_t rows = json_integer_value(
+            json_array_get(json_object_get(t, "shape"), 0));
+        int64_t cols = json_integer_value(
+            json_array_get(json_object_get(t, "shape"), 1));
         json_t *pad = json_object_get(t, "padding_idx");
         int64_t p = pad ? json_integer_value(pad) : TOKVEC_NO_PADDING;
         size_t n = (size_t)rows * (size_t)cols;
@@ -141,8 +140,7 @@ static void mt19937_first_outputs_for_seed_123_match_torch(void **state)
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(golden, "mt19937_seed123_first8_u32"),
-                       i, v)
-    {
+                       i, v) {
         uint32_t want = (uint32_t)strtoul(json_string_value(v), NULL, 16);
         assert_int_equal(tokvec_rng_u32(rng), want);
     }
@@ -194,8 +192,7 @@ static void default_table_pair_matches_torch_hash(void **state)
     size_t i;
     json_t *c;
     int seen_default = 0;
-    json_array_foreach(json_object_get(golden, "hash_only"), i, c)
-    {
+    json_array_foreach(json_object_get(golden, "hash_only"), i, c) {
         run_case(c, 0);
         if (!strcmp(json_string_value(json_object_get(c, "sha256_all")),
                     dflt)) {
@@ -223,8 +220,8 @@ static void avx2_and_scalar_paths_give_identical_bits(void **state)
     float *x = malloc(MAX * sizeof *x), *y = malloc(MAX * sizeof *y);
     assert_non_null(x);
     assert_non_null(y);
-    static const float ms[][2] = {{0.0f, 1.0f}, {0.1f, 0.3f},
-                                  {-2.5f, 7.0f}, {-0.0f, 1.0f}};
+    static const float ms[][2] = {
+        {0.0f, 1.0f}, {0.1f, 0.3f}, {-2.5f, 7.0f}, {-0.0f, 1.0f}};
     for (size_t n = 16; n <= 200; n++) {
         float mean = ms[n % 4][0], std = ms[n % 4][1];
         tokvec_rng_normal(a, x, n, mean, std);
@@ -249,9 +246,9 @@ static void worked_numbers_of_the_spec_hold(void **state)
     assert_int_equal(tokvec_rng_new(123, &rng), 0);
     assert_int_equal(tokvec_init_embedding(rng, w, 6, 3, TOKVEC_NO_PADDING),
                      0);
-    assert_int_equal(bits(w[0]), 0x3eacbbc9);  /* block lane 0 */
-    assert_int_equal(bits(w[1]), 0xbe360b3b);  /* block lane 1 */
-    assert_int_equal(bits(w[2]), 0xbe2d02e0);  /* tail lane 0 */
+    assert_int_equal(bits(w[0]), 0x3eacbbc9); /* block lane 0 */
+    assert_int_equal(bits(w[1]), 0xbe360b3b); /* block lane 1 */
+    assert_int_equal(bits(w[2]), 0xbe2d02e0); /* tail lane 0 */
     /* The next table starts at output 34 = 0x2cea6802. */
     assert_int_equal(tokvec_rng_u32(rng), 0x2cea6802);
     tokvec_rng_free(rng);
@@ -290,8 +287,8 @@ static void only_the_low_32_bits_of_the_seed_matter(void **state)
     tokvec_rng_normal(a, x, 40, 0, 1);
     tokvec_rng_normal(b, y, 40, 0, 1);
     assert_memory_equal(x, y, sizeof x);
-    tokvec_rng_seed(a, UINT64_MAX);        /* 2^64-1 */
-    tokvec_rng_seed(b, (uint64_t)-1);      /* -1 */
+    tokvec_rng_seed(a, UINT64_MAX);   /* 2^64-1 */
+    tokvec_rng_seed(b, (uint64_t)-1); /* -1 */
     assert_int_equal(tokvec_rng_u32(a), tokvec_rng_u32(b));
     tokvec_rng_free(a);
     tokvec_rng_free(b);
@@ -305,8 +302,7 @@ static void padding_row_is_positive_zero_and_draws_are_unchanged(void **state)
     assert_int_equal(tokvec_rng_new(9, &a), 0);
     assert_int_equal(tokvec_rng_new(9, &b), 0);
     assert_int_equal(tokvec_init_embedding(a, x, 10, 4, -1), 0); /* row 9 */
-    assert_int_equal(tokvec_init_embedding(b, y, 10, 4, TOKVEC_NO_PADDING),
-                     0);
+    assert_int_equal(tokvec_init_embedding(b, y, 10, 4, TOKVEC_NO_PADDING), 0);
     for (int i = 0; i < 36; i++)
         assert_int_equal(bits(x[i]), bits(y[i]));
     for (int i = 36; i < 40; i++)

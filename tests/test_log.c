@@ -149,11 +149,21 @@ static char *text_value(const char *line, const char *key, size_t *n)
             }
             p++;
             switch (*p) {
-            case 'n': v[k++] = '\n'; break;
-            case 't': v[k++] = '\t'; break;
-            case 'r': v[k++] = '\r'; break;
-            case '\\': v[k++] = '\\'; break;
-            case '"': v[k++] = '"'; break;
+            case 'n':
+                v[k++] = '\n';
+                break;
+            case 't':
+                v[k++] = '\t';
+                break;
+            case 'r':
+                v[k++] = '\r';
+                break;
+            case '\\':
+                v[k++] = '\\';
+                break;
+            case '"':
+                v[k++] = '"';
+                break;
             case 'x': {
                 int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
                 if (lo < 0)
@@ -233,8 +243,7 @@ static void timestamps_are_utc_iso8601_with_milliseconds(void **state)
     assert_int_equal(strlen(ts), 24);
     static const char shape[] = "dddd-dd-ddTdd:dd:dd.dddZ";
     for (int i = 0; i < 24; i++)
-        if (shape[i] == 'd' ? (ts[i] < '0' || ts[i] > '9')
-                            : ts[i] != shape[i])
+        if (shape[i] == 'd' ? (ts[i] < '0' || ts[i] > '9') : ts[i] != shape[i])
             fail_msg("bad timestamp %s", ts);
     struct tm tm = {0};
     assert_non_null(strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm));
@@ -333,9 +342,14 @@ static void access_line_has_every_field(void **state)
 static void access_line_names_client_request_id_and_error_type(void **state)
 {
     (void)state;
-    tv_access a = {.method = "POST", .path = "/embed", .status = 415,
-                   .tokens = 0, .bytes = 90, .micros = 7,
-                   .client = "127.0.0.1", .request_id = "job-\"42\"",
+    tv_access a = {.method = "POST",
+                   .path = "/embed",
+                   .status = 415,
+                   .tokens = 0,
+                   .bytes = 90,
+                   .micros = 7,
+                   .client = "127.0.0.1",
+                   .request_id = "job-\"42\"",
                    .error_type = "unsupported_media_type"};
     assert_int_equal(tv_log_setup("json", "info"), 0);
     capture_start();
@@ -391,8 +405,7 @@ static void long_messages_are_cut_and_stay_valid(void **state)
         json_t *j = parse_line(line);
         assert_true(json_is_true(json_object_get(j, "truncated")));
         if (i == 1)
-            assert_int_equal(
-                JINT(j, "status"), 200);
+            assert_int_equal(JINT(j, "status"), 200);
         json_decref(j);
         line += n + 1;
     }
@@ -449,16 +462,15 @@ static void lines_of_threads_never_interleave(void **state)
  * 0x9b (the 8-bit CSI), U+2028, U+0085 (NEL), DEL, invalid UTF-8 and even
  * valid UTF-8 (e-acute) are written as \xHH: a text line is printable
  * ASCII. */
-static const char hostile_path[] =
-    "/\xc2\x9b[2J\x9b" "31m\xe2\x80\xa8\xe2\x80\xa9\xc2\x85\x7f"
-    "caf\xc3\xa9\xff\xc3";
+static const char hostile_path[] = "/\xc2\x9b[2J\x9b"
+                                   "31m\xe2\x80\xa8\xe2\x80\xa9\xc2\x85\x7f"
+                                   "caf\xc3\xa9\xff\xc3";
 
 static void text_format_escapes_c1_controls_and_raw_high_bytes(void **state)
 {
     (void)state;
     capture_start();
-    tv_log_access("GET", hostile_path, sizeof hostile_path - 1, 404, 0, 10,
-                  5);
+    tv_log_access("GET", hostile_path, sizeof hostile_path - 1, 404, 0, 10, 5);
     tv_log(TV_LOG_WARN, "msg %s", hostile_path);
     char *out = capture_end();
     assert_printable_ascii_lines(out, cap.len);
@@ -509,8 +521,8 @@ static void json_format_escapes_u2028_u2029_and_c1(void **state)
     const char *line = out;
     for (int i = 0; i < 2; i++) {
         json_t *j = parse_line(line);
-        const char *got =
-            json_string_value(json_object_get(j, i ? "msg" : "path"));
+        const char *got = json_string_value(
+            json_object_get(j, i ? "msg" : "path"));
         assert_string_equal(got, valid);
         json_decref(j);
         line = strchr(line, '\n') + 1;
@@ -519,7 +531,8 @@ static void json_format_escapes_u2028_u2029_and_c1(void **state)
     json_t *j = parse_line(line);
     assert_string_equal(JSTR(j, "path"),
                         "/\xc2\x9b[2J\\x9b31m\xe2\x80\xa8\xe2\x80\xa9\xc2\x85"
-                        "\x7f" "caf\xc3\xa9\\xff\\xc3");
+                        "\x7f"
+                        "caf\xc3\xa9\\xff\\xc3");
     json_decref(j);
     free(out);
 }
@@ -590,8 +603,7 @@ static void cut_paths_are_marked(void **state)
             j = parse_line(out);
             assert_true(json_is_true(json_object_get(j, "path_truncated")));
             assert_true(json_is_true(json_object_get(j, "truncated")));
-            assert_int_equal(
-                JINT(j, "status"), 200);
+            assert_int_equal(JINT(j, "status"), 200);
             v = strdup(JSTR(j, "path"));
             json_decref(j);
         } else {
@@ -648,8 +660,7 @@ static void every_line_is_printable_ascii_whatever_the_bytes(void **state)
             json_t *j2 = parse_line(strchr(out, '\n') + 1);
             json_t *str = json_stringn(path, n); /* NULL: not UTF-8 */
             if (str) {
-                assert_string_equal(
-                    JSTR(j, "path"), path);
+                assert_string_equal(JSTR(j, "path"), path);
                 json_decref(str);
             }
             json_decref(j);
@@ -682,8 +693,7 @@ int main(void)
         cmocka_unit_test_setup(lines_of_threads_never_interleave, reset),
         cmocka_unit_test_setup(
             text_format_escapes_c1_controls_and_raw_high_bytes, reset),
-        cmocka_unit_test_setup(json_format_escapes_u2028_u2029_and_c1,
-                               reset),
+        cmocka_unit_test_setup(json_format_escapes_u2028_u2029_and_c1, reset),
         cmocka_unit_test_setup(cut_paths_are_marked, reset),
         cmocka_unit_test_setup(
             every_line_is_printable_ascii_whatever_the_bytes, reset),

@@ -128,7 +128,8 @@ static void histogram_buckets_are_cumulative(void **state)
         char series[128];
         snprintf(series, sizeof series,
                  "tokvec_request_duration_seconds_bucket{route=\"/ready\","
-                 "le=\"%s\"}", b[i].le);
+                 "le=\"%s\"}",
+                 b[i].le);
         double v = value_of(t, series);
         if (v != b[i].want)
             fail_msg("%s = %g, want %g", series, v, b[i].want);

@@ -147,13 +147,14 @@ static void vector_query_answers_like_the_index(void **s)
 {
     (void)s;
     json_t *j = answer("{\"vector\": [1, -2, 0.5, 0, 0, 3e-3, 7, 1], "
-                       "\"k\": 3}", NULL);
+                       "\"k\": 3}",
+                       NULL);
     float q[D] = {1, -2, 0.5f, 0, 0, 3e-3f, 7, 1};
     tokvec_neighbor want[3];
     assert_int_equal(tokvec_similar_vector(idx, q, 3, want), 0);
     for (size_t i = 0; i < 3; i++)
-        assert_int_equal(json_integer_value(json_object_get(
-                             json_array_get(j, i), "id")),
+        assert_int_equal(json_integer_value(
+                             json_object_get(json_array_get(j, i), "id")),
                          want[i].id);
     json_decref(j);
 }
@@ -196,17 +197,17 @@ static void pages_are_the_compiled_files_with_a_strict_csp(void **s)
         struct MHD_Response *r = tv_pages_response(paths[i], 0, &n);
         assert_non_null(r);
         assert_true(n > 100);
-        const char *csp =
-            MHD_get_response_header(r, "Content-Security-Policy");
+        const char *csp = MHD_get_response_header(r,
+                                                  "Content-Security-Policy");
         assert_non_null(csp);
         assert_null(strstr(csp, "unsafe"));
         assert_non_null(strstr(csp, "script-src 'self'"));
         assert_string_equal(
             MHD_get_response_header(r, "X-Content-Type-Options"), "nosniff");
         const char *ct = MHD_get_response_header(r, "Content-Type");
-        assert_non_null(strstr(ct, i < 2          ? "text/html"
-                                   : i == 3        ? "text/css"
-                                                   : "text/javascript"));
+        assert_non_null(strstr(ct, i < 2    ? "text/html"
+                                   : i == 3 ? "text/css"
+                                            : "text/javascript"));
         MHD_destroy_response(r);
     }
     size_t n;
@@ -226,14 +227,13 @@ static void auth_json_says_whether_the_server_wants_a_key(void **s)
     const char *want[] = {"{\"api_key\":false}", "{\"api_key\":true}"};
     for (int keyed = 0; keyed < 2; keyed++) {
         size_t n = 0;
-        struct MHD_Response *r =
-            tv_pages_response("/static/auth.json", keyed, &n);
+        struct MHD_Response *r = tv_pages_response("/static/auth.json", keyed,
+                                                   &n);
         assert_non_null(r);
         assert_int_equal(n, strlen(want[keyed]));
         assert_string_equal(MHD_get_response_header(r, "Content-Type"),
                             "application/json");
-        assert_non_null(
-            MHD_get_response_header(r, "Content-Security-Policy"));
+        assert_non_null(MHD_get_response_header(r, "Content-Security-Policy"));
         MHD_destroy_response(r);
     }
     size_t n;

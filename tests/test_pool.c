@@ -34,14 +34,14 @@
 #include "server.h"
 
 #define MAXJ 64
-#define WAIT_MS 5000     /* bound on waiting for something that must happen */
-#define NEGATIVE_MS 100  /* window for something that must not happen */
+#define WAIT_MS 5000    /* bound on waiting for something that must happen */
+#define NEGATIVE_MS 100 /* window for something that must not happen */
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define BIG_QUEUE 1000
 #define NO_GATE ((size_t)1 << 40)
 
-/* --- fixture: jobs that record and can be held ---------------------------- */
+/* --- fixture: jobs that record and can be held --------------------------- */
 
 struct fixture;
 
@@ -181,8 +181,7 @@ static int teardown(void **state)
 static void start(fixture *f, int threads, size_t max_queue,
                   size_t max_inflight)
 {
-    assert_int_equal(tv_pool_start(&f->pool, threads, max_queue,
-                                   max_inflight),
+    assert_int_equal(tv_pool_start(&f->pool, threads, max_queue, max_inflight),
                      0);
     assert_non_null(f->pool);
 }
@@ -227,15 +226,30 @@ static void let_all_go(fixture *f)
 
 /* What a test waits for, read under f->mu. */
 typedef int (*pred_fn)(const fixture *f, int arg);
-static int started_is(const fixture *f, int n) { return f->started >= n; }
-static int running_is(const fixture *f, int n) { return f->running >= n; }
-static int finished_is(const fixture *f, int n) { return f->finished >= n; }
-static int job_worked(const fixture *f, int id) { return f->jobs[id].worked; }
+static int started_is(const fixture *f, int n)
+{
+    return f->started >= n;
+}
+static int running_is(const fixture *f, int n)
+{
+    return f->running >= n;
+}
+static int finished_is(const fixture *f, int n)
+{
+    return f->finished >= n;
+}
+static int job_worked(const fixture *f, int id)
+{
+    return f->jobs[id].worked;
+}
 static int job_in_done(const fixture *f, int id)
 {
     return f->jobs[id].in_done;
 }
-static int job_done(const fixture *f, int id) { return f->jobs[id].done; }
+static int job_done(const fixture *f, int id)
+{
+    return f->jobs[id].done;
+}
 
 /* Waits up to ms for pred; returns whether it holds. */
 static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
@@ -258,32 +272,32 @@ static int wait_for(fixture *f, pred_fn pred, int arg, long ms)
     return ok;
 }
 
-#define must(f, pred, arg)                                                 \
-    do {                                                                   \
-        if (!wait_for(f, pred, arg, WAIT_MS))                              \
-            fail_msg("%s(%d) not reached in %d ms", #pred, (int)(arg),     \
-                     WAIT_MS);                                             \
+#define must(f, pred, arg)                                             \
+    do {                                                               \
+        if (!wait_for(f, pred, arg, WAIT_MS))                          \
+            fail_msg("%s(%d) not reached in %d ms", #pred, (int)(arg), \
+                     WAIT_MS);                                         \
     } while (0)
 
 /* Something that must not happen within NEGATIVE_MS. */
-#define must_not(f, pred, arg)                                             \
-    do {                                                                   \
-        if (wait_for(f, pred, arg, NEGATIVE_MS))                           \
-            fail_msg("%s(%d) happened but must not", #pred, (int)(arg));   \
+#define must_not(f, pred, arg)                                           \
+    do {                                                                 \
+        if (wait_for(f, pred, arg, NEGATIVE_MS))                         \
+            fail_msg("%s(%d) happened but must not", #pred, (int)(arg)); \
     } while (0)
 
 /* Submits job id and expects it to run to its end at once. */
-#define submit_runs(f, id, bytes)                                          \
-    do {                                                                   \
-        submit(f, id, bytes);                                              \
-        must(f, job_done, id);                                             \
+#define submit_runs(f, id, bytes) \
+    do {                          \
+        submit(f, id, bytes);     \
+        must(f, job_done, id);    \
     } while (0)
 
 /* Submits job id and expects it not to start (it waits for bytes). */
-#define submit_waits(f, id, bytes)                                         \
-    do {                                                                   \
-        submit(f, id, bytes);                                              \
-        must_not(f, job_worked, id);                                       \
+#define submit_waits(f, id, bytes)   \
+    do {                             \
+        submit(f, id, bytes);        \
+        must_not(f, job_worked, id); \
     } while (0)
 
 static int snap(fixture *f, const int *field)
@@ -304,7 +318,7 @@ static size_t poll_count(tv_pool *p, size_t (*get)(tv_pool *), size_t want)
     return v;
 }
 
-/* --- threads: /proc/self/task -------------------------------------------- */
+/* --- threads: /proc/self/task ------------------------------------------- */
 
 /* Counts this process's threads named tv-work-<i> into seen[i] (i < 64);
  * returns how many threads are named tv-work-*. */
@@ -334,7 +348,7 @@ static int workers_are(int n)
     }
 }
 
-/* --- workers ----------------------------------------------------------- */
+/* --- workers ---------------------------------------------------------- */
 
 static void start_runs_exactly_threads_workers_named_tv_work_0_to_n(
     void **state)
@@ -424,7 +438,7 @@ static void at_most_threads_jobs_run_at_once(void **state)
     assert_int_equal(snap(f, &f->max_running), THREADS);
 }
 
-/* --- the queue --------------------------------------------------------- */
+/* --- the queue -------------------------------------------------------- */
 
 static void reserve_fails_at_max_queue_and_succeeds_after_a_job_starts(
     void **state)
@@ -541,14 +555,14 @@ static void queue_depth_gauge_counts_jobs_from_reserve_to_start(void **state)
     assert_true(queue_depth() == base);
 }
 
-/* --- max_inflight_bytes ------------------------------------------------ */
+/* --- max_inflight_bytes ----------------------------------------------- */
 
 static void a_job_waits_while_its_bytes_do_not_fit_and_starts_after_release(
     void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    submit_runs(f, 0, 60); /* finished; its 60 bytes stay reserved */
+    submit_runs(f, 0, 60);  /* finished; its 60 bytes stay reserved */
     submit_waits(f, 1, 50); /* 110 > 100 */
     assert_int_equal(tv_pool_waiting(f->pool), 1);
     tv_pool_release(f->pool, 30); /* 30 + 50 still fits: starts */
@@ -623,7 +637,7 @@ static void release_starts_every_waiting_job_that_now_fits(void **state)
     tv_pool_release(f->pool, 90);
 }
 
-/* --- stop -------------------------------------------------------------- */
+/* --- stop ------------------------------------------------------------- */
 
 static void *stopper(void *arg)
 {
@@ -719,7 +733,7 @@ static void stop_of_an_idle_pool_joins_every_worker(void **state)
     tv_pool_stop(NULL); /* no-op */
 }
 
-/* --- inline jobs ------------------------------------------------------- */
+/* --- inline jobs ------------------------------------------------------ */
 
 /* tv_pool_try_inline, retried for up to WAIT_MS. */
 static int try_inline_soon(tv_pool *p, size_t bytes)
@@ -740,7 +754,7 @@ static void try_inline_takes_a_running_slot_until_inline_done(void **state)
     for (int i = 0; i < THREADS; i++)
         assert_int_equal(tv_pool_try_inline(f->pool, 0), 1);
     assert_int_equal(tv_pool_try_inline(f->pool, 0), 0); /* all busy */
-    assert_int_equal(tv_pool_unfinished(f->pool), 0);   /* not reserved */
+    assert_int_equal(tv_pool_unfinished(f->pool), 0);    /* not reserved */
     /* Queued jobs wait for the slots the inline ones hold. */
     submit_held(f, 0, 0);
     submit_held(f, 1, 0);

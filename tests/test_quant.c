@@ -16,8 +16,8 @@
 #include "tokvec_quant.h"
 
 /* Dequantizes the block at b (bytes long) from an odd address. */
-static void deq(tokvec_qtype q, const unsigned char *b, size_t bytes,
-                float *y, size_t n)
+static void deq(tokvec_qtype q, const unsigned char *b, size_t bytes, float *y,
+                size_t n)
 {
     static unsigned char odd[1 + 256];
     memcpy(odd + 1, b, bytes);
@@ -37,9 +37,9 @@ static void names_and_block_sizes_are_ggml_s(void **s)
         tokvec_qtype q;
         const char *name;
         size_t values, bytes;
-    } c[] = {{TOKVEC_Q8_0, "Q8_0", 32, 34},  {TOKVEC_Q4_0, "Q4_0", 32, 18},
-             {TOKVEC_Q4_1, "Q4_1", 32, 20},  {TOKVEC_Q5_0, "Q5_0", 32, 22},
-             {TOKVEC_Q5_1, "Q5_1", 32, 24},  {TOKVEC_Q4_K, "Q4_K", 256, 144},
+    } c[] = {{TOKVEC_Q8_0, "Q8_0", 32, 34},   {TOKVEC_Q4_0, "Q4_0", 32, 18},
+             {TOKVEC_Q4_1, "Q4_1", 32, 20},   {TOKVEC_Q5_0, "Q5_0", 32, 22},
+             {TOKVEC_Q5_1, "Q5_1", 32, 24},   {TOKVEC_Q4_K, "Q4_K", 256, 144},
              {TOKVEC_Q5_K, "Q5_K", 256, 176}, {TOKVEC_Q6_K, "Q6_K", 256, 210}};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         size_t v, b;
@@ -82,9 +82,9 @@ static void q4_0_and_q4_1_split_nibbles_in_halves(void **s)
     a[2] = 0x1f;      /* value 0: 15, value 16: 1 */
     deq(TOKVEC_Q4_0, a, sizeof a, y, 32);
     assert_true(y[0] == 14.0f && y[16] == -14.0f && y[1] == -16.0f);
-    put16(b, 0x3800); /* d = 0.5 */
+    put16(b, 0x3800);     /* d = 0.5 */
     put16(b + 2, 0xbc00); /* m = -1 */
-    b[4 + 3] = 0x52;  /* value 3: 2, value 19: 5 */
+    b[4 + 3] = 0x52;      /* value 3: 2, value 19: 5 */
     deq(TOKVEC_Q4_1, b, sizeof b, y, 32);
     assert_true(y[3] == 0.0f && y[19] == 1.5f && y[0] == -1.0f);
 }
@@ -143,7 +143,7 @@ static void q5_k_adds_sixteen_from_bit_s_of_qh(void **s)
     unsigned char b[176] = {0};
     float y[256];
     k4_scales(b);
-    b[16 + 0] = 0x21;  /* qh[0]: bit 0 (sub-block 0), bit 5 (sub-block 5) */
+    b[16 + 0] = 0x21; /* qh[0]: bit 0 (sub-block 0), bit 5 (sub-block 5) */
     b[48 + 0] = 0x74;
     b[48 + 64] = 0xa0;
     deq(TOKVEC_Q5_K, b, sizeof b, y, 256);
@@ -163,17 +163,17 @@ static void q6_k_reads_halves_of_128_with_int8_scales(void **s)
     sc[2] = 3;
     sc[4] = 7;
     sc[15] = -1;
-    b[0] = 0x5a;         /* ql[0]: value 0 low 10, value 64 low 5 */
-    b[32] = 0x0f;        /* ql[32]: value 32 low 15 */
-    b[128] = 0xe4;       /* qh[0]: 0, 1, 2, 3 for values 0, 32, 64, 96 */
-    b[64 + 32 + 17] = 0xf0; /* second half: value 128 + 96 + 17 low 15 */
+    b[0] = 0x5a;             /* ql[0]: value 0 low 10, value 64 low 5 */
+    b[32] = 0x0f;            /* ql[32]: value 32 low 15 */
+    b[128] = 0xe4;           /* qh[0]: 0, 1, 2, 3 for values 0, 32, 64, 96 */
+    b[64 + 32 + 17] = 0xf0;  /* second half: value 128 + 96 + 17 low 15 */
     b[128 + 32 + 17] = 0xc0; /* its high bits 3 */
     deq(TOKVEC_Q6_K, b, sizeof b, y, 256);
-    assert_true(y[0] == 0.25f * -2 * -22);   /* 11 */
-    assert_true(y[32] == 0.25f * 3 * -1);    /* -0.75 */
-    assert_true(y[64] == 0.25f * 7 * 5);     /* 8.75 */
-    assert_true(y[241] == 0.25f * -1 * 31);  /* -7.75 */
-    assert_true(y[96] == 0.0f * 1);          /* sc[6] = 0 */
+    assert_true(y[0] == 0.25f * -2 * -22);  /* 11 */
+    assert_true(y[32] == 0.25f * 3 * -1);   /* -0.75 */
+    assert_true(y[64] == 0.25f * 7 * 5);    /* 8.75 */
+    assert_true(y[241] == 0.25f * -1 * 31); /* -7.75 */
+    assert_true(y[96] == 0.0f * 1);         /* sc[6] = 0 */
 }
 
 int main(void)

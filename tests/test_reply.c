@@ -22,9 +22,8 @@ static void no_cors_headers_without_cors_origin(void **state)
     assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     assert_false(fx_has_header(r, "Access-Control-Allow-Origin", NULL));
     /* OPTIONS is then no method of any route */
-    assert_int_equal(fx_http(f, "OPTIONS", "/embed", NULL, NULL, NULL, r,
-                             RESP),
-                     405);
+    assert_int_equal(
+        fx_http(f, "OPTIONS", "/embed", NULL, NULL, NULL, r, RESP), 405);
 }
 
 static void an_origin_gets_allow_origin_and_vary(void **state)
@@ -34,18 +33,17 @@ static void an_origin_gets_allow_origin_and_vary(void **state)
     const char *const extra[] = {"--cors-origin", "https://a.example", NULL};
     assert_int_equal(fx_up(f, extra), 0);
     assert_int_equal(fx_get(f, "/nope", r, RESP), 404);
-    assert_true(fx_has_header(r, "Access-Control-Allow-Origin",
-                              "https://a.example"));
+    assert_true(
+        fx_has_header(r, "Access-Control-Allow-Origin", "https://a.example"));
     assert_true(fx_has_header(r, "Vary", "Origin"));
     /* on the answer itself, where a script reads them */
     assert_true(fx_has_header(r, "Access-Control-Expose-Headers",
                               "X-Tokvec-Shape, X-Tokvec-Dtype, "
                               "X-Request-Id\r"));
-    assert_int_equal(fx_http(f, "OPTIONS", "/embed", NULL, NULL, NULL, r,
-                             RESP),
-                     204);
-    assert_true(fx_has_header(r, "Access-Control-Allow-Methods",
-                              "POST, OPTIONS"));
+    assert_int_equal(
+        fx_http(f, "OPTIONS", "/embed", NULL, NULL, NULL, r, RESP), 204);
+    assert_true(
+        fx_has_header(r, "Access-Control-Allow-Methods", "POST, OPTIONS"));
     assert_true(fx_has_header(r, "Access-Control-Expose-Headers",
                               "X-Tokvec-Shape, X-Tokvec-Dtype"));
 }
@@ -94,9 +92,8 @@ static void an_error_body_is_json_with_message_and_type(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(fx_http(f, "POST", "/embed", "text/html", "x", NULL, r,
-                             RESP),
-                     415);
+    assert_int_equal(
+        fx_http(f, "POST", "/embed", "text/html", "x", NULL, r, RESP), 415);
     assert_string_equal(fx_body(r),
                         "{\"error\":\"Content-Type 'text/html' is not "
                         "accepted; send application/json (text/plain and "
@@ -145,11 +142,10 @@ static void every_answer_carries_the_request_id_given_or_made(void **state)
     char h[256];
     snprintf(h, sizeof h, "X-Request-Id: %0129d\r\n", 0);
     const char *const bad[] = {"X-Request-Id: a b\r\n",
-                                      "X-Request-Id: a\tb\r\n", h};
+                               "X-Request-Id: a\tb\r\n", h};
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, bad[i], r,
-                                 RESP),
-                         200);
+        assert_int_equal(
+            fx_http(f, "GET", "/health", NULL, NULL, bad[i], r, RESP), 200);
         request_id_of(r, id1, sizeof id1);
         assert_int_equal(strlen(id1), 16);
         assert_int_equal(strspn(id1, "0123456789abcdef"), 16);

@@ -5,17 +5,17 @@
  */
 #include "request_testutil.h"
 
-/* --- tv_request_parse_binary ------------------------------------------- */
+/* --- tv_request_parse_binary ------------------------------------------ */
 
 static void binary_body_reads_int32_le_ids(void **state)
 {
     (void)state;
-    const unsigned char body[] = {1, 0, 0, 0, 0x11, 0xc4, 0, 0,
-                                  0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0x80};
+    const unsigned char body[] = {1,    0,    0,    0,    0x11, 0xc4, 0, 0,
+                                  0xff, 0xff, 0xff, 0xff, 0,    0,    0, 0x80};
     tv_request r;
     tv_error e;
-    assert_int_equal(tv_request_parse_binary(body, sizeof body, "2,2", &LIM,
-                                             &r, &e), 0);
+    assert_int_equal(
+        tv_request_parse_binary(body, sizeof body, "2,2", &LIM, &r, &e), 0);
     assert_int_equal(r.batch, 2);
     assert_int_equal(r.seq, 2);
     assert_int_equal(r.positions, 1);
@@ -33,11 +33,14 @@ static void binary_body_errors_name_the_problem(void **state)
     tv_error e;
     const char *shape_msg = "binary requests need X-Tokvec-Shape: B,S with "
                             "positive integers";
+    /* A list of shapes, packed (clang-format would put one a line). */
+    /* clang-format off */
     const char *bad[] = {NULL, "", "4", "0,4", "4,0", "a,b", " 2,2", "2,2 ",
                          "-1,4", "2,,2", "1234567890123456789,1"};
+    /* clang-format on */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(tv_request_parse_binary(body, 16, bad[i], &LIM, &r,
-                                                 &e), -1);
+        assert_int_equal(
+            tv_request_parse_binary(body, 16, bad[i], &LIM, &r, &e), -1);
         assert_int_equal(e.status, 400);
         assert_string_equal(e.type, "invalid_request");
         assert_string_equal(e.message, shape_msg);
@@ -48,7 +51,8 @@ static void binary_body_errors_name_the_problem(void **state)
     assert_int_equal(e.status, 400);
     assert_string_equal(e.message, "body is 12 bytes; shape 2,2 needs 4 "
                                    "int32 ids (16 bytes)");
-    const tv_limits lim = {.max_body_bytes = 12, .max_tokens = 3,
+    const tv_limits lim = {.max_body_bytes = 12,
+                           .max_tokens = 3,
                            .max_batch = 2};
     assert_int_equal(tv_request_parse_binary(body, 16, "2,2", &lim, &r, &e),
                      -1);
@@ -66,7 +70,7 @@ static void binary_body_errors_name_the_problem(void **state)
     assert_string_equal(e.message, "1 x 4 tokens is over max_tokens 3");
 }
 
-/* --- tv_request_set_option ---------------------------------------------- */
+/* --- tv_request_set_option --------------------------------------------- */
 
 static void query_options_set_and_reject(void **state)
 {
@@ -74,8 +78,7 @@ static void query_options_set_and_reject(void **state)
     tv_request r;
     tv_error e;
     tv_request_init(&r);
-    assert_int_equal(tv_request_set_option(&r, "start_position", "12", &e),
-                     0);
+    assert_int_equal(tv_request_set_option(&r, "start_position", "12", &e), 0);
     assert_int_equal(r.start_position, 12);
     assert_int_equal(tv_request_set_option(&r, "positions", "false", &e), 0);
     assert_int_equal(r.positions, 0);
@@ -89,8 +92,8 @@ static void query_options_set_and_reject(void **state)
 
     const char *sp_bad[] = {"-1", "", NULL, "1.0", "+1", " 1", "x"};
     for (size_t i = 0; i < sizeof sp_bad / sizeof sp_bad[0]; i++) {
-        assert_int_equal(tv_request_set_option(&r, "start_position",
-                                               sp_bad[i], &e), -1);
+        assert_int_equal(
+            tv_request_set_option(&r, "start_position", sp_bad[i], &e), -1);
         assert_int_equal(e.status, 400);
         assert_string_equal(e.type, "invalid_request");
         assert_string_equal(e.message,
@@ -106,7 +109,7 @@ static void query_options_set_and_reject(void **state)
                                    "start_position, positions, dtype)");
 }
 
-/* --- tv_body_kind_of ----------------------------------------------------- */
+/* --- tv_body_kind_of ---------------------------------------------------- */
 
 static void content_types_classify(void **state)
 {
@@ -164,7 +167,7 @@ static void a_415_names_the_type_received_and_the_types_accepted(void **st)
     assert_true(strlen(e.message) < 200);
 }
 
-/* --- the query string of POST /embed ----------------------------------- */
+/* --- the query string of POST /embed ---------------------------------- */
 
 static void dtype_is_kept_as_given_for_negotiation(void **state)
 {
@@ -176,8 +179,7 @@ static void dtype_is_kept_as_given_for_negotiation(void **state)
     assert_int_equal(tv_request_set_option(&r, "dtype", "float16", &e), 0);
     assert_string_equal(r.dtype, "float16");
     /* not checked here: tv_negotiate answers a bad one */
-    assert_int_equal(tv_request_query(&r, TV_BODY_BINARY, "dtype", "nope",
-                                      &e),
+    assert_int_equal(tv_request_query(&r, TV_BODY_BINARY, "dtype", "nope", &e),
                      0);
     assert_string_equal(r.dtype, "nope");
 }
@@ -188,22 +190,19 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
     tv_request r;
     tv_error e;
     tv_request_init(&r);
-    assert_int_equal(tv_request_query(&r, TV_BODY_JSON, "dtype", "bfloat16",
-                                      &e),
-                     0);
+    assert_int_equal(
+        tv_request_query(&r, TV_BODY_JSON, "dtype", "bfloat16", &e), 0);
     assert_string_equal(r.dtype, "bfloat16");
-    assert_int_equal(tv_request_query(&r, TV_BODY_JSON, "start_position",
-                                      "3", &e),
-                     -1);
+    assert_int_equal(
+        tv_request_query(&r, TV_BODY_JSON, "start_position", "3", &e), -1);
     assert_int_equal(e.status, 400);
     assert_string_equal(e.message, "query option 'start_position': JSON "
                                    "requests take options in the body; only "
                                    "?dtype= goes in the query");
     assert_int_equal(r.start_position, 0);
     /* a binary body takes them */
-    assert_int_equal(tv_request_query(&r, TV_BODY_BINARY, "start_position",
-                                      "3", &e),
-                     0);
+    assert_int_equal(
+        tv_request_query(&r, TV_BODY_BINARY, "start_position", "3", &e), 0);
     assert_int_equal(r.start_position, 3);
     assert_int_equal(tv_request_query(&r, TV_BODY_BINARY, "nope", "1", &e),
                      -1);
@@ -213,7 +212,8 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
     /* a long name is cut after 40 bytes */
     assert_int_equal(tv_request_query(&r, TV_BODY_JSON,
                                       "foooooooooooooooooooooooooooooooooo"
-                                      "ooooooo", "1", &e),
+                                      "ooooooo",
+                                      "1", &e),
                      -1);
     assert_string_equal(e.message, "query option 'foooooooooooooooooooooooo"
                                    "ooooooooooooooo...': JSON requests take "
@@ -221,7 +221,7 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
                                    "in the query");
 }
 
-/* --- GET /tokens/{id} ----------------------------------------------------- */
+/* --- GET /tokens/{id} ---------------------------------------------------- */
 
 static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
 {
@@ -242,11 +242,12 @@ static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
         char want[128];
         snprintf(want, sizeof want,
                  "token id must be a decimal integer of at most 18 digits, "
-                 "not '%s'", long_ones[i]);
+                 "not '%s'",
+                 long_ones[i]);
         assert_string_equal(e.message, want);
     }
-    static const char *const bad[] = {"+1", " 1", "1 ", "0x1", "1a", "--1",
-                                      "1%00"};
+    static const char *const bad[] = {"+1", " 1",  "1 ",  "0x1",
+                                      "1a", "--1", "1%00"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(tv_request_token_id(bad[i], &id, &e), -1);
         assert_int_equal(e.status, 400);
@@ -257,15 +258,14 @@ static void token_ids_are_signed_decimals_of_at_most_18_digits(void **state)
     }
 }
 
-/* --- tv_error_set -------------------------------------------------------- */
+/* --- tv_error_set ------------------------------------------------------- */
 
 static void error_set_fills_the_error_and_returns_minus_1(void **state)
 {
     (void)state;
     tv_error e;
-    assert_int_equal(tv_error_set(&e, 422, "ragged_batch", "row %d of %s", 3,
-                                  "x"),
-                     -1);
+    assert_int_equal(
+        tv_error_set(&e, 422, "ragged_batch", "row %d of %s", 3, "x"), -1);
     assert_int_equal(e.status, 422);
     assert_string_equal(e.type, "ragged_batch");
     assert_string_equal(e.message, "row 3 of x");

@@ -58,7 +58,8 @@ static void fast_path_reads_options_in_any_order(void **state)
     tv_request r;
     parse_fast("{\"encoding_format\":\"base64\",\"positions\":false,"
                "\"start_position\":7,\"pad_id\":null,"
-               "\"inputs\":[[1,2]]}", &r);
+               "\"inputs\":[[1,2]]}",
+               &r);
     assert_int_equal(r.base64, 1);
     assert_int_equal(r.positions, 0);
     assert_int_equal(r.start_position, 7);
@@ -66,7 +67,8 @@ static void fast_path_reads_options_in_any_order(void **state)
     tv_request_free(&r);
 
     parse_fast("{\"inputs\":[[1,2]],\"start_position\":0,"
-               "\"positions\":true,\"encoding_format\":\"float\"}", &r);
+               "\"positions\":true,\"encoding_format\":\"float\"}",
+               &r);
     assert_int_equal(r.base64, 0);
     assert_int_equal(r.positions, 1);
     assert_int_equal(r.torch, 0);
@@ -77,8 +79,10 @@ static void fast_path_reads_options_in_any_order(void **state)
     const char *dtypes[] = {"float32", "float16", "bfloat16"};
     for (size_t i = 0; i < 3; i++) {
         char b[128];
-        snprintf(b, sizeof b, "{\"dtype\":\"%s\",\"inputs\":[[1,2]],"
-                 "\"encoding_format\":\"torch\"}", dtypes[i]);
+        snprintf(b, sizeof b,
+                 "{\"dtype\":\"%s\",\"inputs\":[[1,2]],"
+                 "\"encoding_format\":\"torch\"}",
+                 dtypes[i]);
         parse_fast(b, &r);
         assert_int_equal(r.torch, 1);
         assert_int_equal(r.base64, 0);
@@ -88,7 +92,8 @@ static void fast_path_reads_options_in_any_order(void **state)
 
     /* every kind of JSON whitespace everywhere it may be */
     parse_fast(" \r\n\t{ \"start_position\" : 3 ,\n \"inputs\" :\t[ [ 1 ,2 ]"
-               " ,\r\n[3 , 4] ] , \"positions\"\t:\tfalse\n}\n\r\t ", &r);
+               " ,\r\n[3 , 4] ] , \"positions\"\t:\tfalse\n}\n\r\t ",
+               &r);
     assert_int_equal(r.batch, 2);
     assert_int_equal(r.seq, 2);
     assert_int_equal(r.start_position, 3);
@@ -139,17 +144,21 @@ static void fast_path_reads_int64_extremes_and_minus_zero(void **state)
     parse_fast("{\"inputs\":[[0,-0,9223372036854775807,"
                "-9223372036854775808,1000000000000000000,"
                "-999999999999999999,-1]],\"pad_id\":-0,"
-               "\"start_position\":-0}", &r);
-    const int64_t want[] = {0, 0, INT64_MAX, INT64_MIN,
+               "\"start_position\":-0}",
+               &r);
+    const int64_t want[] = {0,
+                            0,
+                            INT64_MAX,
+                            INT64_MIN,
                             INT64_C(1000000000000000000),
-                            -INT64_C(999999999999999999), -1};
+                            -INT64_C(999999999999999999),
+                            -1};
     assert_int_equal(r.seq, 7);
     assert_memory_equal(r.ids, want, sizeof want);
     assert_int_equal(r.start_position, 0);
     tv_request_free(&r);
 
-    parse_fast("{\"inputs\":[1],\"start_position\":9223372036854775807}",
-               &r);
+    parse_fast("{\"inputs\":[1],\"start_position\":9223372036854775807}", &r);
     assert_int_equal(r.start_position, INT64_MAX);
     tv_request_free(&r);
 }
@@ -200,11 +209,10 @@ static void fast_path_falls_back_on_real_numbers(void **state)
         {"{\"inputs\":[[1,-0.0]]}", 400, "invalid_request", msg},
         {"{\"inputs\":[[1,2.5e-3]]}", 400, "invalid_request", msg},
         {"{\"inputs\":[1,1.5]}", 400, "invalid_request", msg},
-        {"{\"inputs\":[[1]],\"start_position\":1.0}",
-         400, "invalid_request",
+        {"{\"inputs\":[[1]],\"start_position\":1.0}", 400, "invalid_request",
          "\"start_position\" must be a non-negative integer"},
-        {"{\"inputs\":[[1],[2,3]],\"pad_id\":0.0}",
-         400, "invalid_request", "\"pad_id\" must be an integer or null"},
+        {"{\"inputs\":[[1],[2,3]],\"pad_id\":0.0}", 400, "invalid_request",
+         "\"pad_id\" must be an integer or null"},
     };
     ASSERT_REFUSALS(refusals);
 }
@@ -212,8 +220,8 @@ static void fast_path_falls_back_on_real_numbers(void **state)
 static void fast_path_falls_back_on_leading_zeros_and_signs(void **state)
 {
     (void)state;
-    const char *bad[] = {"01", "00", "-01", "+1", "-", "--1", "0x1", "1-",
-                         "1 2", ".5", "1.", "-a"};
+    const char *bad[] = {"01",  "00", "-01", "+1", "-",  "--1",
+                         "0x1", "1-", "1 2", ".5", "1.", "-a"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char body[64];
         snprintf(body, sizeof body, "{\"inputs\":[[5,%s]]}", bad[i]);
@@ -231,18 +239,17 @@ static void fast_path_falls_back_on_int64_overflow(void **state)
 {
     (void)state;
     const tu_refusal refusals[] = {
-        {"{\"inputs\":[9223372036854775808]}",
-         400, "invalid_json", "body is not valid JSON: too big integer near "
+        {"{\"inputs\":[9223372036854775808]}", 400, "invalid_json",
+         "body is not valid JSON: too big integer near "
          "'9223372036854775808' (line 1, column 30)"},
-        {"{\"inputs\":[[-9223372036854775809]]}",
-         400, "invalid_json",
+        {"{\"inputs\":[[-9223372036854775809]]}", 400, "invalid_json",
          "body is not valid JSON: too big negative integer*"},
-        {"{\"inputs\":[18446744073709551616]}",
-         400, "invalid_json", "body is not valid JSON: too big integer*"},
-        {"{\"inputs\":[99999999999999999999]}",
-         400, "invalid_json", "body is not valid JSON: too big integer*"},
-        {"{\"inputs\":[1],\"pad_id\":9223372036854775808}",
-         400, "invalid_json", "body is not valid JSON: too big integer*"},
+        {"{\"inputs\":[18446744073709551616]}", 400, "invalid_json",
+         "body is not valid JSON: too big integer*"},
+        {"{\"inputs\":[99999999999999999999]}", 400, "invalid_json",
+         "body is not valid JSON: too big integer*"},
+        {"{\"inputs\":[1],\"pad_id\":9223372036854775808}", 400,
+         "invalid_json", "body is not valid JSON: too big integer*"},
         {"{\"inputs\":[1],\"start_position\":"
          "100000000000000000000000000000}",
          400, "invalid_json", "body is not valid JSON: too big integer*"},
@@ -280,18 +287,17 @@ static void fast_path_falls_back_on_escaped_keys(void **state)
         tv_request r, s;
         tv_error e;
         assert_falls_back(ok[i]);
-        assert_int_equal(tv_request_parse_json(ok[i], strlen(ok[i]), &LIM,
-                                               &r, &e), 0);
-        assert_int_equal(tv_request_parse_json_slow(ok[i], strlen(ok[i]),
-                                                    &LIM, &s, &e), 0);
+        assert_int_equal(
+            tv_request_parse_json(ok[i], strlen(ok[i]), &LIM, &r, &e), 0);
+        assert_int_equal(
+            tv_request_parse_json_slow(ok[i], strlen(ok[i]), &LIM, &s, &e), 0);
         assert_same_request(&r, &s);
         assert_int_equal(r.seq, 2);
         tv_request_free(&r);
         tv_request_free(&s);
     }
     /* the escaped duplicate is still a duplicate */
-    assert_error("{\"inputs\":[1],\"\\u0069nputs\":[2]}", 400,
-                 "invalid_json",
+    assert_error("{\"inputs\":[1],\"\\u0069nputs\":[2]}", 400, "invalid_json",
                  "body is not valid JSON: duplicate object key*");
 }
 
@@ -299,22 +305,21 @@ static void fast_path_falls_back_on_unknown_and_non_ascii_keys(void **state)
 {
     (void)state;
     const tu_refusal refusals[] = {
-        {"{\"inputs\":[[1]],\"model\":\"gpt2\"}",
-         400, "invalid_request",
-         "unknown key \"model\" (known: inputs, start_position, "
-         "positions, pad_id, encoding_format, dtype, "
-         "special_tokens, truncate, truncation_direction, "
-         "max_length, stride)"},
-        {"{\"Inputs\":[[1]]}",
-         400, "invalid_request", "unknown key \"Inputs\"*"},
-        {"{\"inputs \":[[1]]}",
-         400, "invalid_request", "unknown key \"inputs \"*"},
-        {"{\"input\":[[1]]}", 400, "invalid_request", "unknown key \"input\"*"},
+        {"{\"inputs\":[[1]],\"model\":\"gpt2\"}", 400, "invalid_request",
+         "unknown key \"model\" (known: inputs, start_position, positions, "
+         "pad_id, encoding_format, dtype, special_tokens, truncate, "
+         "truncation_direction, max_length, stride)"},
+        {"{\"Inputs\":[[1]]}", 400, "invalid_request",
+         "unknown key \"Inputs\"*"},
+        {"{\"inputs \":[[1]]}", 400, "invalid_request",
+         "unknown key \"inputs \"*"},
+        {"{\"input\":[[1]]}", 400, "invalid_request",
+         "unknown key \"input\"*"},
     };
     ASSERT_REFUSALS(refusals);
     /* UTF-8 in a key: named with '?' for each byte outside ASCII */
-    assert_error("{\"inputs\":[1],\"caf\xc3\xa9\":1}", 400,
-                 "invalid_request", "unknown key \"caf??\"*");
+    assert_error("{\"inputs\":[1],\"caf\xc3\xa9\":1}", 400, "invalid_request",
+                 "unknown key \"caf??\"*");
     /* invalid UTF-8 is jansson's error */
     assert_error("{\"inputs\":[1],\"\xff\":1}", 400, "invalid_json",
                  "body is not valid JSON: *");
@@ -333,18 +338,20 @@ static void fast_path_falls_back_on_nul_and_trailing_bytes(void **state)
     assert_error_n(nul3, sizeof nul3 - 1, &LIM, 400, "invalid_json",
                    "body is not valid JSON: NUL byte at offset 15");
     const tu_refusal refusals[] = {
-        {"{\"inputs\":[1]} x",
-         400, "invalid_json", "body is not valid JSON: end of file expected*"},
-        {"{\"inputs\":[1]}}",
-         400, "invalid_json", "body is not valid JSON: end of file expected*"},
-        {"{\"inputs\":[1]}{}",
-         400, "invalid_json", "body is not valid JSON: end of file expected*"},
-        {"{\"inputs\":[1],}", 400, "invalid_json", "body is not valid JSON: *"},
-        {"{\"inputs\":[1,]}", 400, "invalid_json", "body is not valid JSON: *"},
-        {"\xef\xbb\xbf{\"inputs\":[1]}",
-         400, "invalid_json", "body is not valid JSON: *"},
-        {"{\"inputs\":[1]\f}",
-         400, "invalid_json", "body is not valid JSON: *"},
+        {"{\"inputs\":[1]} x", 400, "invalid_json",
+         "body is not valid JSON: end of file expected*"},
+        {"{\"inputs\":[1]}}", 400, "invalid_json",
+         "body is not valid JSON: end of file expected*"},
+        {"{\"inputs\":[1]}{}", 400, "invalid_json",
+         "body is not valid JSON: end of file expected*"},
+        {"{\"inputs\":[1],}", 400, "invalid_json",
+         "body is not valid JSON: *"},
+        {"{\"inputs\":[1,]}", 400, "invalid_json",
+         "body is not valid JSON: *"},
+        {"\xef\xbb\xbf{\"inputs\":[1]}", 400, "invalid_json",
+         "body is not valid JSON: *"},
+        {"{\"inputs\":[1]\f}", 400, "invalid_json",
+         "body is not valid JSON: *"},
     };
     ASSERT_REFUSALS(refusals);
     /* Whitespace after the object is fine for both. */
@@ -363,28 +370,22 @@ static void fast_path_falls_back_on_empty_or_mixed_inputs(void **state)
         {"{\"inputs\":{}}", 400, "invalid_request", list},
         {"{\"inputs\":7}", 400, "invalid_request", list},
         {"{\"inputs\":null}", 400, "invalid_request", list},
-        {"{\"inputs\":[[]]}",
-         400, "invalid_request", "sequence at batch index 0 is empty"},
-        {"{\"inputs\":[[1],[]]}",
-         400, "invalid_request", "sequence at batch index 1 is empty"},
-        {"{\"inputs\":[[1],2]}",
-         400, "invalid_request",
+        {"{\"inputs\":[[]]}", 400, "invalid_request",
+         "sequence at batch index 0 is empty"},
+        {"{\"inputs\":[[1],[]]}", 400, "invalid_request",
+         "sequence at batch index 1 is empty"},
+        {"{\"inputs\":[[1],2]}", 400, "invalid_request",
          "\"inputs\" mixes sequences and ids: batch index 1 is not a list"},
-        {"{\"inputs\":[1,[2]]}",
-         400, "invalid_request",
+        {"{\"inputs\":[1,[2]]}", 400, "invalid_request",
          "token id at batch index 0, position 1 is not an integer: [2]"},
-        {"{\"inputs\":[[1,1],[2,\"3\"]]}",
-         400, "invalid_request",
+        {"{\"inputs\":[[1,1],[2,\"3\"]]}", 400, "invalid_request",
          "token id at batch index 1, position 1 is not an integer: \"3\""},
-        {"{\"inputs\":[[1,1],[2,[3]]]}",
-         400, "invalid_request",
+        {"{\"inputs\":[[1,1],[2,[3]]]}", 400, "invalid_request",
          "token id at batch index 1, position 1 is not an integer: [3]"},
-        {"{\"inputs\":[true]}",
-         400, "invalid_request",
+        {"{\"inputs\":[true]}", 400, "invalid_request",
          "token id at batch index 0, position 0 is not an integer: true"},
         /* the value is echoed as JSON (ASCII), cut after 40 bytes */
-        {"{\"inputs\":[[1,2.5]]}",
-         400, "invalid_request",
+        {"{\"inputs\":[[1,2.5]]}", 400, "invalid_request",
          "token id at batch index 0, position 1 is not an integer: 2.5"},
         {"{\"inputs\":[[\"\u00e9abcdefghijklmnopqrstuvwxyz0123456789"
          "ABCDEF\"]]}",
@@ -394,8 +395,8 @@ static void fast_path_falls_back_on_empty_or_mixed_inputs(void **state)
         {"{}", 400, "invalid_request", "missing \"inputs\""},
         {"{\"positions\":true}", 400, "invalid_request", "missing \"inputs\""},
         {"", 400, "invalid_json", "body is not valid JSON: *"},
-        {"[[1,2]]",
-         400, "invalid_request", "body must be a JSON object with \"inputs\""},
+        {"[[1,2]]", 400, "invalid_request",
+         "body must be a JSON object with \"inputs\""},
     };
     ASSERT_REFUSALS(refusals);
 }
@@ -408,29 +409,29 @@ static void fast_path_falls_back_on_bad_option_values(void **state)
     const char *dt =
         "\"dtype\" must be \"float32\", \"float16\" or \"bfloat16\"";
     const tu_refusal refusals[] = {
-        {"{\"inputs\":[1],\"positions\":1}",
-         400, "invalid_request", "\"positions\" must be true or false"},
-        {"{\"inputs\":[1],\"positions\":\"true\"}",
-         400, "invalid_request", "\"positions\" must be true or false"},
-        {"{\"inputs\":[1],\"positions\":truex}",
-         400, "invalid_json", "body is not valid JSON: *"},
-        {"{\"inputs\":[1],\"pad_id\":\"0\"}",
-         400, "invalid_request", "\"pad_id\" must be an integer or null"},
-        {"{\"inputs\":[1],\"pad_id\":nul}",
-         400, "invalid_json", "body is not valid JSON: *"},
-        {"{\"inputs\":[1],\"encoding_format\":\"Float\"}",
-         400, "invalid_request", fmt},
-        {"{\"inputs\":[1],\"encoding_format\":\"float \"}",
-         400, "invalid_request", fmt},
-        {"{\"inputs\":[1],\"encoding_format\":null}",
-         400, "invalid_request", fmt},
-        {"{\"inputs\":[1],\"encoding_format\":\"Torch\"}",
-         400, "invalid_request", fmt},
+        {"{\"inputs\":[1],\"positions\":1}", 400, "invalid_request",
+         "\"positions\" must be true or false"},
+        {"{\"inputs\":[1],\"positions\":\"true\"}", 400, "invalid_request",
+         "\"positions\" must be true or false"},
+        {"{\"inputs\":[1],\"positions\":truex}", 400, "invalid_json",
+         "body is not valid JSON: *"},
+        {"{\"inputs\":[1],\"pad_id\":\"0\"}", 400, "invalid_request",
+         "\"pad_id\" must be an integer or null"},
+        {"{\"inputs\":[1],\"pad_id\":nul}", 400, "invalid_json",
+         "body is not valid JSON: *"},
+        {"{\"inputs\":[1],\"encoding_format\":\"Float\"}", 400,
+         "invalid_request", fmt},
+        {"{\"inputs\":[1],\"encoding_format\":\"float \"}", 400,
+         "invalid_request", fmt},
+        {"{\"inputs\":[1],\"encoding_format\":null}", 400, "invalid_request",
+         fmt},
+        {"{\"inputs\":[1],\"encoding_format\":\"Torch\"}", 400,
+         "invalid_request", fmt},
         {"{\"inputs\":[1],\"dtype\":\"f16\"}", 400, "invalid_request", dt},
-        {"{\"inputs\":[1],\"dtype\":\"float16 \"}", 400, "invalid_request", dt},
+        {"{\"inputs\":[1],\"dtype\":\"float16 \"}", 400, "invalid_request",
+         dt},
         {"{\"inputs\":[1],\"dtype\":null}", 400, "invalid_request", dt},
-        {"{\"inputs\":[1],\"start_position\":\"3\"}",
-         400, "invalid_request",
+        {"{\"inputs\":[1],\"start_position\":\"3\"}", 400, "invalid_request",
          "\"start_position\" must be a non-negative integer"},
     };
     ASSERT_REFUSALS(refusals);
@@ -441,7 +442,8 @@ static void fast_path_falls_back_on_bad_option_values(void **state)
 static void over_max_tokens_is_413_from_either_path(void **state)
 {
     (void)state;
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4};
     tv_request r;
     /* at the limits: the fast path takes it */
@@ -454,41 +456,39 @@ static void over_max_tokens_is_413_from_either_path(void **state)
     tv_request_free(&r);
 
     ASSERT_ERROR_LIM("{\"inputs\":[[1,2,3],[4,5,6],[7,8,9]]}", &lim, 413,
-                   "payload_too_large",
-                   "3 x 3 tokens is over max_tokens 8");
+                     "payload_too_large", "3 x 3 tokens is over max_tokens 8");
     ASSERT_ERROR_LIM("{\"inputs\":[1,2,3,4,5,6,7,8,9]}", &lim, 413,
-                   "payload_too_large", "1 x 9 tokens is over max_tokens 8");
+                     "payload_too_large", "1 x 9 tokens is over max_tokens 8");
     /* padding counts: 5 ids, but 2 x 5 after padding */
-    ASSERT_ERROR_LIM("{\"inputs\":[[1],[1,2,3,4,5]],\"pad_id\":0}", &lim,
-                   413, "payload_too_large",
-                   "2 x 5 tokens is over max_tokens 8");
+    ASSERT_ERROR_LIM("{\"inputs\":[[1],[1,2,3,4,5]],\"pad_id\":0}", &lim, 413,
+                     "payload_too_large", "2 x 5 tokens is over max_tokens 8");
     ASSERT_ERROR_LIM("{\"inputs\":[[1],[2],[3],[4],[5]]}", &lim, 413,
-                   "payload_too_large", "batch of 5 sequences is over "
-                   "max_batch 4");
-    const tv_limits one = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+                     "payload_too_large",
+                     "batch of 5 sequences is over max_batch 4");
+    const tv_limits one = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 1};
     PARSE_FAST_LIM("{\"inputs\":[[1,2,3]]}", &one, &r);
     tv_request_free(&r);
-    ASSERT_ERROR_LIM("{\"inputs\":[[1],[2]]}", &one, 413,
-                     "payload_too_large",
+    ASSERT_ERROR_LIM("{\"inputs\":[[1],[2]]}", &one, 413, "payload_too_large",
                      "batch of 2 sequences is over max_batch 1");
     /* a ragged batch without pad_id is 422 before the 413 */
     ASSERT_ERROR_LIM("{\"inputs\":[[1],[2],[3],[4],[5,6]]}", &lim, 422,
-                   "ragged_batch", "sequences have different lengths*");
+                     "ragged_batch", "sequences have different lengths*");
 }
 
 static void over_max_body_bytes_is_413_from_either_path(void **state)
 {
     (void)state;
-    const tv_limits lim = {.max_body_bytes = 16, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 16,
+                           .max_tokens = 8,
                            .max_batch = 4};
     tv_request r;
     PARSE_FAST_LIM("{\"inputs\":[1,2]}", &lim, &r);
     tv_request_free(&r);
     ASSERT_ERROR_LIM("{\"inputs\":[1,2]} ", &lim, 413, "payload_too_large",
-                   "body of 17 bytes is over max_body_bytes 16");
+                     "body of 17 bytes is over max_body_bytes 16");
 }
-
 
 int main(void)
 {

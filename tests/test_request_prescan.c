@@ -37,8 +37,8 @@ static const char *too_many(const tv_limits *lim)
     snprintf(msg, sizeof msg,
              "body holds more than %" PRId64 " JSON values, more than any "
              "request within max_tokens %" PRId64 " and max_batch %" PRId64
-             " can hold", lim->max_tokens + rows + 12, lim->max_tokens,
-             lim->max_batch);
+             " can hold",
+             lim->max_tokens + rows + 12, lim->max_tokens, lim->max_batch);
     return msg;
 }
 
@@ -46,9 +46,8 @@ static const char *too_many(const tv_limits *lim)
  * never ran (no allocation through it); jansson alone refuses it too (some
  * error: the pre-scan never refuses a request jansson would take). */
 static void assert_refused_before_jansson_n(const char *body, size_t len,
-                                            const tv_limits *lim,
-                                            int status, const char *type,
-                                            const char *msg)
+                                            const tv_limits *lim, int status,
+                                            const char *type, const char *msg)
 {
     tv_request r;
     tv_error e, es;
@@ -74,14 +73,12 @@ static void assert_refused_before_jansson_n(const char *body, size_t len,
     assert_int_equal(ep.status, e.status);
     assert_string_equal(ep.message, e.message);
     assert_true(at < len);
-    assert_int_equal(tv_request_parse_json_slow(body, len, lim, &r, &es),
-                     -1);
+    assert_int_equal(tv_request_parse_json_slow(body, len, lim, &r, &es), -1);
     assert_falls_back_n(body, len, lim);
 }
 
-#define ASSERT_REFUSED(body, lim, status, type, msg)                        \
-    assert_refused_before_jansson_n(body, strlen(body), lim, status, type,  \
-                                    msg)
+#define ASSERT_REFUSED(body, lim, status, type, msg) \
+    assert_refused_before_jansson_n(body, strlen(body), lim, status, type, msg)
 
 /* n times s, then tail, in a new string (caller frees). */
 static char *repeat(const char *head, const char *s, size_t n,
@@ -109,8 +106,8 @@ static void deep_nesting_is_400_before_jansson(void **state)
     /* four lists inside "inputs" (a list of lists of lists of ids) */
     ASSERT_REFUSED("{\"inputs\":[[[[1]]]]}", &LIM, 400, "invalid_request",
                    DEEP_INPUTS);
-    ASSERT_REFUSED("{\"positions\":true,\"inputs\":[[1],[[[2]]]]}", &LIM,
-                   400, "invalid_request", DEEP_INPUTS);
+    ASSERT_REFUSED("{\"positions\":true,\"inputs\":[[1],[[[2]]]]}", &LIM, 400,
+                   "invalid_request", DEEP_INPUTS);
     /* a bare array, objects, another key: the generic message */
     a = repeat("", "[", 2000, "");
     body = repeat(a, "]", 2000, "");
@@ -156,7 +153,8 @@ static void one_level_too_deep_keeps_jansson_messages(void **state)
 static void strings_do_not_count_as_nesting_or_values(void **state)
 {
     (void)state;
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4}; /* at most 19 values */
     /* brackets, commas and escaped quotes inside strings: shallow */
     assert_error("{\"inputs\":[1],\"encoding_format\":\"[[[[[[[[\\\"]]]]\"}",
@@ -166,14 +164,14 @@ static void strings_do_not_count_as_nesting_or_values(void **state)
     assert_error("{\"[[[[[[\":1,\"inputs\":[1]}", 400, "invalid_request",
                  "unknown key \"[[[[[[\"*");
     ASSERT_ERROR_LIM("{\"inputs\":[1],\"x\":\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"
-                     "[[[[[[[[[[,,,,\"}", &lim, 400, "invalid_request",
-                     "unknown key \"x\"*");
+                     "[[[[[[[[[[,,,,\"}",
+                     &lim, 400, "invalid_request", "unknown key \"x\"*");
     /* an escaped backslash ends the string; what follows is counted */
     ASSERT_REFUSED("{\"k\\\\\":[[[[[1]]]]]}", &LIM, 400, "invalid_request",
                    DEEP_BODY);
     ASSERT_REFUSED("{\"encoding_format\":\"\\\\\\\"[[[[\","
-                   "\"inputs\":[[[[[1]]]]]}", &LIM, 400, "invalid_request",
-                   DEEP_INPUTS);
+                   "\"inputs\":[[[[[1]]]]]}",
+                   &LIM, 400, "invalid_request", DEEP_INPUTS);
     /* an escaped quote does not end it: the brackets after it are text */
     assert_error("{\"inputs\":[1],\"x\":\"\\\"[[[[[[[\\\"\"}", 400,
                  "invalid_request", "unknown key \"x\"*");
@@ -194,16 +192,18 @@ static void too_many_values_is_413_before_jansson(void **state)
     ASSERT_REFUSED(body, &LIM, 413, "payload_too_large", too_many(&LIM));
     free(body);
     /* small limits: 8 tokens, 4 rows, so 24 values at most */
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4};
     ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
                    "18,19,20,21,22,23]}",
                    &lim, 413, "payload_too_large", too_many(&lim));
     /* max_batch over max_tokens: rows are bounded by max_tokens */
-    const tv_limits wide = {.max_body_bytes = 1 << 20, .max_tokens = 2,
+    const tv_limits wide = {.max_body_bytes = 1 << 20,
+                            .max_tokens = 2,
                             .max_batch = 100}; /* 2 + 2 + 12 = 16 */
-    ASSERT_REFUSED("{\"inputs\":[[1],[1],[1],[1],[1],[1],[1],[1],[1]]}",
-                   &wide, 413, "payload_too_large", too_many(&wide));
+    ASSERT_REFUSED("{\"inputs\":[[1],[1],[1],[1],[1],[1],[1],[1],[1]]}", &wide,
+                   413, "payload_too_large", too_many(&wide));
     /* somewhat over max_tokens: still jansson's message */
     ASSERT_ERROR_LIM("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}",
                      &lim, 413, "payload_too_large",
@@ -213,22 +213,21 @@ static void too_many_values_is_413_before_jansson(void **state)
 static void prescan_names_the_offset_it_refused_at(void **state)
 {
     (void)state;
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4};
     tv_error e;
     size_t at = 0;
     /* the fourth '[' in "inputs" (level 5, offset 26), not the ones in the
      * string before it */
     const char *b = "{\"k\":\"[[[[[\",\"inputs\":[ [[[[1]]]]]}";
-    assert_int_equal(tv_request_prescan_json(b, strlen(b), &LIM, &e, &at),
-                     -1);
+    assert_int_equal(tv_request_prescan_json(b, strlen(b), &LIM, &e, &at), -1);
     assert_int_equal(at, 26);
     assert_string_equal(e.message, DEEP_INPUTS);
     /* the 25th value: the 23rd id, "23" at offset 68 */
     b = "{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,"
         "21,22,23,24]}";
-    assert_int_equal(tv_request_prescan_json(b, strlen(b), &lim, &e, &at),
-                     -1);
+    assert_int_equal(tv_request_prescan_json(b, strlen(b), &lim, &e, &at), -1);
     assert_int_equal(at, 68);
     assert_int_equal(e.status, 413);
     /* a request at the bound: every id, row and option of /embed */
@@ -240,23 +239,33 @@ static void prescan_names_the_offset_it_refused_at(void **state)
     assert_int_equal(tv_request_prescan_json(b, strlen(b), &lim, &e, &at), 0);
     /* what it lets through: shallow and bounded, valid or not */
     const char *pass[] = {
-        "", " ", "{", "[", "{\"inputs\":[[[1]]]}", "[[[[1]]]]",
-        "{\"inputs\":[1,2,3]}", "{\"inputs\":[1,,[[[[[1]]]]]]}",
-        "1", "\"[[[[[[\"", "{\"a\":1} [[[[[[", "{\"inputs\":[1]]]]]]]]]]]",
+        "",
+        " ",
+        "{",
+        "[",
+        "{\"inputs\":[[[1]]]}",
+        "[[[[1]]]]",
+        "{\"inputs\":[1,2,3]}",
+        "{\"inputs\":[1,,[[[[[1]]]]]]}",
+        "1",
+        "\"[[[[[[\"",
+        "{\"a\":1} [[[[[[",
+        "{\"inputs\":[1]]]]]]]]]]]",
         "{\"a\":\"\\x\",\"b\":[[[[[1]]]]]}",
-        "{\"inputs\":[01,[[[[1]]]]]}", "{\"inputs\":[1.e5,[[[[1]]]]]}",
-        "{\"inputs\":[nul,[[[[1]]]]]}", "{\"inputs\":[+1,[[[[1]]]]]}",
+        "{\"inputs\":[01,[[[[1]]]]]}",
+        "{\"inputs\":[1.e5,[[[[1]]]]]}",
+        "{\"inputs\":[nul,[[[[1]]]]]}",
+        "{\"inputs\":[+1,[[[[1]]]]]}",
         ("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
          "20,21,22,23"),
     };
     for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
-        if (tv_request_prescan_json(pass[i], strlen(pass[i]), &LIM, &e,
-                                    &at))
+        if (tv_request_prescan_json(pass[i], strlen(pass[i]), &LIM, &e, &at))
             fail_msg("refused (%s): %s", e.message, pass[i]);
     /* with the small limits the last one is over: 413 */
     const char *last = pass[sizeof pass / sizeof pass[0] - 1];
-    assert_int_equal(tv_request_prescan_json(last, strlen(last), &lim, &e,
-                                             &at), -1);
+    assert_int_equal(
+        tv_request_prescan_json(last, strlen(last), &lim, &e, &at), -1);
     assert_int_equal(e.status, 413);
 }
 
@@ -266,7 +275,8 @@ static void a_request_at_the_value_bound_still_parses(void **state)
     /* The most values a valid request holds: max_tokens ids in max_batch
      * rows, "inputs", the object and all five options; an escaped key so
      * that jansson (after the pre-scan) is the parser. */
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4};
     const char *b = "{\"\\u0069nputs\":[[1,2],[3,4],[5,6],[7,8]],"
                     "\"start_position\":0,\"positions\":true,"
@@ -307,43 +317,42 @@ static void precedence_syntax_errors_before_a_limit_stay_invalid_json(
     void **state)
 {
     (void)state;
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4};
     /* A JSON syntax error (structure, a bad number or literal, a control
      * character or bad escape in a string) before the point where the body
      * becomes too deep or too large: jansson's error, line and column. */
     const tu_refusal refusals[] = {
-        {"{\"inputs\":[1,,[[[[[1]]]]]]}",
-         400, "invalid_json",
+        {"{\"inputs\":[1,,[[[[[1]]]]]]}", 400, "invalid_json",
          "body is not valid JSON: unexpected token near ',' "
          "(line 1, column 14)"},
-        {"{\"inputs\":[[1],\n[01],[[[[[1]]]]]]}",
-         400, "invalid_json", "body is not valid JSON: invalid token "
-         "near '0' (line 2, column 2)"},
-        {"{\"inputs\":[tru,[[[[[1]]]]]]}",
-         400, "invalid_json",
+        {"{\"inputs\":[[1],\n[01],[[[[[1]]]]]]}", 400, "invalid_json",
+         "body is not valid JSON: invalid token near '0' (line 2, column 2)"},
+        {"{\"inputs\":[tru,[[[[[1]]]]]]}", 400, "invalid_json",
          "body is not valid JSON: invalid token near 'tru' "
          "(line 1, column 14)"},
-        {"{\"x\":\"a\tb\",\"inputs\":[[[[[1]]]]]}",
-         400, "invalid_json", "body is not valid JSON: control "
+        {"{\"x\":\"a\tb\",\"inputs\":[[[[[1]]]]]}", 400, "invalid_json",
+         "body is not valid JSON: control "
          "character 0x9 near '\"a' (line 1, column 7)"},
-        {"{\"x\":\"\\q\",\"inputs\":[[[[[1]]]]]}",
-         400, "invalid_json", "body is not valid JSON: invalid escape "
+        {"{\"x\":\"\\q\",\"inputs\":[[[[[1]]]]]}", 400, "invalid_json",
+         "body is not valid JSON: invalid escape "
          "near '\"\\q' (line 1, column 8)"},
-        {"{\"inputs\" [[[[[1]]]]]}",
-         400, "invalid_json", "body is not valid JSON: ':' expected near '[' "
-         "(line 1, column 11)"},
+        {"{\"inputs\" [[[[[1]]]]]}", 400, "invalid_json",
+         "body is not valid JSON: ':' expected near '[' (line 1, column 11)"},
     };
     ASSERT_REFUSALS(refusals);
     ASSERT_ERROR_LIM("{\"inputs\":[1 2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
-                     "18,19,20]}", &lim, 400, "invalid_json",
+                     "18,19,20]}",
+                     &lim, 400, "invalid_json",
                      "body is not valid JSON: ']' expected near '2' "
                      "(line 1, column 14)");
     /* a NUL anywhere and max_body_bytes come first, as before */
     static const char nul[] = "{\"inputs\":[[[[[1]]]]]}\0";
     assert_error_n(nul, sizeof nul - 1, &LIM, 400, "invalid_json",
                    "body is not valid JSON: NUL byte at offset 22");
-    const tv_limits tiny = {.max_body_bytes = 16, .max_tokens = 8,
+    const tv_limits tiny = {.max_body_bytes = 16,
+                            .max_tokens = 8,
                             .max_batch = 4};
     ASSERT_ERROR_LIM("{\"inputs\":[[[[[1]]]]]}", &tiny, 413,
                      "payload_too_large",
@@ -354,24 +363,24 @@ static void precedence_too_deep_or_too_large_before_a_syntax_error(
     void **state)
 {
     (void)state;
-    const tv_limits lim = {.max_body_bytes = 1 << 20, .max_tokens = 8,
+    const tv_limits lim = {.max_body_bytes = 1 << 20,
+                           .max_tokens = 8,
                            .max_batch = 4};
     /* the limit is reached first in the text: the pre-scan answers */
-    ASSERT_REFUSED("{\"inputs\":[[[[[1]]]]],,}", &LIM, 400,
-                   "invalid_request", DEEP_INPUTS);
+    ASSERT_REFUSED("{\"inputs\":[[[[[1]]]]],,}", &LIM, 400, "invalid_request",
+                   DEEP_INPUTS);
     ASSERT_REFUSED("{\"inputs\":[[[[[", &LIM, 400, "invalid_request",
                    DEEP_INPUTS);
     ASSERT_REFUSED("{\"inputs\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,"
-                   "18,19,20,21,22,23 24]}", &lim, 413, "payload_too_large",
-                   too_many(&lim));
+                   "18,19,20,21,22,23 24]}",
+                   &lim, 413, "payload_too_large", too_many(&lim));
     /* and so it does past errors inside a token that it does not check: an
      * integer out of range, a duplicate key */
-    ASSERT_REFUSED("{\"inputs\":[99999999999999999999,[[[[1]]]]]}", &LIM,
-                   400, "invalid_request", DEEP_INPUTS);
+    ASSERT_REFUSED("{\"inputs\":[99999999999999999999,[[[[1]]]]]}", &LIM, 400,
+                   "invalid_request", DEEP_INPUTS);
     ASSERT_REFUSED("{\"inputs\":[1],\"inputs\":[[[[[1]]]]]}", &LIM, 400,
                    "invalid_request", DEEP_INPUTS);
 }
-
 
 int main(void)
 {

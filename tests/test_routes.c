@@ -28,9 +28,10 @@ static void each_contract_path_is_its_route(void **state)
 static void near_misses_are_other(void **state)
 {
     (void)state;
-    static const char *const paths[] = {
-        "", "/embed/", "/embedx", "/Embed", "/tokens", "/info/",
-        "/health?x", "//embed", "/metrics.txt", "/openapi"};
+    static const char *const paths[] = {"",          "/embed/", "/embedx",
+                                        "/Embed",    "/tokens", "/info/",
+                                        "/health?x", "//embed", "/metrics.txt",
+                                        "/openapi"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         assert_int_equal(tv_route_of(paths[i]), TV_ROUTE_OTHER);
 }

@@ -71,8 +71,8 @@ static void serve(serve_fx *s, const char *table, const char *const *extra)
     s->port = free_port();
     snprintf(port, sizeof port, "%d", s->port);
     assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
-    char *argv[32] = {"serve", (char *)table, "--port", port, "--threads",
-                      "1", "--access-log", "false"};
+    char *argv[32] = {"serve",     (char *)table, "--port",       port,
+                      "--threads", "1",           "--access-log", "false"};
     int argc = 8;
     for (; extra && *extra; extra++)
         argv[argc++] = (char *)*extra;
@@ -120,8 +120,7 @@ static int wait_up(serve_fx *s)
     char r[RESP];
     s->f.port = s->port;
     for (int i = 0; i < 500; i++) {
-        if (fx_http(&s->f, "GET", "/health", NULL, NULL, NULL, r, RESP) ==
-            200)
+        if (fx_http(&s->f, "GET", "/health", NULL, NULL, NULL, r, RESP) == 200)
             return 0;
         nanosleep(&(struct timespec){0, 10000000}, NULL);
     }
@@ -200,13 +199,11 @@ static void probe_is_0_for_200_1_otherwise_2_for_a_bad_url(void **state)
     char ok[64], missing[64], closed[64];
     snprintf(ok, sizeof ok, "http://127.0.0.1:%d/ready", f->port);
     snprintf(missing, sizeof missing, "http://127.0.0.1:%d/nope", f->port);
-    snprintf(closed, sizeof closed, "http://127.0.0.1:%d/ready",
-             free_port());
+    snprintf(closed, sizeof closed, "http://127.0.0.1:%d/ready", free_port());
     assert_int_equal(cmd_probe(2, (char *[]){"probe", ok, NULL}), 0);
     assert_int_equal(cmd_probe(2, (char *[]){"probe", missing, NULL}), 1);
     assert_int_equal(cmd_probe(2, (char *[]){"probe", closed, NULL}), 1);
-    assert_int_equal(cmd_probe(2, (char *[]){"probe", "ftp://x/", NULL}),
-                     2);
+    assert_int_equal(cmd_probe(2, (char *[]){"probe", "ftp://x/", NULL}), 2);
     tv_server_drain_begin(f->srv); /* /ready is 503 now, and refused */
     assert_int_equal(cmd_probe(2, (char *[]){"probe", ok, NULL}), 1);
 }

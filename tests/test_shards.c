@@ -20,7 +20,6 @@
 #include "testutil.h"
 #include "tokvec_table.h"
 
-
 static const char *in_dir(const char *name)
 {
     static char p[4][300];
@@ -60,17 +59,17 @@ static void index_file(const char *name, const char *json)
 static float tok_data[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 static float pos_data[8] = {.5f, .25f, .125f, 1, 2, 4, 8, 16};
 
-#define TOK_SHARD                                                          \
-    "{\"__metadata__\":{\"format\":\"pt\"},\"wte.weight\":{\"dtype\":"     \
+#define TOK_SHARD                                                            \
+    "{\"__metadata__\":{\"format\":\"pt\"},\"wte.weight\":{\"dtype\":"       \
     "\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]},\"h.0.b\":{\"dtype\":" \
     "\"F32\",\"shape\":[1],\"data_offsets\":[48,52]}}"
-#define POS_SHARD                                                          \
-    "{\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"                   \
+#define POS_SHARD                                         \
+    "{\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4]," \
     "\"data_offsets\":[0,32]}}"
-#define INDEX(tokshard, posshard)                                          \
-    "{\"metadata\":{\"total_size\":84},\"weight_map\":{"                   \
-    "\"wte.weight\":\"" tokshard "\",\"h.0.b\":\"" tokshard "\","          \
-    "\"h.1.w\":\"model-00003-of-00003.safetensors\","                      \
+#define INDEX(tokshard, posshard)                                 \
+    "{\"metadata\":{\"total_size\":84},\"weight_map\":{"          \
+    "\"wte.weight\":\"" tokshard "\",\"h.0.b\":\"" tokshard "\"," \
+    "\"h.1.w\":\"model-00003-of-00003.safetensors\","             \
     "\"wpe.weight\":\"" posshard "\"}}"
 
 static int setup(void **state)
@@ -160,9 +159,8 @@ static void index_maps_only_the_shards_holding_the_tables(void **s)
     for (size_t i = 0; i < 3; i++) {
         tokvec_tensor x;
         assert_int_equal(tokvec_table_tensor(t, i, &x), 0);
-        assert_string_equal(x.file, !strcmp(x.name, "wpe.weight")
-                                        ? want[2]
-                                        : want[0]);
+        assert_string_equal(x.file,
+                            !strcmp(x.name, "wpe.weight") ? want[2] : want[0]);
     }
     tokvec_table_close(t);
 }
@@ -202,15 +200,18 @@ static void shard_names_must_stay_inside_the_index_directory(void **s)
 {
     (void)s;
     const char *bad[] = {"../model-00001-of-00003.safetensors",
-                         "sub/../../x.safetensors", "/etc/passwd", "",
-                         "a/..", NULL};
+                         "sub/../../x.safetensors",
+                         "/etc/passwd",
+                         "",
+                         "a/..",
+                         NULL};
     char json[512];
     for (int i = 0; bad[i]; i++) {
-        snprintf(json, sizeof json, INDEX("model-00001-of-00003.safetensors",
-                                          "%s"), bad[i]);
+        snprintf(json, sizeof json,
+                 INDEX("model-00001-of-00003.safetensors", "%s"), bad[i]);
         index_file("bad.safetensors.index.json", json);
-        expect(in_dir("bad.safetensors.index.json"), NULL,
-               TOKVEC_E_SHARD_PATH, "outside the index's directory");
+        expect(in_dir("bad.safetensors.index.json"), NULL, TOKVEC_E_SHARD_PATH,
+               "outside the index's directory");
     }
     /* A subdirectory is inside; "..x" is a name, not "..". */
     mkdir(in_dir("sub"), 0700);
@@ -247,12 +248,11 @@ static void index_rules_each_have_their_error(void **s)
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         index_file("r.safetensors.index.json", c[i].json);
-        expect(in_dir("r.safetensors.index.json"), NULL, c[i].code,
-               c[i].says);
+        expect(in_dir("r.safetensors.index.json"), NULL, c[i].code, c[i].says);
     }
     tokvec_table_opts named = {.token_tensor = "nope"};
-    expect(in_dir("model.safetensors.index.json"), &named,
-           TOKVEC_E_NO_TENSOR, "nope");
+    expect(in_dir("model.safetensors.index.json"), &named, TOKVEC_E_NO_TENSOR,
+           "nope");
 }
 
 static void every_shard_rule_applies_to_a_mapped_shard(void **s)
@@ -264,7 +264,8 @@ static void every_shard_rule_applies_to_a_mapped_shard(void **s)
                "\"wpe.weight\":\"p.safetensors\"}}");
     shard("v/t.safetensors",
           "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
-          "\"data_offsets\":[0,48]}}", tok_data, sizeof tok_data);
+          "\"data_offsets\":[0,48]}}",
+          tok_data, sizeof tok_data);
     const struct {
         const char *header;
         size_t n;
@@ -272,20 +273,24 @@ static void every_shard_rule_applies_to_a_mapped_shard(void **s)
     } c[] = {
         /* size: 2 x 4 F32 is 32 bytes, not 28 */
         {"{\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
-         "\"data_offsets\":[0,28]}}", 32, TOKVEC_E_SIZE},
+         "\"data_offsets\":[0,28]}}",
+         32, TOKVEC_E_SIZE},
         /* offsets beyond the data */
         {"{\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
-         "\"data_offsets\":[4,36]}}", 32, TOKVEC_E_OFFSETS},
+         "\"data_offsets\":[4,36]}}",
+         32, TOKVEC_E_OFFSETS},
         /* an unused tensor overlapping the table */
         {"{\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
          "\"data_offsets\":[0,32]},\"x\":{\"dtype\":\"U8\",\"shape\":[4],"
-         "\"data_offsets\":[28,32]}}", 32, TOKVEC_E_OFFSETS},
+         "\"data_offsets\":[28,32]}}",
+         32, TOKVEC_E_OFFSETS},
         /* the position table's dtype differs from the token table's */
         {"{\"wpe.weight\":{\"dtype\":\"F16\",\"shape\":[2,4],"
-         "\"data_offsets\":[0,16]}}", 16, TOKVEC_E_MISMATCH},
+         "\"data_offsets\":[0,16]}}",
+         16, TOKVEC_E_MISMATCH},
         {"{\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],"
-         "\"data_offsets\":[0,32]},\"__metadata__\":{\"n\":1}}", 32,
-         TOKVEC_E_METADATA},
+         "\"data_offsets\":[0,32]},\"__metadata__\":{\"n\":1}}",
+         32, TOKVEC_E_METADATA},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         shard("v/p.safetensors", c[i].header, pos_data, c[i].n);

@@ -189,8 +189,7 @@ static void k_limits(void **st)
     assert_int_equal(out[0].id, 5);
     assert_int_equal(tokvec_similar_token(s, -1, 1, out),
                      TOKVEC_E_TOKEN_RANGE);
-    assert_int_equal(tokvec_similar_token(s, V, 1, out),
-                     TOKVEC_E_TOKEN_RANGE);
+    assert_int_equal(tokvec_similar_token(s, V, 1, out), TOKVEC_E_TOKEN_RANGE);
     tokvec_similar_close(s);
     tokvec_table_close(t);
 }

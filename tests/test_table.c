@@ -77,7 +77,7 @@ static void expect(const char *p, const tokvec_table_opts *base, int code)
 
 static float data12[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
 
-#define TOK(shape, off) \
+#define TOK(shape, off)                                       \
     "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":" shape \
     ",\"data_offsets\":" off "}}"
 
@@ -116,8 +116,8 @@ static void open_says_a_text_file_is_not_a_table(void **s)
     char err[512] = "";
     tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
     tokvec_table *t = (tokvec_table *)1;
-    assert_int_equal(tokvec_table_open(raw_file(readme, sizeof readme - 1),
-                                       &o, &t),
+    assert_int_equal(tokvec_table_open(raw_file(readme, sizeof readme - 1), &o,
+                                       &t),
                      TOKVEC_E_FORMAT);
     assert_null(t);
     if (!strstr(err, "not a safetensors, .npy or GGUF file") ||
@@ -182,8 +182,7 @@ static void open_rejects_size_mismatch(void **s)
 static void open_rejects_one_dimensional_token_tensor(void **s)
 {
     (void)s;
-    expect(st_file(TOK("[12]", "[0,48]"), 0, data12, 48), NULL,
-           TOKVEC_E_RANK);
+    expect(st_file(TOK("[12]", "[0,48]"), 0, data12, 48), NULL, TOKVEC_E_RANK);
 }
 
 static void open_rejects_three_dimensional_token_tensor(void **s)
@@ -197,7 +196,8 @@ static void open_rejects_unknown_dtype(void **s)
 {
     (void)s;
     expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"F33\",\"shape\":[3,4],"
-                   "\"data_offsets\":[0,48]}}", 0, data12, 48),
+                   "\"data_offsets\":[0,48]}}",
+                   0, data12, 48),
            NULL, TOKVEC_E_DTYPE);
 }
 
@@ -205,7 +205,8 @@ static void open_rejects_integer_token_table(void **s)
 {
     (void)s;
     expect(st_file("{\"tok_emb.weight\":{\"dtype\":\"I32\",\"shape\":[3,4],"
-                   "\"data_offsets\":[0,48]}}", 0, data12, 48),
+                   "\"data_offsets\":[0,48]}}",
+                   0, data12, 48),
            NULL, TOKVEC_E_DTYPE);
 }
 
@@ -255,13 +256,15 @@ static void open_rejects_token_and_position_tables_sharing_bytes(void **s)
     expect_overlap(st_file("{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":"
                            "[2,4],\"data_offsets\":[0,32]},\"pos_emb.weight\":"
                            "{\"dtype\":\"F32\",\"shape\":[2,4],"
-                           "\"data_offsets\":[16,48]}}", 0, data12, 48),
+                           "\"data_offsets\":[16,48]}}",
+                           0, data12, 48),
                    "'tok_emb.weight'", "'pos_emb.weight'");
     /* The same bytes twice, listed position first. */
     expect_overlap(st_file("{\"pos_emb.weight\":{\"dtype\":\"F32\",\"shape\":"
                            "[2,4],\"data_offsets\":[8,40]},\"tok_emb.weight\":"
                            "{\"dtype\":\"F32\",\"shape\":[2,4],"
-                           "\"data_offsets\":[8,40]}}", 0, data12, 48),
+                           "\"data_offsets\":[8,40]}}",
+                           0, data12, 48),
                    "'tok_emb.weight'", "'pos_emb.weight'");
 }
 
@@ -275,7 +278,8 @@ static void open_rejects_overlap_between_tensors_it_does_not_use(void **s)
                            "[2,4],\"data_offsets\":[0,32]},\"b\":{\"dtype\":"
                            "\"U8\",\"shape\":[8],\"data_offsets\":[36,44]},"
                            "\"a\":{\"dtype\":\"U8\",\"shape\":[12],"
-                           "\"data_offsets\":[32,44]}}", 0, data12, 48),
+                           "\"data_offsets\":[32,44]}}",
+                           0, data12, 48),
                    "'a'", "'b'");
     /* "c" [0, 48) covers the whole data, the token table included; the
      * message names the first pair in data order. */
@@ -283,7 +287,8 @@ static void open_rejects_overlap_between_tensors_it_does_not_use(void **s)
                            "[1,4],\"data_offsets\":[32,48]},\"d\":{\"dtype\":"
                            "\"U8\",\"shape\":[4],\"data_offsets\":[4,8]},"
                            "\"c\":{\"dtype\":\"U8\",\"shape\":[48],"
-                           "\"data_offsets\":[0,48]}}", 0, data12, 48),
+                           "\"data_offsets\":[0,48]}}",
+                           0, data12, 48),
                    "'c'", "'d'");
 }
 
@@ -296,7 +301,8 @@ static void open_accepts_adjacent_and_empty_tensors(void **s)
                    "\"data_offsets\":[0,32]},\"pos_emb.weight\":{\"dtype\":"
                    "\"F32\",\"shape\":[1,4],\"data_offsets\":[32,48]},"
                    "\"e\":{\"dtype\":\"F32\",\"shape\":[0],"
-                   "\"data_offsets\":[16,16]}}", 0, data12, 48),
+                   "\"data_offsets\":[16,16]}}",
+                   0, data12, 48),
            NULL, 0);
 }
 
@@ -304,7 +310,8 @@ static void open_rejects_missing_token_tensor(void **s)
 {
     (void)s;
     expect(st_file("{\"other\":{\"dtype\":\"F32\",\"shape\":[3,4],"
-                   "\"data_offsets\":[0,48]}}", 0, data12, 48),
+                   "\"data_offsets\":[0,48]}}",
+                   0, data12, 48),
            NULL, TOKVEC_E_NO_TENSOR);
 }
 
@@ -319,8 +326,7 @@ static void open_rejects_missing_named_tensor(void **s)
 static void open_rejects_empty_table(void **s)
 {
     (void)s;
-    expect(st_file(TOK("[0,4]", "[0,0]"), 0, data12, 0), NULL,
-           TOKVEC_E_EMPTY);
+    expect(st_file(TOK("[0,4]", "[0,0]"), 0, data12, 0), NULL, TOKVEC_E_EMPTY);
 }
 
 static void open_rejects_non_string_metadata(void **s)
@@ -328,7 +334,8 @@ static void open_rejects_non_string_metadata(void **s)
     (void)s;
     expect(st_file("{\"__metadata__\":{\"seed\":123},\"tok_emb.weight\":{"
                    "\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":"
-                   "[0,48]}}", 0, data12, 48),
+                   "[0,48]}}",
+                   0, data12, 48),
            NULL, TOKVEC_E_METADATA);
 }
 
@@ -360,11 +367,13 @@ static void open_reads_unaligned_f32_f16_bf16_rows(void **s)
         char hdr[200];
         snprintf(hdr, sizeof hdr,
                  "{\"wte.weight\":{\"dtype\":\"%s\",\"shape\":[2,2],"
-                 "\"data_offsets\":[0,%zu]}}", c[i].dt, c[i].n);
+                 "\"data_offsets\":[0,%zu]}}",
+                 c[i].dt, c[i].n);
         size_t pad = (strlen(hdr) % 2) ? 0 : 1; /* odd data offset */
         tokvec_table *t;
-        assert_int_equal(tokvec_table_open(st_file(hdr, pad, c[i].data,
-                                                   c[i].n), NULL, &t), 0);
+        assert_int_equal(
+            tokvec_table_open(st_file(hdr, pad, c[i].data, c[i].n), NULL, &t),
+            0);
         tokvec_row r;
         float got[2];
         for (int row = 0; row < 2; row++) {
@@ -436,11 +445,10 @@ static void explicit_names_pick_the_tensors(void **s)
 static void sinusoidal_metadata_computes_positions(void **s)
 {
     (void)s;
-    const char *hdr =
-        "{\"__metadata__\":{\"positional\":\"sinusoidal\","
-        "\"context_length\":\"8\"},"
-        "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
-        "\"data_offsets\":[0,48]}}";
+    const char *hdr = "{\"__metadata__\":{\"positional\":\"sinusoidal\","
+                      "\"context_length\":\"8\"},"
+                      "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
+                      "\"data_offsets\":[0,48]}}";
     tokvec_table *t;
     assert_int_equal(tokvec_table_open(st_file(hdr, 0, data12, 48), NULL, &t),
                      0);
@@ -461,11 +469,10 @@ static void sinusoidal_metadata_computes_positions(void **s)
 static void sinusoidal_positions_past_2_28_floats_are_refused(void **s)
 {
     (void)s;
-    const char *hdr =
-        "{\"__metadata__\":{\"positional\":\"sinusoidal\","
-        "\"context_length\":\"67108865\"},"
-        "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
-        "\"data_offsets\":[0,48]}}";
+    const char *hdr = "{\"__metadata__\":{\"positional\":\"sinusoidal\","
+                      "\"context_length\":\"67108865\"},"
+                      "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[3,4],"
+                      "\"data_offsets\":[0,48]}}";
     char err[256] = "";
     tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
     tokvec_table *t = (tokvec_table *)1;
@@ -496,7 +503,8 @@ static void skip_sinusoidal_validates_without_computing_positions(void **s)
         "\"data_offsets\":[0,16384]}}";
     char err[256] = "";
     tokvec_table_opts o = {.flags = TOKVEC_TABLE_SKIP_SINUSOIDAL,
-                           .errbuf = err, .errlen = sizeof err};
+                           .errbuf = err,
+                           .errlen = sizeof err};
     tokvec_table *t;
     long before = max_rss_kib();
     int rc = tokvec_table_open(st_file(hdr, 0, rows, sizeof rows), &o, &t);
@@ -521,8 +529,8 @@ static void skip_sinusoidal_validates_without_computing_positions(void **s)
           "\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[16,256],"
           "\"data_offsets\":[0,16384]}}";
     t = (tokvec_table *)1;
-    assert_int_equal(tokvec_table_open(st_file(hdr, 0, rows, sizeof rows),
-                                       &o, &t),
+    assert_int_equal(tokvec_table_open(st_file(hdr, 0, rows, sizeof rows), &o,
+                                       &t),
                      TOKVEC_E_TOO_LARGE);
     assert_null(t);
     assert_non_null(strstr(err, "context_length 1048577 x dim 256"));
@@ -551,7 +559,7 @@ static const char *npy_file(const char *name, int major, const char *dict,
     return path;
 }
 
-#define NPY_DICT(descr, order, shape)                                     \
+#define NPY_DICT(descr, order, shape)                                    \
     "{'descr': '" descr "', 'fortran_order': " order ", 'shape': " shape \
     ", }\n"
 
@@ -575,16 +583,15 @@ static void npy_with_position_file_is_learned(void **s)
     (void)s;
     char tokp[256];
     snprintf(tokp, sizeof tokp, "%s",
-             npy_file("tok.npy", 1, NPY_DICT("<f4", "False", "(2, 4)"),
-                      data12, 32));
+             npy_file("tok.npy", 1, NPY_DICT("<f4", "False", "(2, 4)"), data12,
+                      32));
     const char *posp = npy_file("pos.npy", 1,
                                 NPY_DICT("<f4", "False", "(1, 4)"), data12,
                                 16);
     tokvec_table_opts o = {.position_path = posp};
     tokvec_table *t;
     assert_int_equal(tokvec_table_open(tokp, &o, &t), 0);
-    assert_int_equal(tokvec_table_get_info(t)->positional,
-                     TOKVEC_POS_LEARNED);
+    assert_int_equal(tokvec_table_get_info(t)->positional, TOKVEC_POS_LEARNED);
     assert_int_equal(tokvec_table_get_info(t)->context_length, 1);
     tokvec_table_close(t);
 }
@@ -593,18 +600,21 @@ static void npy_rejects_bad_magic_order_dtype_rank_and_size(void **s)
 {
     (void)s;
     /* Without the full magic it is no format tokvec knows. */
-    expect(raw_file("\x93NUMPX\x01\x00\x00\x00", 10), NULL,
-           TOKVEC_E_FORMAT);
+    expect(raw_file("\x93NUMPX\x01\x00\x00\x00", 10), NULL, TOKVEC_E_FORMAT);
     expect(npy_file("a.npy", 4, NPY_DICT("<f4", "False", "(3, 4)"), data12,
-                    48), NULL, TOKVEC_E_NPY);
-    expect(npy_file("b.npy", 1, NPY_DICT("<f4", "True", "(3, 4)"), data12,
-                    48), NULL, TOKVEC_E_NPY);
+                    48),
+           NULL, TOKVEC_E_NPY);
+    expect(npy_file("b.npy", 1, NPY_DICT("<f4", "True", "(3, 4)"), data12, 48),
+           NULL, TOKVEC_E_NPY);
     expect(npy_file("c.npy", 1, NPY_DICT(">f4", "False", "(3, 4)"), data12,
-                    48), NULL, TOKVEC_E_DTYPE);
-    expect(npy_file("d.npy", 1, NPY_DICT("<f4", "False", "(3, 2, 2)"),
-                    data12, 48), NULL, TOKVEC_E_RANK);
+                    48),
+           NULL, TOKVEC_E_DTYPE);
+    expect(npy_file("d.npy", 1, NPY_DICT("<f4", "False", "(3, 2, 2)"), data12,
+                    48),
+           NULL, TOKVEC_E_RANK);
     expect(npy_file("e.npy", 1, NPY_DICT("<f4", "False", "(3, 4)"), data12,
-                    44), NULL, TOKVEC_E_SIZE);
+                    44),
+           NULL, TOKVEC_E_SIZE);
 }
 
 static void on_alarm(int sig)
@@ -700,7 +710,8 @@ int main(void)
         cmocka_unit_test(explicit_names_pick_the_tensors),
         cmocka_unit_test(sinusoidal_metadata_computes_positions),
         cmocka_unit_test(sinusoidal_positions_past_2_28_floats_are_refused),
-        cmocka_unit_test(skip_sinusoidal_validates_without_computing_positions),
+        cmocka_unit_test(
+            skip_sinusoidal_validates_without_computing_positions),
         cmocka_unit_test(npy_versions_1_2_3_open),
         cmocka_unit_test(npy_with_position_file_is_learned),
         cmocka_unit_test(npy_rejects_bad_magic_order_dtype_rank_and_size),

@@ -39,8 +39,7 @@ static void reload_keeps_the_old_table_for_another_dim(void **state)
     fx_get_says(f, "/info", 200, "\"dim\":4,");
 }
 
-static void reload_keeps_the_old_table_when_the_file_is_no_table(
-    void **state)
+static void reload_keeps_the_old_table_when_the_file_is_no_table(void **state)
 {
     fixture *f = *state;
     char r[RESP];

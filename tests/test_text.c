@@ -21,7 +21,8 @@
 static tokvec_tokenizer *gpt2;
 static tokvec_table *table; /* 50257 x 256, context 1024 */
 static const tv_limits LIM = {.max_body_bytes = 1 << 20,
-                              .max_tokens = 64, .max_batch = 8};
+                              .max_tokens = 64,
+                              .max_batch = 8};
 
 static int setup(void **state)
 {
@@ -46,9 +47,9 @@ static void windows_count_as_gptdatasetv1s_range(void **state)
     (void)state;
     /* the-verdict.txt: 5145 tokens, max_length 4, stride 4 */
     assert_int_equal(tv_text_windows(5145, 4, 4), 1286);
-    assert_int_equal(tv_text_windows(4, 4, 4), 0);   /* range(0, 0) */
+    assert_int_equal(tv_text_windows(4, 4, 4), 0); /* range(0, 0) */
     assert_int_equal(tv_text_windows(5, 4, 4), 1);
-    assert_int_equal(tv_text_windows(10, 4, 2), 3);  /* 0, 2, 4 */
+    assert_int_equal(tv_text_windows(10, 4, 2), 3); /* 0, 2, 4 */
     assert_int_equal(tv_text_windows(10, 3, 1), 7);
 }
 
@@ -63,8 +64,7 @@ static void options_are_checked_by_type_and_range(void **state)
     json_t *left = json_string("left"), *up = json_string("up");
     assert_int_equal(tv_text_option(&o, "truncate", t, &e), 1);
     assert_int_equal(o.truncate, 1);
-    assert_int_equal(tv_text_option(&o, "truncation_direction", left, &e),
-                     1);
+    assert_int_equal(tv_text_option(&o, "truncation_direction", left, &e), 1);
     assert_int_equal(o.left, 1);
     assert_int_equal(tv_text_option(&o, "truncation_direction", up, &e), -1);
     assert_int_equal(e.status, 400);
@@ -103,7 +103,8 @@ static void tokenize_answers_ids_texts_and_offsets(void **state)
     tv_error e;
     assert_int_equal(run(TV_TEXT_TOKENIZE,
                          "{\"inputs\":\"I \\u00e9<|endoftext|>\"}", &out, &e,
-                         &c), 0);
+                         &c),
+                     0);
     /* "I", " \xc3", "\xa9" in GPT-2 (the e-acute is split), then the
      * special token */
     json_t *j = json_loadb(out, out_len, 0, NULL);
@@ -112,8 +113,7 @@ static void tokenize_answers_ids_texts_and_offsets(void **state)
     size_t at = 0;
     for (size_t i = 0; i < json_array_size(toks); i++) {
         json_t *t = json_array_get(toks, i);
-        assert_int_equal(json_integer_value(json_object_get(t, "start")),
-                         at);
+        assert_int_equal(json_integer_value(json_object_get(t, "start")), at);
         at = (size_t)json_integer_value(json_object_get(t, "stop"));
     }
     assert_int_equal(at, strlen("I \xc3\xa9<|endoftext|>"));
@@ -132,7 +132,8 @@ static void tokenize_errors_known_after_tokenizing(void **state)
     tv_error e;
     assert_int_equal(run(TV_TEXT_TOKENIZE,
                          "{\"inputs\":\"a b\",\"max_length\":2}", &out, &e,
-                         &c), -1);
+                         &c),
+                     -1);
     assert_string_equal(e.type, "text_too_short");
     tv_text_free(c);
     char big[400] = "{\"inputs\":\"";
@@ -150,17 +151,18 @@ static void decode_checks_ids_when_parsing(void **state)
     tv_text_call *c = NULL;
     const char *out;
     tv_error e;
-    assert_int_equal(run(TV_TEXT_DECODE, "{\"ids\":[[40],[1,50257]]}", &out,
-                         &e, &c), -1);
+    assert_int_equal(
+        run(TV_TEXT_DECODE, "{\"ids\":[[40],[1,50257]]}", &out, &e, &c), -1);
     assert_string_equal(e.type, "token_out_of_range");
     assert_non_null(strstr(e.message, "batch index 1, position 1"));
-    assert_int_equal(run(TV_TEXT_DECODE, "{\"ids\":[40, 172]}", &out, &e,
-                         &c), 0);
+    assert_int_equal(run(TV_TEXT_DECODE, "{\"ids\":[40, 172]}", &out, &e, &c),
+                     0);
     assert_int_equal(out_len, 8);
     assert_memory_equal(out, "[\"I\xef\xbf\xbd\"]", 8); /* U+FFFD */
     tv_text_free(c);
     assert_int_equal(tv_text_parse(TV_TEXT_DECODE, "{\"ids\":[1]}", 11, NULL,
-                                   &LIM, &c, &e), -1);
+                                   &LIM, &c, &e),
+                     -1);
     assert_non_null(strstr(e.message, "--tokenizer"));
 }
 

@@ -22,7 +22,10 @@
 
 enum { GUARD = 64 };
 
-static unsigned rd16(const unsigned char *p) { return p[0] | p[1] << 8; }
+static unsigned rd16(const unsigned char *p)
+{
+    return p[0] | p[1] << 8;
+}
 static uint32_t rd32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -86,8 +89,8 @@ static int walk(const unsigned char *b, size_t size, rec *r, int max)
     for (unsigned i = 0; i < n; i++) {
         const unsigned char *h = b + off;
         assert_int_equal(rd32(h), 0x04034b50);
-        assert_int_equal(rd16(h + 6), 0);  /* no flags: no descriptor */
-        assert_int_equal(rd16(h + 8), 0);  /* stored */
+        assert_int_equal(rd16(h + 6), 0); /* no flags: no descriptor */
+        assert_int_equal(rd16(h + 8), 0); /* stored */
         size_t len = rd32(h + 18), nl = rd16(h + 26), xl = rd16(h + 28);
         assert_int_equal(rd32(h + 22), len); /* stored: sizes equal */
         assert_true(nl < sizeof r[i].name);
@@ -112,7 +115,7 @@ static int walk(const unsigned char *b, size_t size, rec *r, int max)
         c += 46 + nl + rd16(c + 30) + rd16(c + 32);
         off = r[i].data + len;
     }
-    assert_int_equal(off, cd);         /* records are contiguous */
+    assert_int_equal(off, cd); /* records are contiguous */
     assert_ptr_equal(c, b + cd + cd_len);
     return (int)n;
 }

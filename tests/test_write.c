@@ -38,7 +38,8 @@ static void written_file_opens_with_same_rows_and_metadata(void **s)
     char p[256];
     snprintf(p, sizeof p, "%s/a.safetensors", tu_dir);
     const char *k[] = {"seed", "positional"}, *v[] = {"123", "learned"};
-    tokvec_write_opts o = {.metadata_keys = k, .metadata_values = v,
+    tokvec_write_opts o = {.metadata_keys = k,
+                           .metadata_values = v,
                            .n_metadata = 2};
     tokvec_write_tensor w[2] = {{"tok_emb.weight", TOKVEC_F32, 5, 3, tok},
                                 {"pos_emb.weight", TOKVEC_F32, 4, 3, pos}};
@@ -102,8 +103,7 @@ static void failed_write_leaves_nothing_behind(void **s)
     assert_true(tokvec_safetensors_write(p, &w, 1, NULL) < 0);
     assert_int_equal(files_in_dir(), before);
     w.name = NULL;
-    assert_int_equal(tokvec_safetensors_write(p, &w, 1, NULL),
-                     TOKVEC_E_INVAL);
+    assert_int_equal(tokvec_safetensors_write(p, &w, 1, NULL), TOKVEC_E_INVAL);
 }
 
 static void f16_tensors_are_written_as_given(void **s)

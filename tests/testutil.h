@@ -139,8 +139,7 @@ static inline int tu_reads_back(const char *s, float v)
 }
 
 /* Whether m * 10^e reads back as v. */
-static inline int tu_decimal_reads_back(unsigned long long m, int e,
-                                        float v)
+static inline int tu_decimal_reads_back(unsigned long long m, int e, float v)
 {
     char s[48];
     snprintf(s, sizeof s, "%llue%d", m, e);

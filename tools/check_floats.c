@@ -70,8 +70,8 @@ static void *run_narrow(void *arg)
                                           (out[2 + 2 * j] << 8));
                 if (got != want && atomic_fetch_add(&failures, 1) < 20)
                     fprintf(stderr, "FAIL %s of %08x: %04x, scalar %04x\n",
-                            tokvec_dtype_name(dt),
-                            (uint32_t)(blk * BLK + j), got, want);
+                            tokvec_dtype_name(dt), (uint32_t)(blk * BLK + j),
+                            got, want);
             }
         }
         atomic_fetch_add(&checked, BLK);
@@ -124,8 +124,7 @@ int main(int argc, char **argv)
         total = strtoull(argv[2], NULL, 10);
         random = 1;
     } else {
-        fprintf(stderr,
-                "usage: check_floats --all | --random N | --narrow\n");
+        fprintf(stderr, "usage: check_floats --all | --random N | --narrow\n");
         return 2;
     }
     long nt = sysconf(_SC_NPROCESSORS_ONLN);
@@ -137,7 +136,7 @@ int main(int argc, char **argv)
     range_t r[64];
     for (long t = 0; t < nt; t++) {
         /* Interleaved so every thread sees every magnitude. */
-        r[t] = (range_t){(uint64_t)t, total, (uint64_t)nt, random,
+        r[t] = (range_t){(uint64_t)t,         total, (uint64_t)nt, random,
                          isatty(2) && t == 0, narrow};
         if (pthread_create(&th[t], NULL, narrow ? run_narrow : run, &r[t])) {
             fprintf(stderr, "check_floats: cannot start a thread\n");

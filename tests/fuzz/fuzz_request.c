@@ -51,17 +51,20 @@ static tokvec_table *make_table(int with_pos)
     char hdr[512];
     size_t tok_bytes = (size_t)VOCAB * DIM * 4;
     size_t pos_bytes = (size_t)CTX * DIM * 4;
-    int n = with_pos
-        ? snprintf(hdr, sizeof hdr,
-                   "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
-                   "\"data_offsets\":[0,%zu]},\"pos_emb.weight\":{\"dtype\":"
-                   "\"F32\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]}}",
-                   VOCAB, DIM, tok_bytes, CTX, DIM, tok_bytes,
-                   tok_bytes + pos_bytes)
-        : snprintf(hdr, sizeof hdr,
-                   "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
-                   "\"data_offsets\":[0,%zu]}}",
-                   VOCAB, DIM, tok_bytes);
+    int n =
+        with_pos
+            ? snprintf(
+                  hdr, sizeof hdr,
+                  "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
+                  "\"data_offsets\":[0,%zu]},\"pos_emb.weight\":{\"dtype\":"
+                  "\"F32\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]}}",
+                  VOCAB, DIM, tok_bytes, CTX, DIM, tok_bytes,
+                  tok_bytes + pos_bytes)
+            : snprintf(
+                  hdr, sizeof hdr,
+                  "{\"tok_emb.weight\":{\"dtype\":\"F32\",\"shape\":[%d,%d],"
+                  "\"data_offsets\":[0,%zu]}}",
+                  VOCAB, DIM, tok_bytes);
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
         len8[i] = (unsigned char)((uint64_t)n >> (8 * i));
@@ -97,8 +100,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void check_error(const tv_error *e)
 {
     if (e->status < 400 || e->status > 499 || !e->type || !*e->type) {
-        fprintf(stderr, "client input gave status %d type %s: %s\n",
-                e->status, e->type ? e->type : "(null)", e->message);
+        fprintf(stderr, "client input gave status %d type %s: %s\n", e->status,
+                e->type ? e->type : "(null)", e->message);
         abort();
     }
     char body[TV_ERROR_BODY_MAX];
@@ -156,7 +159,8 @@ static void embed_and_encode(const tv_request *r, const tokvec_table *t,
         abort(); /* check passed: the size must be known */
     char npy[TV_NPY_HEADER_MAX];
     size_t hdr = fmt->kind == TV_OUT_NPY
-                     ? tv_npy_header(npy, fmt->dtype, B, S, D) : 0;
+                     ? tv_npy_header(npy, fmt->dtype, B, S, D)
+                     : 0;
     if (hdr > TV_NPY_HEADER_MAX || hdr % 64)
         abort();
     float *out = aligned_alloc(64, (n + 63) / 64 * 64);
@@ -199,9 +203,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          *dtype = f[4], *query = f[5];
     size_t body_len = len[0];
 
-    tv_limits small = {.max_body_bytes = 64 * 1024, .max_tokens = 4096,
+    tv_limits small = {.max_body_bytes = 64 * 1024,
+                       .max_tokens = 4096,
                        .max_batch = 64};
-    tv_limits dflt = {.max_body_bytes = 16u << 20, .max_tokens = 65536,
+    tv_limits dflt = {.max_body_bytes = 16u << 20,
+                      .max_tokens = 65536,
                       .max_batch = 4096};
     const tv_limits *lim = &small;
     if (body_len && (unsigned char)body[0] == 0x1f) {
@@ -218,8 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tv_request rb;
     if (tv_request_parse_binary(body, body_len, shape, lim, &rb, &e) == 0) {
         if (rb.batch < 1 || rb.seq < 1 ||
-            rb.batch * rb.seq > lim->max_tokens ||
-            rb.batch > lim->max_batch ||
+            rb.batch * rb.seq > lim->max_tokens || rb.batch > lim->max_batch ||
             (size_t)(rb.batch * rb.seq) * 4 != body_len)
             abort();
         tv_request_free(&rb);
@@ -282,8 +287,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     tv_format fmt;
-    if (tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, &fmt,
-                           &e) < 0) {
+    int neg = tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, &fmt,
+                                 &e);
+    if (neg < 0) {
         check_error(&e);
         tv_request_free(&r);
         goto out;

@@ -71,8 +71,8 @@ static void check_answer(const char *body, size_t len, size_t k)
             abort();
         json_int_t v = json_integer_value(id);
         double sc = json_number_value(s);
-        if (v < 0 || v >= VOCAB || seen[v] || sc < -1 || sc > 1 ||
-            sc > prev || (sc == prev && v < prev_id))
+        if (v < 0 || v >= VOCAB || seen[v] || sc < -1 || sc > 1 || sc > prev ||
+            (sc == prev && v < prev_id))
             abort();
         seen[v] = 1;
         prev = sc;
@@ -87,8 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         open_table();
     tv_similar_call *c = NULL;
     tv_error e = {0};
-    if (tv_similar_parse((const char *)data, size, table, idx, NULL, &c,
-                         &e) < 0) {
+    int parsed = tv_similar_parse((const char *)data, size, table, idx, NULL,
+                                  &c, &e);
+    if (parsed < 0) {
         if (c || !e.type || !*e.message ||
             !(e.status >= 400 && e.status < 500))
             abort();

@@ -131,9 +131,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tokvec_qtype_block(t->tok_rows.q, &bv, &bb) < 0)
         abort();
     if (in->vocab_size < 1 || in->dim < 1 || in->dim % (int64_t)bv ||
-        t->row_bytes != (size_t)in->dim / bv * bb ||
-        in->file_size != size || !in->format || !in->token_tensor ||
-        !in->token_dtype)
+        t->row_bytes != (size_t)in->dim / bv * bb || in->file_size != size ||
+        !in->format || !in->token_tensor || !in->token_dtype)
         abort();
     if (in->positional == TOKVEC_POS_AUTO ||
         (in->positional == TOKVEC_POS_NONE && in->context_length != 0) ||
@@ -194,7 +193,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* One small lookup through the whole embed path, every output dtype. */
     int64_t S = in->positional == TOKVEC_POS_NONE || in->context_length >= 2
-                    ? 2 : 1;
+                    ? 2
+                    : 1;
     int64_t q[2] = {in->vocab_size - 1, 0};
     unsigned outs[3] = {0, TOKVEC_EMBED_OUT_F16, TOKVEC_EMBED_OUT_BF16};
     for (int k = 0; k < 3; k++) {

@@ -66,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (tokvec_tokenizer_decode(tok, ids.ids, ids.n, &text, &tl, NULL))
             abort();
         if (!valid_utf8((const uint8_t *)text, tl) ||
-            (valid_utf8(data, size) && (tl != size ||
-                                        memcmp(text, data, size))))
+            (valid_utf8(data, size) &&
+             (tl != size || memcmp(text, data, size))))
             abort();
         free(text);
     }

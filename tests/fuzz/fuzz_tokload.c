@@ -68,11 +68,11 @@ static void exercise(const tokvec_tokenizer *t, const uint8_t *raw,
             abort();
         if (drc == 0)
             free(text);
-        if (rc == 0 && (tokvec_tokenizer_encode(t, s, (const char *)b, len,
-                                                TOKVEC_TOK_SPECIAL |
-                                                    TOKVEC_TOK_OFFSETS,
-                                                &ids) ||
-                        ids.offsets[ids.n] != len))
+        if (rc == 0 &&
+            (tokvec_tokenizer_encode(t, s, (const char *)b, len,
+                                     TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS,
+                                     &ids) ||
+             ids.offsets[ids.n] != len))
             abort();
     }
     tokvec_tok_ids_free(&ids);
