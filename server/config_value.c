@@ -170,31 +170,23 @@ int tv_setting_set(tv_config *cfg, const setting *s, const char *v,
         return 0;
     }
     case T_SIZE:
-        if (parse_size(v, &x)) {
-            set_err(err, errlen,
-                    "%s: '%s' is not a size (bytes, or a number with "
-                    "k/M/G/T, KiB/MiB/GiB/TiB or kB/MB/GB/TB)",
-                    src, v);
+    case T_SECS: {
+        int size = s->type == T_SIZE;
+        if (size ? parse_size(v, &x) : parse_secs(v, &x)) {
+            set_err(err, errlen, "%s: '%s' is not %s", src, v,
+                    size ? "a size (bytes, or a number with k/M/G/T, "
+                           "KiB/MiB/GiB/TiB or kB/MB/GB/TB)"
+                         : "a duration (seconds, e.g. 30, 0.5, 30s, 500ms)");
             return -1;
         }
-        snprintf(shown, sizeof shown, "%s", v);
-        if (check_bounds(s, src, x, shown, err, errlen))
+        if (check_bounds(s, src, x, v, err, errlen))
             return -1;
-        *int_field(cfg, s) = (int64_t)x;
+        if (size)
+            *int_field(cfg, s) = (int64_t)x;
+        else
+            *secs_field(cfg, s) = x;
         return 0;
-    case T_SECS:
-        if (parse_secs(v, &x)) {
-            set_err(err, errlen,
-                    "%s: '%s' is not a duration (seconds, e.g. 30, 0.5, "
-                    "30s, 500ms)",
-                    src, v);
-            return -1;
-        }
-        snprintf(shown, sizeof shown, "%s", v);
-        if (check_bounds(s, src, x, shown, err, errlen))
-            return -1;
-        *secs_field(cfg, s) = x;
-        return 0;
+    }
     case T_BOOL:
         if (parse_bool(v, int_field(cfg, s))) {
             set_err(err, errlen, "%s: '%s' is not a boolean (true/false)", src,

@@ -81,33 +81,36 @@ static void options_are_checked_by_type_and_range(void **state)
     json_decref(up);
 }
 
-static size_t out_len; /* the last answer's length (not NUL-terminated) */
+/* One call of a test: the job, its answer (not NUL-terminated) or error. */
+typedef struct {
+    tv_text_call *c;
+    const char *out;
+    size_t len;
+    tv_error e;
+} call;
 
-/* Parses body for kind, runs the job here; the answer or the error. */
-static int run(int kind, const char *body, const char **out, tv_error *e,
-               tv_text_call **c)
+/* Parses body for kind and runs the job here (the call's previous job is
+ * freed first); 0 and the answer, or -1 and the error. */
+static int run(call *k, int kind, const char *body)
 {
-    size_t *len = &out_len;
     uint64_t tokens;
-    if (tv_text_parse(kind, body, strlen(body), gpt2, &LIM, c, e) < 0)
+    tv_text_free(k->c);
+    if (tv_text_parse(kind, body, strlen(body), gpt2, &LIM, &k->c, &k->e) < 0)
         return -1;
-    tv_text_run(*c);
-    return tv_text_result(*c, out, len, &tokens, e);
+    tv_text_run(k->c);
+    return tv_text_result(k->c, &k->out, &k->len, &tokens, &k->e);
 }
 
 static void tokenize_answers_ids_texts_and_offsets(void **state)
 {
     (void)state;
-    tv_text_call *c = NULL;
-    const char *out;
-    tv_error e;
-    assert_int_equal(run(TV_TEXT_TOKENIZE,
-                         "{\"inputs\":\"I \\u00e9<|endoftext|>\"}", &out, &e,
-                         &c),
+    call k = {0};
+    assert_int_equal(run(&k, TV_TEXT_TOKENIZE,
+                         "{\"inputs\":\"I \\u00e9<|endoftext|>\"}"),
                      0);
     /* "I", " \xc3", "\xa9" in GPT-2 (the e-acute is split), then the
      * special token */
-    json_t *j = json_loadb(out, out_len, 0, NULL);
+    json_t *j = json_loadb(k.out, k.len, 0, NULL);
     assert_non_null(j);
     json_t *toks = json_array_get(j, 0);
     size_t at = 0;
@@ -121,52 +124,46 @@ static void tokenize_answers_ids_texts_and_offsets(void **state)
     assert_int_equal(json_integer_value(json_object_get(last, "id")), 50256);
     assert_true(json_is_true(json_object_get(last, "special")));
     json_decref(j);
-    tv_text_free(c);
+    tv_text_free(k.c);
 }
 
 static void tokenize_errors_known_after_tokenizing(void **state)
 {
     (void)state;
-    tv_text_call *c = NULL;
-    const char *out;
-    tv_error e;
-    assert_int_equal(run(TV_TEXT_TOKENIZE,
-                         "{\"inputs\":\"a b\",\"max_length\":2}", &out, &e,
-                         &c),
+    call k = {0};
+    assert_int_equal(run(&k, TV_TEXT_TOKENIZE,
+                         "{\"inputs\":\"a b\",\"max_length\":2}"),
                      -1);
-    assert_string_equal(e.type, "text_too_short");
-    tv_text_free(c);
+    assert_string_equal(k.e.type, "text_too_short");
     char big[400] = "{\"inputs\":\"";
     for (int i = 0; i < 65; i++)
         strcat(big, " a");
     strcat(big, "\"}");
-    assert_int_equal(run(TV_TEXT_TOKENIZE, big, &out, &e, &c), -1);
-    assert_int_equal(e.status, 413);
-    tv_text_free(c);
+    assert_int_equal(run(&k, TV_TEXT_TOKENIZE, big), -1);
+    assert_int_equal(k.e.status, 413);
+    tv_text_free(k.c);
 }
 
 static void decode_checks_ids_when_parsing(void **state)
 {
     (void)state;
+    call k = {0};
+    assert_int_equal(run(&k, TV_TEXT_DECODE, "{\"ids\":[[40],[1,50257]]}"),
+                     -1);
+    assert_string_equal(k.e.type, "token_out_of_range");
+    assert_non_null(strstr(k.e.message, "batch index 1, position 1"));
+    assert_int_equal(run(&k, TV_TEXT_DECODE, "{\"ids\":[40, 172]}"), 0);
+    assert_int_equal(k.len, 8);
+    assert_memory_equal(k.out, "[\"I\xef\xbf\xbd\"]", 8); /* U+FFFD */
+    tv_text_free(k.c);
     tv_text_call *c = NULL;
-    const char *out;
     tv_error e;
-    assert_int_equal(
-        run(TV_TEXT_DECODE, "{\"ids\":[[40],[1,50257]]}", &out, &e, &c), -1);
-    assert_string_equal(e.type, "token_out_of_range");
-    assert_non_null(strstr(e.message, "batch index 1, position 1"));
-    assert_int_equal(run(TV_TEXT_DECODE, "{\"ids\":[40, 172]}", &out, &e, &c),
-                     0);
-    assert_int_equal(out_len, 8);
-    assert_memory_equal(out, "[\"I\xef\xbf\xbd\"]", 8); /* U+FFFD */
-    tv_text_free(c);
     assert_int_equal(tv_text_parse(TV_TEXT_DECODE, "{\"ids\":[1]}", 11, NULL,
                                    &LIM, &c, &e),
                      -1);
     assert_non_null(strstr(e.message, "--tokenizer"));
 }
 
-/* A request of text rows as request.c makes them. */
 static void rows(tv_request *r, const char *const *texts, int n)
 {
     tv_request_init(r);
