@@ -6,7 +6,8 @@
 # 1. ../shared/tools/container-check.sh on the repo (build with podman, wait for
 #    /health, run the image HEALTHCHECK, SIGTERM must stop it cleanly).
 # 2. Our own run of the same image, hardened as in production: read-only root
-#    filesystem, all capabilities dropped, no-new-privileges.
+#    filesystem, all capabilities dropped, no-new-privileges. With --cpus 1
+#    the start-up line says 1 worker, from the cgroup quota.
 # 3. The textbook requests (shared/bench/load/seed_8x4.json and
 #    {"inputs":[[40,1101,257]]}) POSTed to the container and to the local
 #    build/tokvec serving data/gpt2-256.safetensors, with Accept
@@ -112,6 +113,24 @@ done
 say "container /ready /info /metrics -> 200"
 # The start-up log line states the settings: the image's env must be in effect.
 podman logs "$CTR" 2>&1 | grep -q '0\.0\.0\.0' || say "note: start-up log does not mention host 0.0.0.0"
+
+# A CPU limit (docker --cpus, a Kubernetes limit) sets the default worker
+# count: with --cpus 1 the start-up line must say 1 worker from the quota.
+# Asserted wherever podman applied the quota (the container sees it in its
+# cgroup files); a host without a CPU controller for podman is noted.
+quota=$(podman run --rm --cpus 1 --entrypoint /bin/sh "$IMG" -c \
+  'cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null' \
+  2> >(noise) | tr '\n' ' ')
+if [[ $quota == *100000* ]]; then
+  line=$(podman run --rm --cpus 1 --entrypoint /bin/sh "$IMG" -c \
+           'timeout -s TERM 3 tokvec serve 2>&1' 2> >(noise) |
+         grep -o 'threads: [^;]*')
+  say "--cpus 1: $line"
+  [[ $line == "threads: 1 workers (cgroup quota)"* ]] ||
+    fail "with --cpus 1 the start-up line says '$line', not 1 worker from the quota"
+else
+  say "note: podman set no CPU quota here (cgroup files: '$quota'); --cpus check skipped"
+fi
 
 # --- 3. the same bytes from the image and from the local build ---------------
 printf '{"inputs":[[40,1101,257]]}' > "$WORK/textbook.json"

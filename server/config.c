@@ -72,7 +72,8 @@ static const setting settings[] = {
     {"unix_socket", T_STR, OFF(unix_socket), 0, 0, "", NULL,
      "also serve on this Unix domain socket path (\"\" = TCP only)"},
     {"threads", T_INT, OFF(threads), 0, 1024, "0", NULL,
-     "worker threads: lookup and encoding (0 = number of cores)"},
+     "worker threads: lookup and encoding (0 = the CPUs this "
+     "process may use: cores, capped by a cgroup CPU quota)"},
     {"http_threads", T_INT, OFF(http_threads), 0, 1024, "0", NULL,
      "HTTP threads per listener: I/O and parsing (0 = as --threads)"},
     {"max_body_bytes", T_SIZE, OFF(max_body_bytes), 1, TiB, "16MiB", NULL,

@@ -23,7 +23,7 @@ typedef struct tv_config {
     char *positional;           /* auto|learned|sinusoidal|none */
     char *host;                 /* 127.0.0.1 */
     int64_t port;               /* 8080 */
-    int64_t threads;            /* workers; 0 = number of cores */
+    int64_t threads;            /* workers; 0 = CPUs (cpus.h) */
     int64_t http_threads;       /* HTTP threads per listener; 0 = threads */
     char *unix_socket;          /* "" = none; else also serve on this path */
     int64_t max_body_bytes;     /* 16 MiB */

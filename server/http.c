@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cpus.h"
 #include "embed_job.h"
 #include "framing.h"
 #include "log.h"
@@ -584,10 +585,10 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
     table_publish(s->current->t);
 
     int threads = (int)cfg->threads;
-    if (threads <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)n : 1;
-    }
+    s->workers_why = "--threads";
+    if (threads <= 0)
+        threads = tv_cpus_available(&s->workers_why);
+    s->workers = (unsigned)threads;
     if (tv_bufcache_new(&s->bufs) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = TV_SERVER_E_NOMEM;

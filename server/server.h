@@ -63,7 +63,9 @@ struct tv_server {
     int reaper_stop;    /* guarded by watch_lock */
     int reaper_started;
     pthread_t reaper;
-    unsigned http_threads; /* per daemon: tv-http-N (and tv-unix-N) */
+    unsigned http_threads;   /* per daemon: tv-http-N (and tv-unix-N) */
+    unsigned workers;        /* tv-work-N */
+    const char *workers_why; /* "--threads", "cores", "cgroup quota" */
     pthread_mutex_t table_lock;
     table_ref *current;     /* guarded by table_lock */
     atomic_int draining;    /* set once by tv_server_drain_begin */

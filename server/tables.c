@@ -185,6 +185,10 @@ size_t tv_server_summary(tv_server *s, char *buf, size_t len)
                                s->tok_info.vocab_size, s->tok_info.n_special)
                     : snprintf(buf + n, len - (size_t)n,
                                "; no tokenizer (ids only)");
+    if (n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n,
+                      "; threads: %u workers (%s), %u HTTP per listener",
+                      s->workers, s->workers_why, s->http_threads);
     if (n < 0)
         return 0;
     return (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
