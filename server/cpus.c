@@ -11,6 +11,7 @@
  * root under a longer name) is skipped, so the walk ends at the root that
  * is. Files only, no state: any thread.
  */
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -26,7 +27,9 @@ static double tighter(double a, double b)
     return a <= 0 ? b : b <= 0 || a < b ? a : b;
 }
 
-static int read_ll(const char *dir, const char *name, long long *v)
+/* The first line of dir/name into buf; 0, or -1 if it cannot be read. */
+static int read_first(const char *dir, const char *name, char *buf,
+                      size_t size)
 {
     char path[PATH_MAX];
     int n = snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -35,39 +38,47 @@ static int read_ll(const char *dir, const char *name, long long *v)
     FILE *f = fopen(path, "re");
     if (!f)
         return -1;
-    int ok = fscanf(f, "%lld", v) == 1;
+    int ok = fgets(buf, (int)size, f) != NULL;
     fclose(f);
     return ok ? 0 : -1;
+}
+
+/* A decimal at *p (leading blanks skipped) ending in a blank or the end;
+ * *p moves past it. 0, or -1 ("max", anything else). */
+static int decimal(const char **p, long long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoll(*p, &end, 10);
+    if (end == *p || errno || (*end && !strchr(" \t\n", *end)))
+        return -1;
+    *p = end;
+    return 0;
 }
 
 /* cgroup v2: "QUOTA PERIOD" in cpu.max; "max ..." is no quota. */
 static double quota_v2(const char *dir)
 {
-    char path[PATH_MAX], q[32];
+    char buf[64];
     long long quota, period;
-    int n = snprintf(path, sizeof path, "%s/cpu.max", dir);
-    if (n < 0 || (size_t)n >= sizeof path)
+    const char *p = buf;
+    if (read_first(dir, "cpu.max", buf, sizeof buf) < 0 ||
+        decimal(&p, &quota) < 0 || decimal(&p, &period) < 0 || quota <= 0 ||
+        period <= 0)
         return 0;
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
-    double r = 0;
-    if (fscanf(f, "%31s %lld", q, &period) == 2 && period > 0) {
-        char *end;
-        quota = strtoll(q, &end, 10);
-        if (end != q && !*end && quota > 0)
-            r = (double)quota / (double)period;
-    }
-    fclose(f);
-    return r;
+    return (double)quota / (double)period;
 }
 
 /* cgroup v1: cpu.cfs_quota_us (-1 is none) over cpu.cfs_period_us. */
 static double quota_v1(const char *dir)
 {
+    char q[32], t[32];
     long long quota, period;
-    if (read_ll(dir, "cpu.cfs_quota_us", &quota) < 0 || quota <= 0 ||
-        read_ll(dir, "cpu.cfs_period_us", &period) < 0 || period <= 0)
+    const char *pq = q, *pt = t;
+    if (read_first(dir, "cpu.cfs_quota_us", q, sizeof q) < 0 ||
+        read_first(dir, "cpu.cfs_period_us", t, sizeof t) < 0 ||
+        decimal(&pq, &quota) < 0 || decimal(&pt, &period) < 0 || quota <= 0 ||
+        period <= 0)
         return 0;
     return (double)quota / (double)period;
 }
