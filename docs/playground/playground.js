@@ -18,7 +18,7 @@
   const TRAIL = 16;
 
   const st = {
-    info: null, tokens: [], tok: null, sum: null, seq: 0,
+    info: null, tokens: [], text: null, tok: null, sum: null, seq: 0,
     selected: 0, trail: null, trailFor: -1,
   };
 
@@ -74,8 +74,10 @@
     if (mode() === 'text') {
       if (!v.length) return [];
       const r = await api('POST', '/tokenize', { inputs: v });
-      return r[0].map((t) => ({ id: t.id, text: t.text, special: !!t.special,
-                                start: t.start, stop: t.stop }));
+      const tokens = r[0].map((t) => ({ id: t.id, text: t.text, special: !!t.special,
+                                        start: t.start, stop: t.stop }));
+      tokens.input = v; // the text they came from: copy-as-curl sends it
+      return tokens;
     }
     return parseIds(v).map((id) => ({ id, text: null }));
   }
@@ -88,7 +90,7 @@
       const tokens = await tokensOf();
       if (seq !== st.seq) return;
       if (!tokens.length) {
-        st.tokens = []; st.tok = st.sum = null;
+        st.tokens = []; st.text = null; st.tok = st.sum = null;
         render(); say('Type something.');
         return;
       }
@@ -100,6 +102,7 @@
                                             positions: true });
       if (seq !== st.seq) return;
       st.tokens = tokens;
+      st.text = tokens.input === undefined ? null : tokens.input;
       st.tok = rows(tok);
       st.sum = sum ? rows(sum) : null;
       st.shape = sum ? sum.shape : tok.shape;
@@ -282,7 +285,10 @@
     const auth = $('apikey').value ? ' \\\n  -H "Authorization: Bearer $TOKVEC_API_KEY"' : '';
     const base = location.origin;
     if (!st.tokens.length) { $('curl').textContent = ''; return; }
-    const body = { inputs: [st.tokens.map((t) => t.id)], start_position: start(),
+    // What is on screen: the typed text in text mode (the server tokenizes
+    // it the same way), else the ids.
+    const input = st.text !== null ? st.text : st.tokens.map((t) => t.id);
+    const body = { inputs: [input], start_position: start(),
                    positions: positionsOn() };
     let s = `curl -s ${base}/embed -H 'Content-Type: application/json'${auth} \\\n  -d ${shellQuote(JSON.stringify(body))}`;
     const t = st.tokens[st.selected];

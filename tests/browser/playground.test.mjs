@@ -331,6 +331,9 @@ test("typing the book's sentence shows the chips /tokenize gives", async () => {
     assert.ok(titles[i].startsWith(`bytes ${x.start}\u2013${x.stop} of the input, id ${x.id}`),
               titles[i]));
   assert.ok(titles[1].startsWith('bytes 4\u201312 '));
+  // copy-as-curl sends the text typed, not its ids
+  const curl = await page.textContent('#curl');
+  assert.ok(curl.includes(JSON.stringify({ inputs: [BOOK_TEXT] }).slice(0, -1)), curl);
   assert.deepEqual(log.errors, []);
   await page.close();
 });
