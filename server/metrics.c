@@ -37,8 +37,9 @@
 
 #include "metrics.h"
 
-static const int codes[] = {200, 400, 401, 404, 405, 406, 408, 413,
-                            415, 422, 429, 499, 500, 503, 504};
+/* Every status tokvec answers (a new one must be added here). */
+static const int codes[] = {200, 204, 400, 401, 404, 405, 406, 408, 413,
+                            414, 415, 422, 429, 499, 500, 501, 503, 504};
 enum { NCODES = sizeof codes / sizeof codes[0] }; /* slot NCODES = other */
 
 static const double bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,

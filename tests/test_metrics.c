@@ -107,6 +107,26 @@ static void requests_are_counted_by_route_and_code(void **state)
     free(t);
 }
 
+/* 204 (CORS preflight), 414 (a URI or query too long) and 501 (a
+ * transfer coding other than chunked) are answered by the server: each
+ * is its own series, not "other". */
+static void every_status_the_server_answers_has_its_label(void **state)
+{
+    (void)state;
+    static const int answered[] = {204, 414, 501};
+    char want[128];
+    for (size_t i = 0; i < sizeof answered / sizeof answered[0]; i++)
+        tv_metrics_request(TV_ROUTE_OTHER, answered[i], 0.0001, 0, 1);
+    char *t = render();
+    for (size_t i = 0; i < sizeof answered / sizeof answered[0]; i++) {
+        snprintf(want, sizeof want,
+                 "tokvec_requests_total{route=\"other\",code=\"%d\"}",
+                 answered[i]);
+        assert_true(value_of(t, want) == 1);
+    }
+    free(t);
+}
+
 static void histogram_buckets_are_cumulative(void **state)
 {
     (void)state;
@@ -244,6 +264,7 @@ int main(void)
         cmocka_unit_test(render_has_every_contract_family),
         cmocka_unit_test(route_names_are_paths),
         cmocka_unit_test(requests_are_counted_by_route_and_code),
+        cmocka_unit_test(every_status_the_server_answers_has_its_label),
         cmocka_unit_test(histogram_buckets_are_cumulative),
         cmocka_unit_test(counts_add_up_under_concurrent_updates),
         cmocka_unit_test(gauges_go_up_and_down),
