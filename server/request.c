@@ -107,8 +107,10 @@ static int check_shape(int64_t B, int64_t S, const tv_limits *lim,
     return 0;
 }
 
-/* How many bytes of a client's value an error message echoes. */
+/* How many bytes of a client's value an error message echoes; ECHO(s):
+ * the arguments of "%.*s%s" that echo s, cut there with "...". */
 #define ECHO_MAX 40
+#define ECHO(s) ECHO_MAX, (s), strlen(s) > ECHO_MAX ? "..." : ""
 
 static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out, tv_error *err)
 {
@@ -117,12 +119,10 @@ static int id_of(json_t *v, int64_t b, int64_t s, int64_t *out, tv_error *err)
          * ECHO_MAX bytes. */
         char *j = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT |
                                     JSON_ENSURE_ASCII);
-        size_t n = j ? strlen(j) : 0;
         tv_error_set(err, 400, "invalid_request",
                      "token id at batch index %" PRId64 ", position %" PRId64
                      " is not an integer: %.*s%s",
-                     b, s, (int)(n > ECHO_MAX ? ECHO_MAX : n), j ? j : "",
-                     n > ECHO_MAX ? "..." : "");
+                     b, s, ECHO(j ? j : ""));
         free(j);
         return -1;
     }
@@ -595,8 +595,7 @@ int tv_request_set_option(tv_request *r, const char *key, const char *value,
         return tv_error_set(err, 400, "invalid_request",
                             "unknown query option '%.*s%s' (known: "
                             "start_position, positions, dtype)",
-                            ECHO_MAX, key,
-                            strlen(key) > ECHO_MAX ? "..." : "");
+                            ECHO(key));
     }
     return 0;
 }
@@ -609,8 +608,7 @@ int tv_request_query(tv_request *r, tv_body_kind body, const char *key,
                             "query option '%.*s%s': JSON requests take "
                             "options in the body; only ?dtype= goes in the "
                             "query",
-                            ECHO_MAX, key,
-                            strlen(key) > ECHO_MAX ? "..." : "");
+                            ECHO(key));
     return tv_request_set_option(r, key, value, err);
 }
 
@@ -619,18 +617,16 @@ int tv_request_token_id(const char *text, int64_t *id, tv_error *err)
     int neg = text[0] == '-';
     const char *d = text + neg;
     size_t n = strlen(d);
-    size_t whole = strlen(text);
-    int cut = whole > ECHO_MAX;
     if (n == 0 || n > 18)
         return tv_error_set(err, 400, "invalid_request",
                             "token id must be a decimal integer of at most "
                             "18 digits, not '%.*s%s'",
-                            ECHO_MAX, text, cut ? "..." : "");
+                            ECHO(text));
     int64_t v = decimal(d, n);
     if (v < 0)
         return tv_error_set(err, 400, "invalid_request",
                             "token id must be a decimal integer, not '%.*s%s'",
-                            ECHO_MAX, text, cut ? "..." : "");
+                            ECHO(text));
     *id = neg ? -v : v;
     return 0;
 }
