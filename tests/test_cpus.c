@@ -40,18 +40,6 @@ static double quota(void)
     return tv_cpus_quota(self, root);
 }
 
-static int fresh(void **state)
-{
-    (void)state;
-    return tu_make_dir();
-}
-
-static int gone(void **state)
-{
-    (void)state;
-    return tu_remove_dir();
-}
-
 static void v2_cpu_max_is_quota_over_period(void **state)
 {
     (void)state;
@@ -146,7 +134,8 @@ static void the_default_is_this_machines_cpus_at_most(void **state)
 
 int main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, fresh, gone)
+#define T(name) \
+    cmocka_unit_test_setup_teardown(name, tu_setup_dir, tu_teardown_dir)
     const struct CMUnitTest tests[] = {
         T(v2_cpu_max_is_quota_over_period),
         T(v2_max_is_no_quota),

@@ -49,9 +49,6 @@ static void base64_matches_rfc4648_test_vectors(void **state)
     }
 }
 
-/* Regression: the base64 bound once divided by 3 twice, so any base64
- * response above ~100 floats overran a buffer of exactly that size
- * (found by fuzz_request; the server over-reserved and was not hit). */
 /* Encodes x as a (B, S, D) /embed JSON answer into a guarded buffer of
  * exactly tv_embed_json_bound bytes; checks it stayed inside and parses;
  * returns the parsed answer (json_decref it). */
@@ -70,6 +67,9 @@ static json_t *encode_within_bound(const float *x, int64_t B, int64_t S,
     return j;
 }
 
+/* Regression: the base64 bound once divided by 3 twice, so any base64
+ * response above ~100 floats overran a buffer of exactly that size
+ * (found by fuzz_request; the server over-reserved and was not hit). */
 static void base64_embed_json_fits_its_bound_for_every_small_shape(void **s)
 {
     (void)s;

@@ -163,8 +163,7 @@ static void openapi_servers_is_the_listen_address(void **state)
     fixture *f = *state;
     char r[RESP], want[64];
     assert_int_equal(fx_up(f, NULL), 0);
-    assert_int_equal(
-        fx_http(f, "GET", "/openapi.json", NULL, NULL, NULL, r, RESP), 200);
+    assert_int_equal(fx_get(f, "/openapi.json", r, RESP), 200);
     snprintf(want, sizeof want, "\"url\": \"http://127.0.0.1:%d\"", f->port);
     assert_non_null(strstr(fx_body(r), want));
     assert_null(strstr(fx_body(r), ":8080\""));
@@ -172,8 +171,7 @@ static void openapi_servers_is_the_listen_address(void **state)
     fx_down(f);
     const char *const any[] = {"--host", "0.0.0.0", NULL};
     assert_int_equal(fx_up(f, any), 0);
-    assert_int_equal(
-        fx_http(f, "GET", "/openapi.json", NULL, NULL, NULL, r, RESP), 200);
+    assert_int_equal(fx_get(f, "/openapi.json", r, RESP), 200);
     assert_non_null(strstr(fx_body(r), "\"servers\": [\n  {\n   \"url\": "
                                        "\"/\"\n  }\n ]"));
 }

@@ -128,11 +128,9 @@ static void every_answer_carries_the_request_id_given_or_made(void **state)
                              "X-Request-Id: e1\r\n", r, RESP),
                      404);
     assert_true(fx_has_header(r, "X-Request-Id", "e1\r"));
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     request_id_of(r, id1, sizeof id1);
-    assert_int_equal(fx_http(f, "GET", "/health", NULL, NULL, NULL, r, RESP),
-                     200);
+    assert_int_equal(fx_get(f, "/health", r, RESP), 200);
     request_id_of(r, id2, sizeof id2);
     assert_int_equal(strlen(id1), 16);
     assert_int_equal(strspn(id1, "0123456789abcdef"), 16);
