@@ -69,15 +69,13 @@
     return ids;
   }
 
-  async function tokensOf() {
-    const v = $('input').value;
-    if (mode() === 'text') {
+  // The tokens of v: tokenized by the server when text is set, else ids.
+  async function tokensOf(v, text) {
+    if (text) {
       if (!v.length) return [];
       const r = await api('POST', '/tokenize', { inputs: v });
-      const tokens = r[0].map((t) => ({ id: t.id, text: t.text, special: !!t.special,
-                                        start: t.start, stop: t.stop }));
-      tokens.input = v; // the text they came from: copy-as-curl sends it
-      return tokens;
+      return r[0].map((t) => ({ id: t.id, text: t.text, special: !!t.special,
+                                start: t.start, stop: t.stop }));
     }
     return parseIds(v).map((id) => ({ id, text: null }));
   }
@@ -87,7 +85,8 @@
   async function update() {
     const seq = ++st.seq;
     try {
-      const tokens = await tokensOf();
+      const v = $('input').value, text = mode() === 'text';
+      const tokens = await tokensOf(v, text);
       if (seq !== st.seq) return;
       if (!tokens.length) {
         st.tokens = []; st.text = null; st.tok = st.sum = null;
@@ -102,7 +101,7 @@
                                             positions: true });
       if (seq !== st.seq) return;
       st.tokens = tokens;
-      st.text = tokens.input === undefined ? null : tokens.input;
+      st.text = text ? v : null; // copy-as-curl sends the text typed
       st.tok = rows(tok);
       st.sum = sum ? rows(sum) : null;
       st.shape = sum ? sum.shape : tok.shape;
