@@ -40,27 +40,23 @@ fi
 
 # HTTP latency of POST /similar against `tokvec serve --table $1`.
 http() {
-    port=$("$PYTHON" -c 'import socket; s = socket.socket()
-s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    "$BUILD/tokvec" serve --table "$1" --tokenizer "$TOKENIZER" \
-        --host 127.0.0.1 --port "$port" 2>"$work/similar-serve.log" &
-    pid=$!
-    rc=0
-    "$PYTHON" - "$port" "$QUERIES" <<'PY' || rc=$?
-import http.client, json, statistics, sys, time
-port, n = int(sys.argv[1]), int(sys.argv[2])
-Conn = lambda: http.client.HTTPConnection("127.0.0.1", port)
+    "$PYTHON" - "$BUILD/tokvec" "$1" "$TOKENIZER" "$QUERIES" \
+        "$work/similar-serve.log" <<'PY'
+import atexit, http.client, json, statistics, sys, time
+sys.path.insert(0, "tests/e2e")
+import support as tc  # the e2e suites' server helpers
 
-for _ in range(400):                       # up in 20 s
-    try:
-        c = Conn()
-        c.request("GET", "/health")
-        if c.getresponse().read():
-            break
-    except OSError:
-        time.sleep(0.05)
-else:
+tc.BINARY, table, tokenizer, n, log = sys.argv[1:]
+n = int(n)
+with open(log, "w") as err:
+    proc, port = tc.spawn(table, ["--tokenizer", tokenizer, "--host",
+                                  "127.0.0.1"], err)
+atexit.register(lambda: (proc.terminate(), proc.wait()))
+try:
+    tc.wait_healthy(proc, port)            # up in 20 s
+except RuntimeError:
     sys.exit("similar.sh: the server did not come up")
+Conn = lambda: http.client.HTTPConnection("127.0.0.1", port)
 c = Conn()
 c.request("GET", "/info")
 info = json.loads(c.getresponse().read())
@@ -101,9 +97,6 @@ print("  same client, no scan: POST /embed of one id median %.2f ms, "
                                          '{"inputs":[[42]]}'),
                                median_of("GET", "/health", None)))
 PY
-    kill "$pid"
-    wait "$pid" 2>/dev/null || true
-    return $rc
 }
 
 {

@@ -525,8 +525,7 @@ static int count_digits(uint32_t d)
  * 16 bytes = 22. Bytes past the returned length may be overwritten. */
 size_t tokvec_f32_format(float v, char *buf)
 {
-    uint32_t bits;
-    memcpy(&bits, &v, 4);
+    uint32_t bits = tokvec_f32_bits(v);
     uint32_t abits = bits & 0x7fffffffu;
     if (abits >= 0x7f800000u) {
         if (abits > 0x7f800000u) {

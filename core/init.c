@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokvec_float.h"
 #include "tokvec_init.h"
 
 #define MT_N 624
@@ -146,19 +147,9 @@ static void uniforms_scalar(const uint32_t *mt, float *w, size_t m)
 
 /* --- vector path --------------------------------------------------------- */
 
-static float bits_f(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static uint32_t f_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
+/* A float32 from its bits and back (tokvec_float.h). */
+#define bits_f tokvec_f32_from_bits
+#define f_bits tokvec_f32_bits
 
 /* Cephes logf as torch's AVX2 kernel computes it (spec section 4, LOG). */
 static float log_cephes(float x)

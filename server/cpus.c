@@ -163,14 +163,10 @@ int tv_cpus_available(const char **why)
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n = c > 0 ? (int)c : 1;
     }
-    if (why)
-        *why = "cores";
     double q = tv_cpus_quota("/proc/self/cgroup", "/sys/fs/cgroup");
-    if (q > 0 && q < n) {
-        int up = (int)q + ((int)q < q); /* rounded up: 1.5 CPUs, 2 */
-        if (up < n && why)
-            *why = "cgroup quota";
-        n = up < n ? up : n;
-    }
-    return n > 0 ? n : 1;
+    /* rounded up: 1.5 CPUs, 2; never above n, since q < n */
+    int up = q > 0 && q < n ? (int)q + ((int)q < q) : n;
+    if (why)
+        *why = up < n ? "cgroup quota" : "cores";
+    return up;
 }

@@ -44,15 +44,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "tests", "e2e"))
-import support as tc  # noqa: E402  (the e2e suites' table helpers)
+import support as tc  # noqa: E402  (the e2e suites' helpers)
 
 VOCAB, DIM, CTX = 5000, 256, 1024
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_kb(pid):
@@ -64,11 +58,6 @@ def rss_kb(pid):
     except OSError:
         pass
     return 0
-
-
-def bf16_rne(x):
-    b = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 class Stats:
@@ -212,7 +201,7 @@ class Client:
                     want = want.astype("<f2")
                 else:
                     got = np.frombuffer(data, "<u2").reshape(B, S, DIM)
-                    want = bf16_rne(want)
+                    want = tc.bf16_rne(want)
                 self.compare("raw-" + dtype, got, want)
         elif op < 0.60:  # .npy
             st, _, data = self.request(
@@ -527,7 +516,6 @@ def main():
     t = tc.read_safetensors(table, widen=True)
     tok, pos = t["tok_emb.weight"], t["pos_emb.weight"]
 
-    port = free_port()
     log = open(os.path.join(tmp, "server.log"), "wb")
     extra = []
     if args.hostile:
@@ -535,25 +523,13 @@ def main():
         # back, several times in a minute: a header must be in within
         # 2 x 5 s, a 180 MB reply read within 180 MB / 8 MiB/s = 21 s.
         extra = ["--request-timeout", "5", "--min-send-rate", "8MiB"]
-    proc = subprocess.Popen(
-        [args.binary, "serve", "--table", table, "--port", str(port),
-         "--threads", str(args.server_threads), "--access-log", "false",
-         "--log-level", "warn"] + extra, stdout=subprocess.DEVNULL,
-        stderr=log)
-    ok = False
-    for _ in range(400):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/health")
-            ok = c.getresponse().status == 200
-            c.close()
-            if ok:
-                break
-        except OSError:
-            time.sleep(0.05)
-    if not ok:
+    proc, port = tc.spawn(table, ["--threads", str(args.server_threads),
+                                  "--access-log", "false", "--log-level",
+                                  "warn"] + extra, log)
+    try:
+        tc.wait_healthy(proc, port)  # kills it if it does not come up
+    except RuntimeError:
         print("server did not come up", file=sys.stderr)
-        proc.kill()
         return 1
 
     stats = Stats()
