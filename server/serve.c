@@ -242,6 +242,8 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* Before the server starts: its first request may read the map. */
+    catch_sigbus(cfg.table);
 
     rc = tv_server_start(&cfg, &srv, err, sizeof err);
     if (rc < 0) {
@@ -256,7 +258,6 @@ int cmd_serve(int argc, char **argv)
         exit_code = tv_server_exit_status(rc);
         goto out;
     }
-    catch_sigbus(cfg.table);
     tv_config_describe(&cfg, line, sizeof line);
     tv_server_summary(srv, table, sizeof table);
     tv_log(TV_LOG_INFO, "tokvec %s started: %s; %s", TOKVEC_VERSION, line,
