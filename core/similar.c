@@ -1,11 +1,14 @@
 /* similar.c -- nearest tokens by cosine similarity (tokvec_similar.h).
  *
  * The scan reads each token row once: float32 rows straight from the map
- * when they are float-aligned, other rows (float16, bfloat16, unaligned)
- * widened into a per-query scratch row first. dot() keeps 16 independent
+ * when they are float-aligned, other rows (float16, bfloat16, unaligned,
+ * GGUF quant types) through the table's row view, widened or dequantized
+ * into a per-query scratch row first -- never t->info.dtype, which says
+ * float32 for quantized and mixed-dtype tables. dot() keeps 16 independent
  * float32 partial sums so that gcc and clang vectorize it at -O2 without
  * reassociating anything (-ffp-contract=off and no -ffast-math stay in
  * force): `make -B CFLAGS+=-fopt-info-vec build/core/similar.o` shows it.
+ * A sum that overflows float32 (values near FLT_MAX) is redone in double.
  * The inverse norms are computed once, in double, under `lock`; `ready`
  * says they exist (release/acquire), after which nothing is written.
  */
@@ -26,7 +29,9 @@ struct tokvec_similar {
     int64_t vocab, dim;
     pthread_mutex_t lock; /* guards the computation of inv */
     atomic_int ready;     /* inv is complete */
-    float *inv;           /* vocab values: 1 / |row|, 0 for a zero row */
+    double *inv; /* vocab values: 1 / |row|, 0 for a zero or non-finite
+                  * row (double: a row near FLT_MAX has a norm whose
+                  * inverse is subnormal in float32) */
 };
 
 int tokvec_similar_open(const tokvec_table *t, tokvec_similar **out)
@@ -53,15 +58,25 @@ void tokvec_similar_close(tokvec_similar *s)
     free(s);
 }
 
-/* Row id as float32: a view into the map, or widened into scratch. */
+/* Row id as float32: a view into the map when the token rows are
+ * aligned float32, else read through the table's row view (widened, or
+ * dequantized for GGUF quant types) into scratch. info.dtype is not the
+ * rows' storage: a quantized or mixed-dtype table says float32. */
 static const float *row_f32(const tokvec_similar *s, int64_t id,
                             float *scratch)
 {
     const tokvec_table *t = s->t;
-    const unsigned char *p = t->tok + (size_t)id * t->row_bytes;
-    if (t->info.dtype == TOKVEC_F32 && t->aligned)
+    const tokvec__rows *rows = &t->tok_rows;
+    const unsigned char *p = rows->base + (size_t)id * rows->row_bytes;
+    if (rows->q == TOKVEC_Q_NONE && rows->dtype == TOKVEC_F32 &&
+        ((uintptr_t)p & 3u) == 0)
         return (const float *)(const void *)p;
-    tokvec_widen(t->info.dtype, p, scratch, (size_t)s->dim);
+    tokvec_row r;
+    if (tokvec_table_token_row(t, id, &r) < 0) { /* id < vocab: cannot */
+        memset(scratch, 0, (size_t)s->dim * sizeof *scratch);
+        return scratch;
+    }
+    tokvec_row_to_f32(&r, scratch);
     return scratch;
 }
 
@@ -78,6 +93,16 @@ static float dot(const float *restrict a, const float *restrict b, size_t n)
         for (size_t j = 0; j < w; j++)
             acc[j] += acc[j + w];
     return acc[0];
+}
+
+/* The same in double, for the rare row whose float32 sum overflows (values
+ * near FLT_MAX): the score is then still the cosine, not inf. */
+static double dot_f64(const float *a, const float *b, size_t n)
+{
+    double acc = 0;
+    for (size_t i = 0; i < n; i++)
+        acc += (double)a[i] * b[i];
+    return acc;
 }
 
 int tokvec_similar_prepare(tokvec_similar *s)
@@ -104,7 +129,7 @@ int tokvec_similar_prepare(tokvec_similar *s)
         double ss = 0;
         for (int64_t i = 0; i < s->dim; i++)
             ss += (double)row[i] * row[i];
-        s->inv[r] = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
+        s->inv[r] = ss > 0 && isfinite(ss) ? 1.0 / sqrt(ss) : 0.0;
     }
     atomic_store_explicit(&s->ready, 1, memory_order_release);
 out:
@@ -164,8 +189,10 @@ static void scan(const tokvec_similar *s, const float *q, size_t k,
     size_t n = 0;
     for (int64_t r = 0; r < s->vocab; r++) {
         const float *row = row_f32(s, r, scratch);
-        tokvec_neighbor c = {r, clamp_score(dot(q, row, (size_t)s->dim) *
-                                            s->inv[r])};
+        double d = dot(q, row, (size_t)s->dim);
+        if (isinf(d) && s->inv[r] > 0) /* float32 overflow, finite row */
+            d = dot_f64(q, row, (size_t)s->dim);
+        tokvec_neighbor c = {r, clamp_score((float)(d * s->inv[r]))};
         if (n < k) {
             out[n] = c;
             sift_up(out, n++);
@@ -221,7 +248,7 @@ int tokvec_similar_token(tokvec_similar *s, int64_t id, size_t k,
     const float *row = row_f32(s, id, q);
     if (row != q)
         memcpy(q, row, (size_t)s->dim * sizeof *q);
-    int rc = tokvec_similar_vector(s, q, k, out);
+    int rc = tokvec_similar_vector(s, q, k, out); /* INVAL: NaN or inf row */
     free(q);
     return rc;
 }

@@ -7,8 +7,9 @@
  * of the token table -- one dot product per row, in float32 lanes the
  * compiler vectorizes -- keeping the best k in a small heap.
  *
- * Scores: cos(q, row) = (q / |q|) . row / |row|, dot product in float32,
- * norms in double; a row of norm 0 scores 0, and so does every row for a
+ * Scores: cos(q, row) = (q / |q|) . row / |row|, dot product in float32
+ * (redone in double when it overflows), norms in double; a row holding NaN
+ * or infinity scores -1 with every query and cannot be a query itself; a row of norm 0 scores 0, and so does every row for a
  * query of norm 0 (then the answer is ids 0 .. k-1: all ties); a score is
  * clamped to [-1, 1] (rounding can step past 1 by an ulp), NaN counts as
  * -1, -0 is written 0.
@@ -57,7 +58,10 @@ int tokvec_similar_vector(tokvec_similar *s, const float *q, size_t k,
 /* The same with token row id as the query (the token itself scores 1,
  * up to rounding, and comes first unless another row points the same
  * way with a smaller id; a row of zeros scores 0 with every row, so its
- * answer is ids 0 .. k-1). TOKVEC_E_TOKEN_RANGE for a bad id. */
+ * answer is ids 0 .. k-1). TOKVEC_E_TOKEN_RANGE for a bad id,
+ * TOKVEC_E_INVAL when the row holds NaN or infinity. Rows are read as
+ * stored: widened from float16/bfloat16, dequantized from GGUF quant
+ * types, exactly as tokvec_row_to_f32 gives them. */
 int tokvec_similar_token(tokvec_similar *s, int64_t id, size_t k,
                          tokvec_neighbor *out) TOKVEC_MUST_CHECK;
 

@@ -85,8 +85,6 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
         p->body = tv_embed_json_bound(B, S, D, q->base64);
         if (!p->body)
             return -1;
-        if (q->has_text) /* "input_ids" (and "target_ids") */
-            p->body += tv_embed_ids_bound(q);
     } else {
         char npy[TV_NPY_HEADER_MAX];
         p->rows = tokvec_embed_size(t, B, S, p->flags);
@@ -96,6 +94,14 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
         if (p->rows > SIZE_MAX - p->header)
             return -1;
         p->body = p->header + p->rows;
+    }
+    /* Every JSON answer to texts, torch too, ends with "input_ids" (and
+     * "target_ids"): embed_compute writes them after the embeddings. */
+    if (fmt.kind == TV_OUT_JSON && q->has_text) {
+        size_t ids = tv_embed_ids_bound(q);
+        if (!ids || p->body > SIZE_MAX / 2 - ids)
+            return -1;
+        p->body += ids;
     }
     /* 64 more: the buffers are rounded up to a multiple of 64. */
     if (!p->rows || p->scratch > SIZE_MAX - 64 - p->body)
@@ -367,6 +373,7 @@ static void embed_compute(req_ctx *x)
         j->out_len += tv_embed_ids_json(j->out + j->out_len, q);
         j->out[j->out_len++] = '}';
     }
+    TV_WROTE(j->out_len, p->body);
 }
 
 static void embed_work(tv_job *task)

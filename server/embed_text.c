@@ -136,10 +136,16 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
     return 0;
 }
 
-/* An id is at most 20 characters; a comma or bracket each. */
+/* An id is at most 20 characters; a comma or bracket each; the key. 0 when
+ * it does not fit in size_t. */
 size_t tv_embed_ids_bound(const tv_request *r)
 {
-    size_t per = (size_t)(r->batch * r->seq) * 21 + (size_t)r->batch * 3 + 32;
+    uint64_t n;
+    if (r->batch < 0 || r->seq < 0 ||
+        __builtin_mul_overflow((uint64_t)r->batch, (uint64_t)r->seq, &n) ||
+        n > SIZE_MAX / 64)
+        return 0;
+    size_t per = (size_t)n * 21 + (size_t)r->batch * 3 + 32;
     return r->targets ? 2 * per : per;
 }
 

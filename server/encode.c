@@ -5,10 +5,22 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "encode.h"
+
+void tv_wrote(size_t n, size_t planned, const char *file, int line)
+{
+    if (n <= planned)
+        return;
+    fprintf(stderr,
+            "fatal %s:%d: a reply body of %zu bytes overran its plan of "
+            "%zu bytes\n",
+            file, line, n, planned);
+    abort();
+}
 
 const char *tv_content_type(tv_out_kind kind)
 {

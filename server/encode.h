@@ -14,6 +14,14 @@
 #include "request.h"
 #include "tokvec_float.h"
 
+/* The reply-size invariant. Every writer of a reply body states what it
+ * wrote against what was planned (allocated) for it: TV_WROTE(n, planned).
+ * Past the plan the heap is already damaged, so this aborts in every build
+ * (a line on stderr naming the file and line first); an under-estimate is a
+ * test failure, never a silent overflow. */
+#define TV_WROTE(n, planned) tv_wrote((n), (planned), __FILE__, __LINE__)
+void tv_wrote(size_t n, size_t planned, const char *file, int line);
+
 typedef enum {
     TV_OUT_JSON = 0, /* application/json (base64 per request option) */
     TV_OUT_RAW = 1,  /* application/octet-stream */

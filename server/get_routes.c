@@ -103,6 +103,7 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
     if (vec && buf) {
         tokvec_row_to_f32(&row, vec);
         len = tv_token_json(buf, id, vec, row.dim);
+        TV_WROTE(len, tv_token_json_bound(row.dim));
         r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
     }
     if (!r) {

@@ -364,6 +364,11 @@ int tv_similar_result(const tv_similar_call *c, const char **body, size_t *len,
         return tv_error_set(e, 503, "overloaded",
                             "the request waited max_queue_wait in the "
                             "queue; retry");
+    if (c->rc == TOKVEC_E_INVAL && c->id >= 0)
+        return tv_error_set(e, 422, "row_not_finite",
+                            "token %" PRId64 "'s row holds NaN or "
+                            "infinity: it has no direction to compare",
+                            c->id);
     if (c->rc < 0 || !c->body)
         return tv_error_set(e, 500, "internal",
                             "could not build the response");
