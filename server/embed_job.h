@@ -28,6 +28,10 @@ typedef struct embed_plan {
     size_t header;  /* npy: the header before the rows; else 0 */
     size_t body;    /* the reply's buffer: JSON bound, or header + rows */
     size_t reserve; /* scratch + body: all the job allocates */
+    size_t least;   /* the fewest bytes the job can hold: = reserve but for
+                     * JSON floats, where the body is a bound and `least`
+                     * counts the shortest encoding (one digit and a
+                     * separator per float) */
 } embed_plan;
 
 /* Sizes the reply to request q (checked against t) in format fmt. 0, or

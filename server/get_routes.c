@@ -85,7 +85,6 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
         return reply_error(x, &e);
     table_ref *ref = table_acquire(x->s);
     const tokvec_table_info *in = tokvec_table_get_info(ref->t);
-    struct MHD_Response *r = NULL;
     enum MHD_Result ret;
     float *vec = NULL;
     char *buf = NULL;
@@ -100,19 +99,16 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
     }
     vec = tv_malloc((size_t)row.dim * sizeof *vec);
     buf = tv_malloc(tv_token_json_bound(row.dim));
-    if (vec && buf) {
-        tokvec_row_to_f32(&row, vec);
-        len = tv_token_json(buf, id, vec, row.dim);
-        TV_WROTE(len, tv_token_json_bound(row.dim));
-        r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
-    }
-    if (!r) {
+    if (!vec || !buf) {
         free(buf);
         ret = reply_fail(x, 500, "internal", "out of memory");
         goto out;
     }
+    tokvec_row_to_f32(&row, vec);
+    len = tv_token_json(buf, id, vec, row.dim);
+    TV_WROTE(len, tv_token_json_bound(row.dim));
     x->tokens = 1;
-    ret = reply_queue(x, 200, r, "application/json", len);
+    ret = reply_counted(x, "application/json", buf, len, 0);
 out:
     free(vec);
     table_release(ref);

@@ -218,7 +218,10 @@ static enum MHD_Result queued(req_ctx *x, int submitted)
     return MHD_YES;
 }
 
-/* POST /tokenize and /decode (text.h): as /similar below. */
+static enum MHD_Result text_reply(req_ctx *x);
+
+/* POST /tokenize and /decode (text.h): as /similar below; a small call
+ * runs at once on this thread. */
 static enum MHD_Result text_route(req_ctx *x)
 {
     tv_error e;
@@ -231,7 +234,10 @@ static enum MHD_Result text_route(req_ctx *x)
     http_body_drop(x);
     if (rc < 0)
         return reply_error(x, &e);
-    return queued(x, tv_text_submit(x->text, x->s->pool, x->conn));
+    rc = tv_text_submit(x->text, x->s->pool, x->conn);
+    if (rc == 1) /* small: ran at once */
+        return text_reply(x);
+    return queued(x, rc);
 }
 
 static enum MHD_Result text_reply(req_ctx *x)
@@ -239,9 +245,11 @@ static enum MHD_Result text_reply(req_ctx *x)
     const char *body;
     size_t n;
     tv_error e;
-    int rc = tv_text_result(x->text, &body, &n, &x->tokens, &e);
-    return rc < 0 ? reply_error(x, &e)
-                  : reply_copy(x, 200, "application/json", body, n);
+    size_t charged;
+    if (tv_text_result(x->text, &body, &n, &x->tokens, &e) < 0)
+        return reply_error(x, &e);
+    char *owned = tv_text_take_body(x->text, &charged);
+    return reply_counted(x, "application/json", owned, n, charged);
 }
 
 /* POST /similar (pages.h): parsed here, the scan on the worker pool, the
@@ -267,9 +275,11 @@ static enum MHD_Result similar_reply(req_ctx *x)
     const char *body;
     size_t n;
     tv_error e;
-    int rc = tv_similar_result(x->sim, &body, &n, &e);
-    return rc < 0 ? reply_error(x, &e)
-                  : reply_copy(x, 200, "application/json", body, n);
+    size_t charged;
+    if (tv_similar_result(x->sim, &body, &n, &e) < 0)
+        return reply_error(x, &e);
+    char *owned = tv_similar_take_body(x->sim, &charged);
+    return reply_counted(x, "application/json", owned, n, charged);
 }
 
 enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,

@@ -8,7 +8,8 @@
  *       route's series appear after its first request), cumulative
  *       _bucket, _sum (seconds), _count (= the +Inf bucket).
  *   tokvec_tokens_total, tokvec_response_bytes_total   counters
- *   tokvec_inflight_requests, tokvec_queue_depth         gauges
+ *   tokvec_inflight_requests, tokvec_queue_depth,
+ *   tokvec_inflight_reply_bytes                        gauges
  *   tokvec_jobs_total{where}, tokvec_job_phase_seconds_total{phase}
  *       counters: /embed jobs (worker|inline) and their time per phase
  *       (queue, work, resume)
@@ -55,7 +56,7 @@ static atomic_uint_fast64_t requests[TV_ROUTE_COUNT][NCODES + 1];
 static atomic_uint_fast64_t buckets[TV_ROUTE_COUNT][NBOUNDS + 1];
 static atomic_uint_fast64_t sum_ns[TV_ROUTE_COUNT];
 static atomic_uint_fast64_t tokens_total, bytes_total, tokenized_total;
-static atomic_int_fast64_t inflight, queue_depth;
+static atomic_int_fast64_t inflight, queue_depth, inflight_bytes;
 static atomic_uint_fast64_t reloads_ok, reloads_failed;
 static atomic_uint_fast64_t jobs_total[2], job_ns[3]; /* worker, inline;
                                                        * queue, work, resume */
@@ -102,6 +103,12 @@ void tv_metrics_inflight_add(int delta)
 void tv_metrics_queue_add(int delta)
 {
     ADD(queue_depth, delta);
+}
+
+void tv_metrics_inflight_bytes(size_t bytes)
+{
+    atomic_store_explicit(&inflight_bytes, (int_fast64_t)bytes,
+                          memory_order_relaxed);
 }
 
 static uint_fast64_t to_ns(double s)
@@ -233,6 +240,10 @@ char *tv_metrics_render(size_t *len)
            "Requests being served now.", (long long)LOAD(inflight));
     single(f, "tokvec_queue_depth", "gauge", "Jobs waiting for a worker.",
            (long long)LOAD(queue_depth));
+    single(f, "tokvec_inflight_reply_bytes", "gauge",
+           "Bytes of max_inflight_bytes held now: replies being built or "
+           "sent, every route but /health, /ready, /metrics.",
+           (long long)LOAD(inflight_bytes));
     family(f, "tokvec_jobs_total", "counter",
            "/embed jobs, by where they ran: worker (the pool) or inline "
            "(small, on the HTTP thread that parsed them).");

@@ -4,6 +4,7 @@
  *   tokvec_tokens_total                 tokvec_response_bytes_total
  *   tokvec_tokenized_bytes_total
  *   tokvec_inflight_requests            tokvec_queue_depth
+ *   tokvec_inflight_reply_bytes
  *   tokvec_reloads_total{result}        tokvec_table_info{vocab_size,dim,
  *                                                          dtype,positional}
  * Threads: any thread may call any function. The request path's updates
@@ -23,6 +24,8 @@ void tv_metrics_request(tv_route r, int status, double seconds,
                         uint64_t tokens, uint64_t bytes);
 void tv_metrics_inflight_add(int delta);
 void tv_metrics_queue_add(int delta);
+/* The bytes of max_inflight_bytes held now (the pool sets it). */
+void tv_metrics_inflight_bytes(size_t bytes);
 /* One finished /embed job's three phases, in seconds: queue (pushed by
  * the HTTP thread until a worker takes it: the hand-off plus any wait),
  * work (lookup and encoding), resume (the worker resumes the connection

@@ -114,7 +114,10 @@ struct tv_similar_call {
     tokvec_neighbor *out; /* k */
     char *body;           /* the JSON answer, after the job */
     size_t len;
-    int rc; /* the scan's: 0, or a negative code */
+    int rc;          /* the scan's: 0, or a negative code */
+    tv_pool *pool;   /* the pool that runs it */
+    size_t charged;  /* bytes of body counted in max_inflight_bytes by
+                      * the worker (tv_pool_charge), until taken */
 };
 
 /* More ',' '[' '{' bytes than a request for a vector of dim numbers
@@ -331,9 +334,16 @@ oom:
     c->rc = -ENOMEM;
 }
 
+/* The answer counts in max_inflight_bytes before the worker takes its
+ * next job. */
 static void similar_work(tv_job *job)
 {
-    tv_similar_run((tv_similar_call *)job);
+    tv_similar_call *c = (tv_similar_call *)job;
+    tv_similar_run(c);
+    if (c->rc == 0 && c->body) {
+        c->charged = c->len;
+        tv_pool_charge(c->pool, c->charged);
+    }
 }
 
 /* The worker (or the reaper, for an expired job): the connection's HTTP
@@ -349,6 +359,7 @@ int tv_similar_submit(tv_similar_call *c, tv_pool *pool,
     if (tv_pool_reserve(pool) < 0)
         return -1;
     c->conn = conn;
+    c->pool = pool;
     c->job.work = similar_work;
     c->job.done = similar_done;
     c->job.bytes = 0; /* at most k entries: not counted */
@@ -377,10 +388,21 @@ int tv_similar_result(const tv_similar_call *c, const char **body, size_t *len,
     return 0;
 }
 
+char *tv_similar_take_body(tv_similar_call *c, size_t *charged)
+{
+    char *b = c->body;
+    *charged = c->charged;
+    c->body = NULL;
+    c->charged = 0;
+    return b;
+}
+
 void tv_similar_free(tv_similar_call *c)
 {
     if (!c)
         return;
+    if (c->charged)
+        tv_pool_release(c->pool, c->charged);
     free(c->vector);
     free(c->out);
     free(c->body);

@@ -97,6 +97,11 @@ int tv_similar_submit(tv_similar_call *c, tv_pool *pool,
 int tv_similar_result(const tv_similar_call *c, const char **body, size_t *len,
                       tv_error *e);
 
+/* The answer's body, given to the caller (free()) after a successful
+ * tv_similar_result, with *charged: the bytes of it the worker counted in
+ * max_inflight_bytes, now the caller's to release. HTTP thread. */
+char *tv_similar_take_body(tv_similar_call *c, size_t *charged);
+
 /* Runs the scan on the calling thread (what the job does on a worker);
  * for tests and tools. */
 void tv_similar_run(tv_similar_call *c);

@@ -1,10 +1,13 @@
 /* pool.c -- the worker pool (pool.h): a bounded FIFO of jobs and the
  * workers that run them. (Response buffers: bufcache.c.)
  *
- * What must hold: at most `threads` jobs run at once (on the workers, or
- * inline on an HTTP thread: `busy` counts both), at most max_queue wait,
- * and the bytes of running jobs plus responses not yet freed stay under
- * max_inflight unless a job runs alone. A job is
+ * What must hold: at most `threads` jobs run at once on the workers
+ * (`busy`), at most max_queue wait, and the bytes of running jobs plus
+ * responses not yet freed stay under max_inflight unless a job runs alone
+ * (replies charged after they are built, tv_pool_charge, may step past it
+ * by what the workers were building: then nothing new starts until enough
+ * is released). Small jobs run inline on an HTTP thread beside busy
+ * workers (tv_pool_try_inline): they take bytes, never a worker's slot. A job is
  * taken by the first free worker, which runs work() and done() itself, so
  * a job crosses threads twice in all: the HTTP thread pushes it, the worker
  * resumes the connection.
@@ -20,6 +23,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -51,12 +55,18 @@ static long long mono_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Under lock: a job of `bytes` may start now. */
+/* Under lock: `bytes` more fit under max_inflight (alone, anything fits:
+ * the callers refuse what could never fit before it gets here). */
+static int bytes_fit(const tv_pool *p, size_t bytes)
+{
+    return !p->inflight_bytes || (p->inflight_bytes <= p->max_inflight &&
+                                  bytes <= p->max_inflight - p->inflight_bytes);
+}
+
+/* Under lock: a job of `bytes` may start now on a worker. */
 static int fits(const tv_pool *p, size_t bytes)
 {
-    return p->busy < p->threads &&
-           (!p->inflight_bytes ||
-            p->inflight_bytes + bytes <= p->max_inflight);
+    return p->busy < p->threads && bytes_fit(p, bytes);
 }
 
 /* Under lock: the first waiting job may start now. */
@@ -85,6 +95,7 @@ static void *worker_main(void *arg)
         p->waiting--;
         p->busy++;
         p->inflight_bytes += job->bytes;
+        tv_metrics_inflight_bytes(p->inflight_bytes);
         /* More work may fit: pass the wake-up on rather than leave a
          * job waiting beside a sleeping worker. */
         if (p->idle && can_start(p))
@@ -206,9 +217,15 @@ int tv_pool_try_inline(tv_pool *p, size_t bytes)
     int ok = 0;
     atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
-    if (!p->stopping && !p->waiting && fits(p, bytes)) {
-        p->busy++;
+    /* Busy workers and jobs waiting for one do not hold a small job back
+     * (it would wait for a large one to finish: the small-job lane); a
+     * job that has a worker but waits for bytes does (else a stream of
+     * small replies could keep it waiting). */
+    int head_wants_bytes = p->head && p->busy < p->threads &&
+                           !bytes_fit(p, p->head->bytes);
+    if (!p->stopping && !head_wants_bytes && bytes_fit(p, bytes)) {
         p->inflight_bytes += bytes;
+        tv_metrics_inflight_bytes(p->inflight_bytes);
         ok = 1;
     }
     pthread_mutex_unlock(&p->lock);
@@ -217,17 +234,37 @@ int tv_pool_try_inline(tv_pool *p, size_t bytes)
 
 void tv_pool_inline_done(tv_pool *p)
 {
+    (void)p; /* the bytes stay until tv_pool_release; no slot was taken */
+}
+
+void tv_pool_charge(tv_pool *p, size_t bytes)
+{
     pthread_mutex_lock(&p->lock);
-    p->busy--;
-    if (p->idle && can_start(p))
-        pthread_cond_signal(&p->ready);
+    p->inflight_bytes = bytes > SIZE_MAX - p->inflight_bytes
+                            ? SIZE_MAX
+                            : p->inflight_bytes + bytes;
+    tv_metrics_inflight_bytes(p->inflight_bytes);
     pthread_mutex_unlock(&p->lock);
+}
+
+size_t tv_pool_budget(const tv_pool *p)
+{
+    return p->max_inflight; /* never changes after start */
+}
+
+size_t tv_pool_inflight(tv_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->inflight_bytes;
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }
 
 void tv_pool_release(tv_pool *p, size_t bytes)
 {
     pthread_mutex_lock(&p->lock);
     p->inflight_bytes -= bytes < p->inflight_bytes ? bytes : p->inflight_bytes;
+    tv_metrics_inflight_bytes(p->inflight_bytes);
     if (p->idle && can_start(p))
         pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);

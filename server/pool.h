@@ -6,7 +6,7 @@
  * at most max_queue jobs until (a) fewer than `threads` jobs run and (b)
  * the response bytes it will hold fit under max_inflight_bytes (a job
  * alone is always let through, so one large request cannot wedge the
- * queue). The worker
+ * queue; the routes refuse, 413, a reply that could not fit even alone). The worker
  * that takes it runs work() and then done(), both on that worker; done()
  * typically resumes the client's connection, which wakes the HTTP thread
  * that owns it. There is no other hop: no loop thread, no second queue.
@@ -51,14 +51,27 @@ int tv_pool_start(tv_pool **out, int threads, size_t max_queue,
 int tv_pool_reserve(tv_pool *p);
 void tv_pool_push(tv_pool *p, tv_job *job);
 
-/* For a job too small to be worth a hand-off: 1 if the caller may run it
- * at once on its own thread -- no job waits, reserved or pushed (so none
- * is overtaken), fewer
- * than `threads` jobs run and its bytes fit -- with a running slot and the
- * bytes taken: call tv_pool_inline_done when the work is done, and
- * tv_pool_release the bytes as for any job. 0: queue it as usual. */
+/* For a job too small to be worth a hand-off (microseconds of work): 1 if
+ * the caller may run it at once on its own thread -- its bytes fit and
+ * the first waiting job is not waiting for bytes -- with the bytes taken:
+ * call tv_pool_inline_done when the work is done, and tv_pool_release the
+ * bytes as for any job. Busy workers and jobs waiting for a worker do not
+ * stop it: a small request never waits behind large ones (the small-job
+ * lane; it takes no worker's slot). 0: queue it as usual. */
 int tv_pool_try_inline(tv_pool *p, size_t bytes);
 void tv_pool_inline_done(tv_pool *p);
+
+/* Counts bytes of a reply built without a reservation (its size known
+ * only once built: /tokenize, /decode, /similar, GET /tokens) in the
+ * in-flight total, even past max_inflight; tv_pool_release gives them
+ * back. While the total is over max_inflight no new job starts. */
+void tv_pool_charge(tv_pool *p, size_t bytes);
+
+/* max_inflight_bytes as given to tv_pool_start. Any thread. */
+size_t tv_pool_budget(const tv_pool *p);
+
+/* The bytes in flight now (reserved, charged, not yet released). */
+size_t tv_pool_inflight(tv_pool *p);
 
 /* Jobs that have waited max_wait_ms or more since their push leave the
  * queue unstarted: expired is set and done() runs on the calling thread

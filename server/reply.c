@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -116,6 +117,55 @@ enum MHD_Result reply_copy(req_ctx *x, int status, const char *ctype,
     struct MHD_Response *r = MHD_create_response_from_buffer(
         len, (void *)body, MHD_RESPMEM_MUST_COPY);
     return reply_queue(x, status, r, ctype, len);
+}
+
+/* What a counted body owns until MHD frees the response (any MHD thread,
+ * once): the body and its bytes of max_inflight_bytes. */
+typedef struct counted {
+    tv_pool *pool;
+    char *body;
+    size_t len;
+} counted;
+
+static void counted_free(void *cls)
+{
+    counted *c = cls;
+    tv_pool_release(c->pool, c->len);
+    free(c->body);
+    free(c);
+}
+
+enum MHD_Result reply_counted(req_ctx *x, const char *ctype, char *body,
+                              size_t len, size_t charged)
+{
+    tv_pool *pool = x->s->pool;
+    size_t budget = tv_pool_budget(pool);
+    counted *c = NULL;
+    struct MHD_Response *r = NULL;
+    tv_pool_charge(pool, len);
+    tv_pool_release(pool, charged); /* now counted once, as len */
+    if (len > budget) {
+        tv_pool_release(pool, len);
+        free(body);
+        return reply_fail(x, 413, "payload_too_large",
+                          "the answer is %zu bytes, %zu over "
+                          "max_inflight_bytes (%zu); send less per request",
+                          len, len - budget, budget);
+    }
+    c = malloc(sizeof *c);
+    if (c) {
+        *c = (counted){.pool = pool, .body = body, .len = len};
+        r = MHD_create_response_from_buffer_with_free_callback_cls(
+            len, body, counted_free, c);
+        if (!r)
+            free(c);
+    }
+    if (!r) {
+        tv_pool_release(pool, len);
+        free(body);
+        return reply_fail(x, 500, "internal", "out of memory");
+    }
+    return reply_queue(x, 200, r, ctype, len);
 }
 
 enum MHD_Result reply_error(req_ctx *x, const tv_error *e)

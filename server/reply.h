@@ -29,6 +29,16 @@ enum MHD_Result reply_queue(req_ctx *x, int status, struct MHD_Response *r,
 enum MHD_Result reply_copy(req_ctx *x, int status, const char *ctype,
                            const char *body, size_t len);
 
+/* A 200 with body (malloc'd; the response owns it from here, whatever
+ * happens) counted in max_inflight_bytes until the response is freed:
+ * the answers whose size is known only once built (/tokenize, /decode,
+ * /similar, GET /tokens/{id}). `charged`: bytes the worker already
+ * counted for it (given back here: from now on len counts). One larger
+ * than the whole budget is a 413 naming the limit, never sent. HTTP
+ * thread. */
+enum MHD_Result reply_counted(req_ctx *x, const char *ctype, char *body,
+                              size_t len, size_t charged);
+
 /* The JSON error body of e, with Retry-After (429, 503),
  * WWW-Authenticate (401) or Allow (405) where they apply. */
 enum MHD_Result reply_error(req_ctx *x, const tv_error *e);

@@ -41,8 +41,17 @@ struct tv_text_call {
     uint64_t tokens; /* ids answered */
     int failed;      /* out of memory: 500 */
     int has_err;     /* err holds the answer (413, 422) */
+    tv_pool *pool;   /* queued calls: the pool that runs them */
+    size_t charged;  /* bytes of the body counted in max_inflight_bytes
+                      * by the worker (tv_pool_charge), until taken */
+    int small;       /* a body of at most INLINE_BODY_BYTES, no windows:
+                      * run at once on the HTTP thread (tv_text_submit) */
     tv_error err;
 };
+
+/* Bodies this small are tokenized or decoded at once on the HTTP thread
+ * (microseconds), never behind queued jobs: the small-job lane. */
+#define INLINE_BODY_BYTES 1024
 
 /* --- options ----------------------------------------------------------- */
 
@@ -351,6 +360,7 @@ int tv_text_parse(int kind, const char *body, size_t len,
         tv_text_free(c);
         return -1;
     }
+    c->small = len <= INLINE_BODY_BYTES && !c->o.max_length;
     *out = c;
     return 0;
 }
@@ -484,9 +494,17 @@ void tv_text_run(tv_text_call *c)
     }
 }
 
+/* The worker counts the answer in max_inflight_bytes before it takes
+ * its next job, so workers cannot build past the budget between one
+ * answer and its reply. */
 static void text_work(tv_job *job)
 {
-    tv_text_run((tv_text_call *)job);
+    tv_text_call *c = (tv_text_call *)job;
+    tv_text_run(c);
+    if (c->body && !c->failed && !c->has_err) {
+        c->charged = c->len;
+        tv_pool_charge(c->pool, c->charged);
+    }
 }
 
 /* The worker (or the reaper): the HTTP thread takes over; nothing here
@@ -498,9 +516,15 @@ static void text_done(tv_job *job)
 
 int tv_text_submit(tv_text_call *c, tv_pool *pool, struct MHD_Connection *conn)
 {
+    if (c->small && tv_pool_try_inline(pool, 0)) {
+        tv_text_run(c);
+        tv_pool_inline_done(pool);
+        return 1;
+    }
     if (tv_pool_reserve(pool) < 0)
         return -1;
     c->conn = conn;
+    c->pool = pool;
     c->job.work = text_work;
     c->job.done = text_done;
     c->job.bytes = 0; /* bounded by max_tokens: not counted */
@@ -529,10 +553,21 @@ int tv_text_result(const tv_text_call *c, const char **body, size_t *len,
     return 0;
 }
 
+char *tv_text_take_body(tv_text_call *c, size_t *charged)
+{
+    char *b = c->body;
+    *charged = c->charged;
+    c->body = NULL;
+    c->charged = 0;
+    return b;
+}
+
 void tv_text_free(tv_text_call *c)
 {
     if (!c)
         return;
+    if (c->charged)
+        tv_pool_release(c->pool, c->charged);
     json_decref(c->root);
     free(c->ids);
     free(c->row);

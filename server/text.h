@@ -63,9 +63,10 @@ int tv_text_parse(int kind, const char *body, size_t len,
                   const tokvec_tokenizer *tok, const tv_limits *lim,
                   tv_text_call **out, tv_error *e);
 
-/* Takes a place in pool's queue (-1: full; answer 429, the call is still
- * the caller's to free), suspends conn and pushes the job; the worker
- * resumes conn when done. */
+/* Runs a small call at once on the calling thread (1: answer it now with
+ * tv_text_result), or takes a place in pool's queue (-1: full; answer
+ * 429, the call is still the caller's to free), suspends conn and pushes
+ * the job (0); the worker resumes conn when done. */
 int tv_text_submit(tv_text_call *c, tv_pool *pool,
                    struct MHD_Connection *conn);
 
@@ -78,6 +79,12 @@ void tv_text_run(tv_text_call *c);
  * queue), 500 internal (out of memory). *tokens: ids answered. */
 int tv_text_result(const tv_text_call *c, const char **body, size_t *len,
                    uint64_t *tokens, tv_error *e);
+
+/* The answer's body, given to the caller (free()) after a successful
+ * tv_text_result, with *charged: the bytes of it the worker already
+ * counted in max_inflight_bytes (0 for a call run inline), now the
+ * caller's to release. The call no longer holds either. HTTP thread. */
+char *tv_text_take_body(tv_text_call *c, size_t *charged);
 
 /* NULL is a no-op. Never while the job is queued or running. */
 void tv_text_free(tv_text_call *c);

@@ -6,8 +6,10 @@
  * bytes do not fit, a lone job is let through, release starts every job
  * that now fits), tv_pool_unfinished, tv_pool_stop (running jobs finish,
  * waiting ones are dropped without done(), workers joined), the queue
- * depth gauge, and inline jobs (tv_pool_try_inline: a running slot and the
- * bytes, refused while a job waits). The response buffers are
+ * depth gauge, inline jobs (tv_pool_try_inline: the bytes, no worker's
+ * slot, so a small job runs while every worker is busy; refused while the
+ * first waiting job waits for bytes) and charged replies (tv_pool_charge:
+ * past the budget, nothing starts until released). The response buffers are
  * test_bufcache.c's.
  *
  * Jobs record what happened under a mutex the test waits on with a
@@ -735,47 +737,27 @@ static void stop_of_an_idle_pool_joins_every_worker(void **state)
 
 /* --- inline jobs ------------------------------------------------------ */
 
-/* tv_pool_try_inline, retried for up to WAIT_MS. */
-static int try_inline_soon(tv_pool *p, size_t bytes)
-{
-    for (long long end = mono_ms() + WAIT_MS;; nap_ms(1)) {
-        if (tv_pool_try_inline(p, bytes))
-            return 1;
-        if (mono_ms() >= end)
-            return 0;
-    }
-}
-
-static void try_inline_takes_a_running_slot_until_inline_done(void **state)
+/* The small-job lane: with every worker held busy by a large job and more
+ * jobs waiting for a worker, a small job still runs at once (it takes no
+ * worker's slot, so the held jobs and the queue are as they were). */
+static void small_jobs_run_inline_while_every_worker_is_busy(void **state)
 {
     fixture *f = *state;
-    enum { THREADS = 3 };
+    enum { THREADS = 2 };
     start(f, THREADS, BIG_QUEUE, NO_GATE);
     for (int i = 0; i < THREADS; i++)
+        submit_held(f, i, 0); /* hold every worker */
+    must(f, started_is, THREADS);
+    submit_held(f, THREADS, 0); /* and one waiting for a worker */
+    assert_int_equal(tv_pool_waiting(f->pool), 1);
+    for (int i = 0; i < 3; i++) { /* any number of them */
         assert_int_equal(tv_pool_try_inline(f->pool, 0), 1);
-    assert_int_equal(tv_pool_try_inline(f->pool, 0), 0); /* all busy */
-    assert_int_equal(tv_pool_unfinished(f->pool), 0);    /* not reserved */
-    /* Queued jobs wait for the slots the inline ones hold. */
-    submit_held(f, 0, 0);
-    submit_held(f, 1, 0);
-    must_not(f, started_is, 1);
-    assert_int_equal(tv_pool_waiting(f->pool), 2);
-    tv_pool_inline_done(f->pool);
-    must(f, job_worked, 0);
-    must_not(f, started_is, 2);
-    tv_pool_inline_done(f->pool);
-    must(f, job_worked, 1);
-    assert_int_equal(tv_pool_try_inline(f->pool, 0), 0); /* 1 + 2 run */
+        tv_pool_inline_done(f->pool);
+    }
+    must_not(f, started_is, THREADS + 1); /* no slot was freed by them */
+    assert_int_equal(tv_pool_waiting(f->pool), 1);
     let_all_go(f);
-    must(f, finished_is, 2);
-    /* The workers' slots come free again (a worker gives its slot back
-     * just after done() returns: poll). */
-    assert_true(try_inline_soon(f->pool, 0));
-    assert_true(try_inline_soon(f->pool, 0));
-    assert_int_equal(tv_pool_try_inline(f->pool, 0), 0);
-    tv_pool_inline_done(f->pool);
-    tv_pool_inline_done(f->pool);
-    tv_pool_inline_done(f->pool);
+    must(f, finished_is, THREADS + 1);
 }
 
 static void try_inline_refuses_while_a_job_waits(void **state)
@@ -793,21 +775,39 @@ static void try_inline_refuses_while_a_job_waits(void **state)
     tv_pool_release(f->pool, 60);
 }
 
-static void try_inline_refuses_while_a_job_is_reserved_but_not_pushed(
+static void try_inline_runs_while_a_job_is_reserved_but_not_pushed(
     void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
-    /* The HTTP thread reserves, suspends its connection, then pushes: in
-     * between, the job waits as much as a pushed one. */
+    /* The HTTP thread reserves, suspends its connection, then pushes: a
+     * small job meanwhile is not held back by it (it needs no worker). */
     assert_int_equal(tv_pool_reserve(f->pool), 0);
-    assert_int_equal(tv_pool_try_inline(f->pool, 1), 0);
-    tv_pool_push(f->pool, &job(f, 0, 1)->job);
-    must(f, job_done, 0);
-    tv_pool_release(f->pool, 1);
     assert_int_equal(tv_pool_try_inline(f->pool, 1), 1);
     tv_pool_inline_done(f->pool);
-    tv_pool_release(f->pool, 1);
+    tv_pool_push(f->pool, &job(f, 0, 1)->job);
+    must(f, job_done, 0);
+    tv_pool_release(f->pool, 2);
+}
+
+/* Replies charged once built may take the total past max_inflight; then
+ * no job starts, inline or queued, until enough is released. */
+static void charged_bytes_past_the_budget_hold_new_jobs_back(void **state)
+{
+    fixture *f = *state;
+    start(f, 2, BIG_QUEUE, 100);
+    assert_int_equal(tv_pool_budget(f->pool), 100);
+    tv_pool_charge(f->pool, 150);
+    assert_int_equal(tv_pool_inflight(f->pool), 150);
+    assert_int_equal(tv_pool_try_inline(f->pool, 0), 0);
+    submit_waits(f, 0, 0);
+    tv_pool_release(f->pool, 60); /* 90: a job of 0 bytes fits */
+    must(f, job_done, 0);
+    assert_int_equal(tv_pool_try_inline(f->pool, 10), 1); /* exactly 100 */
+    tv_pool_inline_done(f->pool);
+    assert_int_equal(tv_pool_try_inline(f->pool, 1), 0);
+    tv_pool_release(f->pool, 100);
+    assert_int_equal(tv_pool_inflight(f->pool), 0);
 }
 
 static void inline_bytes_count_against_max_inflight_like_queued_ones(
@@ -857,9 +857,10 @@ int main(void)
         T(stop_waits_for_the_running_jobs_to_finish),
         T(stop_drops_waiting_jobs_without_done_and_joins),
         T(stop_of_an_idle_pool_joins_every_worker),
-        T(try_inline_takes_a_running_slot_until_inline_done),
+        T(small_jobs_run_inline_while_every_worker_is_busy),
         T(try_inline_refuses_while_a_job_waits),
-        T(try_inline_refuses_while_a_job_is_reserved_but_not_pushed),
+        T(try_inline_runs_while_a_job_is_reserved_but_not_pushed),
+        T(charged_bytes_past_the_budget_hold_new_jobs_back),
         T(inline_bytes_count_against_max_inflight_like_queued_ones),
     };
 #undef T

@@ -12,6 +12,7 @@ Standard library only; about 30-60 s; every load stops by itself.
 """
 import json
 import os
+import random
 import resource
 import selectors
 import socket
@@ -1146,6 +1147,125 @@ def proc_status_kb(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+GPT2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                    "data", "gpt2")
+
+
+class Budget(unittest.TestCase):
+    """Issue 24, findings 3, 4 and 12: every route's reply counts in
+    max_inflight_bytes (unread /tokenize replies cannot pile up past it), a
+    reply that could not fit the budget even alone is 413 at once, naming
+    the limit, and a small request runs at once beside large ones (the
+    small-job lane) instead of waiting for a worker."""
+
+    def start(self, *args, vocab=50257, dim=8):
+        self.tmp = tempfile.mkdtemp(prefix="tokvec-budget-")
+        self.log = open(os.path.join(self.tmp, "server.log"), "wb")
+        self.proc, self.port, _ = start_server(
+            self.tmp, ["--tokenizer", GPT2] + list(args), self.log,
+            vocab=vocab, dim=dim, ctx=CTX)
+
+    def tearDown(self):
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(timeout=60), 0)
+        self.log.close()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def error_type(self, req):
+        got, _ = raw_exchange(self.port, req, timeout=30)
+        self.assertTrue(got, "no answer")
+        return got[0][0], json.loads(got[0][2]).get("error_type"), \
+            json.loads(got[0][2]).get("error", "")
+
+    def test_unread_tokenize_replies_stay_within_the_budget(self):
+        # 65,536 U+0001 (a 0.39 MB body) answer ~4.6 MB each, more than
+        # the socket buffers take; 24 clients that never read held
+        # ~110 MB before (uncounted, and copied): now at most the 16 MiB
+        # budget and what the 2 workers had built.
+        self.start("--max-inflight-bytes", "16MiB", "--threads", "2",
+                   "--max-queue-wait", "1")
+        body = json.dumps({"inputs": "\u0001" * 65536})
+        rss0 = rss_kb(self.proc.pid)
+        readers = []
+        for _ in range(24):
+            s = socket.create_connection(("127.0.0.1", self.port),
+                                         timeout=30)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(post(body, path=b"/tokenize"))
+            readers.append(s)  # and never read
+        wait_until(lambda: metric(self.port, "tokvec_queue_depth") == 0,
+                   30, "every job to be answered or to expire")
+        held = metric(self.port, "tokvec_inflight_reply_bytes")
+        self.assertGreater(held, 4 << 20)  # the unread replies count
+        self.assertLessEqual(held, (16 << 20) + 2 * (4800 << 10))
+        grown_mb = (rss_kb(self.proc.pid) - rss0) / 1024
+        self.assertLess(grown_mb, 60, "RSS grew %.0f MB" % grown_mb)
+        for s in readers:
+            s.close()
+        wait_until(lambda: metric(self.port,
+                                  "tokvec_inflight_reply_bytes") == 0,
+                   30, "the replies to be given back")
+
+    def test_a_reply_that_cannot_fit_the_budget_alone_is_413(self):
+        self.start("--max-inflight-bytes", "1MiB", vocab=50257, dim=64)
+        # 8 x 1024 x 64 floats: 2 MiB of float32 rows before any JSON
+        ids = json.dumps({"inputs": [[i % 50257 for i in range(1024)]] * 8})
+        for extra in (b"", b"Accept: application/octet-stream\r\n"):
+            st, et, msg = self.error_type(post(ids, extra=extra))
+            self.assertEqual((st, et), (413, "payload_too_large"))
+            self.assertIn("max_inflight_bytes", msg)
+        # /tokenize: ~5 MB of answer, known once built
+        st, et, msg = self.error_type(post(json.dumps(
+            {"inputs": "\u0001" * 65536}), path=b"/tokenize"))
+        self.assertEqual((st, et), (413, "payload_too_large"))
+        self.assertIn("max_inflight_bytes", msg)
+        # what fits is answered
+        got, _ = raw_exchange(self.port, post('{"inputs":[[1,2,3]]}'))
+        self.assertEqual(got[0][0], 200)
+        self.assertEqual(metric(self.port, "tokvec_inflight_reply_bytes"), 0)
+
+    def test_a_legal_json_request_is_not_refused_for_its_bound(self):
+        # The JSON bound of 8 x 1024 x 8 floats (~1.2 MB) is over a 1 MiB
+        # budget; its shortest encoding is not: answered.
+        self.start("--max-inflight-bytes", "1MiB")
+        body = json.dumps({"inputs": [[i for i in range(1024)]] * 8})
+        got, _ = raw_exchange(self.port, post(body), timeout=30)
+        self.assertEqual(got[0][0], 200)
+
+    def test_small_requests_run_while_every_worker_is_busy(self):
+        # One worker, held by large jobs (a 3 MiB word to tokenize: ~0.7 s
+        # of work each, ~50 ms to parse), 8 of them in line:
+        # a 1-token /embed, a small /tokenize and /decode are answered
+        # inline (tokvec_jobs_total{where="inline"}) while large jobs
+        # still wait. Before, each waited for all of them.
+        self.start("--threads", "1")
+        word = bytes(random.Random(1).choices(
+            b"abcdefghijklmnopqrstuvwxyz", k=3 << 20)).decode()
+        big = post(json.dumps({"inputs": word, "truncate": True}),
+                   path=b"/tokenize")
+        holds = []
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", self.port),
+                                         timeout=60)
+            s.sendall(big)
+            holds.append(s)
+        wait_until(lambda: metric(self.port, "tokvec_queue_depth") >= 4,
+                   30, "large jobs to wait")
+        inline0 = metric(self.port, 'tokvec_jobs_total{where="inline"}')
+        for req in (post('{"inputs":[[5]]}'),
+                    post('{"inputs":"Hi"}', path=b"/tokenize"),
+                    post('{"ids":[40]}', path=b"/decode")):
+            got, _ = raw_exchange(self.port, req, timeout=30)
+            self.assertEqual(got[0][0], 200)
+        self.assertEqual(
+            metric(self.port, 'tokvec_jobs_total{where="inline"}'),
+            inline0 + 1)
+        self.assertGreaterEqual(metric(self.port, "tokvec_queue_depth"), 1,
+                                "the large jobs were still queued")
+        for s in holds:
+            s.close()
 
 
 def nested_body(size=16 << 20, depth=2000):

@@ -899,7 +899,8 @@ class Operations(Base):
             b = self.slow(s, out)  # waits in the queue
             wait_for(lambda: s.metric("tokvec_queue_depth") == 1,
                      what="the second job to wait")
-            hdr = self.assert_error(s.embed({"inputs": [1]}), 429,
+            # (not a small job: those run inline beside a full queue)
+            hdr = self.assert_error(s.embed({"inputs": [1, 2]}), 429,
                                     "overloaded")
             self.assertEqual(hdr["Retry-After"], "1")
             a.join()
@@ -914,10 +915,12 @@ class Operations(Base):
             self.assertEqual(s.stop(), 0)
 
     def test_inflight_bytes_hold_work_in_the_queue(self):
-        # Two workers, but one response is over the byte budget: the
-        # second job waits although a worker is free, then runs.
+        # Two workers, but one response is over the byte budget (its JSON
+        # bound, ~85 MB, though its shortest encoding fits: admitted
+        # alone): the second job waits although a worker is free, then
+        # runs.
         s = tc.Server(self.big, "--threads", "2", "--max-inflight-bytes",
-                      "1MiB")
+                      "64MiB")
         out = []
         try:
             a = self.slow(s, out)
@@ -984,7 +987,8 @@ class Operations(Base):
             wait_for(lambda: s.metric("tokvec_inflight_requests") == 2
                      and s.metric("tokvec_queue_depth") == 0,
                      what="the slow job to run")
-            ids = [[4095, 1, 2]]
+            # 480 KB of float32: over the inline bound, so it queues
+            ids = [[4095, 1, 2]] * 40
 
             def queued():
                 small.append(s.embed({"inputs": ids},
