@@ -18,8 +18,10 @@
  * hands that buffer to MHD as the response (no copy; freed by MHD through
  * free_response()). Two hand-offs in all (HTTP thread -> worker -> HTTP
  * thread), each timed in tokvec_job_phase_seconds_total. A job too small
- * to be worth them (small_job()) runs at once on the HTTP thread when no
- * job waits in the queue.
+ * to be worth them (small_job(); texts: small_text()) runs at once on the
+ * HTTP thread, even while every worker is busy and jobs wait for one (the
+ * small-job lane, pool.h: tv_pool_try_inline). A reply that could not fit
+ * max_inflight_bytes even alone is refused (413) before anything runs.
  *
  * Ownership: the embed_job belongs to its connection's HTTP thread,
  * except while it is queued or running: from tv_pool_push until

@@ -217,13 +217,11 @@ int tv_pool_try_inline(tv_pool *p, size_t bytes)
     int ok = 0;
     atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->lock);
-    /* Busy workers and jobs waiting for one do not hold a small job back
-     * (it would wait for a large one to finish: the small-job lane); a
-     * job that has a worker but waits for bytes does (else a stream of
-     * small replies could keep it waiting). */
-    int head_wants_bytes = p->head && p->busy < p->threads &&
-                           !bytes_fit(p, p->head->bytes);
-    if (!p->stopping && !head_wants_bytes && bytes_fit(p, bytes)) {
+    /* Busy workers and waiting jobs do not hold a small job back (it
+     * would wait for large ones to finish: the small-job lane); only its
+     * own bytes must fit. A waiting job that needs the bytes small ones
+     * hold a moment longer still ends at max_queue_wait. */
+    if (!p->stopping && bytes_fit(p, bytes)) {
         p->inflight_bytes += bytes;
         tv_metrics_inflight_bytes(p->inflight_bytes);
         ok = 1;

@@ -52,8 +52,8 @@ int tv_pool_reserve(tv_pool *p);
 void tv_pool_push(tv_pool *p, tv_job *job);
 
 /* For a job too small to be worth a hand-off (microseconds of work): 1 if
- * the caller may run it at once on its own thread -- its bytes fit and
- * the first waiting job is not waiting for bytes -- with the bytes taken:
+ * the caller may run it at once on its own thread -- its bytes fit --
+ * with the bytes taken:
  * call tv_pool_inline_done when the work is done, and tv_pool_release the
  * bytes as for any job. Busy workers and jobs waiting for a worker do not
  * stop it: a small request never waits behind large ones (the small-job

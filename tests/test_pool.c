@@ -7,8 +7,8 @@
  * that now fits), tv_pool_unfinished, tv_pool_stop (running jobs finish,
  * waiting ones are dropped without done(), workers joined), the queue
  * depth gauge, inline jobs (tv_pool_try_inline: the bytes, no worker's
- * slot, so a small job runs while every worker is busy; refused while the
- * first waiting job waits for bytes) and charged replies (tv_pool_charge:
+ * slot, so a small job runs while every worker is busy and jobs wait;
+ * refused only when its own bytes do not fit) and charged replies (tv_pool_charge:
  * past the budget, nothing starts until released). The response buffers are
  * test_bufcache.c's.
  *
@@ -760,19 +760,21 @@ static void small_jobs_run_inline_while_every_worker_is_busy(void **state)
     must(f, finished_is, THREADS + 1);
 }
 
-static void try_inline_refuses_while_a_job_waits(void **state)
+static void try_inline_runs_while_a_job_waits_for_bytes_if_its_own_fit(
+    void **state)
 {
     fixture *f = *state;
     start(f, 2, BIG_QUEUE, 100);
     submit_runs(f, 0, 60);
     submit_waits(f, 1, 50); /* waits for bytes */
-    /* 60 + 10 would fit and a worker is free, but job 1 is first. */
-    assert_int_equal(tv_pool_try_inline(f->pool, 10), 0);
-    tv_pool_release(f->pool, 60);
-    must(f, job_done, 1);
-    assert_int_equal(tv_pool_try_inline(f->pool, 10), 1); /* 50 + 10 */
+    /* 60 + 10 fit: the small job does not wait behind job 1 ... */
+    assert_int_equal(tv_pool_try_inline(f->pool, 10), 1);
     tv_pool_inline_done(f->pool);
-    tv_pool_release(f->pool, 60);
+    /* ... but one whose own bytes do not fit does not run */
+    assert_int_equal(tv_pool_try_inline(f->pool, 31), 0);
+    tv_pool_release(f->pool, 70); /* 0 and the small one */
+    must(f, job_done, 1);
+    tv_pool_release(f->pool, 50);
 }
 
 static void try_inline_runs_while_a_job_is_reserved_but_not_pushed(
@@ -858,7 +860,7 @@ int main(void)
         T(stop_drops_waiting_jobs_without_done_and_joins),
         T(stop_of_an_idle_pool_joins_every_worker),
         T(small_jobs_run_inline_while_every_worker_is_busy),
-        T(try_inline_refuses_while_a_job_waits),
+        T(try_inline_runs_while_a_job_waits_for_bytes_if_its_own_fit),
         T(try_inline_runs_while_a_job_is_reserved_but_not_pushed),
         T(charged_bytes_past_the_budget_hold_new_jobs_back),
         T(inline_bytes_count_against_max_inflight_like_queued_ones),

@@ -10,6 +10,8 @@
 #                        the checked-in corpora, minimized
 #   make soak            mixed load for SOAK_SECONDS (default 600), checked
 #                        bit-exact against numpy; RSS and error counts;
+#                        4 clients looping 32 x 1024-token JSON requests
+#                        beside a 1-token prober (its p99 is bounded);
 #                        then the same load for SOAK_SECONDS beside
 #                        attackers (slow readers, abandoned jobs, nested
 #                        bodies, smuggling, tricklers): the normal
@@ -130,7 +132,7 @@ fuzz-merge: fuzz-build
 
 soak: $(BUILD)/tokvec
 	$(PYTHON) tools/soak.py --binary $(BUILD)/tokvec \
-	  --seconds $(SOAK_SECONDS) --threads $(SOAK_THREADS)
+	  --seconds $(SOAK_SECONDS) --threads $(SOAK_THREADS) --large 4
 	$(PYTHON) tools/soak.py --binary $(BUILD)/tokvec --hostile \
 	  --seconds $(SOAK_SECONDS) --threads $(SOAK_THREADS) \
 	  --p99-ms $(SOAK_P99_MS)
