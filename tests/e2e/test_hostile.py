@@ -1180,20 +1180,28 @@ class Budget(unittest.TestCase):
             json.loads(got[0][2]).get("error", "")
 
     def test_unread_tokenize_replies_stay_within_the_budget(self):
-        # 65,536 U+0001 (a 0.39 MB body) answer ~4.6 MB each, more than
-        # the socket buffers take; 24 clients that never read held
-        # ~110 MB before (uncounted, and copied): now at most the 16 MiB
-        # budget and what the 2 workers had built.
+        self.unread_replies_stay_within_the_budget(
+            b"/tokenize", json.dumps({"inputs": "\u0001" * 65536}))
+
+    def test_unread_decode_replies_stay_within_the_budget(self):
+        # token 35496 is 128 bytes: 36,000 of them decode to ~4.6 MB
+        self.unread_replies_stay_within_the_budget(
+            b"/decode", json.dumps({"ids": [35496] * 36000}))
+
+    def unread_replies_stay_within_the_budget(self, path, body):
+        # Answers of ~4.6 MB each (65,536 U+0001 to tokenize: a 0.39 MB
+        # body), more than the socket buffers take; 24 clients that never
+        # read held ~110 MB before (uncounted, and copied): now at most
+        # the 16 MiB budget and what the 2 workers had built.
         self.start("--max-inflight-bytes", "16MiB", "--threads", "2",
                    "--max-queue-wait", "1")
-        body = json.dumps({"inputs": "\u0001" * 65536})
         rss0 = rss_kb(self.proc.pid)
         readers = []
         for _ in range(24):
             s = socket.create_connection(("127.0.0.1", self.port),
                                          timeout=30)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.sendall(post(body, path=b"/tokenize"))
+            s.sendall(post(body, path=path))
             readers.append(s)  # and never read
         # the unread replies count, up to the budget ...
         wait_until(lambda: (metric(self.port, "tokvec_inflight_reply_bytes")
@@ -1227,7 +1235,8 @@ class Budget(unittest.TestCase):
         # what fits is answered
         got, _ = raw_exchange(self.port, post('{"inputs":[[1,2,3]]}'))
         self.assertEqual(got[0][0], 200)
-        self.assertEqual(metric(self.port, "tokvec_inflight_reply_bytes"), 0)
+        wait_until(lambda: metric(self.port, "tokvec_inflight_reply_bytes")
+                   == 0, 10, "every reply's bytes to be given back")
 
     def test_a_legal_json_request_is_not_refused_for_its_bound(self):
         # The JSON bound of 8 x 1024 x 8 floats (~1.2 MB) is over a 1 MiB
