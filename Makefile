@@ -12,8 +12,13 @@ OPT       ?= -O2
 FPFLAGS   := -ffp-contract=off -fno-fast-math
 WARN      := -Wall -Wextra $(if $(CI),-Werror)
 CFLAGS    ?= $(OPT) -g
+# The source folders, one per layer (docs/architecture.md): a header is
+# found by its name from any of them.
+CORE_DIRS   := core core/table core/tokenizer
+SERVER_DIRS := server/http server/routes server/runtime server/cli
+SRC_INC     := -Iinclude $(addprefix -I,$(CORE_DIRS) $(SERVER_DIRS))
 CFLAGS    += -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) $(WARN) -MMD -MP \
-             -Iinclude -Iserver -I$(BUILD)/gen $(SANFLAGS)
+             $(SRC_INC) -I$(BUILD)/gen $(SANFLAGS)
 LDFLAGS   += -pthread $(SANFLAGS)
 LIBS      := -lmicrohttpd -ljansson -lnettle -lm
 TEST_LIBS := -lcmocka
@@ -33,7 +38,7 @@ SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
 
 PYTHON    ?= /usr/bin/python3
 
-# Build lines are short ("CC core/table.c"); V=1 prints whole commands,
+# Build lines are short ("CC core/table/table.c"); V=1 prints whole commands,
 # QUIET=1 (what make test sets) none. Warnings and errors always show.
 ifeq ($(V),1)
 Q   :=
@@ -66,18 +71,18 @@ NPM_DEPS       = command -v node >/dev/null || tools/deps.sh nodejs; \
                  command -v npm >/dev/null || tools/deps.sh npm
 GOLDEN        := tests/golden/torch_init
 
-CORE_SRC   := $(sort $(wildcard core/*.c))
-SERVER_SRC := $(sort $(wildcard server/*.c))
+CORE_SRC   := $(sort $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c)))
+SERVER_SRC := $(sort $(foreach d,$(SERVER_DIRS),$(wildcard $(d)/*.c)))
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 CORE_OBJ   := $(CORE_SRC:%.c=$(BUILD)/%.o)
 # docs/openapi.json is compiled in, served at GET /openapi.json; so are the
-# files of docs/playground/ (GET /, /docs, /static/NAME: server/pages.c).
+# files of docs/playground/ (GET /, /docs, /static/NAME: server/routes/pages.c).
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi.o \
               $(BUILD)/gen/pages_data.o
 PAGE_FILES := $(sort $(wildcard docs/playground/*.html \
                 docs/playground/*.js docs/playground/*.css))
 # Everything of the server but main(), so tests can link it.
-SERVER_LIB := $(filter-out $(BUILD)/server/main.o,$(SERVER_OBJ))
+SERVER_LIB := $(filter-out $(BUILD)/server/cli/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
@@ -141,7 +146,7 @@ $(BUILD)/gen/tok_ucd.h: tools/gen_ucd.awk
 	@mkdir -p $(@D)
 	awk -f tools/gen_ucd.awk $(UCD_DIR)/PropList.txt \
 	  $(UCD_DIR)/UnicodeData.txt > $@.tmp && mv $@.tmp $@
-$(BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
+$(BUILD)/core/tokenizer/tok_split.o: $(BUILD)/gen/tok_ucd.h
 
 # One byte array per file (NUL-terminated, the NUL not counted) and a
 # table of {name, bytes, length}; the directory is a prerequisite so that
@@ -177,7 +182,8 @@ $(BUILD)/%.o: %.c
 
 # A test named after a core module links the core alone; others (server
 # modules) link the server objects too.
-CORE_TESTS   := $(filter $(patsubst core/%.c,$(BUILD)/test_%,$(CORE_SRC)),$(TESTS))
+CORE_TESTS   := $(filter $(patsubst %.c,$(BUILD)/test_%,$(notdir $(CORE_SRC))),\
+                  $(TESTS))
 SERVER_TESTS := $(filter-out $(CORE_TESTS),$(TESTS))
 $(CORE_TESTS): $(BUILD)/test_%: tests/test_%.c $(BUILD)/libtokvec.a
 	$(SAY) CC $@
@@ -278,15 +284,17 @@ sanitize-test: sanitize
 # columns, no assignment in a condition) must find nothing, and clang-format
 # (.clang-format) must change no line (LINT_FORMAT=report: count only).
 DEB_LINT     := cppcheck clang-tidy clang-format python3
-LINT_FILES   := $(sort $(wildcard core/*.c core/*.h include/*.h server/*.c \
-                  server/*.h tests/*.c tests/*.h tools/*.c bench/*.c \
-                  tests/fuzz/*.c))
+LINT_FILES   := $(sort $(foreach d,$(CORE_DIRS) $(SERVER_DIRS),\
+                  $(wildcard $(d)/*.c $(d)/*.h)) \
+                  $(wildcard include/*.h tests/*.c tests/*.h tools/*.c \
+                  bench/*.c tests/fuzz/*.c))
 # Files checked and reported but not failing (none: every file must pass).
 LINT_PENDING :=
 lint: deps $(BUILD)/gen/tok_ucd.h
 	@tools/deps.sh $(DEB_LINT)
 	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
-	 LINT_CPPFLAGS="-I$(BUILD)/gen" LINT_CACHE="$(BUILD)/lint-cache" \
+	 LINT_CPPFLAGS="$(SRC_INC) -I$(BUILD)/gen" \
+	 LINT_CACHE="$(BUILD)/lint-cache" \
 	 PYTHON="$(PYTHON)" tools/lint.sh
 
 # --- running ---------------------------------------------------------------

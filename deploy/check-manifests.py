@@ -24,7 +24,7 @@ except ImportError:
     sys.exit("check-manifests: python3-yaml missing (apt-get install python3-yaml)")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIG_H = os.path.join(HERE, "..", "server", "config.h")
+CONFIG_H = os.path.join(HERE, "..", "server", "runtime", "config.h")
 
 API = {  # kind -> apiVersion a current cluster serves
     "ConfigMap": "v1", "Service": "v1", "PersistentVolumeClaim": "v1", "Secret": "v1",
@@ -33,7 +33,7 @@ API = {  # kind -> apiVersion a current cluster serves
 }
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DEFAULT_DRAIN = 30.0
-# Used when server/config.h cannot be read (the settings of contract section 3-5).
+# Used when server/runtime/config.h cannot be read (contract sections 3-5).
 FALLBACK_SETTINGS = {
     "table", "position_path", "token_tensor", "position_tensor", "positional", "host",
     "port", "threads", "max_body_bytes", "max_tokens", "max_batch", "max_queue",
@@ -44,7 +44,7 @@ FALLBACK_SETTINGS = {
 
 
 def settings():
-    """TOKVEC_<NAME> env names, from the tv_config struct in server/config.h."""
+    """TOKVEC_<NAME> env names, from the tv_config struct in server/runtime/config.h."""
     names = set()
     try:
         text = open(CONFIG_H).read()

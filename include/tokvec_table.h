@@ -47,7 +47,7 @@
  *   included. The token shard's __metadata__ is the table's.
  *
  *  GGUF (magic "GGUF", versions 2 and 3, little endian)
- *   checked as core/gguf.c says (header, counts, metadata, alignment,
+ *   checked as core/table/gguf.c says (header, counts, metadata, alignment,
  *   tensor infos, ggml types, whole blocks per row, offsets, overlaps).
  *   Tensors token_embd.weight and position_embd.weight, or opts' names;
  *   2-D, of type F32, F16, BF16 (served in place) or Q8_0, Q4_0, Q4_1,

@@ -1,6 +1,6 @@
-/* test_alloc.c -- server/alloc.h: without a hook the allocators are the C
- * library's; with one, an allocation it refuses is NULL and the hook sees
- * the bytes asked for.
+/* test_alloc.c -- server/runtime/alloc.h: without a hook the allocators are
+ * the C library's; with one, an allocation it refuses is NULL and the hook
+ * sees the bytes asked for.
  */
 #include <stdarg.h>
 #include <stddef.h>

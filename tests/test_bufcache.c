@@ -1,4 +1,4 @@
-/* test_bufcache.c -- server/bufcache.c: response buffers (malloc below
+/* test_bufcache.c -- server/runtime/bufcache.c: response buffers (malloc below
  * 64 KiB, 64-byte aligned; from 64 KiB reuse by power-of-two class, most
  * recent first, at most TV_BUFCACHE_PER_CLASS and half the cache per size
  * but always 2, TV_BUFCACHE_BYTES in all; trim of buffers idle

@@ -1,4 +1,4 @@
-/* test_cli_opts.c -- server/cli_opts.c: the option parser the file
+/* test_cli_opts.c -- server/cli/cli_opts.c: the option parser the file
  * subcommands share (--name value, --name=value, flags, positionals, "--"),
  * the strict integer and seed parsers, the unknown-option line with its
  * did-you-mean, the table options and opening a table with its reason.

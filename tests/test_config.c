@@ -1,7 +1,7 @@
-/* test_config.c -- settings of `tokvec serve` (server/config.c): precedence
- * flag > env > file > default, every error names its source, sizes, seconds,
- * bounds, the API key file, describe never shows the key, and the sample
- * config/tokvec.json equals the defaults. Runs from the top directory.
+/* test_config.c -- settings of `tokvec serve` (server/runtime/config.c):
+ * precedence flag > env > file > default, every error names its source, sizes,
+ * seconds, bounds, the API key file, describe never shows the key, and the
+ * sample config/tokvec.json equals the defaults. Runs from the top directory.
  * Single-threaded; each test starts with no TOKVEC_* variable set.
  */
 #include <stdarg.h>

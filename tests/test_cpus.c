@@ -1,6 +1,6 @@
-/* test_cpus.c -- server/cpus.c: the CPU quota read from fake cgroup trees
- * (v2 cpu.max, v1 cfs files, nested cgroups, a container that sees its own
- * cgroup at the mount's root, no quota, malformed files) and the default
+/* test_cpus.c -- server/runtime/cpus.c: the CPU quota read from fake cgroup
+ * trees (v2 cpu.max, v1 cfs files, nested cgroups, a container that sees its
+ * own cgroup at the mount's root, no quota, malformed files) and the default
  * worker count on this machine.
  */
 #include <stdarg.h>

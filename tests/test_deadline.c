@@ -1,4 +1,4 @@
-/* test_deadline.c -- server/deadline.c: a request that is not in whole
+/* test_deadline.c -- server/http/deadline.c: a request that is not in whole
  * within 2 x request_timeout is cut (even when bytes keep trickling in, so
  * MHD's inactivity limit never fires), one that is stays answered, and
  * --max-connections-per-ip closes a client's connection past the limit

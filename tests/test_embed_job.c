@@ -1,5 +1,5 @@
-/* test_embed_job.c -- server/embed_job.c: the plan (every size of a reply
- * from one function: JSON reserves its scratch rows and the JSON bound,
+/* test_embed_job.c -- server/routes/embed_job.c: the plan (every size of a
+ * reply from one function: JSON reserves its scratch rows and the JSON bound,
  * torch the rows in its dtype, one archive and its bound,
  * binary the npy header and the rows in the output dtype, sizes that do
  * not fit are refused), a reply exactly as large as planned, and

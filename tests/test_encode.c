@@ -1,5 +1,5 @@
-/* test_encode.c -- server/encode.c: every encoder stays inside the size its
- * bound function promised (checked with guard bytes after an exactly-sized
+/* test_encode.c -- server/routes/encode.c: every encoder stays inside the size
+ * its bound function promised (checked with guard bytes after an exactly-sized
  * buffer, and by ASan in the sanitizer build), base64 matches RFC 4648,
  * JSON output parses and carries the shortest floats, Accept negotiation
  * and ?dtype= follow the contract, .npy headers align the data to 64

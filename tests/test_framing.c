@@ -1,4 +1,4 @@
-/* test_framing.c -- server/framing.c: framing refused before any body is
+/* test_framing.c -- server/http/framing.c: framing refused before any body is
  * read, each with Connection: close -- a URI over URI_MAX bytes or with
  * more than QUERY_PARAMS_MAX parameters (414), a NUL in the request line,
  * two Hosts or none in HTTP/1.1, two Content-Lengths, Content-Length with

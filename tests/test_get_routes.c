@@ -1,5 +1,5 @@
-/* test_get_routes.c -- server/get_routes.c: GET /info describes the table
- * and the limits, GET /tokens/{id} is the token's row (decimal ids only;
+/* test_get_routes.c -- server/routes/get_routes.c: GET /info describes the
+ * table and the limits, GET /tokens/{id} is the token's row (decimal ids only;
  * out of range is 422, anything else 400), GET /metrics is Prometheus text
  * that counts the requests served.
  */

@@ -1,4 +1,4 @@
-/* test_gguf.c -- the GGUF parser (core/gguf.c): a good v3 file written
+/* test_gguf.c -- the GGUF parser (core/table/gguf.c): a good v3 file written
  * here from ggml's docs/gguf.md, then one mutation of it per rule the
  * parser checks, each with its error code and a message naming the file.
  * Also runs under ASan+UBSan (make sanitize-test): no crash, no leak.

@@ -1,4 +1,4 @@
-/* test_http.c -- server/http.c: the MHD handler and the server's
+/* test_http.c -- server/http/http.c: the MHD handler and the server's
  * lifecycle, through a server started in this process on an ephemeral
  * port and spoken to over a socket (server_fixture.h): a route answers, an
  * unknown path is 404 and a wrong method 405 (with Allow), auth is checked

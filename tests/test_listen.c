@@ -1,5 +1,5 @@
-/* test_listen.c -- server/listen.c: the Unix socket serves the same routes
- * and its file goes with the server; a stale socket file is replaced, a
+/* test_listen.c -- server/http/listen.c: the Unix socket serves the same
+ * routes and its file goes with the server; a stale socket file is replaced, a
  * file that is no socket is bad input and a socket another server accepts
  * on is refused; the threads are named tv-http-N, tv-unix-N (and the pool's
  * and reaper's: tv-work-N, tv-reaper).

@@ -1,4 +1,4 @@
-/* test_log.c -- server/log.c: JSON lines parse (jansson) whatever the
+/* test_log.c -- server/runtime/log.c: JSON lines parse (jansson) whatever the
  * message holds, text lines stay one line, level filtering, the access
  * line, truncation of long messages, no interleaving between threads;
  * every line is printable ASCII (C1 controls, U+2028/U+2029, raw high
@@ -537,8 +537,8 @@ static void json_format_escapes_u2028_u2029_and_c1(void **state)
     free(out);
 }
 
-/* server/http.c keeps the first 255 bytes of the path and passes the whole
- * length: the logged path ends in "...[+N bytes]" and the line says
+/* server/http/http.c keeps the first 255 bytes of the path and passes the
+ * whole length: the logged path ends in "...[+N bytes]" and the line says
  * path_truncated. A path the line itself cannot hold is marked the same
  * way, N counting the bytes of the path not logged. */
 static void cut_paths_are_marked(void **state)

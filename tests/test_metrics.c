@@ -1,5 +1,5 @@
-/* test_metrics.c -- server/metrics.c: the contract's family names, exact
- * counts under concurrent updates from several threads, cumulative
+/* test_metrics.c -- server/runtime/metrics.c: the contract's family names,
+ * exact counts under concurrent updates from several threads, cumulative
  * histogram buckets, code and route labels, table_info escaping.
  * The metrics are process-global: tests run in order and compare against
  * what earlier tests added (each reads values before and after).

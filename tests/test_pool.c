@@ -1,6 +1,6 @@
-/* test_pool.c -- server/pool.c: the workers (exactly `threads` of them,
- * named tv-work-0..N-1, at most that many jobs at once, work() then done()
- * on the same worker), the bounded FIFO (max_queue counts jobs reserved
+/* test_pool.c -- server/runtime/pool.c: the workers (exactly `threads` of
+ * them, named tv-work-0..N-1, at most that many jobs at once, work() then
+ * done() on the same worker), the bounded FIFO (max_queue counts jobs reserved
  * and not yet started: the 429 rule; jobs start in push order, none
  * overtakes another), the max_inflight_bytes gate (a job waits while its
  * bytes do not fit, a lone job is let through, release starts every job
@@ -8,9 +8,9 @@
  * waiting ones are dropped without done(), workers joined), the queue
  * depth gauge, inline jobs (tv_pool_try_inline: the bytes, no worker's
  * slot, so a small job runs while every worker is busy and jobs wait;
- * refused only when its own bytes do not fit) and charged replies (tv_pool_charge:
- * past the budget, nothing starts until released). The response buffers are
- * test_bufcache.c's.
+ * refused only when its own bytes do not fit) and charged replies
+ * (tv_pool_charge: past the budget, nothing starts until released). The
+ * response buffers are test_bufcache.c's.
  *
  * Jobs record what happened under a mutex the test waits on with a
  * condition variable (5 s at most, so a broken pool fails rather than

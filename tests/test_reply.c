@@ -1,4 +1,4 @@
-/* test_reply.c -- server/reply.c: the headers every answer gets and the
+/* test_reply.c -- server/http/reply.c: the headers every answer gets and the
  * error bodies -- CORS (Access-Control-Allow-Origin, Vary: Origin unless
  * "*", the preflight's Allow-Methods), none without --cors-origin,
  * Retry-After on 429 and 503, Connection: close while draining, errors as

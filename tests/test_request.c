@@ -1,4 +1,4 @@
-/* test_request.c -- server/request.c: binary bodies, query options and
+/* test_request.c -- server/routes/request.c: binary bodies, query options and
  * the query string's rule, GET /tokens/{id} ids, tv_error_set, and
  * tv_body_kind_of. The JSON parser's fast path and pre-scan have their own
  * files (test_request_fast.c, test_request_prescan.c).

@@ -1,4 +1,4 @@
-/* test_request_fast.c -- server/request_fast.c: the strict fast path of
+/* test_request_fast.c -- server/routes/request_fast.c: the strict fast path of
  * the JSON /embed parser (issue 14), which must agree with jansson on
  * everything it takes and leave everything else to jansson (errors,
  * limits and unusual but valid bodies).

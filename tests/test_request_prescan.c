@@ -1,4 +1,4 @@
-/* test_request_prescan.c -- server/request_prescan.c: the pre-scan that
+/* test_request_prescan.c -- server/routes/request_prescan.c: the pre-scan that
  * refuses JSON bodies nested too deep (400) or holding too many values
  * (413) before jansson builds a tree (issue 15, finding 2), where in the
  * body it refuses, and which error wins when a body has several.

@@ -1,6 +1,6 @@
-/* test_serve.c -- server/serve.c: `tokvec serve` in a child process starts,
- * answers, reloads on SIGHUP and exits 0 on SIGTERM; a missing table is
- * exit 2 with how to make one, a port in use exit 1, a bad setting exit 2;
+/* test_serve.c -- server/cli/serve.c: `tokvec serve` in a child process
+ * starts, answers, reloads on SIGHUP and exits 0 on SIGTERM; a missing table
+ * is exit 2 with how to make one, a port in use exit 1, a bad setting exit 2;
  * `tokvec probe` is 0 for a 200, 1 for another status or no answer, 2 for
  * a URL it cannot use.
  */

@@ -1,6 +1,6 @@
-/* test_text.c -- server/text.c and server/embed_text.c: the text options,
- * the book's window count, POST /tokenize and /decode run as their jobs
- * run (parse, then tv_text_run on this thread), and /embed's text rows
+/* test_text.c -- server/routes/text.c and server/routes/embed_text.c: the text
+ * options, the book's window count, POST /tokenize and /decode run as their
+ * jobs run (parse, then tv_text_run on this thread), and /embed's text rows
  * resolved into ids (windows, truncation, padding, errors). Uses `make
  * data`: the GPT-2 tokenizer (data/gpt2) and the default table.
  */

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "../core/tok_internal.h"
+#include "tok_internal.h"
 #include "testutil.h"
 #include "tokvec_tokenizer.h"
 

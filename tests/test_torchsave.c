@@ -1,4 +1,4 @@
-/* test_torchsave.c -- server/torchsave.c: CRC-32 matches the standard's
+/* test_torchsave.c -- server/routes/torchsave.c: CRC-32 matches the standard's
  * check values and a bitwise reference at every length and alignment;
  * data.pkl is byte for byte what torch 1.13's torch.save pickled for the
  * same shapes and dtypes (hex below, from torch.save(torch.zeros(shape,

@@ -24,7 +24,7 @@ LINT_PENDING=${LINT_PENDING:-}
 LINT_FORMAT=${LINT_FORMAT:-strict}
 LINT_JOBS=${LINT_JOBS:-$(nproc 2>/dev/null || echo 1)}
 LINT_CACHE=${LINT_CACHE:-}
-CPPFLAGS_LINT="-D_GNU_SOURCE -Iinclude -Iserver -Icore ${LINT_CPPFLAGS:-}"
+CPPFLAGS_LINT="-D_GNU_SOURCE -Iinclude ${LINT_CPPFLAGS:-}"
 log=$(mktemp -d /tmp/tokvec-lint-XXXXXX)
 trap 'rm -rf "$log"' EXIT
 fail=0
@@ -71,7 +71,7 @@ cppcheck_run() {
         --library=tools/cppcheck-jansson.cfg \
         --suppress=varFuncNullUB \
         --suppress=invalidPointerCast:core/embed.c \
-        --suppress=invalidPointerCast:server/config_internal.h \
+        --suppress=invalidPointerCast:server/runtime/config_internal.h \
         --template='{file}:{line}: {id}: {message}' "$@" 2>&1
 }
 cppcheck_run $(only_c $strict) > "$log/cs"

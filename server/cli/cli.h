@@ -8,13 +8,13 @@
 
 #include "tokvec_error.h"
 
-int cmd_serve(int argc, char **argv); /* server/serve.c */
-int cmd_probe(int argc, char **argv); /* server/serve.c */
-int cmd_init(int argc, char **argv);  /* server/cli.c */
+int cmd_serve(int argc, char **argv); /* server/cli/serve.c */
+int cmd_probe(int argc, char **argv); /* server/cli/serve.c */
+int cmd_init(int argc, char **argv);  /* server/cli/cli.c */
 int cmd_inspect(int argc, char **argv);
 int cmd_lookup(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
-int cmd_tokenize(int argc, char **argv); /* server/cli_text.c */
+int cmd_tokenize(int argc, char **argv); /* server/cli/cli_text.c */
 /* The ids of text (tokenizer file as tokvec tokenize finds it) into *ids
  * (replacing it, malloc'd) and *n; 0, or an exit code after a message. */
 int tv_cli_text_ids(const char *tokenizer, const char *text, int special,

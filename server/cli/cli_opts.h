@@ -1,4 +1,4 @@
-/* cli_opts.h -- what the file subcommands of tokvec (server/cli.c) share;
+/* cli_opts.h -- what the file subcommands of tokvec (server/cli/cli.c) share;
  * see cli_opts.c. Every function prints its one line to stderr itself. */
 #ifndef TOKVEC_CLI_OPTS_H
 #define TOKVEC_CLI_OPTS_H

@@ -272,8 +272,7 @@ static enum MHD_Result text_queue(req_ctx *x)
     }
     if (small_text(&j->req)) {
         j->text_stage = 2;
-        if (tv_embed_text_resolve(s->tok, j->ref->t, &s->lim, &j->req, &e) <
-            0)
+        if (tv_embed_text_resolve(s->tok, j->ref->t, &s->lim, &j->req, &e) < 0)
             return reply_error(x, &e);
         return embed_start(x);
     }

@@ -114,10 +114,10 @@ struct tv_similar_call {
     tokvec_neighbor *out; /* k */
     char *body;           /* the JSON answer, after the job */
     size_t len;
-    int rc;          /* the scan's: 0, or a negative code */
-    tv_pool *pool;   /* the pool that runs it */
-    size_t charged;  /* bytes of body counted in max_inflight_bytes by
-                      * the worker (tv_pool_charge), until taken */
+    int rc;         /* the scan's: 0, or a negative code */
+    tv_pool *pool;  /* the pool that runs it */
+    size_t charged; /* bytes of body counted in max_inflight_bytes by
+                     * the worker (tv_pool_charge), until taken */
 };
 
 /* More ',' '[' '{' bytes than a request for a vector of dim numbers

@@ -45,7 +45,7 @@
  *
  * Cuts: a message longer than the line is cut at a character (JSON) or
  * byte (text) boundary and marked with "truncated":true (JSON) or a
- * trailing "..." (text). A cut request path -- server/http.c keeps the
+ * trailing "..." (text). A cut request path -- server/http/http.c keeps the
  * first 255 bytes and passes the whole length, and a path the line cannot
  * hold is cut here -- ends in "...[+N bytes]", N the bytes of the path not
  * logged, and the line carries path_truncated=true ("path_truncated":true);

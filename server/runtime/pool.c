@@ -7,8 +7,8 @@
  * (replies charged after they are built, tv_pool_charge, may step past it
  * by what the workers were building: then nothing new starts until enough
  * is released). Small jobs run inline on an HTTP thread beside busy
- * workers (tv_pool_try_inline): they take bytes, never a worker's slot. A job is
- * taken by the first free worker, which runs work() and done() itself, so
+ * workers (tv_pool_try_inline): they take bytes, never a worker's slot. A job
+ * is taken by the first free worker, which runs work() and done() itself, so
  * a job crosses threads twice in all: the HTTP thread pushes it, the worker
  * resumes the connection.
  *
@@ -59,8 +59,9 @@ static long long mono_ms(void)
  * the callers refuse what could never fit before it gets here). */
 static int bytes_fit(const tv_pool *p, size_t bytes)
 {
-    return !p->inflight_bytes || (p->inflight_bytes <= p->max_inflight &&
-                                  bytes <= p->max_inflight - p->inflight_bytes);
+    return !p->inflight_bytes ||
+           (p->inflight_bytes <= p->max_inflight &&
+            bytes <= p->max_inflight - p->inflight_bytes);
 }
 
 /* Under lock: a job of `bytes` may start now on a worker. */

@@ -6,10 +6,10 @@
  * at most max_queue jobs until (a) fewer than `threads` jobs run and (b)
  * the response bytes it will hold fit under max_inflight_bytes (a job
  * alone is always let through, so one large request cannot wedge the
- * queue; the routes refuse, 413, a reply that could not fit even alone). The worker
- * that takes it runs work() and then done(), both on that worker; done()
- * typically resumes the client's connection, which wakes the HTTP thread
- * that owns it. There is no other hop: no loop thread, no second queue.
+ * queue; the routes refuse, 413, a reply that could not fit even alone). The
+ * worker that takes it runs work() and then done(), both on that worker;
+ * done() typically resumes the client's connection, which wakes the HTTP
+ * thread that owns it. There is no other hop: no loop thread, no second queue.
  * The bytes stay reserved until tv_pool_release() (when the response is
  * freed).
  *

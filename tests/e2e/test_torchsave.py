@@ -1,4 +1,4 @@
-"""PyTorch reads what server/torchsave.c writes: the "encoding_format":
+"""PyTorch reads what server/routes/torchsave.c writes: the "encoding_format":
 "torch" body ({"shape", "dtype", "embeddings": [base64 per sequence]}) for
 known float32 inputs, in float32, float16 and bfloat16, made by
 build/tools/torchsave (the same encoder and the same narrowing the server

@@ -37,13 +37,14 @@ FUZZ_TARGETS := request table config ids tokload tokenc similar
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
-                -Iinclude -Iserver -Icore -I$(BUILD)/gen -MMD -MP $(FUZZ_SAN)
-FUZZ_LIB_SRC := $(CORE_SRC) server/request.c server/request_fast.c \
-                server/request_prescan.c server/encode.c server/torchsave.c \
-                server/config.c \
-                server/config_value.c server/suggest.c \
-                server/log.c server/metrics.c server/routes.c \
-                server/alloc.c
+                $(SRC_INC) -I$(BUILD)/gen -MMD -MP $(FUZZ_SAN)
+FUZZ_LIB_SRC := $(CORE_SRC) server/routes/request.c \
+                server/routes/request_fast.c server/routes/request_prescan.c \
+                server/routes/encode.c server/routes/torchsave.c \
+                server/runtime/config.c server/runtime/config_value.c \
+                server/cli/suggest.c server/runtime/log.c \
+                server/runtime/metrics.c server/http/routes.c \
+                server/runtime/alloc.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # Per-target libFuzzer options: input size bound, and dictionaries.
@@ -66,7 +67,7 @@ SOAK_P99_MS  ?= 1000
 .SECONDARY: $(FUZZ_LIB_OBJ)
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:=.d)
 
-$(FUZZ_BUILD)/core/tok_split.o: $(BUILD)/gen/tok_ucd.h
+$(FUZZ_BUILD)/core/tokenizer/tok_split.o: $(BUILD)/gen/tok_ucd.h
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
@@ -75,11 +76,12 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
 
-# Every target links server/pages.c and the pool it submits jobs to:
+# Every target links server/routes/pages.c and the pool it submits jobs to:
 # routes.c (for metrics.c's route names) matches the pages' paths. The
 # compiled-in pages come from $(BUILD)/gen/pages_data.c, but for
 # fuzz_similar, whose fuzz_similar.c defines them as none.
-FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/pages.o $(FUZZ_BUILD)/server/pool.o
+FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/routes/pages.o \
+                    $(FUZZ_BUILD)/server/runtime/pool.o
 FUZZ_PAGES_OBJ   := $(FUZZ_BUILD)/gen/pages_data.o
 .SECONDARY: $(FUZZ_SIMILAR_OBJ) $(FUZZ_PAGES_OBJ)
 $(FUZZ_BINS): $(FUZZ_SIMILAR_OBJ)

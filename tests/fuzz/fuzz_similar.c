@@ -10,7 +10,7 @@
  *    score (in [-1, 1], non-increasing; equal scores by id ascending).
  *
  * The pages themselves are not under test: the table of compiled-in files
- * that server/pages.c serves (build/gen/pages_data.c) is empty here.
+ * that server/routes/pages.c serves (build/gen/pages_data.c) is empty here.
  */
 #include <jansson.h>
 #include <stdint.h>
