@@ -80,7 +80,8 @@ def port_free(p):
 def _answers_200(s, path):
     """GET path on connected socket s: True on a 200 (s is closed)."""
     try:
-        s.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET " + path.encode() + b" HTTP/1.0\r\n"
+                  b"Host: localhost\r\n\r\n")
         data = s.recv(64)
         return data.startswith(b"HTTP/1.") and data[9:12] == b"200"
     except OSError:

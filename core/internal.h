@@ -51,7 +51,8 @@ struct tokvec_table {
     size_t map_len;
     const unsigned char *map2; /* positions .npy or shard, or NULL */
     size_t map2_len;
-    char *map_path[2];     /* sharded: the shards' paths, else NULL */
+    char *map_path[2];     /* what map / map2 hold when not `path` (a shard, a
+                            * positions .npy), else NULL */
     tokvec__shard *shards; /* sharded checkpoints: every shard named */
     size_t nshards;
     int gguf; /* a GGUF file: quantized rows, mixed dtypes allowed */

@@ -147,6 +147,16 @@ for i in $(seq 1 "$N"); do
 done
 say "$N POST /embed through nginx: all 200, identical bytes ($(stat -c %s "$WORK/first") B), $(awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="$N" 'BEGIN {printf "%.1f ms/request", (b - a) * 1000 / n}')"
 
+# A page served through the balancer calls it (same origin: nginx passes the
+# Host with its port); a page of another origin is refused (SECURITY.md).
+for o in "$LB" "http://evil.example"; do
+  code=$(curl -s -m 10 -o "$WORK/o" -w '%{http_code}' -H 'Content-Type: text/plain' \
+    -H "Origin: $o" --data-binary "$body" "$LB/embed")
+  want=200; [[ $o == "$LB" ]] || want=403
+  [[ $code == "$want" ]] || { head -c 300 "$WORK/o"; echo; fail "POST /embed with Origin $o -> $code, not $want"; }
+done
+say "through nginx: POST /embed from the balancer's own origin 200, from another origin 403"
+
 total=0; line=""
 for c in "${CTRS[@]}"; do
   d=$(( $(embed_count "$c") - ${BEFORE[$c]} ))

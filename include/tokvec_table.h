@@ -200,6 +200,20 @@ int tokvec_table_tensor(const tokvec_table *t, size_t i, tokvec_tensor *out);
 size_t tokvec_table_shard_count(const tokvec_table *t);
 int tokvec_table_shard(const tokvec_table *t, size_t i, tokvec_shard *out);
 
+/* The files a table keeps mapped, to name the one a fault is in (a SIGBUS
+ * handler: tokvec serve). A single file is one mapping (its path the
+ * table's); a sharded checkpoint's are the shard(s) holding the token and
+ * position tables (the index is read and unmapped at open); a .npy table
+ * with positions has two. At most 2; addr..addr+len is the whole mapping. */
+typedef struct tokvec_mapping {
+    const void *addr;
+    size_t len;
+    const char *path; /* the file mapped, as opened (index dir + shard) */
+} tokvec_mapping;
+
+size_t tokvec_table_mapping_count(const tokvec_table *t);
+int tokvec_table_mapping(const tokvec_table *t, size_t i, tokvec_mapping *out);
+
 /* Row views: TOKVEC_E_TOKEN_RANGE / TOKVEC_E_POSITION_RANGE when out of
  * range, TOKVEC_E_NO_POSITIONS when the table has none (positional NONE,
  * or sinusoidal opened with TOKVEC_TABLE_SKIP_SINUSOIDAL). Sinusoidal rows

@@ -292,7 +292,8 @@ static FX_UNUSED int fx_has_header(const char *resp, const char *name,
  * failure. */
 static FX_UNUSED int fx_connect_accepted(int port)
 {
-    static const char req[] = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char req[] =
+        "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n";
     char r[1024];
     int fd = fx_connect(port);
     if (fd < 0 || fx_send(fd, req, sizeof req - 1) < 0)
@@ -333,12 +334,12 @@ static FX_UNUSED int fx_http_n(fixture *f, const char *method,
     char *req = malloc(n);
     if (!req)
         return -1;
-    int len = snprintf(req, n,
-                       "%s %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-                       "%s%s%s%s",
-                       method, path, headers ? headers : "",
-                       ctype ? "Content-Type: " : "", ctype ? ctype : "",
-                       ctype ? "\r\n" : "");
+    int len = snprintf(
+        req, n,
+        "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+        "%s%s%s%s",
+        method, path, headers ? headers : "", ctype ? "Content-Type: " : "",
+        ctype ? ctype : "", ctype ? "\r\n" : "");
     if (body)
         len += snprintf(req + len, n - (size_t)len, "Content-Length: %zu\r\n",
                         blen);

@@ -35,7 +35,7 @@ static void a_uri_over_uri_max_is_414(void **state)
     assert_non_null(raw);
     int k = snprintf(raw, n + 64, "GET /health?a=");
     memset(raw + k, 'x', URI_MAX);
-    snprintf(raw + k + URI_MAX, 64, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    snprintf(raw + k + URI_MAX, 64, " HTTP/1.1\r\nHost: localhost\r\n\r\n");
     refused(f, raw, 414, "over 8192 bytes");
     free(raw);
 }
@@ -46,13 +46,13 @@ static void more_than_query_params_max_parameters_is_414(void **state)
     char raw[2048] = "GET /health?";
     for (int i = 0; i <= QUERY_PARAMS_MAX; i++)
         strcat(raw, i ? "&p=1" : "p=1");
-    strcat(raw, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    strcat(raw, " HTTP/1.1\r\nHost: localhost\r\n\r\n");
     refused(f, raw, 414, "query parameters");
     /* QUERY_PARAMS_MAX of them pass */
     char ok[2048] = "GET /health?";
     for (int i = 0; i < QUERY_PARAMS_MAX; i++)
         strcat(ok, i ? "&p=1" : "p=1");
-    strcat(ok, " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    strcat(ok, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     char r[RESP];
     assert_int_equal(fx_raw(f, ok, strlen(ok), r, RESP), 200);
 }
@@ -60,7 +60,8 @@ static void more_than_query_params_max_parameters_is_414(void **state)
 static void a_nul_in_the_request_line_is_400(void **state)
 {
     fixture *f = *state;
-    static const char raw[] = "GET /hea\0lth HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char raw[] =
+        "GET /hea\0lth HTTP/1.1\r\nHost: localhost\r\n\r\n";
     char r[RESP];
     assert_int_equal(fx_raw(f, raw, sizeof raw - 1, r, RESP), 400);
     assert_non_null(strstr(fx_body(r), "NUL byte in the request line"));
@@ -81,19 +82,20 @@ static void body_length_must_be_said_one_way_once(void **state)
 {
     fixture *f = *state;
     refused(f,
-            "POST /embed HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+            "POST /embed HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n"
             "Content-Length: 2\r\n\r\n{}",
             400, "more than one Content-Length");
     refused(f,
-            "POST /embed HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+            "POST /embed HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n"
             "Transfer-Encoding: chunked\r\n\r\n",
             400, "both Content-Length and Transfer-Encoding");
     refused(f, "POST /embed HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
             400, "Transfer-Encoding in an HTTP/1.0 request");
-    refused(f,
-            "POST /embed HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n"
-            "\r\n",
-            501, "exactly \\\"chunked\\\"");
+    refused(
+        f,
+        "POST /embed HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n"
+        "\r\n",
+        501, "exactly \\\"chunked\\\"");
 }
 
 static void whitespace_before_a_colon_is_400(void **state)
@@ -106,7 +108,7 @@ static void a_chunked_body_is_read(void **state)
 {
     fixture *f = *state;
     static const char raw[] =
-        "POST /embed HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+        "POST /embed HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
         "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
         "\r\n8\r\n{\"inputs\r\n6\r\n\":[1]}\r\n0\r\n\r\n";
     char r[RESP];

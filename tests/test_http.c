@@ -2,13 +2,13 @@
  * lifecycle, through a server started in this process on an ephemeral
  * port and spoken to over a socket (server_fixture.h): a route answers, an
  * unknown path is 404 and a wrong method 405 (with Allow), auth is checked
- * before the body, a Content-Length over max_body_bytes is refused before
- * the body is sent, a chunked body past it is refused at once and the
- * connection closed, /openapi.json names the listen address, a body sent
- * in pieces is put together, draining turns
- * /ready into 503 with Connection: close; tv_server_start's codes (bad
- * input, the system refused, out of memory at every allocation it makes)
- * and the exit status each maps to.
+ * before the body (the scheme "Bearer" in any case), a Content-Length over
+ * max_body_bytes is refused before the body is sent, a chunked body past it is
+ * refused at once and the connection closed, /openapi.json names the listen
+ * address, a body sent in pieces is put together, draining turns /ready into
+ * 503 with Connection: close; tv_server_start's codes (bad input, the system
+ * refused, out of memory at every allocation it makes) and the exit status
+ * each maps to.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,6 +79,30 @@ static void info_and_embed_need_the_api_key_health_does_not(void **state)
     assert_int_equal(fx_get(f, "/health", r, RESP), 200);
 }
 
+/* Issue 24, finding 11: RFC 9110 makes the scheme case-insensitive (and
+ * puts one or more spaces after it); the key itself is exact. */
+static void the_bearer_scheme_is_any_case_the_key_exact(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    const char *const extra[] = {"--api-key", "s3cret", NULL};
+    assert_int_equal(fx_up(f, extra), 0);
+    static const char *const ok[] = {"Authorization: bearer s3cret\r\n",
+                                     "Authorization: BEARER s3cret\r\n",
+                                     "Authorization: bEaReR  s3cret\r\n"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        assert_int_equal(
+            fx_http(f, "GET", "/info", NULL, NULL, ok[i], r, RESP), 200);
+    static const char *const bad[] = {"Authorization: bearer S3CRET\r\n",
+                                      "Authorization: bearers3cret\r\n",
+                                      "Authorization: Basic s3cret\r\n",
+                                      "Authorization: bearer s3cre\r\n",
+                                      "Authorization: bearer s3cret2\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(
+            fx_http(f, "GET", "/info", NULL, NULL, bad[i], r, RESP), 401);
+}
+
 /* The headers alone: the answer comes before a byte of the body. */
 static void content_length_over_max_body_bytes_is_413_before_the_body(
     void **state)
@@ -87,7 +111,7 @@ static void content_length_over_max_body_bytes_is_413_before_the_body(
     char r[RESP];
     const char *const extra[] = {"--max-body-bytes", "100", NULL};
     assert_int_equal(fx_up(f, extra), 0);
-    static const char req[] = "POST /embed HTTP/1.1\r\nHost: t\r\n"
+    static const char req[] = "POST /embed HTTP/1.1\r\nHost: localhost\r\n"
                               "Content-Type: application/json\r\n"
                               "Content-Length: 101\r\n\r\n";
     int fd = fx_connect(f->port);
@@ -117,7 +141,7 @@ static void a_chunked_body_past_the_limit_is_413_at_once_and_closed(
     fixture *f = *state;
     const char *const extra[] = {"--max-body-bytes", "1024", NULL};
     assert_int_equal(fx_up(f, extra), 0);
-    static const char head[] = "POST /embed HTTP/1.1\r\nHost: t\r\n"
+    static const char head[] = "POST /embed HTTP/1.1\r\nHost: localhost\r\n"
                                "Content-Type: application/json\r\n"
                                "Transfer-Encoding: chunked\r\n\r\n";
     static char chunk[7 + 65536 + 2];
@@ -181,7 +205,7 @@ static void a_body_sent_in_pieces_is_put_together(void **state)
     fixture *f = *state;
     char r[RESP];
     assert_int_equal(fx_up(f, NULL), 0);
-    static const char head[] = "POST /embed HTTP/1.1\r\nHost: t\r\n"
+    static const char head[] = "POST /embed HTTP/1.1\r\nHost: localhost\r\n"
                                "Connection: close\r\n"
                                "Content-Type: application/json\r\n"
                                "Content-Length: 24\r\n\r\n";
@@ -212,7 +236,7 @@ static void draining_makes_ready_503_with_connection_close(void **state)
     assert_true(fd >= 0);
     assert_int_equal(fx_get(f, "/ready", r, RESP), 200);
     tv_server_drain_begin(f->srv);
-    static const char req[] = "GET /ready HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char req[] = "GET /ready HTTP/1.1\r\nHost: localhost\r\n\r\n";
     assert_int_equal(fx_send(fd, req, sizeof req - 1), 0);
     fx_read_all(fd, r, RESP);
     close(fd);
@@ -315,6 +339,7 @@ int main(void)
         T(unknown_path_is_404_naming_the_routes),
         T(wrong_method_is_405_with_allow),
         T(info_and_embed_need_the_api_key_health_does_not),
+        T(the_bearer_scheme_is_any_case_the_key_exact),
         T(content_length_over_max_body_bytes_is_413_before_the_body),
         T(a_chunked_body_past_the_limit_is_413_at_once_and_closed),
         T(openapi_servers_is_the_listen_address),

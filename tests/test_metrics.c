@@ -107,13 +107,14 @@ static void requests_are_counted_by_route_and_code(void **state)
     free(t);
 }
 
-/* 204 (CORS preflight), 414 (a URI or query too long) and 501 (a
- * transfer coding other than chunked) are answered by the server: each
- * is its own series, not "other". */
+/* 204 (CORS preflight), 403 (another web page's Origin, a Host not of
+ * the loopback), 414 (a URI or query too long) and 501 (a transfer coding
+ * other than chunked) are answered by the server: each is its own series,
+ * not "other". */
 static void every_status_the_server_answers_has_its_label(void **state)
 {
     (void)state;
-    static const int answered[] = {204, 414, 501};
+    static const int answered[] = {204, 403, 414, 501};
     char want[128];
     for (size_t i = 0; i < sizeof answered / sizeof answered[0]; i++)
         tv_metrics_request(TV_ROUTE_OTHER, answered[i], 0.0001, 0, 1);

@@ -75,7 +75,7 @@ static void overload_answers_say_when_to_retry(void **state)
     int fd = fx_connect_accepted(f->port);
     assert_true(fd >= 0);
     tv_server_drain_begin(f->srv);
-    static const char req[] = "POST /embed HTTP/1.1\r\nHost: t\r\n"
+    static const char req[] = "POST /embed HTTP/1.1\r\nHost: localhost\r\n"
                               "Content-Type: application/json\r\n"
                               "Content-Length: 2\r\n\r\n{}";
     assert_int_equal(fx_send(fd, req, sizeof req - 1), 0);

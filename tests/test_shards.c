@@ -165,6 +165,39 @@ static void index_maps_only_the_shards_holding_the_tables(void **s)
     tokvec_table_close(t);
 }
 
+/* Issue 24, finding 11: what a SIGBUS handler names is the shard mapped
+ * at the address, never the index (unmapped once read). */
+static void the_mappings_are_the_shards_not_the_index(void **s)
+{
+    (void)s;
+    tokvec_table *t;
+    assert_int_equal(tokvec_table_open(in_dir("model.safetensors.index.json"),
+                                       NULL, &t),
+                     0);
+    assert_int_equal(tokvec_table_mapping_count(t), 2);
+    const char *want[2] = {"model-00001-of-00003.safetensors",
+                           "model-00002-of-00003.safetensors"};
+    tokvec_row r;
+    for (size_t i = 0; i < 2; i++) {
+        tokvec_mapping m;
+        assert_int_equal(tokvec_table_mapping(t, i, &m), 0);
+        assert_string_equal(m.path, in_dir(want[i]));
+        struct stat st;
+        assert_int_equal(stat(m.path, &st), 0);
+        assert_int_equal(m.len, (size_t)st.st_size);
+        /* the rows of the table it holds are inside it */
+        if (i == 0)
+            assert_int_equal(tokvec_table_token_row(t, 2, &r), 0);
+        else
+            assert_int_equal(tokvec_table_position_row(t, 1, &r), 0);
+        const char *a = m.addr, *row = r.data;
+        assert_true(row >= a && row + r.nbytes <= a + m.len);
+    }
+    assert_int_equal(tokvec_table_mapping(t, 2, &(tokvec_mapping){0}),
+                     TOKVEC_E_INVAL);
+    tokvec_table_close(t);
+}
+
 static void directory_holding_the_index_opens(void **s)
 {
     (void)s;
@@ -193,6 +226,10 @@ static void both_tables_in_one_shard_map_one_file(void **s)
     assert_int_equal(tokvec_table_open(in_dir("one"), NULL, &t), 0);
     check_rows(t);
     assert_int_equal(tokvec_table_shard_count(t), 1);
+    tokvec_mapping m;
+    assert_int_equal(tokvec_table_mapping_count(t), 1);
+    assert_int_equal(tokvec_table_mapping(t, 0, &m), 0);
+    assert_string_equal(m.path, in_dir("one/m-1.safetensors"));
     tokvec_table_close(t);
 }
 
@@ -304,6 +341,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_maps_only_the_shards_holding_the_tables),
+        cmocka_unit_test(the_mappings_are_the_shards_not_the_index),
         cmocka_unit_test(directory_holding_the_index_opens),
         cmocka_unit_test(both_tables_in_one_shard_map_one_file),
         cmocka_unit_test(shard_names_must_stay_inside_the_index_directory),

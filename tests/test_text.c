@@ -72,9 +72,20 @@ static void options_are_checked_by_type_and_range(void **state)
     assert_int_equal(tv_text_option(&o, "max_length", zero, &e), -1);
     assert_int_equal(tv_text_option(&o, "pad_id", two, &e), 0);
     assert_int_equal(tv_text_option(&o, "stride", two, &e), 1);
-    assert_int_equal(tv_text_opts_check(&o, &e), -1); /* no max_length */
+    assert_int_equal(tv_text_opts_check(&o, 100, &e), -1); /* no max_length */
     assert_int_equal(tv_text_option(&o, "max_length", two, &e), 1);
-    assert_int_equal(tv_text_opts_check(&o, &e), 0);
+    assert_int_equal(tv_text_opts_check(&o, 100, &e), 0);
+    /* Issue 24, finding 10: a window past max_tokens is 413 at once
+     * (2^63 - 1 made its message compute L + 1 and overflow). */
+    assert_int_equal(tv_text_opts_check(&o, 1, &e), -1);
+    assert_int_equal(e.status, 413);
+    json_t *huge = json_integer(INT64_MAX);
+    assert_int_equal(tv_text_option(&o, "max_length", huge, &e), 1);
+    assert_int_equal(tv_text_opts_check(&o, 65536, &e), -1);
+    assert_string_equal(e.type, "payload_too_large");
+    assert_non_null(strstr(e.message, "9223372036854775807 is over "
+                                      "max_tokens 65536"));
+    json_decref(huge);
     json_decref(two);
     json_decref(zero);
     json_decref(left);

@@ -288,7 +288,8 @@ def worker(port, tok, pos, stats, seed, deadline, check_every):
 # ---- attackers (--hostile) ---------------------------------------------
 
 def http_post(body, ctype=b"application/json", extra=b""):
-    return (b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: " + ctype +
+    return (b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: " + ctype +
             b"\r\nContent-Length: %d\r\n" % len(body) + extra + b"\r\n" +
             body)
 
@@ -377,16 +378,18 @@ def nested_sender(port, stats, deadline):
 
 SMUGGLE = [
     # (what, request, the answers it may get)
-    ("cl_and_te", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 4"
-     b"\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json"
-     b"\r\n\r\n0\r\n\r\n", ("400",)),
-    ("two_cl", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\n"
+    ("cl_and_te", b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+     b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n"
+     b"Content-Type: application/json\r\n\r\n0\r\n\r\n", ("400",)),
+    ("two_cl", b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+     b"Content-Length: 16\r\n"
      b"Content-Length: 17\r\nContent-Type: application/json\r\n\r\n"
      b'{"inputs":[[1]]} ', ("400",)),
-    ("te_gzip", b"POST /embed HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-     b"gzip, chunked\r\n\r\n0\r\n\r\n", ("501",)),
-    ("space_colon", b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length :"
-     b" 16\r\nContent-Type: application/json\r\n\r\n{\"inputs\":[[1]]}",
+    ("te_gzip", b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+     b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", ("501",)),
+    ("space_colon", b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+     b"Content-Length : 16\r\nContent-Type: application/json\r\n\r\n"
+     b"{\"inputs\":[[1]]}",
      ("400",)),
     ("no_host", b"GET /health HTTP/1.1\r\n\r\n", ("400",)),
     ("http10_chunked", b"POST /embed HTTP/1.0\r\nTransfer-Encoding: "
@@ -423,7 +426,7 @@ def trickler(port, stats, deadline):
     while time.time() < deadline:
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n")
             st = "still open"
             while time.time() < deadline:
                 time.sleep(1)

@@ -282,6 +282,9 @@ static int load_npy(tokvec_table *t, const tokvec_table_opts *o,
     if (o->position_path) {
         t->ntensors = 2;
         t->tensors[1].file = 1;
+        t->map_path[1] = strdup(o->position_path);
+        if (!t->map_path[1])
+            return -ENOMEM;
         rc = tokvec__map_file(o, o->position_path, &t->map2, &t->map2_len);
         if (rc >= 0)
             rc = tokvec__parse_npy(o, o->position_path, t->map2, t->map2_len,
@@ -543,6 +546,22 @@ int tokvec_table_shard(const tokvec_table *t, size_t i, tokvec_shard *out)
     out->ntensors = s->ntensors;
     out->mapped = s->map >= 0;
     out->file_size = s->map == 0 ? t->map_len : s->map == 1 ? t->map2_len : 0;
+    return 0;
+}
+
+size_t tokvec_table_mapping_count(const tokvec_table *t)
+{
+    return (t->map != NULL) + (t->map2 != NULL);
+}
+
+int tokvec_table_mapping(const tokvec_table *t, size_t i, tokvec_mapping *out)
+{
+    int slot = i == 0 && t->map ? 0 : t->map2 && i < 2 ? 1 : -1;
+    if (slot < 0 || i >= tokvec_table_mapping_count(t))
+        return TOKVEC_E_INVAL;
+    out->addr = slot ? t->map2 : t->map;
+    out->len = slot ? t->map2_len : t->map_len;
+    out->path = t->map_path[slot] ? t->map_path[slot] : t->path;
     return 0;
 }
 

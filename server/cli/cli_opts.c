@@ -13,16 +13,17 @@
 #include <string.h>
 
 #include "cli_opts.h"
+#include "log.h"
 #include "suggest.h"
 
 int tv_cli_fail(int code, const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
-    fputs("tokvec: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    tv_log_fail("%s", msg); /* escaped: it may name what a file holds */
     return code;
 }
 

@@ -9,7 +9,8 @@
 
 #define EXIT_USAGE 2
 
-/* Prints "tokvec: " fmt "\n" on stderr; returns code. */
+/* Prints "tokvec: " fmt "\n" on stderr, the message escaped as a log
+ * line's (log.h: tv_log_fail); returns code. */
 int tv_cli_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "log.h"
 #include "tokvec_tokenizer.h"
 
 #define DEFAULT_TOKENIZER "data/gpt2"
@@ -167,7 +168,7 @@ int tv_cli_text_ids(const char *tok_path, const char *text, int special,
     tokvec_tokenizer_opts topts = {.errbuf = err, .errlen = sizeof err};
     tokvec_tokenizer *t = NULL;
     if (tokvec_tokenizer_open(tok_path, &topts, &t) < 0) {
-        fprintf(stderr, "tokvec: %s\n", err);
+        tv_log_fail("%s", err);
         return 2;
     }
     tokvec_tok_ids out = {0};
@@ -231,14 +232,14 @@ int cmd_tokenize(int argc, char **argv)
     tokvec_tokenizer *t = NULL;
     int rc = tokvec_tokenizer_open(tok_path, &topts, &t);
     if (rc < 0) {
-        fprintf(stderr, "tokvec: %s\n", err);
+        tv_log_fail("%s", err);
         return 2;
     }
     FILE *in = stdin;
     if (in_path && strcmp(in_path, "-"))
         in = fopen(in_path, "rb");
     if (!in) {
-        fprintf(stderr, "tokvec: %s: %s\n", in_path, strerror(errno));
+        tv_log_fail("%s: %s", in_path, strerror(errno));
         tokvec_tokenizer_close(t);
         return 2;
     }

@@ -3,8 +3,10 @@
  *
  * Start-up is all or nothing: the settings and the table are validated
  * completely before the socket opens; any failure is one line
- * "tokvec: <message>" on stderr and exit 2 (bad settings or table) or 1
- * (the port cannot be bound, out of memory).
+ * "tokvec: <message>" on stderr (with --log-format json, a JSON line at
+ * level error), its message escaped as every log line is (tv_log_fail: it
+ * can carry a tokenizer's key or a shard's name), and exit 2 (bad
+ * settings or table) or 1 (the port cannot be bound, out of memory).
  *
  * Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread starts
  * (so every thread -- MHD's HTTP threads, the workers, the reaper --
@@ -14,9 +16,11 @@
  * main-thread code.
  * SIGPIPE is ignored: a client that goes away is an error code, not a
  * death. The one handler is for SIGBUS (a table file truncated or rewritten
- * in place under the mapping, SECURITY.md): it writes one prepared log line
- * and lets the default action kill the process -- crash loudly rather than
- * serve rows that changed underneath us.
+ * in place under the mapping, SECURITY.md; sigbus.c): it writes one
+ * prepared log line naming the file mapped at the faulting address (the
+ * table, or the shard of a sharded checkpoint) and lets the default action
+ * kill the process -- crash loudly rather than serve rows that changed
+ * underneath us.
  *
  * Shutdown (SIGTERM/SIGINT): tv_server_drain_begin closes the listening
  * socket and turns /ready and new /embed work into 503; the main thread
@@ -49,6 +53,7 @@
 #include "config.h"
 #include "http.h"
 #include "log.h"
+#include "sigbus.h"
 
 static double now_seconds(void)
 {
@@ -174,37 +179,6 @@ static size_t drain(tv_server *srv, const sigset_t *set, double timeout,
     return open;
 }
 
-/* Prepared before the handler is installed; the handler only write()s it.
- * The table path never changes (a reload re-opens the same path). */
-static char bus_line[2048];
-static size_t bus_len;
-
-static void on_sigbus(int sig)
-{
-    (void)sig;
-    ssize_t w = write(STDERR_FILENO, bus_line, bus_len);
-    (void)w;
-    /* SA_RESETHAND: returning re-runs the faulting read, which now takes
-     * the default action (terminate, core per the system's policy). */
-}
-
-static void catch_sigbus(const char *table)
-{
-    bus_len = tv_log_prepare_fatal(
-        bus_line, sizeof bus_line,
-        "SIGBUS reading the memory-mapped table %s: the file was truncated "
-        "or rewritten in place while being served; exiting rather than "
-        "serve rows that changed underneath. Replace table files by rename "
-        "(then SIGHUP), never in place (SECURITY.md)",
-        table);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigbus;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
-}
-
 int cmd_serve(int argc, char **argv)
 {
     tv_config cfg;
@@ -217,12 +191,12 @@ int cmd_serve(int argc, char **argv)
     if (rc != TV_CONFIG_OK) {
         exit_code = rc == TV_CONFIG_HELP ? 0 : 2;
         if (rc != TV_CONFIG_HELP)
-            fprintf(stderr, "tokvec: %s\n", err);
+            tv_log_fail("%s", err);
         goto out;
     }
     if (tv_log_setup(cfg.log_format, cfg.log_level) < 0) {
-        fprintf(stderr, "tokvec: bad --log-format '%s' or --log-level '%s'\n",
-                cfg.log_format, cfg.log_level);
+        tv_log_fail("bad --log-format '%s' or --log-level '%s'",
+                    cfg.log_format, cfg.log_level);
         exit_code = 2;
         goto out;
     }
@@ -242,19 +216,21 @@ int cmd_serve(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    /* Before the server starts: its first request may read the map. */
-    catch_sigbus(cfg.table);
+    /* Before the server starts: its first request may read the map. Each
+     * table opened registers its mappings (tables.c), so the line names
+     * the file at the faulting address: the table or its shard. */
+    tv_sigbus_install(cfg.table);
 
     rc = tv_server_start(&cfg, &srv, err, sizeof err);
     if (rc < 0) {
         /* A missing table: say how to make one (the default table is not
          * shipped; `make run` creates it). */
         int missing = rc == TV_SERVER_E_INPUT && access(cfg.table, F_OK) < 0;
-        fprintf(stderr, "tokvec: %s%s\n", err,
-                missing ? " (create one with: tokvec init --vocab 50257 "
-                          "--dim 256 --context 1024 --seed 123 -o FILE, "
-                          "or `make run` for the default table)"
-                        : "");
+        tv_log_fail("%s%s", err,
+                    missing ? " (create one with: tokvec init --vocab 50257 "
+                              "--dim 256 --context 1024 --seed 123 -o FILE, "
+                              "or `make run` for the default table)"
+                            : "");
         exit_code = tv_server_exit_status(rc);
         goto out;
     }

@@ -1,6 +1,10 @@
 /* http.c -- the MHD handler of every listener (http.h, server.h): a
- * request's first call (framing, route, method, auth, Content-Length
- * checked before any body is read), its body (appended up to
+ * request's first call (framing, Host, route, method, Origin, auth,
+ * Content-Length checked before any body is read: origin.h says which
+ * Host and Origin are allowed; the Host check covers every route of a
+ * loopback listener, the Origin check the routes that do work -- every
+ * POST route and the keyed GETs /tokens/{id} and /info, and their CORS
+ * preflights), its body (appended up to
  * max_body_bytes under the server-wide max_buffered_bytes budget), the
  * dispatch to its route once the whole request is in, and its completion
  * (status for the log and metrics, cleanup); and the server's lifecycle:
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -84,7 +89,9 @@ void http_body_drop(req_ctx *x)
     x->held = 0;
 }
 
-/* Constant-time comparison of the Authorization header with the key. */
+/* Constant-time comparison of the Authorization header's credentials
+ * with the key. The scheme "Bearer" compares in any case (RFC 9110,
+ * 11.1), followed by one or more spaces; the key exactly. */
 static int authorized(const tv_server *s, struct MHD_Connection *c)
 {
     const char *key = s->cfg->api_key;
@@ -92,9 +99,11 @@ static int authorized(const tv_server *s, struct MHD_Connection *c)
         return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                 "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7))
+    if (!h || strncasecmp(h, "Bearer ", 7))
         return 0;
     h += 7;
+    while (*h == ' ')
+        h++;
     size_t hl = strlen(h), kl = strlen(key);
     unsigned char diff = (unsigned char)(hl != kl);
     for (size_t i = 0; i < kl; i++)
@@ -120,15 +129,80 @@ static void quick_ack(int fd)
 #endif
 }
 
+/* A header value for a message: at most 100 bytes, printable ASCII (others
+ * as '?'). */
+static const char *shown(const char *v, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; v && v[i] && i + 1 < n && i < 100; i++)
+        buf[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
+    buf[i] = '\0';
+    return buf;
+}
+
+/* DNS rebinding (origin.h): a server on a loopback address answers only
+ * a Host that names the loopback (or none: HTTP/1.0). The Unix socket is
+ * not checked (no browser reaches it; a proxy there passes its own Host).
+ * 0, or -1 with *e filled (403 host_not_allowed). */
+static int host_check(const req_ctx *x, tv_error *e)
+{
+    if (!x->s->loopback || x->unix_peer)
+        return 0;
+    const char *host = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                   "Host");
+    if (!host || tv_host_is_loopback(host))
+        return 0;
+    char b[128];
+    return tv_error_set(e, 403, "host_not_allowed",
+                        "Host '%s' is not a loopback name or address, and "
+                        "this server listens on the loopback (%s): use "
+                        "localhost, 127.0.0.1 or [::1] (a guard against DNS "
+                        "rebinding; a server for other hosts listens on "
+                        "another --host)",
+                        shown(host, b, sizeof b), x->s->cfg->host);
+}
+
+/* Cross-site requests (origin.h): a request without Origin, from the
+ * server's own origin (Origin's host[:port] is Host) or from an origin
+ * --cors-origin lists is allowed. 0, or -1 with *e filled (403
+ * origin_not_allowed). */
+static int origin_check(const req_ctx *x, tv_error *e)
+{
+    const char *origin = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                     "Origin");
+    const char *host = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                   "Host");
+    if (tv_origin_check(&x->s->cors, origin, host, NULL) != TV_ORIGIN_REFUSED)
+        return 0;
+    char b[128];
+    return tv_error_set(e, 403, "origin_not_allowed",
+                        "a page of Origin '%s' may not call this server: "
+                        "only its own origin (the Host it is served from) "
+                        "and the origins listed in --cors-origin may%s",
+                        shown(origin, b, sizeof b),
+                        reply_cors_on(x->s) ? ""
+                                            : " (--cors-origin is not set)");
+}
+
 static enum MHD_Result first_call(req_ctx *x, const char *url,
                                   const char *method)
 {
     tv_server *s = x->s;
     int post = !strcmp(method, "POST");
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
+                x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE;
+    /* the routes that do work: every POST route and the keyed GETs */
+    int work = posts || x->route == TV_ROUTE_TOKENS ||
+               x->route == TV_ROUTE_INFO;
+    tv_error e;
 
+    if (host_check(x, &e) < 0)
+        return reply_error(x, &e);
     if (!strcmp(method, "OPTIONS") && x->route != TV_ROUTE_OTHER &&
         reply_cors_on(s)) {
+        if (work && origin_check(x, &e) < 0)
+            return reply_error(x, &e);
         struct MHD_Response *r = MHD_create_response_from_buffer(
             0, "", MHD_RESPMEM_PERSISTENT);
         if (r) {
@@ -149,14 +223,13 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
                           "/similar, POST /tokenize, POST /decode, GET "
                           "/tokens/{id}, /info, /health, /ready, /metrics, "
                           "/openapi.json, /, /docs");
-    int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
-                x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE;
     if (posts ? !post : !get)
         return reply_fail(x, 405, "method_not_allowed",
                           "method %s is not allowed on %.64s (allowed: %s)",
                           x->method, x->path, reply_allowed(x));
-    if ((posts || x->route == TV_ROUTE_TOKENS || x->route == TV_ROUTE_INFO) &&
-        !authorized(s, x->conn))
+    if (work && origin_check(x, &e) < 0)
+        return reply_error(x, &e);
+    if (work && !authorized(s, x->conn))
         return reply_fail(x, 401, "unauthorized",
                           "missing or wrong Authorization: Bearer key");
     if (post) {
@@ -303,7 +376,11 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
         x->watch = ci ? ci->socket_context : NULL;
         ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         x->fd = ci ? ci->connect_fd : -1;
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        x->unix_peer = ci && ci->client_addr &&
+                       ci->client_addr->sa_family == AF_UNIX;
         reply_request_id(x);
+        reply_cors_origin(x);
         x->route = tv_route_of(url);
         snprintf(x->method, sizeof x->method, "%s", method);
         snprintf(x->path, sizeof x->path, "%s", url);
@@ -554,6 +631,7 @@ static void server_settings(tv_server *s, const tv_config *cfg)
     /* framing_check() reads MHD's raw header block: a layout checked
      * against 0.9.75 only (elsewhere the checks that need it are off). */
     s->raw_framing = !strcmp(MHD_get_version(), "0.9.75");
+    s->loopback = tv_address_is_loopback(cfg->host);
     s->lim.max_body_bytes = (size_t)cfg->max_body_bytes;
     s->lim.max_tokens = cfg->max_tokens;
     s->lim.max_batch = cfg->max_batch;
@@ -593,6 +671,11 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         goto fail;
     }
     table_publish(s->current->t);
+    rc = tv_origins_parse(cfg->cors_origin, &s->cors, err, errlen);
+    if (rc < 0) {
+        rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
+        goto fail;
+    }
 
     int threads = (int)cfg->threads;
     s->workers_why = "--threads";
@@ -697,6 +780,7 @@ void tv_server_stop(tv_server *s)
     table_release(s->current);
     tokvec_tokenizer_close(s->tok);
     free(s->openapi);
+    tv_origins_free(&s->cors);
     pthread_mutex_destroy(&s->table_lock);
     free(s);
 }

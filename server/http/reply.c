@@ -1,8 +1,11 @@
 /* reply.c -- queueing responses (reply.h): the headers every answer gets
- * (X-Request-Id, CORS, Connection: close while draining or after bad
- * framing), the request id (the client's or one made here), the JSON
- * error bodies, and what the access log and metrics record of a reply
- * (status, bytes, where it starts in the acknowledged bytes).
+ * (X-Request-Id; CORS: Access-Control-Allow-Origin naming the request's
+ * Origin when --cors-origin lists it, "*" when it lists "*", else the one
+ * origin listed when it lists one, else none, and Vary: Origin; Connection:
+ * close while draining or after bad framing), the request id (the
+ * client's or one made here), the JSON error bodies, and what the access
+ * log and metrics record of a reply (status, bytes, where it starts in the
+ * acknowledged bytes).
  *
  * Threads: the connection's HTTP thread (MHD calls only let a response be
  * queued there). Reads the server's settings and `draining`, an atomic.
@@ -22,7 +25,25 @@
 
 int reply_cors_on(const tv_server *s)
 {
-    return s->cfg->cors_origin && *s->cfg->cors_origin;
+    return tv_origins_on(&s->cors);
+}
+
+void reply_cors_origin(req_ctx *x)
+{
+    const tv_origins *o = &x->s->cors;
+    const char *listed = NULL;
+    x->acao = NULL;
+    if (!tv_origins_on(o))
+        return;
+    const char *origin = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+                                                     "Origin");
+    tv_origin_check(o, origin, NULL, &listed);
+    if (o->any)
+        x->acao = "*";
+    else if (listed)
+        x->acao = listed; /* the Origin itself, as listed */
+    else if (o->n == 1)
+        x->acao = o->list[0]; /* one origin: always named, as before */
 }
 
 int reply_request_id_ok(const char *h)
@@ -60,16 +81,16 @@ static void common_headers(req_ctx *x, struct MHD_Response *r)
 {
     if (x->rid[0])
         MHD_add_response_header(r, "X-Request-Id", x->rid);
-    if (reply_cors_on(x->s)) {
-        MHD_add_response_header(r, "Access-Control-Allow-Origin",
-                                x->s->cfg->cors_origin);
+    if (x->acao) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", x->acao);
         /* what a page's script may read of the answer (the preflight's
          * copy alone does not let it) */
         MHD_add_response_header(r, "Access-Control-Expose-Headers",
                                 REPLY_EXPOSED_HEADERS);
-        if (strcmp(x->s->cfg->cors_origin, "*"))
-            MHD_add_response_header(r, "Vary", "Origin");
     }
+    /* The answer's CORS headers depend on the request's Origin. */
+    if (reply_cors_on(x->s) && !x->s->cors.any)
+        MHD_add_response_header(r, "Vary", "Origin");
     /* While draining, tell keep-alive clients to go elsewhere; after bad
      * framing, the rest of what the client sent is not a request. */
     if (atomic_load(&x->s->draining) || x->must_close)
@@ -217,7 +238,7 @@ enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e)
 {
     char body[TV_ERROR_BODY_MAX], msg[TV_ERROR_BODY_MAX + 512];
     size_t n = tv_error_body(e, body);
-    const char *origin = reply_cors_on(x->s) ? x->s->cfg->cors_origin : NULL;
+    const char *origin = x->acao;
     int k = snprintf(msg, sizeof msg,
                      "HTTP/1.1 %d %s\r\nConnection: close\r\n"
                      "Content-Type: application/json\r\n"

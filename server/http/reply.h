@@ -16,6 +16,11 @@
 /* CORS is on (--cors-origin set). */
 int reply_cors_on(const tv_server *s);
 
+/* x->acao: the Access-Control-Allow-Origin of the request's answers, from
+ * its Origin and --cors-origin (see reply.c), NULL for none. First call,
+ * before any answer is queued. */
+void reply_cors_origin(req_ctx *x);
+
 /* The methods the request's route answers (the Allow header). */
 const char *reply_allowed(const req_ctx *x);
 

@@ -16,6 +16,8 @@
  *   embed_job.c POST /embed from parse to reply (one owner, start to end)
  *   text.c      POST /tokenize and /decode (jobs), /embed's text options
  *   reply.c     queueing responses: headers, errors, what the log sees
+ *   origin.c    the Origin and Host checks (cross-site requests, DNS
+ *               rebinding) and the --cors-origin list
  *
  * Threads: a req_ctx belongs to its connection's HTTP thread, except while
  * its /embed job is queued or running (embed_job.c). cfg, lim and topts
@@ -38,6 +40,7 @@
 #include "embed_job.h"
 #include "encode.h"
 #include "http.h"
+#include "origin.h"
 #include "pool.h"
 #include "request.h"
 #include "routes.h"
@@ -72,6 +75,8 @@ struct tv_server {
     atomic_long requests;   /* req_ctx alive: begun, response not yet sent */
     atomic_size_t buffered; /* request body bytes held, all connections */
     int raw_framing;        /* libmicrohttpd 0.9.75: see framing_check() */
+    tv_origins cors;        /* --cors-origin, parsed at start (origin.h) */
+    int loopback;           /* --host is a loopback address: Host checked */
     tv_limits lim;
     tokvec_table_opts topts;
     tokvec_tokenizer *tok; /* --tokenizer, or NULL: never changes */
@@ -115,6 +120,8 @@ typedef struct req_ctx {
     struct tv_text_call *text;   /* POST /tokenize, /decode (text.h) */
     int uri_verdict;             /* from framing_uri_check(): URI_OK, ... */
     int must_close;         /* answer with Connection: close (bad framing) */
+    int unix_peer;          /* came in on --unix-socket (no Host check) */
+    const char *acao;       /* Access-Control-Allow-Origin, or NULL */
     int raw_replied;        /* reply_error_and_close wrote the answer itself */
     size_t lingered;        /* body bytes dropped since (REPLY_LINGER_BYTES) */
     const char *error_type; /* an error answer's (static), for the log */

@@ -60,8 +60,8 @@ static int windows(tv_request *r, const tv_limits *lim, tv_error *e)
         return tv_error_set(e, 422, "text_too_short",
                             "the text is %" PRId64
                             " tokens; max_length %" PRId64
-                            " needs at least %" PRId64,
-                            row->n, L, L + 1);
+                            " needs more than %" PRId64,
+                            row->n, L, L);
     if (nw > lim->max_batch || nw > lim->max_tokens / L)
         return tv_error_set(e, 413, "payload_too_large",
                             "%" PRId64 " windows of %" PRId64 " tokens are "

@@ -172,11 +172,20 @@ int tv_text_option(tv_text_opts *o, const char *key, const struct json_t *v,
     return 0;
 }
 
-int tv_text_opts_check(tv_text_opts *o, tv_error *e)
+int tv_text_opts_check(tv_text_opts *o, int64_t max_tokens, tv_error *e)
 {
     if (o->stride && !o->max_length)
         return tv_error_set(e, 400, "invalid_request",
                             "\"stride\" needs \"max_length\"");
+    /* A window is max_length tokens of one answer: past max_tokens none
+     * can be answered (and 2^63 - 1 would overflow what is computed of
+     * it), so it is refused before the text is tokenized. */
+    if (o->max_length > max_tokens)
+        return tv_error_set(e, 413, "payload_too_large",
+                            "\"max_length\" %" PRId64
+                            " is over max_tokens %" PRId64
+                            ": no window of it fits in an answer",
+                            o->max_length, max_tokens);
     if (o->max_length && !o->stride)
         o->stride = o->max_length;
     return 0;
@@ -221,8 +230,9 @@ static int slow_answer_option(const char *key, json_t *v, tv_request *out,
 
 /* The keys of the request object: the options into out, "inputs" (not
  * read yet) into *inputs, pad_id into *pad and *has_pad. 0 or -1. */
-static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
-                     int64_t *pad, int *has_pad, tv_error *err)
+static int slow_keys(json_t *root, const tv_limits *lim, tv_request *out,
+                     json_t **inputs, int64_t *pad, int *has_pad,
+                     tv_error *err)
 {
     const char *key;
     json_t *v;
@@ -281,7 +291,7 @@ static int slow_keys(json_t *root, tv_request *out, json_t **inputs,
             return -1;
         }
     }
-    return tv_text_opts_check(&out->text, err);
+    return tv_text_opts_check(&out->text, lim->max_tokens, err);
 }
 
 /* "inputs" holding texts: a string, or a list whose elements are strings
@@ -484,7 +494,7 @@ int tv_request_parse_json_slow(const char *body, size_t len,
         goto out;
     }
     json_t *inputs;
-    if (slow_keys(root, out, &inputs, &pad, &has_pad, err) < 0)
+    if (slow_keys(root, lim, out, &inputs, &pad, &has_pad, err) < 0)
         goto out;
     out->pad_id = pad;
     out->has_pad = has_pad;

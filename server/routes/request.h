@@ -54,9 +54,10 @@ void tv_text_opts_init(tv_text_opts *o);
 int tv_text_option(tv_text_opts *o, const char *key, const struct json_t *v,
                    tv_error *e);
 
-/* After every key: 400 invalid_request for a stride without max_length.
- * 0 or -1. */
-int tv_text_opts_check(tv_text_opts *o, tv_error *e);
+/* After every key: 400 invalid_request for a stride without max_length,
+ * 413 payload_too_large for a max_length over max_tokens (no window could
+ * be answered). 0 or -1. */
+int tv_text_opts_check(tv_text_opts *o, int64_t max_tokens, tv_error *e);
 
 /* The book's GPTDatasetV1 windows of n ids: how many i are in
  * range(0, n - L, T). */

@@ -214,7 +214,7 @@ static int parse_tokenize(tv_text_call *c, json_t *root, tv_error *e)
                                 "truncation_direction, max_length, stride)",
                                 key);
     }
-    if (tv_text_opts_check(&c->o, e) < 0)
+    if (tv_text_opts_check(&c->o, c->lim.max_tokens, e) < 0)
         return -1;
     if (!inputs)
         return tv_error_set(e, 400, "invalid_request",
@@ -431,8 +431,8 @@ static int tokenize_windows(tv_text_call *c, tokvec_tok_ids *ids)
     if (!nw)
         return tv_error_set(&c->err, 422, "text_too_short",
                             "the text is %zu tokens; max_length %" PRId64
-                            " needs at least %" PRId64,
-                            ids->n, L, L + 1);
+                            " needs more than %" PRId64,
+                            ids->n, L, L);
     if (nw > c->lim.max_batch || nw > c->lim.max_tokens / L)
         return tv_error_set(&c->err, 413, "payload_too_large",
                             "%" PRId64 " windows of %" PRId64 " tokens are "

@@ -106,7 +106,9 @@ static const setting settings[] = {
     {"api_key_file", T_STR, OFF(api_key_file), 0, 0, "", NULL,
      "read the API key from this file (trailing newline stripped)"},
     {"cors_origin", T_STR, OFF(cors_origin), 0, 0, "", NULL,
-     "Access-Control-Allow-Origin value (\"\" = no CORS headers)"},
+     "web origins allowed to call from a page, comma-separated "
+     "scheme://host[:port], or * for any; they get CORS headers (\"\" = "
+     "none: a page of another origin is refused 403)"},
     {"log_format", T_ENUM, OFF(log_format), 0, 0, "text", "text|json",
      "log line format on stderr"},
     {"log_level", T_ENUM, OFF(log_level), 0, 0, "info",

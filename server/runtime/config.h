@@ -40,7 +40,7 @@ typedef struct tv_config {
     double drain_timeout;           /* 30 s */
     char *api_key;                  /* "" = no auth; never logged */
     char *api_key_file;             /* read at load into api_key */
-    char *cors_origin;              /* "" = off */
+    char *cors_origin;              /* "" = off; "a,b" or "*" (origin.h) */
     char *log_format;               /* text|json */
     char *log_level;                /* debug|info|warn|error */
     int64_t access_log;             /* 1 = one line per request */

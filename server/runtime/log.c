@@ -9,7 +9,9 @@
  *         "status":200,"tokens":3,"bytes":412,"duration_us":87,
  *         "client":"127.0.0.1","request_id":"9f..."}, and for an error
  *         "error_type":"invalid_request" (text: the same as key=value)
- * Timestamps are UTC, ISO 8601, milliseconds.
+ * Timestamps are UTC, ISO 8601, milliseconds. A failed start
+ * (tv_log_fail) is "tokvec: <msg>" without a timestamp in text, a JSON
+ * line at level error in JSON.
  *
  * What must hold: the level is checked before anything is formatted; a line
  * is built in a bounded stack buffer (LINE_MAX bytes, at most PIPE_BUF so a
@@ -314,6 +316,27 @@ static int format_msg(char *msg, const char *fmt, va_list ap)
     return k;
 }
 
+/* Ends the line begun in l with msg (k: format_msg's result, >= MSG_MAX:
+ * msg was cut), escaped for the format, and writes it. */
+static void finish(line *l, const char *msg, int k)
+{
+    bool cut = k >= MSG_MAX;
+    if (fmt_json) {
+        put_json_str(l, msg);
+        cut = cut || l->cut;
+        l->lim = LINE_MAX_;
+        l->cut = false;
+        put(l, cut ? "\",\"truncated\":true}\n" : "\"}\n", cut ? 20 : 3);
+    } else {
+        put_text_str(l, msg, false);
+        cut = cut || l->cut;
+        l->lim = LINE_MAX_;
+        l->cut = false;
+        put(l, cut ? "...\n" : "\n", cut ? 4 : 1);
+    }
+    emit(l);
+}
+
 void tv_log(int level, const char *fmt, ...)
 {
     assert(level >= TV_LOG_DEBUG && level <= TV_LOG_ERROR);
@@ -326,21 +349,26 @@ void tv_log(int level, const char *fmt, ...)
     int k = format_msg(msg, fmt, ap);
     va_end(ap);
     begin(&l, level);
-    bool cut = k >= (int)sizeof msg;
+    finish(&l, msg, k);
+}
+
+void tv_log_fail(const char *fmt, ...)
+{
+    char msg[MSG_MAX];
+    line l;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = format_msg(msg, fmt, ap);
+    va_end(ap);
     if (fmt_json) {
-        put_json_str(&l, msg);
-        cut = cut || l.cut;
-        l.lim = LINE_MAX_;
-        l.cut = false;
-        put(&l, cut ? "\",\"truncated\":true}\n" : "\"}\n", cut ? 20 : 3);
+        begin(&l, TV_LOG_ERROR);
     } else {
-        put_text_str(&l, msg, false);
-        cut = cut || l.cut;
-        l.lim = LINE_MAX_;
+        l.n = 0;
+        l.lim = LINE_MAX_ - TAIL;
         l.cut = false;
-        put(&l, cut ? "...\n" : "\n", cut ? 4 : 1);
+        put(&l, "tokvec: ", 8);
     }
-    emit(&l);
+    finish(&l, msg, k);
 }
 
 size_t tv_log_prepare_fatal(char *buf, size_t len, const char *fmt, ...)

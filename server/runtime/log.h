@@ -23,6 +23,13 @@ int tv_log_enabled(int level);
 void tv_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The one line of a failed start (serve.c): text "tokvec: <msg>" without
+ * a timestamp (before tv_log_setup, always text), JSON a line as tv_log's
+ * at level error. The message is escaped as every line is (see log.c): it
+ * may carry what a file holds -- a tokenizer's key, a shard's name -- or
+ * what a flag says. */
+void tv_log_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A fatal line for a signal handler to write later: formatted now, in the
  * configured format (text "fatal <msg>", JSON {"level":"fatal","msg":..}),
  * without a timestamp (formatting the time is not async-signal-safe).

@@ -39,7 +39,7 @@
 #include "metrics.h"
 
 /* Every status tokvec answers (a new one must be added here). */
-static const int codes[] = {200, 204, 400, 401, 404, 405, 406, 408, 413,
+static const int codes[] = {200, 204, 400, 401, 403, 404, 405, 406, 408, 413,
                             414, 415, 422, 429, 499, 500, 501, 503, 504};
 enum { NCODES = sizeof codes / sizeof codes[0] }; /* slot NCODES = other */
 

@@ -12,7 +12,9 @@
  *
  * Threads: table_acquire and table_release on any thread (HTTP threads,
  * workers, and MHD's when it frees a response); table_open, reload and
- * the swap on the main thread only. table_lock is a leaf lock.
+ * the swap on the main thread only. table_lock is a leaf lock. An open
+ * table's mappings are registered with the SIGBUS handler (sigbus.h) until
+ * its last reference goes.
  *
  * The tokenizer (--tokenizer) is opened once at start-up, after the table,
  * and never changes (a reload keeps it, and refuses a table whose
@@ -29,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#include "sigbus.h"
 
 table_ref *table_acquire(tv_server *s)
 {
@@ -43,6 +46,7 @@ void table_release(table_ref *r)
 {
     if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
         tokvec_similar_close(r->sim);
+        tv_sigbus_remove(r->t); /* before its pages go */
         tokvec_table_close(r->t);
         free(r);
     }
@@ -67,6 +71,7 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     }
     r->t = t;
     atomic_init(&r->refs, 1); /* the server's own reference */
+    tv_sigbus_add(t);         /* a SIGBUS in its pages names its file */
     *out = r;
     return 0;
 }

@@ -193,8 +193,8 @@ class OpenAPI(unittest.TestCase):
         # ones that need another server setup (401, 429, 503: see below).
         produced = {c for (p, m, c) in self.seen if p == e}
         documented = set(self.doc["paths"][e]["post"]["responses"])
-        self.assertEqual(documented - produced - {"401", "405", "429",
-                                                  "503"}, set())
+        self.assertEqual(documented - produced - {"401", "403", "405",
+                                                  "429", "503"}, set())
 
     def test_text_routes_conform(self):
         gpt2 = os.path.join(TOP, "data", "gpt2")
@@ -243,11 +243,58 @@ class OpenAPI(unittest.TestCase):
                 documented = set(self.doc["paths"][path_key]["post"]
                                  ["responses"])
                 self.assertEqual(documented - produced -
-                                 {"401", "405", "429", "503"}, set(),
+                                 {"401", "403", "405", "429", "503"}, set(),
                                  path_key)
         finally:
             srv.stop()
             bare.stop()
+
+    def test_cross_site_and_rebinding_refusals_are_403_and_conform(self):
+        """Issue 24, finding 6: every operation documents its 403 and the
+        answers conform: origin_not_allowed on the routes that do work,
+        host_not_allowed on every route of a loopback server."""
+        s = self.srv
+        evil = {"Origin": "https://evil.example"}
+        json_ct = {"Content-Type": "text/plain"}
+        work = [
+            ("/embed", "POST", s.request("POST", "/embed", b'{"inputs":[1]}',
+                                         dict(evil, **json_ct))),
+            ("/similar", "POST", s.request("POST", "/similar", b'{"id":1}',
+                                           dict(evil, **json_ct))),
+            ("/tokenize", "POST", s.request("POST", "/tokenize",
+                                            b'{"inputs":"a"}',
+                                            dict(evil, **json_ct))),
+            ("/decode", "POST", s.request("POST", "/decode", b'{"ids":[1]}',
+                                          {"Origin": "null"})),
+            ("/tokens/{id}", "GET", s.get("/tokens/1", evil)),
+            ("/info", "GET", s.get("/info", {"Origin": "null"})),
+        ]
+        for path_key, method, resp in work:
+            self.assertEqual(resp[0], 403, (path_key, resp))
+            self.assertEqual(json.loads(resp[2])["error_type"],
+                             "origin_not_allowed")
+            self.conforms(path_key, method, resp)
+        rebound = {"Host": "evil.example:%d" % s.port}
+        for path, path_key in (("/health", "/health"), ("/ready", "/ready"),
+                               ("/metrics", "/metrics"),
+                               ("/openapi.json", "/openapi.json"),
+                               ("/", "/"), ("/docs", "/docs"),
+                               ("/static/playground.js", "/static/{name}"),
+                               ("/info", "/info"),
+                               ("/tokens/1", "/tokens/{id}")):
+            resp = s.get(path, rebound)
+            self.assertEqual(resp[0], 403, (path, resp))
+            self.assertEqual(json.loads(resp[2])["error_type"],
+                             "host_not_allowed")
+            self.conforms(path_key, "GET", resp)
+        for path in ("/embed", "/similar", "/tokenize", "/decode"):
+            resp = s.request("POST", path, b"{}", rebound)
+            self.assertEqual(json.loads(resp[2])["error_type"],
+                             "host_not_allowed")
+            self.conforms(path, "POST", resp)
+        for path, ops in self.doc["paths"].items():
+            for method, op in ops.items():
+                self.assertIn("403", op["responses"], (path, method))
 
     def test_auth_error_is_401_and_conforms(self):
         keyed = tc.Server(self.table, "--api-key", "k")

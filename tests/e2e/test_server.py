@@ -30,7 +30,8 @@ What is covered:
              sequence_too_long, ragged_batch; /tokens/{id} edge cases.
   Tables     f16, bf16, sinusoidal and position-less tables.
   Operations --api-key / --api-key-file (health, ready, metrics public),
-             CORS off and on (preflight), access log, limits flags, config
+             CORS off and on (preflight), pages of other origins refused
+             and a rebound Host refused (issue 24), access log, limits flags, config
              precedence flag > env > file, bad settings / bad table exit 2
              with one line, metrics names, 429 from a tiny --max-queue,
              max_inflight_bytes holding work in the queue, SIGHUP with a good
@@ -49,7 +50,8 @@ What is covered:
              storm under load (every answer bit-exact from one table or the
              other); SIGTERM under load (every request the server took,
              by its access log, reached its client complete); a table
-             truncated in place (one fatal log line, then death by SIGBUS).
+             truncated in place (one fatal log line, then death by SIGBUS),
+             and a shard of a sharded checkpoint (the line names the shard).
 
 Slow requests are made slow honestly: a JSON response of 4096 x 1024
 floats takes a worker ~0.3 s to format, and --threads 1 serializes them.
@@ -467,8 +469,9 @@ class Formats(Base):
         chunk = b"10000\r\n" + b" " * 65536 + b"\r\n"
         sent = 0
         with socket.create_connection(("127.0.0.1", self.srv.port)) as c:
-            c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                      b"application/json\r\nTransfer-Encoding: chunked"
+            c.sendall(b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+                      b"Content-Type: application/json\r\n"
+                      b"Transfer-Encoding: chunked"
                       b"\r\n\r\n")
             c.setblocking(False)
             resp = b""
@@ -543,8 +546,9 @@ class Formats(Base):
 
     def test_413_is_sent_before_the_body_is_read(self):
         with socket.create_connection(("127.0.0.1", self.srv.port)) as c:
-            c.sendall(b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                      b"application/json\r\nContent-Length: 1000000000\r\n"
+            c.sendall(b"POST /embed HTTP/1.1\r\nHost: localhost\r\n"
+                      b"Content-Type: application/json\r\n"
+                      b"Content-Length: 1000000000\r\n"
                       b"\r\n")
             c.settimeout(5)
             resp = b""
@@ -707,6 +711,13 @@ class Operations(Base):
                                  200)
                 self.assertEqual(s.get("/info", ok)[0], 200)
                 self.assertEqual(s.get("/tokens/1", ok)[0], 200)
+                # Issue 24, finding 11: the scheme in any case (RFC 9110)
+                for scheme in ("bearer", "BEARER"):
+                    h = {"Authorization": scheme + " s3cret-key"}
+                    self.assertEqual(s.get("/info", h)[0], 200, scheme)
+                self.assert_error(s.get("/info", {
+                    "Authorization": "bearer S3CRET-KEY"}), 401,
+                    "unauthorized")
                 self.assert_error(s.get("/info"), 401, "unauthorized")
                 self.assert_error(s.get("/tokens/1"), 401, "unauthorized")
                 for p in ("/health", "/ready", "/metrics"):
@@ -737,6 +748,58 @@ class Operations(Base):
                           hdr["Access-Control-Allow-Headers"])
             self.assertEqual(hdr["Access-Control-Allow-Origin"],
                              "https://app.example")
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_web_pages_need_their_own_or_a_listed_origin(self):
+        """Issue 24, finding 6: a page of another origin cannot drive a
+        key-less tokvec with a text/plain POST; the page tokvec serves
+        (what Chromium sends for it) and listed origins can; a rebound
+        DNS name is refused by Host."""
+        body = json.dumps({"inputs": [[1, 2]]})
+        s = tc.Server(self.small)
+        try:
+            own = "http://127.0.0.1:%d" % s.port
+            for origin, want in (("http://evil.example", 403),
+                                 ("null", 403), (own, 200),
+                                 ("https://127.0.0.1:%d" % s.port, 200),
+                                 ("http://127.0.0.1:1", 403)):
+                st, hdr, b = s.request("POST", "/embed", body, {
+                    "Content-Type": "text/plain;charset=UTF-8",
+                    "Origin": origin})
+                self.assertEqual(st, want, (origin, b))
+                if want == 403:
+                    e = json.loads(b)
+                    self.assertEqual(e["error_type"], "origin_not_allowed")
+                    self.assertIn("--cors-origin", e["error"])
+            st, _, b = s.get("/tokens/1", {"Origin": "http://evil.example"})
+            self.assertEqual(st, 403)
+            self.assertEqual(s.get("/health", {"Origin": "null"})[0], 200)
+            rebound = "evil.example:%d" % s.port
+            for path in ("/embed", "/health"):
+                st, _, b = s.request("POST" if path == "/embed" else "GET",
+                                     path, body if path == "/embed" else
+                                     None, {"Host": rebound,
+                                            "Origin": "http://" + rebound})
+                self.assertEqual((st, json.loads(b)["error_type"]),
+                                 (403, "host_not_allowed"), path)
+            self.assertEqual(s.get("/health", {"Host": "localhost"})[0], 200)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        self.assertRegex(s.stderr(), r"path=/embed status=403 .* "
+                                     r"error_type=origin_not_allowed\n")
+        s = tc.Server(self.small, "--cors-origin",
+                      "https://a.example, https://b.example")
+        try:
+            st, hdr, _ = s.embed({"inputs": [1]},
+                                 headers={"Origin": "https://b.example"})
+            self.assertEqual((st, hdr["Access-Control-Allow-Origin"],
+                              hdr["Vary"]), (200, "https://b.example",
+                                             "Origin"))
+            st, hdr, _ = s.embed({"inputs": [1]},
+                                 headers={"Origin": "https://c.example"})
+            self.assertEqual(st, 403)
+            self.assertNotIn("Access-Control-Allow-Origin", hdr)
         finally:
             self.assertEqual(s.stop(), 0)
 
@@ -793,7 +856,8 @@ class Operations(Base):
                 self.assertEqual(s.get("/%c2%9b")[0], 404)
                 self.assertEqual(s.get(path)[0], 404)
                 with socket.create_connection(("127.0.0.1", s.port)) as c:
-                    c.sendall(b"GET /\x9b%e2%80%a8 HTTP/1.1\r\nHost: x\r\n"
+                    c.sendall(b"GET /\x9b%e2%80%a8 HTTP/1.1\r\n"
+                              b"Host: localhost\r\n"
                               b"Connection: close\r\n\r\n")
                     self.assertTrue(c.recv(64).startswith(b"HTTP/1.1 404"))
             finally:
@@ -1068,7 +1132,7 @@ class Operations(Base):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         sock.connect(("127.0.0.1", s.port))
-        sock.sendall(("POST /embed HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(("POST /embed HTTP/1.1\r\nHost: localhost\r\n"
                       "Content-Type: application/json\r\n"
                       "Accept: application/octet-stream\r\n"
                       "Connection: close\r\nContent-Length: %d\r\n\r\n"
@@ -1414,6 +1478,56 @@ class Faults(Base):
                                            "memory-mapped table " + live),
                         line[0])
         self.assertIn("by rename", line[0])
+
+    def test_a_shard_truncated_in_place_is_named_in_the_fatal_line(self):
+        """Issue 24, finding 11: a sharded checkpoint's SIGBUS line named
+        the index (which is not even mapped) instead of the shard that
+        was cut."""
+        import resource
+        d = os.path.join(self.tmp, "ckpt")
+        os.mkdir(d)
+        rng = np.random.default_rng(3)
+        shards = {"model-00001-of-00002.safetensors":  # 16 MiB
+                  {"wte.weight": rng.standard_normal((4096, 1024),
+                                                     np.float32)},
+                  "model-00002-of-00002.safetensors":
+                  {"wpe.weight": np.ones((8, 1024), np.float32)}}
+        for name, tensors in shards.items():
+            hdr, blobs, off = {}, [], 0
+            for k, a in tensors.items():
+                hdr[k] = {"dtype": "F32", "shape": list(a.shape),
+                          "data_offsets": [off, off + a.nbytes]}
+                off += a.nbytes
+                blobs.append(a.tobytes())
+            h = json.dumps(hdr).encode()
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+        index = os.path.join(d, "model.safetensors.index.json")
+        with open(index, "w") as f:
+            json.dump({"weight_map": {
+                k: name for name, t in shards.items() for k in t}}, f)
+        soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # no core file
+        try:
+            s = tc.Server(index)
+        finally:
+            resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+        self.assertEqual(s.get("/tokens/4000")[0], 200)
+        cut = os.path.join(d, "model-00001-of-00002.safetensors")
+        os.truncate(cut, 4096)
+        with self.assertRaises((ConnectionError, http.client.HTTPException,
+                                OSError)):
+            s.get("/tokens/4001")
+        rc = s.proc.wait(timeout=30 * tc.TIME_SCALE)
+        s.close_log()
+        self.assertEqual(rc, -signal.SIGBUS)
+        err = s.stderr()
+        line = [ln for ln in err.splitlines() if "SIGBUS" in ln]
+        self.assertEqual(len(line), 1, err[-2000:])
+        self.assertTrue(line[0].startswith(
+            "fatal SIGBUS reading the memory-mapped file %s of the table %s:"
+            " the file was truncated or rewritten in place" % (cut, index)),
+            line[0])
 
 
 if __name__ == "__main__":

@@ -125,6 +125,42 @@ class Setting(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn("tokenizer", p.stderr.decode())
 
+    def test_a_tokenizer_key_with_controls_is_logged_escaped(self):
+        """Issue 24, finding 8: a key of a tokenizer file that fails to
+        load is named in the start-up error with its control bytes
+        escaped, never raw (a terminal would run the escape sequence, a
+        log reader would see a forged line after the newline), in text
+        and JSON formats."""
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "encoder.json")
+            with open(bad, "w") as f:
+                json.dump({"\x1b[31mEVIL\nfake line\x9b\u2028": 1.5}, f)
+            for fmt in ("text", "json"):
+                p = subprocess.run([tc.BINARY, "serve", "--table", TABLE,
+                                    "--port", str(tc.free_port()),
+                                    "--tokenizer", bad, "--log-format", fmt],
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, timeout=30)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                err = p.stderr
+                self.assertEqual(err.count(b"\n"), 1, err)
+                self.assertTrue(err.endswith(b"\n"), err)
+                self.assertEqual([b for b in err[:-1]
+                                  if not 0x20 <= b <= 0x7e], [], err)
+                if fmt == "text":
+                    line = err.decode()
+                    self.assertTrue(line.startswith("tokvec: tokenizer: "),
+                                    line)
+                    self.assertIn('token "\\x1b[31mEVIL\\nfake line'
+                                  '\\xc2\\x9b\\xe2\\x80\\xa8": id is not',
+                                  line)
+                else:
+                    j = json.loads(err)
+                    self.assertEqual(j["level"], "error")
+                    self.assertIn('token "\x1b[31mEVIL\nfake line\x9b'
+                                  '\u2028": id is not', j["msg"])
+                    self.assertTrue(j["msg"].startswith("tokenizer: "))
+
     def test_reload_refuses_a_table_too_small_for_the_tokenizer(self):
         import shutil
         import signal
@@ -369,6 +405,22 @@ class TokenizeDecode(unittest.TestCase):
         st, body = self.tok({"inputs": "a " * 20001})
         self.assertEqual((st, body["error_type"]), (413, "payload_too_large"))
 
+    def test_a_max_length_past_max_tokens_is_413_not_an_overflow(self):
+        """Issue 24, finding 10: "needs at least L + 1" overflowed for
+        L = 2^63 - 1 (UBSan: death; release: a negative number). A window
+        longer than max_tokens cannot be answered: 413 before tokenizing;
+        at max_tokens the message is exact."""
+        for L in (9223372036854775807, 20001):
+            st, body = self.tok({"inputs": "a b", "max_length": L})
+            self.assertEqual((st, body["error_type"]),
+                             (413, "payload_too_large"), body)
+            self.assertIn('"max_length" %d is over max_tokens 20000' % L,
+                          body["error"])
+        st, body = self.tok({"inputs": "a b", "max_length": 20000})
+        self.assertEqual((st, body["error_type"]), (422, "text_too_short"))
+        self.assertIn("the text is 2 tokens; max_length 20000 needs more "
+                      "than 20000", body["error"])
+
     def test_auth_method_and_media_type_as_embed(self):
         for path in ("/tokenize", "/decode"):
             st, _ = post(self.srv, path, {"ids": [1], "inputs": "a"})
@@ -523,6 +575,15 @@ class EmbedText(unittest.TestCase):
                              (400, "invalid_request"), bad)
         st, body = self.embed({"inputs": "a b c", "max_length": 3})
         self.assertEqual((st, body["error_type"]), (422, "text_too_short"))
+        self.assertIn("the text is 3 tokens; max_length 3 needs more than 3",
+                      body["error"])
+        # Issue 24, finding 10: L + 1 overflowed for L = 2^63 - 1.
+        for L in (9223372036854775807, 65537):
+            st, body = self.embed({"inputs": "a b c", "max_length": L})
+            self.assertEqual((st, body["error_type"]),
+                             (413, "payload_too_large"), body)
+            self.assertIn('"max_length" %d is over max_tokens 65536' % L,
+                          body["error"])
         st, body = self.embed({"inputs": ""})
         self.assertEqual((st, body["error_type"]), (400, "invalid_request"))
         st, _, b = self.srv.request("POST", "/embed",
