@@ -9,10 +9,11 @@
  *
  * Scores: cos(q, row) = (q / |q|) . row / |row|, dot product in float32
  * (redone in double when it overflows), norms in double; a row holding NaN
- * or infinity scores -1 with every query and cannot be a query itself; a row of norm 0 scores 0, and so does every row for a
- * query of norm 0 (then the answer is ids 0 .. k-1: all ties); a score is
- * clamped to [-1, 1] (rounding can step past 1 by an ulp), NaN counts as
- * -1, -0 is written 0.
+ * or infinity scores -1 with every query and cannot be a query itself; a
+ * row of norm 0 scores 0, and so does every row for a query of norm 0
+ * (then the answer is ids 0 .. k-1: all ties); a score is clamped to
+ * [-1, 1] (rounding can step past 1 by an ulp), NaN counts as -1, -0 is
+ * written 0.
  * Order: score descending; exactly equal scores by id ascending. So the
  * result is a function of the table and the query alone.
  *
