@@ -280,7 +280,7 @@ sanitize-test: sanitize
 DEB_LINT     := cppcheck clang-tidy clang-format python3
 LINT_FILES   := $(sort $(wildcard core/*.c core/*.h include/*.h server/*.c \
                   server/*.h tests/*.c tests/*.h tools/*.c bench/*.c \
-                  tests/fuzz/*.c))
+                  tests/fuzz/*.c tests/fuzz/*.h))
 # Files checked and reported but not failing (none: every file must pass).
 LINT_PENDING :=
 lint: deps $(BUILD)/gen/tok_ucd.h
