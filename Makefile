@@ -287,7 +287,7 @@ DEB_LINT     := cppcheck clang-tidy clang-format python3
 LINT_FILES   := $(sort $(foreach d,$(CORE_DIRS) $(SERVER_DIRS),\
                   $(wildcard $(d)/*.c $(d)/*.h)) \
                   $(wildcard include/*.h tests/*.c tests/*.h tools/*.c \
-                  bench/*.c tests/fuzz/*.c))
+                  bench/*.c tests/fuzz/*.c tests/fuzz/*.h))
 # Files checked and reported but not failing (none: every file must pass).
 LINT_PENDING :=
 lint: deps $(BUILD)/gen/tok_ucd.h

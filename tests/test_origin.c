@@ -1,4 +1,4 @@
-/* test_origin.c -- server/origin.c and its use by http.c and reply.c
+/* test_origin.c -- server/http/origin.c and its use by http.c and reply.c
  * (issue 24, finding 6): --cors-origin lists parse (bad entries stop
  * start-up naming the flag); a request without Origin, from its own Host
  * or from a listed origin does work, any other (Origin: null included) is

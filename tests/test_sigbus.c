@@ -1,4 +1,4 @@
-/* test_sigbus.c -- server/sigbus.c: each table the server opens registers
+/* test_sigbus.c -- server/runtime/sigbus.c: each table the server opens registers
  * its mappings with a fatal line prepared for each -- the table for a
  * single file, the shard (not the index) for a sharded checkpoint -- and
  * the lines go with the table (after a reload, once its last reference

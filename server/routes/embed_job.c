@@ -4,9 +4,11 @@
  *   text inputs first:   parse -> tokenize on a worker (embed_text.c)
  *                        -> resume, then on as an id request:
  *   on the HTTP thread:  parse (request.c) -> check (request.c, core)
- *                        -> plan the reply (embed_plan_reply) -> reserve
+ *                        -> plan the reply (embed_plan_reply, embed_plan.c)
+ *                        -> reserve
  *                        -> queue (pool.c), or run at once if small
- *   on a worker:         embed (core) -> encode (encode.c) -> resume
+ *   on a worker:         embed (core) -> encode (embed_write: encode.c,
+ *                        torchsave.c, embed_text.c) -> resume
  *   on the HTTP thread:  reply (MHD owns the buffer from here)
  *
  * A request's life: MHD calls the handler on the connection's HTTP
@@ -53,67 +55,9 @@
 #include "metrics.h"
 #include "text.h"
 #include "reply.h"
-#include "tokvec_embed.h"
-#include "torchsave.h"
 
 #define JOB_OF(task) \
     ((req_ctx *)(((char *)(task)) - offsetof(req_ctx, job.task)))
-
-/* --- the plan: every size of the reply, once -------------------------- */
-
-int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
-                     embed_plan *p)
-{
-    int64_t B = q->batch, S = q->seq;
-    int64_t D = tokvec_table_get_info(t)->dim;
-    *p = (embed_plan){.flags = q->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS};
-    if (fmt.dtype == TOKVEC_F16)
-        p->flags |= TOKVEC_EMBED_OUT_F16;
-    else if (fmt.dtype == TOKVEC_BF16)
-        p->flags |= TOKVEC_EMBED_OUT_BF16;
-    if (fmt.kind == TV_OUT_JSON && q->torch) {
-        /* The rows in the answer's dtype, then one sequence's archive
-         * at a time after them (64-aligned), base64'd into the body. */
-        tv_torchsave_layout l;
-        p->rows = tokvec_embed_size(t, B, S, p->flags);
-        p->body = tv_embed_torch_json_bound(B, S, D, fmt.dtype);
-        if (!p->body || tv_torchsave_plan(S, D, fmt.dtype, &l) < 0 ||
-            p->rows > SIZE_MAX / 2 - l.size)
-            return -1;
-        p->archive = l.size;
-        p->scratch = (p->rows + 63) / 64 * 64 + p->archive;
-    } else if (fmt.kind == TV_OUT_JSON) {
-        p->rows = p->scratch = tokvec_embed_size(t, B, S, p->flags);
-        p->body = tv_embed_json_bound(B, S, D, q->base64);
-        if (!p->body)
-            return -1;
-    } else {
-        char npy[TV_NPY_HEADER_MAX];
-        p->rows = tokvec_embed_size(t, B, S, p->flags);
-        p->header = fmt.kind == TV_OUT_NPY
-                        ? tv_npy_header(npy, fmt.dtype, B, S, D)
-                        : 0;
-        if (p->rows > SIZE_MAX - p->header)
-            return -1;
-        p->body = p->header + p->rows;
-    }
-    p->least = p->scratch + p->body; /* exact but for JSON floats: */
-    if (fmt.kind == TV_OUT_JSON && !q->torch && !q->base64)
-        p->least = p->scratch + 2 * (size_t)(B * S * D);
-    /* Every JSON answer to texts, torch too, ends with "input_ids" (and
-     * "target_ids"): embed_compute writes them after the embeddings. */
-    if (fmt.kind == TV_OUT_JSON && q->has_text) {
-        size_t ids = tv_embed_ids_bound(q);
-        if (!ids || p->body > SIZE_MAX / 2 - ids)
-            return -1;
-        p->body += ids;
-    }
-    /* 64 more: the buffers are rounded up to a multiple of 64. */
-    if (!p->rows || p->scratch > SIZE_MAX - 64 - p->body)
-        return -1;
-    p->reserve = p->scratch + p->body;
-    return 0;
-}
 
 /* --- the job's state ---------------------------------------------------- */
 
@@ -363,55 +307,23 @@ static int client_gone(int fd)
 }
 
 /* Embeds into the reply's buffer (binary: in place after the npy header)
- * or into scratch rows that the JSON encoder then writes out. Every size
- * is the plan's. */
+ * or into scratch rows that the JSON encoder then writes out
+ * (embed_write). Every size is the plan's. */
 static void embed_compute(req_ctx *x)
 {
     embed_job *j = &x->job;
-    const tv_request *q = &j->req;
     const embed_plan *p = &j->plan;
     tv_bufcache *bufs = x->s->bufs;
-    const tokvec_table *t = j->ref->t;
-    int64_t B = q->batch, S = q->seq, D = j->dim;
 
     /* 64-byte aligned so the float32 rows are aligned after the npy
      * header (a multiple of 64) as well. */
     j->out = tv_bufcache_get(bufs, p->body);
-    if (!j->out) {
+    void *vec = p->scratch ? tv_bufcache_get(bufs, p->scratch) : NULL;
+    if (j->out && (vec || !p->scratch))
+        j->out_len = embed_write(j->ref->t, &j->req, j->fmt, p, j->out, vec);
+    if (!j->out_len)
         j->failed = 1;
-        return;
-    }
-    if (j->fmt.kind != TV_OUT_JSON) {
-        if (p->header)
-            tv_npy_header(j->out, j->fmt.dtype, B, S, D);
-        if (tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
-                         j->out + p->header) < 0) {
-            j->failed = 1;
-            return;
-        }
-        j->out_len = p->body;
-        return;
-    }
-    void *vec = tv_bufcache_get(bufs, p->scratch);
-    if (!vec ||
-        tokvec_embed(t, q->ids, B, S, q->start_position, p->flags, vec) < 0) {
-        tv_bufcache_put(bufs, vec, p->scratch);
-        j->failed = 1;
-        return;
-    }
-    if (q->torch) /* the archive: the scratch's last plan.archive bytes */
-        j->out_len = tv_embed_torch_json(j->out, vec, B, S, D, j->fmt.dtype,
-                                         (char *)vec +
-                                             (p->scratch - p->archive));
-    else
-        j->out_len = tv_embed_json(j->out, vec, B, S, D, q->base64);
     tv_bufcache_put(bufs, vec, p->scratch);
-    if (q->has_text) { /* before the closing brace */
-        j->out_len--;
-        j->out_len += tv_embed_ids_json(j->out + j->out_len, q);
-        j->out[j->out_len++] = '}';
-    }
-    TV_WROTE(j->out_len, p->body);
 }
 
 static void embed_work(tv_job *task)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "embed_plan.h"
 #include "encode.h"
 #include "pool.h"
 #include "request.h"
@@ -15,29 +16,6 @@
 
 typedef struct req_ctx req_ctx;
 typedef struct tv_server tv_server;
-
-/* The sizes of one reply, known before anything is computed: both what the
- * job reserves of max_inflight_bytes and what it allocates come from here
- * (embed_plan_reply), so the two cannot disagree. */
-typedef struct embed_plan {
-    unsigned flags; /* for tokvec_embed: positions, output dtype */
-    size_t rows;    /* the bytes tokvec_embed writes (tokvec_embed_size) */
-    size_t scratch; /* JSON: float32 rows before encoding (= rows); torch:
-                     * the rows (rounded up to 64) + archive; else 0 */
-    size_t archive; /* torch: one sequence's torch.save archive; else 0 */
-    size_t header;  /* npy: the header before the rows; else 0 */
-    size_t body;    /* the reply's buffer: JSON bound, or header + rows */
-    size_t reserve; /* scratch + body: all the job allocates */
-    size_t least;   /* the fewest bytes the job can hold: = reserve but for
-                     * JSON floats, where the body is a bound and `least`
-                     * counts the shortest encoding (one digit and a
-                     * separator per float) */
-} embed_plan;
-
-/* Sizes the reply to request q (checked against t) in format fmt. 0, or
- * -1 when a size does not fit in size_t (413). Pure; any thread. */
-int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
-                     embed_plan *out);
 
 /* One /embed request's job, inside its req_ctx. The HTTP thread owns it
  * but from tv_pool_push until done() (embed_job.c, "Ownership"). */

@@ -32,8 +32,11 @@ FUZZ_SEED    ?= 0
 # tokload: the tokenizer-file loaders (.tiktoken, tokenizer.json,
 # encoder.json + vocab.bpe); tokenc: the encoder on arbitrary bytes with
 # data/gpt2 (make data), differential heap/quadratic merge
-# similar: the body of POST /similar (fuzz_similar.c)
-FUZZ_TARGETS := request table config ids tokload tokenc similar
+# similar: the body of POST /similar on every kind of table (fuzz_similar.c)
+# embed: the replies of POST /embed and GET /tokens/{id}: route, options,
+# encoding and table kind together, written into buffers of exactly the
+# planned size (fuzz_embed.c)
+FUZZ_TARGETS := request table config ids tokload tokenc similar embed
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
@@ -55,6 +58,7 @@ FUZZ_OPTS_ids     := -max_len=8192 -dict=tests/fuzz/ids.dict
 FUZZ_OPTS_tokload := -max_len=16384 -dict=tests/fuzz/tokload.dict
 FUZZ_OPTS_tokenc  := -max_len=65536 -dict=tests/fuzz/tokenc.dict
 FUZZ_OPTS_similar := -max_len=4096 -dict=tests/fuzz/similar.dict
+FUZZ_OPTS_embed   := -max_len=4096 -dict=tests/fuzz/embed.dict
 FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                 -print_final_stats=1
 
@@ -89,6 +93,18 @@ $(filter-out $(FUZZ_BUILD)/fuzz_similar,$(FUZZ_BINS)): $(FUZZ_PAGES_OBJ)
 $(FUZZ_PAGES_OBJ): $(BUILD)/gen/pages_data.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+# fuzz_similar and fuzz_embed pick their table among one of every kind
+# (tests/fuzz/table_kinds.c); fuzz_embed writes replies with the server's
+# embed_plan.c, and tokenizes texts through embed_text.c and text.c.
+FUZZ_KINDS_OBJ := $(FUZZ_BUILD)/tests/fuzz/table_kinds.o
+FUZZ_EMBED_OBJ := $(FUZZ_BUILD)/server/routes/embed_plan.o \
+                  $(FUZZ_BUILD)/server/routes/embed_text.o \
+                  $(FUZZ_BUILD)/server/routes/text.o
+.SECONDARY: $(FUZZ_KINDS_OBJ) $(FUZZ_EMBED_OBJ)
+-include $(FUZZ_KINDS_OBJ:.o=.d) $(FUZZ_EMBED_OBJ:.o=.d)
+$(FUZZ_BUILD)/fuzz_similar $(FUZZ_BUILD)/fuzz_embed: $(FUZZ_KINDS_OBJ)
+$(FUZZ_BUILD)/fuzz_embed: $(FUZZ_EMBED_OBJ)
 
 fuzz-build: $(FUZZ_BINS)
 
