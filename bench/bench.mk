@@ -10,7 +10,7 @@ BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
               $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
-.PHONY: bench bench-tokenize bench-similar
+.PHONY: bench bench-tokenize bench-similar bench-specials
 bench: all data $(BENCH_BINS) bench-tokenize
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
 	  BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) bench/run.sh
@@ -34,3 +34,9 @@ GPT2_TABLE ?=
 bench-similar: all data $(BUILD)/bench/similarbench
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
 	  TOKENIZER=$(TOKENIZER_DIR) GPT2_TABLE=$(GPT2_TABLE) bench/similar.sh
+
+# Special tokens at scale (bench/specialbench.sh, ~10 s): 16 MiB of "<"
+# with 256 added tokens, and GET /info with 3,000. Prints a table.
+bench-specials: all data
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) TOKENIZER=$(TOKENIZER_DIR) \
+	  bench/specialbench.sh

@@ -4,10 +4,14 @@
  * for the book's vectors, the-verdict.txt, offsets, round trips and
  * threads. Small files written into a temporary directory for each loader
  * and each malformed-file rule. The long-piece merge against the
- * quadratic one, and megabyte runs against tiktoken's shape.
+ * quadratic one, and megabyte runs against tiktoken's shape. 3,000
+ * special tokens against the matching rule written out, the matcher's
+ * step count (linear, never timed), and a file with one id at 2^24 - 1
+ * against the heap it takes (issue 24).
  * Exactness against tiktoken itself is tests/oracle (node).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -787,6 +791,287 @@ static void tokenizer_json_rules(void **s)
                 TOKVEC_E_TOKENIZER, "BPE");
 }
 
+/* --- many special tokens, sparse ids ---------------------------------- */
+
+/* A tokenizer.json of the 256 bytes (no merges) and n added tokens,
+ * sp[k] with id first + k. */
+static const char *specials_json(const char *name, const char *const *sp,
+                                 size_t n, int32_t first)
+{
+    size_t vn;
+    vocab_json("v.json", -1, "");
+    char *v = slurp(path, &vn);
+    size_t cap = vn + 256, len = 0;
+    for (size_t k = 0; k < n; k++)
+        cap += strlen(sp[k]) + 64;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    len += (size_t)snprintf(buf, cap,
+                            "{\"model\":{\"type\":\"BPE\",\"vocab\":%s,"
+                            "\"merges\":[]},\"pre_tokenizer\":" BYTELEVEL
+                            ",\"added_tokens\":[",
+                            v);
+    for (size_t k = 0; k < n; k++)
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "%s{\"id\":%d,\"content\":\"%s\"}",
+                                k ? "," : "", first + (int32_t)k, sp[k]);
+    len += (size_t)snprintf(buf + len, cap - len, "]}");
+    write_file(name, buf, len);
+    free(buf);
+    free(v);
+    return path;
+}
+
+/* The rule, the slow way: at the leftmost byte where a special starts,
+ * the longest one there (of equal bytes, the lower id); ordinary bytes
+ * are their byte's token (the tokenizer has no merges). */
+static size_t naive_specials(const tokvec_tokenizer *t, const char *text,
+                             size_t n, int32_t *out)
+{
+    tokvec_tokenizer_info info;
+    tokvec_tokenizer_get_info(t, &info);
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        size_t best = 0;
+        int32_t id = -1;
+        for (size_t k = 0; k < info.n_special; k++) {
+            int32_t sid;
+            size_t sl;
+            const char *sb = tokvec_tokenizer_special(t, k, &sid, &sl);
+            if (sl > best && sl <= n - i && !memcmp(text + i, sb, sl)) {
+                best = sl;
+                id = sid;
+            }
+        }
+        if (id >= 0) {
+            out[m++] = id;
+            i += best;
+        } else {
+            out[m++] = t->byte_id[(unsigned char)text[i++]];
+        }
+    }
+    return m;
+}
+
+static void expect_naive(const tokvec_tokenizer *t, const char *text, size_t n)
+{
+    int32_t *want = malloc((n + 1) * sizeof *want);
+    assert_non_null(want);
+    size_t m = naive_specials(t, text, n, want);
+    tokvec_tok_ids ids = {0};
+    encode(t, text, n, TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids);
+    if (ids.n != m)
+        fail_msg("'%.60s': %zu ids, want %zu", text, ids.n, m);
+    for (size_t k = 0; k < m; k++)
+        if (ids.ids[k] != want[k])
+            fail_msg("'%.60s': id %zu is %d, want %d", text, k, ids.ids[k],
+                     want[k]);
+    assert_int_equal(ids.offsets[ids.n], n);
+    tokvec_tok_ids_free(&ids);
+    free(want);
+}
+
+#define N_MANY 3000
+/* Overlapping specials at the end of the list; ids 1000 + index. */
+static const char *const overlapping[] = {"<|a|>", "<|ab|>", "<|ab", "<|",
+                                          "b|>",   "|>",     "<|t1|"};
+#define N_OVER (sizeof overlapping / sizeof *overlapping)
+
+static tokvec_tokenizer *open_many(char **names)
+{
+    const char *sp[N_MANY];
+    for (size_t k = 0; k < N_MANY; k++) {
+        names[k] = malloc(24);
+        assert_non_null(names[k]);
+        if (k < N_MANY - N_OVER)
+            snprintf(names[k], 24, "<|t%zu|>", k);
+        else
+            snprintf(names[k], 24, "%s", overlapping[k - (N_MANY - N_OVER)]);
+        sp[k] = names[k];
+    }
+    return expect_open(specials_json("tokenizer.json", sp, N_MANY, 1000), NULL,
+                       0, NULL);
+}
+
+static void many_specials_match_leftmost_then_longest(void **s)
+{
+    (void)s;
+    char *names[N_MANY];
+    tokvec_tokenizer *t = open_many(names);
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(t, &i);
+    assert_int_equal(i.n_special, N_MANY);
+    for (size_t k = 0; k < N_MANY; k++) { /* listed by id */
+        int32_t id;
+        size_t len;
+        const char *b = tokvec_tokenizer_special(t, k, &id, &len);
+        assert_int_equal(id, 1000 + (int32_t)k);
+        assert_int_equal(len, strlen(names[k]));
+        assert_memory_equal(b, names[k], len);
+    }
+    const int32_t o = 1000 + N_MANY - N_OVER; /* overlapping[0]'s id */
+    const int32_t lt = t->byte_id['<'], bar = t->byte_id['|'];
+    const int32_t x = t->byte_id['x'], a = t->byte_id['a'];
+    /* the longest of those that start at the leftmost byte */
+    int32_t w1[] = {o + 1};
+    expect_ids(t, "<|ab|>", TOKVEC_TOK_SPECIAL, w1, 1);
+    int32_t w2[] = {o + 2, bar};
+    expect_ids(t, "<|ab|", TOKVEC_TOK_SPECIAL, w2, 2);
+    int32_t w3[] = {x, o + 3, a};
+    expect_ids(t, "x<|a", TOKVEC_TOK_SPECIAL, w3, 3);
+    int32_t w4[] = {lt, o + 4}; /* b|> starts before |> */
+    expect_ids(t, "<b|>", TOKVEC_TOK_SPECIAL, w4, 2);
+    int32_t w5[] = {1012, 1123, o + 6, o + 5, 1000 + 2992};
+    expect_ids(t, "<|t12|><|t123|><|t1||><|t2992|>", TOKVEC_TOK_SPECIAL, w5,
+               5);
+    int32_t w6[] = {o, o + 3, x};
+    expect_ids(t, "<|a|><|x", TOKVEC_TOK_SPECIAL, w6, 3);
+    /* against the rule written out, on texts of the specials' pieces,
+     * some longer than a matcher window (16 KB) */
+    static const char *const bits[] = {"<|", "|>",  "<",  "|",  ">",  "a",
+                                       "b",  "t",   "1",  "2",  "99", "x",
+                                       "é",  "<|t", "|a", "ab", "b|"};
+    unsigned seed = 7;
+    char *text = malloc(70000);
+    assert_non_null(text);
+    for (int round = 0; round < 60; round++) {
+        size_t n = 0, want = round < 50
+                                 ? (size_t)rand_r(&seed) % 200
+                                 : 20000 + (size_t)rand_r(&seed) % 40000;
+        while (n < want) {
+            const char *p = rand_r(&seed) % 3
+                                ? bits[(size_t)rand_r(&seed) % 17]
+                                : names[(size_t)rand_r(&seed) % N_MANY];
+            size_t l = strlen(p);
+            memcpy(text + n, p, l);
+            n += l;
+        }
+        expect_naive(t, text, n);
+    }
+    free(text);
+    for (size_t k = 0; k < N_MANY; k++)
+        free(names[k]);
+    tokvec_tokenizer_close(t);
+}
+
+/* A text's matcher steps (tok_special.c): sp_steps before and after. */
+static uint64_t steps_of(const tokvec_tokenizer *t, const char *text, size_t n)
+{
+    tokvec_tok_ids ids = {0};
+    uint64_t before = st->sp_steps;
+    encode(t, text, n, TOKVEC_TOK_SPECIAL, &ids);
+    tokvec_tok_ids_free(&ids);
+    return st->sp_steps - before;
+}
+
+/* Not a timing: the matcher counts its steps (bytes read, failure links
+ * followed, bytes walked), and they stay within a few per byte of text
+ * for any number of specials and for specials that overlap themselves
+ * (a trie walked from every "a" would take 300 steps a byte below). */
+static void special_matching_steps_are_linear_in_the_text(void **s)
+{
+    (void)s;
+    char *names[N_MANY];
+    tokvec_tokenizer *t = open_many(names);
+    size_t n = 1 << 20;
+    char *text = malloc(n);
+    assert_non_null(text);
+    static const char *const fills[] = {"<",        "<|",      "<|t1",
+                                        "<|t2999|", "<|t12|>", "|>|"};
+    for (size_t f = 0; f < sizeof fills / sizeof *fills; f++) {
+        size_t l = strlen(fills[f]);
+        for (size_t k = 0; k < n; k++)
+            text[k] = fills[f][k % l];
+        uint64_t steps = steps_of(t, text, n);
+        if (steps > 4 * (uint64_t)n)
+            fail_msg("%zu bytes of \"%s\"...: %llu steps", n, fills[f],
+                     (unsigned long long)steps);
+    }
+    for (size_t k = 0; k < N_MANY; k++)
+        free(names[k]);
+    tokvec_tokenizer_close(t);
+    /* aa, a^300 b and b a^300: every byte of a^n starts a partial match
+     * of 300 bytes in one direction or the other */
+    char *long1 = malloc(302), *long2 = malloc(302);
+    assert_true(long1 && long2);
+    memset(long1, 'a', 300);
+    memcpy(long1 + 300, "b", 2);
+    long2[0] = 'b';
+    memset(long2 + 1, 'a', 300);
+    long2[301] = '\0';
+    const char *sp[] = {"aa", long1, long2};
+    t = expect_open(specials_json("tokenizer.json", sp, 3, 300), NULL, 0,
+                    NULL);
+    memset(text, 'a', n);
+    uint64_t steps = steps_of(t, text, n);
+    if (steps > 4 * (uint64_t)n)
+        fail_msg("%zu bytes of a: %llu steps", n, (unsigned long long)steps);
+    expect_naive(t, text, 4099);
+    memcpy(text + 4000, "b", 1);
+    expect_naive(t, text, 4700);
+    free(long1);
+    free(long2);
+    tokvec_tokenizer_close(t);
+    free(text);
+}
+
+/* Bytes held by malloc (mmapped blocks included); 0 under ASan, whose
+ * allocator glibc does not see (the e2e test's maxrss covers that). */
+static size_t heap_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+/* Issue 24, finding 7: one token with the id 2^24 - 1 made the handle
+ * size its tables by that id (2.1 GB for a 3 KB file). */
+static void a_sparse_id_costs_memory_by_tokens_not_by_id(void **s)
+{
+    (void)s;
+    size_t before = heap_bytes();
+    tokvec_tokenizer *t = expect_open(tiktoken_file("sparse.tiktoken", -1,
+                                                    "YWI= 16777215\n"),
+                                      "gpt2", 0, NULL);
+    size_t held = heap_bytes() - before;
+    if (held > ((size_t)4 << 20))
+        fail_msg("a .tiktoken of 257 tokens holds %zu bytes", held);
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(t, &i);
+    assert_int_equal(i.vocab_size, 1 << 24);
+    assert_int_equal(i.n_tokens, 257);
+    static const int32_t want[] = {0xFFFFFF, 32, 0xFFFFFF, 50256, 97};
+    expect_ids(t, "ab ab<|endoftext|>a", TOKVEC_TOK_SPECIAL, want, 5);
+    const unsigned char *b;
+    size_t len;
+    assert_int_equal(tokvec_tokenizer_token(t, 0xFFFFFF, &b, &len, NULL), 0);
+    assert_int_equal(len, 2);
+    assert_memory_equal(b, "ab", 2);
+    assert_int_equal(tokvec_tokenizer_token(t, 0xFFFFFE, &b, &len, NULL),
+                     TOKVEC_E_TOKEN_RANGE);
+    assert_int_equal(tokvec_tokenizer_token(t, 256, &b, &len, NULL),
+                     TOKVEC_E_TOKEN_RANGE);
+    char *text;
+    int32_t ids[] = {0xFFFFFF, 50256, 99};
+    assert_int_equal(tokvec_tokenizer_decode(t, ids, 3, &text, &len, NULL), 0);
+    assert_string_equal(text, "ab<|endoftext|>c");
+    free(text);
+    tokvec_tokenizer_close(t);
+    /* an added token of tokenizer.json with that id */
+    before = heap_bytes();
+    const char *sp[] = {"<|x|>"};
+    t = expect_open(specials_json("tokenizer.json", sp, 1, 0xFFFFFF), NULL, 0,
+                    NULL);
+    held = heap_bytes() - before;
+    if (held > ((size_t)4 << 20))
+        fail_msg("a tokenizer.json of 257 tokens holds %zu bytes", held);
+    const int32_t want2[] = {0xFFFFFF, t->byte_id['a']};
+    expect_ids(t, "<|x|>a", TOKVEC_TOK_SPECIAL, want2, 2);
+    int32_t id;
+    assert_non_null(tokvec_tokenizer_special(t, 0, &id, &len));
+    assert_int_equal(id, 0xFFFFFF);
+    tokvec_tokenizer_close(t);
+}
+
 /* A state caches pieces; the cache is of one tokenizer at a time. */
 static void one_state_serves_two_tokenizers_in_turn(void **s)
 {
@@ -815,17 +1100,20 @@ static void open_refuses_what_is_not_a_regular_file(void **s)
     expect_open(path, "gpt2", -ENOENT, "No such file");
 }
 
-#define FILE_TESTS                                                     \
-    cmocka_unit_test(tiktoken_file_opens_and_merges_by_rank),          \
-        cmocka_unit_test(tiktoken_file_rules),                         \
-        cmocka_unit_test(gpt2_json_pair_opens_and_merges),             \
-        cmocka_unit_test(ids_that_are_not_merge_ranks_merge_by_list),  \
-        cmocka_unit_test(gpt2_json_rules),                             \
-        cmocka_unit_test(tokenizer_json_opens_with_and_without_split), \
-        cmocka_unit_test(tokenizer_json_rules),                        \
-        cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),     \
-        cmocka_unit_test(long_merge_follows_ranks_a_merge_lowers),     \
-        cmocka_unit_test(open_refuses_what_is_not_a_regular_file)
+#define FILE_TESTS                                                       \
+    cmocka_unit_test(tiktoken_file_opens_and_merges_by_rank),            \
+        cmocka_unit_test(tiktoken_file_rules),                           \
+        cmocka_unit_test(gpt2_json_pair_opens_and_merges),               \
+        cmocka_unit_test(ids_that_are_not_merge_ranks_merge_by_list),    \
+        cmocka_unit_test(gpt2_json_rules),                               \
+        cmocka_unit_test(tokenizer_json_opens_with_and_without_split),   \
+        cmocka_unit_test(tokenizer_json_rules),                          \
+        cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),       \
+        cmocka_unit_test(long_merge_follows_ranks_a_merge_lowers),       \
+        cmocka_unit_test(open_refuses_what_is_not_a_regular_file),       \
+        cmocka_unit_test(many_specials_match_leftmost_then_longest),     \
+        cmocka_unit_test(special_matching_steps_are_linear_in_the_text), \
+        cmocka_unit_test(a_sparse_id_costs_memory_by_tokens_not_by_id)
 
 int main(void)
 {

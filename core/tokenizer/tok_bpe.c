@@ -1,8 +1,13 @@
-/* tok_bpe.c -- the tokenizer's hash maps and the byte-pair merge.
+/* tok_bpe.c -- the tokenizer's token table, hash maps and byte-pair merge.
  *
- * Two open-addressing maps, built once at open and read-only afterwards:
- * token bytes -> id (vmap), and a pair of adjacent token ids -> (rank of
- * their merge, merged id) (pmap). The merge is tiktoken's: start from one
+ * The token table is the tokens in an array sorted by id (once open) and
+ * id -> token: an array by id when the ids are dense (below twice the
+ * tokens), else an open-addressing map; all sized by the tokens there
+ * are, whatever their ids (a file may give one token the id 2^24 - 1). Two
+ * more maps, built once at open and read-only afterwards: token bytes ->
+ * id (vmap), and a pair of adjacent token ids -> (rank of their merge,
+ * merged id) (pmap), sized by the tokens and the pairs there are. The
+ * merge is tiktoken's: start from one
  * part per byte, repeatedly merge the adjacent pair of lowest rank (the
  * leftmost of equals), until no adjacent pair has a rank. Short pieces use
  * tiktoken's quadratic scan over a small array; long ones (1 MB of one
@@ -50,35 +55,66 @@ uint64_t tv_hash(const unsigned char *p, size_t n)
     return h ^ (h >> 29);
 }
 
+static inline size_t islot(int32_t id, size_t mask)
+{
+    uint64_t h = (uint64_t)(uint32_t)id * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & mask;
+}
+
+const tv_tok *tv_tok_find(const tokvec_tokenizer *t, int32_t id)
+{
+    if (id < 0 || !t->imap)
+        return NULL;
+    for (size_t k = islot(id, t->imask);; k = (k + 1) & t->imask) {
+        const tv_islot *s = &t->imap[k];
+        if (s->id == id)
+            return &t->tok[s->index];
+        if (s->id < 0)
+            return NULL;
+    }
+}
+
+/* Rebuilds the id map for tok[0..n_tok) in a table of at least twice as
+ * many slots. */
+static int imap_build(tokvec_tokenizer *t)
+{
+    size_t size = 16;
+    while (size < t->n_tok * 2 + 2)
+        size *= 2;
+    tv_islot *m = malloc(size * sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    for (size_t k = 0; k < size; k++)
+        m[k].id = -1;
+    for (size_t i = 0; i < t->n_tok; i++) {
+        size_t k = islot(t->tok[i].id, size - 1);
+        while (m[k].id >= 0)
+            k = (k + 1) & (size - 1);
+        m[k] = (tv_islot){t->tok[i].id, (uint32_t)i};
+    }
+    free(t->imap);
+    t->imap = m;
+    t->imask = size - 1;
+    return 0;
+}
+
 int tv_tok_add(tokvec_tokenizer *t, const unsigned char *b, size_t n,
                int32_t id, int special)
 {
     if (id < 0 || id >= TV_TOK_MAX_ID || n == 0 || n > UINT32_MAX / 2)
         return TOKVEC_E_INVAL;
-    if ((uint32_t)id >= t->n_ids) {
-        uint32_t cap = t->n_ids ? t->n_ids : 1024;
-        while (cap <= (uint32_t)id)
-            cap *= 2;
-        uint32_t *off = realloc(t->off, cap * sizeof *off);
-        if (!off)
-            return -ENOMEM;
-        t->off = off;
-        uint32_t *len = realloc(t->len, cap * sizeof *len);
-        if (!len)
-            return -ENOMEM;
-        t->len = len;
-        unsigned char *sp = realloc(t->special, cap);
-        if (!sp)
-            return -ENOMEM;
-        t->special = sp;
-        for (uint32_t k = t->n_ids; k < cap; k++)
-            len[k] = UINT32_MAX, sp[k] = 0;
-        t->n_ids = cap; /* trimmed to the highest id + 1 by the loader */
-    }
-    if (t->len[id] != UINT32_MAX)
+    if (tv_tok_get(t, id))
         return TOKVEC_E_MISMATCH; /* the id is taken */
     if (t->blob_len + n > UINT32_MAX)
         return TOKVEC_E_TOO_LARGE;
+    if (!t->tok || t->n_tok == t->tok_cap) { /* at most 2^24: ids differ */
+        size_t cap = t->tok_cap ? 2 * t->tok_cap : 1024;
+        tv_tok *tok = realloc(t->tok, cap * sizeof *tok);
+        if (!tok)
+            return -ENOMEM;
+        t->tok = tok;
+        t->tok_cap = cap;
+    }
     if (t->blob_len + n > t->blob_cap) {
         size_t cap = t->blob_cap ? t->blob_cap : 65536;
         while (cap < t->blob_len + n)
@@ -90,10 +126,53 @@ int tv_tok_add(tokvec_tokenizer *t, const unsigned char *b, size_t n,
         t->blob_cap = cap;
     }
     memcpy(t->blob + t->blob_len, b, n);
-    t->off[id] = (uint32_t)t->blob_len;
-    t->len[id] = (uint32_t)n;
-    t->special[id] = (unsigned char)(special != 0);
+    t->tok[t->n_tok++] = (tv_tok){(uint32_t)t->blob_len, (uint32_t)n, id,
+                                  special != 0};
     t->blob_len += n;
+    if (!t->imap || (t->n_tok + 1) * 2 > t->imask + 1)
+        return imap_build(t);
+    size_t k = islot(id, t->imask);
+    while (t->imap[k].id >= 0)
+        k = (k + 1) & t->imask;
+    t->imap[k] = (tv_islot){id, (uint32_t)(t->n_tok - 1)};
+    return 0;
+}
+
+static int cmp_tok(const void *a, const void *b)
+{
+    int32_t x = ((const tv_tok *)a)->id, y = ((const tv_tok *)b)->id;
+    return (x > y) - (x < y);
+}
+
+int tv_tok_seal(tokvec_tokenizer *t)
+{
+    size_t k = 1;
+    while (k < t->n_tok && t->tok[k - 1].id < t->tok[k].id)
+        k++;
+    if (k >= t->n_tok)
+        return 0; /* in order already */
+    qsort(t->tok, t->n_tok, sizeof *t->tok, cmp_tok);
+    return imap_build(t);
+}
+
+int tv_tok_index(tokvec_tokenizer *t)
+{
+    int rc = tv_tok_seal(t);
+    if (rc < 0 || t->n_tok == 0)
+        return rc;
+    uint32_t top = (uint32_t)t->tok[t->n_tok - 1].id + 1;
+    if (top > 2 * t->n_tok + 1024)
+        return 0; /* sparse: the map stays */
+    t->dense = malloc(top * sizeof *t->dense);
+    if (!t->dense)
+        return -ENOMEM;
+    for (uint32_t id = 0; id < top; id++)
+        t->dense[id] = UINT32_MAX;
+    for (size_t i = 0; i < t->n_tok; i++)
+        t->dense[t->tok[i].id] = (uint32_t)i;
+    t->n_dense = top;
+    free(t->imap);
+    t->imap = NULL;
     return 0;
 }
 
@@ -105,8 +184,8 @@ int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
         const tv_vslot *s = &t->vmap[k];
         if (s->id < 0)
             return -1;
-        if (s->hash == h && t->len[s->id] == n &&
-            !memcmp(t->blob + t->off[s->id], b, n))
+        if (s->hash == (uint32_t)h && s->len == n &&
+            !memcmp(t->blob + s->off, b, n))
             return s->id;
     }
 }
@@ -116,30 +195,34 @@ int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
 int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup)
 {
     size_t count = 0, size = 16;
-    for (uint32_t id = 0; id < t->n_ids; id++)
-        count += t->len[id] != UINT32_MAX && !t->special[id];
+    int rc = tv_tok_seal(t);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < t->n_tok; i++)
+        count += !t->tok[i].special;
     while (size < count * 2)
         size *= 2;
+    free(t->vmap);
     t->vmap = malloc(size * sizeof *t->vmap);
     if (!t->vmap)
         return -ENOMEM;
     for (size_t k = 0; k < size; k++)
         t->vmap[k].id = -1;
     t->vmask = size - 1;
-    for (uint32_t id = 0; id < t->n_ids; id++) {
-        if (t->len[id] == UINT32_MAX || t->special[id])
+    for (size_t i = 0; i < t->n_tok; i++) {
+        const tv_tok *o = &t->tok[i];
+        if (o->special)
             continue;
-        const unsigned char *b = t->blob + t->off[id];
-        if (tv_vmap_get(t, b, t->len[id]) >= 0) {
-            *dup = (int32_t)id;
+        const unsigned char *b = t->blob + o->off;
+        if (tv_vmap_get(t, b, o->len) >= 0) {
+            *dup = o->id;
             return TOKVEC_E_MISMATCH;
         }
-        uint64_t h = tv_hash(b, t->len[id]);
+        uint64_t h = tv_hash(b, o->len);
         size_t k = h & t->vmask;
         while (t->vmap[k].id >= 0)
             k = (k + 1) & t->vmask;
-        t->vmap[k].hash = h;
-        t->vmap[k].id = (int32_t)id;
+        t->vmap[k] = (tv_vslot){(uint32_t)h, o->id, o->off, o->len};
     }
     return 0;
 }
@@ -214,19 +297,23 @@ int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
     return 0;
 }
 
+/* Sized by the tokens (room for 4 pairs a token: real vocabularies have
+ * fewer, and probes stay short; the map grows past that), not by their
+ * ids. */
 int tv_pmap_from_ranks(tokvec_tokenizer *t)
 {
-    int rc = t->pmap ? 0 : tv_pmap_init(t, (size_t)t->n_ids * 4);
-    for (uint32_t id = 0; rc == 0 && id < t->n_ids; id++) {
-        if (t->len[id] == UINT32_MAX || t->special[id] || t->len[id] < 2)
+    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 4);
+    for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
+        const tv_tok *o = &t->tok[i];
+        if (o->special || o->len < 2)
             continue;
-        const unsigned char *b = t->blob + t->off[id];
-        size_t n = t->len[id];
+        const unsigned char *b = t->blob + o->off;
+        size_t n = o->len;
         for (size_t p = 1; rc == 0 && p < n; p++) {
             int32_t l = tv_vmap_get(t, b, p);
             int32_t r = l >= 0 ? tv_vmap_get(t, b + p, n - p) : -1;
             if (r >= 0)
-                rc = tv_pmap_put(t, l, r, id, (int32_t)id);
+                rc = tv_pmap_put(t, l, r, (uint32_t)o->id, o->id);
         }
     }
     return rc;
@@ -731,5 +818,6 @@ void tokvec_tok_state_free(tokvec_tok_state *s)
     free(s->bmap);
     free(s->bmess);
     free(s->cache);
+    free(s->sp_hit);
     free(s);
 }

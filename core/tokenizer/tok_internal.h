@@ -1,8 +1,15 @@
 /* tok_internal.h -- the tokenizer handle's fields and the functions the
  * tokenizer's files share: tok_load.c builds a handle, tok_bpe.c holds the
- * hash maps and the merge, tok_split.c the pre-tokenizers, tokenizer.c the
- * public calls. Not a public header. Nothing in a handle changes after
- * tokvec_tokenizer_open returns; per-thread memory is tokvec_tok_state.
+ * token table, the hash maps and the merge, tok_special.c the special-token
+ * matcher, tok_split.c the pre-tokenizers, tokenizer.c the public calls.
+ * Not a public header.
+ *
+ * What must hold: every table of a handle is sized by what the files hold
+ * (tokens, merges, special tokens' bytes), never by the highest id (ids go
+ * up to 2^24 - 1: a 3 KB file may name one); nothing is ever looked up in
+ * time that grows with the number of special tokens.
+ * Threads: nothing in a handle changes after tokvec_tokenizer_open
+ * returns; per-thread memory is tokvec_tok_state.
  */
 #ifndef TOKVEC_TOK_INTERNAL_H
 #define TOKVEC_TOK_INTERNAL_H
@@ -23,9 +30,21 @@ typedef enum {
     TV_PAT_QWEN2 = 3,  /* cl100k with one digit a piece (Qwen 2) */
 } tv_pattern;
 
-typedef struct tv_vslot { /* bytes -> id; id -1 = empty */
-    uint64_t hash;
+typedef struct tv_tok { /* one token: blob[off .. off + len) */
+    uint32_t off, len;
     int32_t id;
+    uint32_t special; /* 1 for special tokens */
+} tv_tok;
+
+typedef struct tv_islot { /* id -> index in tok[]; id -1 = empty */
+    int32_t id;
+    uint32_t index;
+} tv_islot;
+
+typedef struct tv_vslot { /* bytes -> id; id -1 = empty */
+    uint32_t hash;        /* the bytes' hash's low half */
+    int32_t id;
+    uint32_t off, len; /* the token's bytes (a copy of its tv_tok's) */
 } tv_vslot;
 
 typedef struct tv_pslot { /* (left, right) -> rank, result */
@@ -34,16 +53,28 @@ typedef struct tv_pslot { /* (left, right) -> rank, result */
     int32_t id;
 } tv_pslot;
 
+typedef struct tv_eslot { /* matcher edge: node << 8 | byte -> child */
+    uint64_t key;         /* UINT64_MAX = empty */
+    uint32_t child;
+} tv_eslot;
+
+typedef struct tv_special { /* a special token, for listing and matching */
+    int32_t id;
+    uint32_t off, len;
+} tv_special;
+
 struct tokvec_tokenizer {
     tokvec_tokenizer_info info;
     char *name;
     tv_pattern pattern;
     int whole_lookup; /* a piece that is a token is that token (tiktoken) */
     uint64_t serial;  /* unique per open: states' caches follow it */
-    uint32_t n_ids;   /* vocab_size */
-    uint32_t *off;    /* token bytes: blob + off[id], len[id] bytes */
-    uint32_t *len;    /* UINT32_MAX: no such id */
-    unsigned char *special; /* per id: 1 for special tokens */
+    tv_tok *tok;      /* the tokens, by id once open (tv_tok_seal) */
+    size_t n_tok, tok_cap;
+    tv_islot *imap; /* id -> token, while loading and for sparse ids */
+    size_t imask;
+    uint32_t *dense; /* or, when the ids are dense: by id, index in tok[] */
+    uint32_t n_dense;
     unsigned char *blob;
     size_t blob_len, blob_cap;
     tv_vslot *vmap; /* ordinary tokens by bytes */
@@ -52,9 +83,18 @@ struct tokvec_tokenizer {
     size_t pmask, pcount;
     uint32_t max_rank; /* highest rank in pmap */
     int32_t byte_id[256];
+    /* special tokens (tok_special.c): listed by id, and an Aho-Corasick
+     * automaton of their reversed bytes (node 0 the root) */
     size_t n_special;
-    int32_t *sp_id;              /* specials, longest first */
-    unsigned char sp_first[256]; /* first bytes of specials */
+    tv_special *sp;    /* by id */
+    uint32_t sp_max;   /* longest special's bytes */
+    uint32_t sp_nodes; /* automaton nodes */
+    uint32_t *sp_fail; /* per node: its failure link */
+    int32_t *sp_best;  /* per node: index in sp of the longest special
+                        * starting where the node's text does, or -1 */
+    tv_eslot *sp_edge; /* node, byte -> child (the root's: sp_root) */
+    size_t sp_emask;
+    uint32_t sp_root[256]; /* the root's children (0: none) */
 };
 
 #define TV_BLOCK_KEYS 15
@@ -81,13 +121,33 @@ struct tokvec_tok_state {
     uint32_t cb, ci;            /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
+    /* special tokens (tok_special.c): where they start in a window of
+     * the text, (offset << 32 | index in sp), last first */
+    uint64_t *sp_hit;
+    size_t sp_cap;
+    uint64_t sp_steps; /* matcher steps so far (tests: it is linear) */
 };
 
 uint64_t tv_hash(const unsigned char *p, size_t n);
 
-/* tok_bpe.c: building (open only) */
+/* tok_bpe.c: building (open only). tv_tok_add appends a token (the
+ * tokens in tok[] in the order given); tv_tok_seal sorts tok[] by id
+ * (tv_vmap_build does it first, so does the loader's end). */
 int tv_tok_add(tokvec_tokenizer *t, const unsigned char *b, size_t n,
                int32_t id, int special);
+int tv_tok_seal(tokvec_tokenizer *t);
+/* After the last tv_tok_add: when the ids are dense enough (the highest
+ * below twice the tokens, plus 1024), an array by id for tv_tok_get. */
+int tv_tok_index(tokvec_tokenizer *t);
+/* The token of id, or NULL when no token has it. */
+const tv_tok *tv_tok_find(const tokvec_tokenizer *t, int32_t id);
+static inline const tv_tok *tv_tok_get(const tokvec_tokenizer *t, int32_t id)
+{
+    if (!t->dense)
+        return tv_tok_find(t, id);
+    uint32_t i = (uint32_t)id < t->n_dense ? t->dense[id] : UINT32_MAX;
+    return i == UINT32_MAX ? NULL : &t->tok[i];
+}
 int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup);
 int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
                     size_t n);
@@ -119,6 +179,21 @@ int tv_pattern_parse(const char *name, tv_pattern *out);
 const char *tv_pattern_name(tv_pattern p);
 /* The known regex strings (tokenizer.json Split): pattern or -1. */
 int tv_pattern_from_regex(const char *re);
+
+/* tok_special.c: the matcher, built once at open (after tv_tok_seal),
+ * freed by tv_special_free. tv_special_next: the next special token at or
+ * after i in text[0..len): *at its start (len when none) and *k its index
+ * in sp; 0 or -ENOMEM. *win is the window of the text whose specials the
+ * state's sp_hit holds (n of them left): {0, 0, 0} for a new text, then
+ * left to tv_special_next (i must not go back within one text). */
+typedef struct tv_sp_win {
+    size_t lo, hi, n;
+} tv_sp_win;
+int tv_special_build(tokvec_tokenizer *t);
+int tv_special_next(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                    tv_sp_win *win, const unsigned char *text, size_t i,
+                    size_t len, size_t *at, size_t *k);
+void tv_special_free(tokvec_tokenizer *t);
 
 /* tok_load.c */
 int tv_tok_load(tokvec_tokenizer *t, const char *path,

@@ -268,8 +268,8 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
     tokvec_tokenizer *t = l->t;
     int shaped = 1;
     size_t ordinary = 0;
-    for (uint32_t id = 0; id < t->n_ids; id++)
-        ordinary += t->len[id] != UINT32_MAX && !t->special[id];
+    for (size_t i = 0; i < t->n_tok; i++)
+        ordinary += !t->tok[i].special;
     shaped = ordinary == 256 + m->n;
     for (int k = 0; shaped && k < 256; k++)
         shaped = tv_vmap_get(t, &order[k], 1) == k;
@@ -512,10 +512,10 @@ static int load_hf(ld *l, json_t *root)
                            "added token \"%.40s\": bad id", key);
             break;
         }
-        if ((uint32_t)id < l->t->n_ids && l->t->len[id] != UINT32_MAX) {
-            const tokvec_tokenizer *t = l->t;
-            if (!t->special[id] || t->len[id] != strlen(key) ||
-                memcmp(t->blob + t->off[id], key, strlen(key)))
+        const tv_tok *o = tv_tok_get(l->t, (int32_t)id);
+        if (o) {
+            if (!o->special || o->len != strlen(key) ||
+                memcmp(l->t->blob + o->off, key, strlen(key)))
                 rc = fail(l, TOKVEC_E_TOKENIZER,
                           "added token \"%.40s\": id %lld is another token",
                           key, (long long)id);
@@ -696,17 +696,13 @@ static char *dup_name(const char *path)
 static int finish(ld *l)
 {
     tokvec_tokenizer *t = l->t;
-    uint32_t top = 0;
+    int rc = tv_tok_index(t);
+    if (rc < 0)
+        return rc;
     size_t ordinary = 0;
-    for (uint32_t id = 0; id < t->n_ids; id++)
-        if (t->len[id] != UINT32_MAX) {
-            top = id + 1;
-            if (t->special[id])
-                t->n_special++;
-            else
-                ordinary++;
-        }
-    t->n_ids = top;
+    for (size_t i = 0; i < t->n_tok; i++)
+        ordinary += !t->tok[i].special;
+    uint32_t top = t->n_tok ? (uint32_t)t->tok[t->n_tok - 1].id + 1 : 0;
     for (int b = 0; b < 256; b++) {
         unsigned char c = (unsigned char)b;
         t->byte_id[b] = tv_vmap_get(t, &c, 1);
@@ -715,27 +711,17 @@ static int finish(ld *l)
                         "byte 0x%02x is not a token (every byte must be one)",
                         b);
     }
-    t->sp_id = malloc((t->n_special + 1) * sizeof *t->sp_id);
-    if (!t->sp_id)
-        return -ENOMEM;
-    size_t n = 0;
-    for (uint32_t id = 0; id < t->n_ids; id++)
-        if (t->len[id] != UINT32_MAX && t->special[id]) {
-            size_t k = n++; /* insertion sort: longest first, then by id */
-            while (k > 0 && t->len[t->sp_id[k - 1]] < t->len[id]) {
-                t->sp_id[k] = t->sp_id[k - 1];
-                k--;
-            }
-            t->sp_id[k] = (int32_t)id;
-            t->sp_first[t->blob[t->off[id]]] = 1;
-        }
+    rc = tv_special_build(t);
+    if (rc < 0)
+        return rc;
+    const tv_tok *eot = tv_tok_get(t, 50256);
     t->info.vocab_size = top;
     t->info.n_tokens = (int64_t)ordinary;
     t->info.n_special = t->n_special;
     t->info.pattern = tv_pattern_name(t->pattern);
     if (!strcmp(t->info.format, "gpt2-json") && t->whole_lookup &&
-        ordinary == 50256 && t->n_special == 1 && top == 50257 &&
-        t->special[50256]) {
+        ordinary == 50256 && t->n_special == 1 && top == 50257 && eot &&
+        eot->special) {
         free(t->name);
         t->name = strdup("gpt2");
     }

@@ -4,11 +4,12 @@
  *
  * Encoding follows tiktoken's encode(text, allowed_special="all"): the text
  * is cut at every special token (leftmost first; the longest when two
- * start at one byte), and each stretch between them is split and merged
- * on its own, so a split pattern's look-ahead never sees past a special
- * token. Without TOKVEC_TOK_SPECIAL the whole text is one stretch
- * (encode_ordinary). Offsets come out of the merge: a token is a run of
- * the input's bytes, so they tile the input exactly.
+ * start at one byte; found in one pass, tok_special.c), and each stretch
+ * between them is split and merged on its own, so a split pattern's
+ * look-ahead never sees past a special token. Without TOKVEC_TOK_SPECIAL
+ * the whole text is one stretch (encode_ordinary). Offsets come out of
+ * the merge: a token is a run of the input's bytes, so they tile the
+ * input exactly.
  * Threads: the handle is read-only here; a state belongs to its caller.
  */
 #include <errno.h>
@@ -48,13 +49,13 @@ void tokvec_tokenizer_close(tokvec_tokenizer *t)
     if (!t)
         return;
     free(t->name);
-    free(t->off);
-    free(t->len);
-    free(t->special);
+    free(t->tok);
+    free(t->imap);
+    free(t->dense);
     free(t->blob);
     free(t->vmap);
     free(t->pmap);
-    free(t->sp_id);
+    tv_special_free(t);
     free(t);
 }
 
@@ -69,55 +70,25 @@ const char *tokvec_tokenizer_special(const tokvec_tokenizer *t, size_t i,
 {
     if (i >= t->n_special)
         return NULL;
-    /* specials by id for listing: the i-th smallest */
-    int32_t best = -1;
-    size_t rank = 0;
-    for (size_t k = 0; k < t->n_special; k++) {
-        rank = 0;
-        for (size_t j = 0; j < t->n_special; j++)
-            rank += t->sp_id[j] < t->sp_id[k];
-        if (rank == i) {
-            best = t->sp_id[k];
-            break;
-        }
-    }
     if (id)
-        *id = best;
+        *id = t->sp[i].id;
     if (len)
-        *len = t->len[best];
-    return (const char *)t->blob + t->off[best];
+        *len = t->sp[i].len;
+    return (const char *)t->blob + t->sp[i].off;
 }
 
 int tokvec_tokenizer_token(const tokvec_tokenizer *t, int32_t id,
                            const unsigned char **bytes, size_t *len,
                            int *special)
 {
-    if (id < 0 || (uint32_t)id >= t->n_ids || t->len[id] == UINT32_MAX)
+    const tv_tok *o = tv_tok_get(t, id);
+    if (!o)
         return TOKVEC_E_TOKEN_RANGE;
-    *bytes = t->blob + t->off[id];
-    *len = t->len[id];
+    *bytes = t->blob + o->off;
+    *len = o->len;
     if (special)
-        *special = t->special[id];
+        *special = (int)o->special;
     return 0;
-}
-
-/* The first special token at or after i: its start (len if none). */
-static size_t find_special(const tokvec_tokenizer *t, const unsigned char *u,
-                           size_t i, size_t len, int32_t *id)
-{
-    for (; i < len; i++) {
-        if (!t->sp_first[u[i]])
-            continue;
-        for (size_t k = 0; k < t->n_special; k++) {
-            int32_t s = t->sp_id[k];
-            size_t n = t->len[s];
-            if (n <= len - i && !memcmp(u + i, t->blob + t->off[s], n)) {
-                *id = s;
-                return i;
-            }
-        }
-    }
-    return len;
 }
 
 static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
@@ -145,24 +116,27 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
         return -ENOMEM;
     size_t i = 0;
     int special = (flags & TOKVEC_TOK_SPECIAL) && t->n_special;
+    tv_sp_win win = {0, 0, 0};
+    int rc = 0;
     while (i < len) {
-        int32_t id = -1;
-        size_t at = special ? find_special(t, u, i, len, &id) : len;
-        int rc = stretch(t, s, u, i, at, out, offs);
-        if (rc) {
-            out->n = 0;
-            return rc;
-        }
-        if (at == len)
+        size_t at = len, k = 0;
+        if (special)
+            rc = tv_special_next(t, s, &win, u, i, len, &at, &k);
+        if (rc == 0)
+            rc = stretch(t, s, u, i, at, out, offs);
+        if (rc || at == len)
             break;
-        if (tv_ids_reserve(out, 1, offs) < 0) {
-            out->n = 0;
-            return -ENOMEM;
-        }
+        rc = tv_ids_reserve(out, 1, offs);
+        if (rc)
+            break;
         if (offs)
             out->offsets[out->n] = at;
-        out->ids[out->n++] = id;
-        i = at + t->len[id];
+        out->ids[out->n++] = t->sp[k].id;
+        i = at + t->sp[k].len;
+    }
+    if (rc) {
+        out->n = 0;
+        return rc;
     }
     if (offs)
         out->offsets[out->n] = len;
@@ -224,13 +198,13 @@ int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
     *text = NULL;
     *len = 0;
     for (size_t k = 0; k < n; k++) {
-        int32_t id = ids[k];
-        if (id < 0 || (uint32_t)id >= t->n_ids || t->len[id] == UINT32_MAX) {
+        const tv_tok *o = tv_tok_get(t, ids[k]);
+        if (!o) {
             if (bad_index)
                 *bad_index = k;
             return TOKVEC_E_TOKEN_RANGE;
         }
-        total += t->len[id];
+        total += o->len;
     }
     unsigned char *raw = malloc(total ? total : 1);
     char *out = malloc(3 * total + 1);
@@ -241,8 +215,9 @@ int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
     }
     size_t at = 0;
     for (size_t k = 0; k < n; k++) {
-        memcpy(raw + at, t->blob + t->off[ids[k]], t->len[ids[k]]);
-        at += t->len[ids[k]];
+        const tv_tok *o = tv_tok_get(t, ids[k]);
+        memcpy(raw + at, t->blob + o->off, o->len);
+        at += o->len;
     }
     *len = tokvec_utf8_lossy(raw, total, out);
     out[*len] = '\0';

@@ -599,6 +599,122 @@ class EmbedText(unittest.TestCase):
         self.assertEqual(after - before, 4)
 
 
+def gpt2_with_specials(path, specials, first):
+    """A tokenizer.json of GPT-2's vocabulary and merges, <|endoftext|>
+    and the added tokens specials (ids first, first + 1, ...)."""
+    with open(os.path.join(GPT2, "encoder.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    with open(os.path.join(GPT2, "vocab.bpe"), encoding="utf-8") as f:
+        merges = [m for m in f.read().split("\n")[1:] if m]
+    added = [{"id": 50256, "content": "<|endoftext|>", "special": True}]
+    added += [{"id": first + k, "content": c, "special": True}
+              for k, c in enumerate(specials)]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"model": {"type": "BPE", "vocab": vocab,
+                             "merges": merges},
+                   "pre_tokenizer": {"type": "ByteLevel",
+                                     "add_prefix_space": False},
+                   "added_tokens": added}, f)
+    return path
+
+
+class HostileTokenizerFiles(unittest.TestCase):
+    """Issue 24, findings 5 and 7: tokenizer files with thousands of
+    special tokens, or with one id near 2^24."""
+
+    def tokenize_rusage(self, tokenizer, text, *args):
+        """`tokvec tokenize --tokenizer TOKENIZER ARGS... -` of text: (ids,
+        the process's peak RSS in KiB). The real binary even under `make
+        valgrind` (whose wrapper's RSS is valgrind's)."""
+        binary = os.environ.get("TOKVEC_REAL_BINARY", tc.BINARY)
+        p = subprocess.Popen([binary, "tokenize", "--tokenizer", tokenizer,
+                              *args, "-"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE)
+        p.stdin.write(text.encode())  # small: no pipe fills up
+        p.stdin.close()
+        out = p.stdout.read()
+        p.stdout.close()
+        _, status, ru = os.wait4(p.pid, 0)  # before Popen reaps it
+        p.returncode = os.waitstatus_to_exitcode(status)
+        self.assertEqual(p.returncode, 0)
+        return json.loads(out), ru.ru_maxrss
+
+    def test_one_id_near_2_24_costs_memory_by_tokens_not_by_id(self):
+        """Finding 7: a 3 KB .tiktoken with one rank 2^24 - 1 (or a
+        tokenizer.json with an added token of that id) sized the tables
+        by the id: 2,135 MB at load. Measured here after: about 7 MB."""
+        import base64
+        top = (1 << 24) - 1
+        with tempfile.TemporaryDirectory() as d:
+            tt = os.path.join(d, "sparse.tiktoken")
+            with open(tt, "w") as f:
+                for b in range(256):
+                    f.write("%s %d\n" % (base64.b64encode(bytes([b]))
+                                         .decode(), b))
+                f.write("YWI= %d\n" % top)
+            self.assertLess(os.path.getsize(tt), 4096)
+            ids, rss = self.tokenize_rusage(tt, "ab ab<|endoftext|>",
+                                            "--pattern", "gpt2")
+            self.assertEqual(ids, [top, 32, top, 50256])
+            self.assertLess(rss, 200 << 10)
+            hf = os.path.join(d, "tokenizer.json")
+            with open(os.path.join(GPT2, "encoder.json"),
+                      encoding="utf-8") as f:
+                vocab = {k: v for k, v in json.load(f).items() if v < 256}
+            with open(hf, "w", encoding="utf-8") as f:
+                json.dump({"model": {"type": "BPE", "vocab": vocab,
+                                     "merges": []},
+                           "pre_tokenizer": {"type": "ByteLevel",
+                                             "add_prefix_space": False},
+                           "added_tokens": [{"id": top, "content": "<|x|>",
+                                             "special": True}]}, f)
+            ids, rss = self.tokenize_rusage(hf, "<|x|>a")
+            self.assertEqual(ids, [top, vocab["a"]])
+            self.assertLess(rss, 200 << 10)
+
+    def test_3000_specials_are_listed_and_matched_as_before(self):
+        """Finding 5: 3,000 added tokens (Llama 3 has 256) are /info's
+        special_tokens, and /tokenize cuts the text at the leftmost one,
+        the longest where several start, as when tokvec tried every
+        special at every byte. The cost is `make bench-specials`'s: /info
+        10.5 s before, 3 ms after; 16 MiB of "<" with 256 specials 14.6 s
+        of CPU before, 1.1 s after (1.0 s without specials)."""
+        specials = ["<|reserved_special_token_%d|>" % k for k in range(2995)]
+        specials += ["<|a|>", "<|ab|>", "<|ab", "<|", "b|>"]
+        first = 50257
+        text = ("x<|ab|><|ab|<b|><|reserved_special_token_12|>"
+                "<|reserved_special_token_1234|><|reserved_special_token_|>"
+                "<|endoftext|><|a")
+        with tempfile.TemporaryDirectory() as d:
+            tok = gpt2_with_specials(os.path.join(d, "tokenizer.json"),
+                                     specials, first)
+            table = tc.init_table(os.path.join(d, "t.safetensors"),
+                                  first + len(specials), 8, "--context",
+                                  "16")
+            srv = tc.Server(table, "--tokenizer", tok)
+            try:
+                st, _, b = srv.get("/info")
+                self.assertEqual(st, 200)
+                want = {c: first + k for k, c in enumerate(specials)}
+                want["<|endoftext|>"] = 50256
+                self.assertEqual(json.loads(b)["tokenizer"]["special_tokens"],
+                                 want)
+                st, body = post(srv, "/tokenize", {"inputs": text})
+                self.assertEqual(st, 200)
+            finally:
+                srv.stop()
+            got = [(t["text"], t["id"]) for t in body[0] if t["special"]]
+            self.assertEqual(got, [
+                ("<|ab|>", want["<|ab|>"]), ("<|ab", want["<|ab"]),
+                ("b|>", want["b|>"]),
+                ("<|reserved_special_token_12|>", first + 12),
+                ("<|reserved_special_token_1234|>", first + 1234),
+                ("<|", want["<|"]), ("<|endoftext|>", 50256),
+                ("<|", want["<|"])])
+            ids, _ = self.tokenize_rusage(tok, text)
+            self.assertEqual([t["id"] for t in body[0]], ids)
+
+
 class NoTokenizer(unittest.TestCase):
     def test_text_routes_answer_400_naming_the_flag(self):
         srv = tc.Server(TABLE)

@@ -11,7 +11,10 @@
  * tokens' bytes and decodes every id below vocab_size or refuses it; and
  * its long-piece merge (rank buckets) gives the quadratic merge's ids on
  * the input's bytes and on its tokens' bytes joined (arbitrary
- * vocabularies: merges that make lower ranks, ranks up to 2^24).
+ * vocabularies: merges that make lower ranks, ranks up to 2^24); and the
+ * encoder cuts the input (which holds the file, so the specials' names)
+ * at the special tokens the rule written out finds (leftmost, longest,
+ * lowest id), whatever specials the file has.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +52,63 @@ static void same_merges(const tokvec_tokenizer *t, tokvec_tok_state *s,
     free(b);
 }
 
+static int is_special(const tokvec_tokenizer *t, int32_t id)
+{
+    const unsigned char *b;
+    size_t len;
+    int special = 0;
+    return tokvec_tokenizer_token(t, id, &b, &len, &special) == 0 && special;
+}
+
+/* The special token that the rule picks at p[at..n): its id (-1: none). */
+static int32_t naive_special(const tokvec_tokenizer *t, const uint8_t *p,
+                             size_t at, size_t n, size_t *len)
+{
+    tokvec_tokenizer_info i;
+    tokvec_tokenizer_get_info(t, &i);
+    int32_t id = -1;
+    *len = 0;
+    for (size_t k = 0; k < i.n_special; k++) {
+        int32_t sid;
+        size_t sl;
+        const char *b = tokvec_tokenizer_special(t, k, &sid, &sl);
+        if (sl > *len && sl <= n - at && !memcmp(p + at, b, sl)) {
+            *len = sl;
+            id = sid;
+        }
+    }
+    return id;
+}
+
+static void same_specials(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                          const uint8_t *p, size_t n)
+{
+    tokvec_tok_ids ids = {0};
+    if (tokvec_tokenizer_encode(t, s, (const char *)p, n,
+                                TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids))
+        abort();
+    size_t k = 0;
+    for (size_t at = 0; at < n;) {
+        size_t len;
+        int32_t id = naive_special(t, p, at, n, &len);
+        if (id < 0) {
+            at++;
+            continue;
+        }
+        for (; k < ids.n && ids.offsets[k] < at; k++)
+            if (is_special(t, ids.ids[k]))
+                abort();
+        if (k == ids.n || ids.offsets[k] != at || ids.ids[k] != id)
+            abort();
+        k++;
+        at += len;
+    }
+    for (; k < ids.n; k++)
+        if (is_special(t, ids.ids[k]))
+            abort();
+    tokvec_tok_ids_free(&ids);
+}
+
 static void exercise(const tokvec_tokenizer *t, const uint8_t *raw,
                      size_t raw_len)
 {
@@ -82,6 +142,7 @@ static void exercise(const tokvec_tokenizer *t, const uint8_t *raw,
     memcpy(text, raw, n);
     if (n >= 2)
         same_merges(t, s, text, n);
+    same_specials(t, s, raw, n);
     n = 0;
     for (int64_t id = 0; id < i.vocab_size && n < 4096; id++) {
         const unsigned char *b;
