@@ -1219,7 +1219,9 @@ class Budget(unittest.TestCase):
         held = metric(self.port, "tokvec_inflight_reply_bytes")
         self.assertLessEqual(held, (16 << 20) + 2 * (4800 << 10))
         grown_mb = (rss_kb(self.proc.pid) - rss0) / 1024
-        self.assertLess(grown_mb, 60, "RSS grew %.0f MB" % grown_mb)
+        # (ASan's quarantine keeps up to 256 MB of freed memory mapped)
+        self.assertLess(grown_mb, 60 if SLOW == 1.0 else 320,
+                        "RSS grew %.0f MB" % grown_mb)
         for s in readers:
             s.close()
         wait_until(lambda: metric(self.port,
