@@ -190,7 +190,7 @@ static void scan(const tokvec_similar *s, const float *q, size_t k,
     for (int64_t r = 0; r < s->vocab; r++) {
         const float *row = row_f32(s, r, scratch);
         double d = dot(q, row, (size_t)s->dim);
-        if (isinf(d) && s->inv[r] > 0) /* float32 overflow, finite row */
+        if (!isfinite(d) && s->inv[r] > 0) /* overflow (inf, or inf - inf) */
             d = dot_f64(q, row, (size_t)s->dim);
         tokvec_neighbor c = {r, clamp_score((float)(d * s->inv[r]))};
         if (n < k) {

@@ -1,8 +1,10 @@
 /* test_similar.c -- nearest tokens: the scan's top k against a naive
  * double-precision reference (float32 and float16 tables, dims that are
  * and are not a multiple of the 16 lanes), the k limits, vector queries,
- * exact ties by id, zero rows and queries, and concurrent first queries.
+ * exact ties by id, zero rows and queries, rows near FLT_MAX and rows of
+ * NaN or infinity, and concurrent first queries.
  */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -172,6 +174,49 @@ static void token_itself_ranks_first_with_score_one(void **st)
     tokvec_table_close(t);
 }
 
+/* Rows near FLT_MAX: their float32 dot products overflow, so the scan
+ * redoes them in double; the inverse norms (subnormal in float32) are kept
+ * in double. Row 3 (all FLT_MAX) finds itself and row 4 (FLT_MAX / 2, the
+ * same direction) with score 1, and the cosines of the others are right.
+ * A row holding NaN or infinity cannot be a query (TOKVEC_E_INVAL) and
+ * scores -1 against any. */
+static void huge_rows_score_their_cosine_and_nan_rows_cannot_be_queried(
+    void **st)
+{
+    (void)st;
+    enum { D = 32 };
+    fill(D);
+    for (int i = 0; i < D; i++) {
+        tab[3 * D + i] = FLT_MAX;
+        tab[4 * D + i] = FLT_MAX / 2;
+        tab[5 * D + i] = i % 2 ? FLT_MAX : -FLT_MAX;
+        tab[6 * D + i] = i == 7 ? NAN : 1.0f;
+        tab[7 * D + i] = i == 0 ? INFINITY : 1.0f;
+    }
+    tokvec_table *t = open_tab(D, TOKVEC_F32);
+    tokvec_similar *s;
+    assert_int_equal(tokvec_similar_open(t, &s), 0);
+    tokvec_neighbor out[V];
+    assert_int_equal(tokvec_similar_token(s, 3, V, out), 0);
+    assert_int_equal(out[0].id, 3);
+    assert_int_equal(out[1].id, 4);
+    assert_true(fabsf(out[0].score - 1.0f) < 1e-6f);
+    assert_true(fabsf(out[1].score - 1.0f) < 1e-6f);
+    for (int i = 0; i < V; i++) {
+        int64_t id = out[i].id;
+        if (id == 6 || id == 7) {
+            assert_true(out[i].score == -1.0f);
+            continue;
+        }
+        double want = ref_cos(&tab[3 * D], &tab[id * D], D);
+        assert_true(fabs(out[i].score - want) < 1e-5);
+    }
+    assert_int_equal(tokvec_similar_token(s, 6, 3, out), TOKVEC_E_INVAL);
+    assert_int_equal(tokvec_similar_token(s, 7, 3, out), TOKVEC_E_INVAL);
+    tokvec_similar_close(s);
+    tokvec_table_close(t);
+}
+
 static void k_limits(void **st)
 {
     (void)st;
@@ -289,6 +334,8 @@ int main(void)
         cmocka_unit_test(vector_query_matches_reference),
         cmocka_unit_test(token_itself_ranks_first_with_score_one),
         cmocka_unit_test(k_limits),
+        cmocka_unit_test(
+            huge_rows_score_their_cosine_and_nan_rows_cannot_be_queried),
         cmocka_unit_test(ties_are_broken_by_id_and_zero_vectors_score_zero),
         cmocka_unit_test(concurrent_first_queries_agree_with_a_serial_one),
     };
