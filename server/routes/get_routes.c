@@ -97,10 +97,24 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
                          id, in->vocab_size);
         goto out;
     }
+    /* Answered at once, so it cannot wait for the budget like a job: its
+     * bound is taken first (reply_counted then holds the real size), and
+     * while the budget is full it is a 503 to retry. */
+    size_t bound = tv_token_json_bound(row.dim);
+    if (bound <= tv_pool_budget(x->s->pool) &&
+        !tv_pool_try_inline(x->s->pool, bound)) {
+        ret = reply_fail(x, 503, "overloaded",
+                         "max_inflight_bytes is held by answers being "
+                         "sent; retry");
+        goto out;
+    }
+    if (bound > tv_pool_budget(x->s->pool))
+        bound = 0; /* reply_counted answers 413 */
     vec = tv_malloc((size_t)row.dim * sizeof *vec);
     buf = tv_malloc(tv_token_json_bound(row.dim));
     if (!vec || !buf) {
         free(buf);
+        tv_pool_release(x->s->pool, bound);
         ret = reply_fail(x, 500, "internal", "out of memory");
         goto out;
     }
@@ -108,7 +122,7 @@ enum MHD_Result route_token(req_ctx *x, const char *idtext)
     len = tv_token_json(buf, id, vec, row.dim);
     TV_WROTE(len, tv_token_json_bound(row.dim));
     x->tokens = 1;
-    ret = reply_counted(x, "application/json", buf, len, 0);
+    ret = reply_counted(x, "application/json", buf, len, bound);
 out:
     free(vec);
     table_release(ref);

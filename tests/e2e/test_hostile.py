@@ -1167,12 +1167,12 @@ class Budget(unittest.TestCase):
     the limit, and a small request runs at once beside large ones (the
     small-job lane) instead of waiting for a worker."""
 
-    def start(self, *args, vocab=50257, dim=8):
+    def start(self, *args, vocab=50257, dim=8, ctx=CTX, tok=True):
         self.tmp = tempfile.mkdtemp(prefix="tokvec-budget-")
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")
         self.proc, self.port, _ = start_server(
-            self.tmp, ["--tokenizer", GPT2] + list(args), self.log,
-            vocab=vocab, dim=dim, ctx=CTX)
+            self.tmp, (["--tokenizer", GPT2] if tok else []) + list(args),
+            self.log, vocab=vocab, dim=dim, ctx=ctx)
 
     def tearDown(self):
         self.proc.terminate()
@@ -1194,6 +1194,41 @@ class Budget(unittest.TestCase):
         # token 35496 is 128 bytes: 36,000 of them decode to ~4.6 MB
         self.unread_replies_stay_within_the_budget(
             b"/decode", json.dumps({"ids": [35496] * 36000}))
+
+    def test_unread_token_rows_stay_within_the_budget(self):
+        # GET /tokens/{id} of a 1 Mi-wide row: ~11 MB of JSON each (more
+        # than the socket buffers take), answered at once on the HTTP
+        # thread; with the budget full, the next one is a 503 to retry
+        # instead of one more unread reply. (RssAnon: the table's pages
+        # are the file's.)
+        self.start("--max-inflight-bytes", "32MiB", vocab=16,
+                   dim=1 << 20, ctx=2, tok=False)
+        rss0 = proc_status_kb(self.proc.pid, "RssAnon")
+        readers, refused = [], 0
+        for i in range(24):
+            s = socket.create_connection(("127.0.0.1", self.port),
+                                         timeout=30)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(b"GET /tokens/%d HTTP/1.1\r\nHost: localhost\r\n"
+                      b"\r\n" % (i % 16))
+            readers.append(s)  # and never read
+        wait_until(lambda: (metric(self.port, "tokvec_inflight_reply_bytes")
+                            or 0) >= 8 << 20, 60, "a reply to be held")
+        for s in readers:  # the first bytes of each answer: 200 or 503
+            st = s.recv(12)[9:12]
+            refused += st == b"503"
+        self.assertGreater(refused, 0)
+        held = metric(self.port, "tokvec_inflight_reply_bytes")
+        self.assertLessEqual(held, 32 << 20)
+        grown_mb = (proc_status_kb(self.proc.pid, "RssAnon")
+                    - rss0) / 1024
+        self.assertLess(grown_mb, 60 if SLOW == 1.0 else 320,
+                        "RSS grew %.0f MB" % grown_mb)
+        for s in readers:
+            s.close()
+        wait_until(lambda: metric(self.port,
+                                  "tokvec_inflight_reply_bytes") == 0,
+                   30, "the replies to be given back")
 
     def unread_replies_stay_within_the_budget(self, path, body):
         # Answers of ~4.6 MB each (65,536 U+0001 to tokenize: a 0.39 MB
