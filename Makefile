@@ -88,7 +88,7 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
         sanitize-test run lint data \
-        oracle-deps tokenizer-oracle tokenizer-oracle-all \
+        oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
         browser-test \
         float-random valgrind \
         check-floats clean help
@@ -147,6 +147,12 @@ $(BUILD)/gen/tok_ucd.h: tools/gen_ucd.awk
 	awk -f tools/gen_ucd.awk $(UCD_DIR)/PropList.txt \
 	  $(UCD_DIR)/UnicodeData.txt > $@.tmp && mv $@.tmp $@
 $(BUILD)/core/tokenizer/tok_split.o: $(BUILD)/gen/tok_ucd.h
+# Grapheme cluster classes (precompiled.c), from the same package.
+$(BUILD)/gen/tok_gcb.h: tools/gen_gcb.awk
+	@mkdir -p $(@D)
+	awk -f tools/gen_gcb.awk $(UCD_DIR)/auxiliary/GraphemeBreakProperty.txt \
+	  $(UCD_DIR)/emoji/emoji-data.txt > $@.tmp && mv $@.tmp $@
+$(BUILD)/core/tokenizer/precompiled.o: $(BUILD)/gen/tok_gcb.h
 
 # One byte array per file (NUL-terminated, the NUL not counted) and a
 # table of {name, bytes, length}; the directory is a prerequisite so that
@@ -290,7 +296,7 @@ LINT_FILES   := $(sort $(foreach d,$(CORE_DIRS) $(SERVER_DIRS),\
                   bench/*.c tests/fuzz/*.c tests/fuzz/*.h))
 # Files checked and reported but not failing (none: every file must pass).
 LINT_PENDING :=
-lint: deps $(BUILD)/gen/tok_ucd.h
+lint: deps $(BUILD)/gen/tok_ucd.h $(BUILD)/gen/tok_gcb.h
 	@tools/deps.sh $(DEB_LINT)
 	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
 	 LINT_CPPFLAGS="$(SRC_INC) -I$(BUILD)/gen" \
@@ -356,6 +362,55 @@ tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for e in cl100k_base o200k_base; do \
 	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
 	    --tokenizer $(ORACLE)/$$e.tiktoken; done
+
+# --- Unigram, Metaspace, Precompiled: Hugging Face tokenizers (npm) ------
+# The npm package tokenizers (HF's Rust library, native Node binding),
+# pinned by tests/oracle/hf/package-lock.json, computes each stage for
+# built-in edge cases and the corpus (tests/oracle/hf/unigram.js);
+# $(BUILD)/tools/uni_check runs core/tokenizer/unigram.c, metaspace.c and
+# precompiled.c on the same input: zero differences allowed. Tokenizers:
+# model2vec's Unigram fixture (its model, with HF's own normalized and
+# pre-tokenized pieces), SentencePiece's test_model.model and a model with
+# byte fallback trained here by Debian's spm_train on the licence texts,
+# both through tools/spm2json.py (whole pipeline too). SentencePiece's own
+# ids (spm_encode) are compared with HF's for information. ~1 min.
+HF_ORACLE  := $(BUILD)/hf-oracle
+UNI        := $(BUILD)/uni
+UNI_NODE    = NODE_PATH=$(HF_ORACLE)/node_modules node tests/oracle/hf/unigram.js
+UNI_CORPUS := /usr/share/common-licenses/* $(wildcard tests/data/*.txt)
+$(HF_ORACLE)/.installed: tests/oracle/hf/package.json \
+                         tests/oracle/hf/package-lock.json
+	@$(NPM_DEPS)
+	@mkdir -p $(HF_ORACLE)
+	cp tests/oracle/hf/package.json tests/oracle/hf/package-lock.json $(HF_ORACLE)/
+	cd $(HF_ORACLE) && npm ci --no-audit --no-fund --silent
+	@touch $@
+$(UNI)/test_model.model: tests/data/sentencepiece/test_model.model
+	@mkdir -p $(@D)
+	cp $< $@
+$(UNI)/debian_bf.model:
+	@tools/deps.sh sentencepiece
+	@mkdir -p $(@D)
+	cat /usr/share/common-licenses/* > $(UNI)/debian.txt
+	spm_train --input=$(UNI)/debian.txt --model_prefix=$(UNI)/debian_bf \
+	  --vocab_size=2000 --model_type=unigram --byte_fallback=true \
+	  --num_threads=1 --minloglevel=2 > $(UNI)/train.log 2>&1
+$(UNI)/%.json: $(UNI)/%.model tools/spm2json.py
+	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
+unigram-oracle: $(BUILD)/tools/uni_check $(HF_ORACLE)/.installed \
+                $(UNI)/test_model.json $(UNI)/debian_bf.json
+	@tools/deps.sh sentencepiece
+	@set -e; for m in test_model debian_bf; do \
+	  echo "== $$m (spm2json)"; \
+	  $(UNI_NODE) --tokenizer $(UNI)/$$m.json --spm $(UNI)/$$m.model \
+	    --out $(UNI)/$$m.oracle.jsonl $(UNI_CORPUS); \
+	  $(BUILD)/tools/uni_check $(UNI)/$$m.json $(UNI)/$$m.oracle.jsonl \
+	    --pipeline; done
+	@echo "== model2vec test-model-vocab-quantized (model, stages)"
+	@$(UNI_NODE) --tokenizer tests/data/unigram/model2vec-vocab-quantized.json \
+	  --out $(UNI)/m2v.oracle.jsonl $(UNI_CORPUS)
+	@$(BUILD)/tools/uni_check tests/data/unigram/model2vec-vocab-quantized.json \
+	  $(UNI)/m2v.oracle.jsonl
 
 clean:
 	rm -rf build build-san

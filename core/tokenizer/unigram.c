@@ -1,0 +1,586 @@
+/* unigram.c -- the Unigram model exactly as Hugging Face tokenizers runs
+ * it (models/unigram/model.rs: Unigram::from, encode_optimized, tokenize).
+ *
+ * The vocabulary is a byte trie: node 0 the root, its children in a table
+ * of 256, deeper edges (parent, byte) -> child in one open-addressing hash;
+ * a node holds the id of the piece that ends there (the last of equal
+ * pieces, as tokenizers' HashMap insert leaves it). Encoding is one pass
+ * of the Viterbi over character starts, in tokenizers' order and with its
+ * comparisons, so ties break the same way:
+ *   for each character start p (left to right), with best[p] the score of
+ *   the best path to p: for each piece matching at p, shortest first,
+ *   candidate = score + best[p] replaces the node at p + length when that
+ *   node is unset or candidate > its score (strictly); then, when no piece
+ *   is exactly the character at p, an unknown node of score
+ *   min_score - 10 (kUnkPenalty) goes to the character's end the same way.
+ * The path is read back from the end; consecutive nodes whose id is
+ * unk_id are fused into one string; each resulting string is looked up as
+ * a whole (token_to_ids): found, its id; else with byte_fallback and every
+ * byte's "<0xXX>" piece present, those; else unk_id. Every step is O(1)
+ * per trie edge walked: a run of unknown characters costs one lookup per
+ * byte, a long word the depth of its matches.
+ *
+ * Must hold: the model is immutable after construction; scores are f64;
+ * pieces are valid UTF-8. Threads: any number may encode with one model,
+ * each with its own tv_uni_work.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_utf8.h"
+#include "unigram.h"
+
+#define UNI_MAX_PIECES (1u << 24)
+#define UNK_PENALTY 10.0
+#define NO_FROM SIZE_MAX
+
+typedef struct uni_edge { /* (parent << 8 | byte) + 1 -> child; 0 empty */
+    uint64_t key;
+    uint32_t child;
+} uni_edge;
+
+struct tv_unigram {
+    size_t n;             /* pieces */
+    double *score;        /* per id */
+    uint32_t *off, *len;  /* piece bytes: blob + off[id] */
+    unsigned char *blob;  /* all pieces */
+    int32_t *node_tok;    /* per trie node: id ending there or -1 */
+    uint32_t n_nodes;     /* nodes in the trie */
+    uint32_t root[256];   /* root's children (0: none) */
+    uni_edge *edge;       /* deeper edges */
+    size_t emask;         /* hash size - 1 */
+    int64_t unk;          /* unk_id or -1 */
+    int byte_fallback;    /* tokenizers' byte_fallback */
+    int32_t byte_id[256]; /* "<0xXX>" ids or -1 */
+    double unk_score;     /* min_score - kUnkPenalty */
+};
+
+struct tv_uni_work {
+    double *best; /* best path score to byte i */
+    size_t *from; /* its last node's start, NO_FROM: unset */
+    int32_t *id;  /* its last node's id */
+    size_t cap;   /* entries of the three */
+};
+
+static uint64_t edge_hash(uint64_t k)
+{
+    k *= 0x9E3779B97F4A7C15ull;
+    return k ^ (k >> 29);
+}
+
+/* The child of node by byte c, 0 when none. */
+static uint32_t child_of(const tv_unigram *u, uint32_t node, unsigned c)
+{
+    if (node == 0)
+        return u->root[c];
+    uint64_t key = ((uint64_t)node << 8 | c) + 1;
+    for (size_t i = edge_hash(key) & u->emask;; i = (i + 1) & u->emask) {
+        if (u->edge[i].key == key)
+            return u->edge[i].child;
+        if (u->edge[i].key == 0)
+            return 0;
+    }
+}
+
+/* Adds edge node -c-> child (absent before). */
+static void edge_put(tv_unigram *u, uint32_t node, unsigned c, uint32_t ch)
+{
+    if (node == 0) {
+        u->root[c] = ch;
+        return;
+    }
+    uint64_t key = ((uint64_t)node << 8 | c) + 1;
+    size_t i = edge_hash(key) & u->emask;
+    while (u->edge[i].key != 0)
+        i = (i + 1) & u->emask;
+    u->edge[i].key = key;
+    u->edge[i].child = ch;
+}
+
+int32_t tv_unigram_id(const tv_unigram *u, const unsigned char *s, size_t n)
+{
+    uint32_t node = 0;
+    if (n == 0)
+        return -1; /* the trie never yields the empty prefix */
+    for (size_t i = 0; i < n; i++) {
+        node = child_of(u, node, s[i]);
+        if (node == 0)
+            return -1;
+    }
+    return u->node_tok[node];
+}
+
+/* The trie over all pieces; bytes of all pieces is total. */
+static int build_trie(tv_unigram *u, size_t total)
+{
+    size_t cap = 16;
+    while (cap < 2 * total + 2)
+        cap *= 2;
+    u->edge = calloc(cap, sizeof *u->edge);
+    u->node_tok = malloc((total + 1) * sizeof *u->node_tok);
+    if (!u->edge || !u->node_tok)
+        return -ENOMEM;
+    u->emask = cap - 1;
+    u->node_tok[0] = -1;
+    u->n_nodes = 1;
+    for (size_t id = 0; id < u->n; id++) {
+        const unsigned char *p = u->blob + u->off[id];
+        uint32_t node = 0;
+        for (size_t i = 0; i < u->len[id]; i++) {
+            uint32_t ch = child_of(u, node, p[i]);
+            if (ch == 0) {
+                ch = u->n_nodes++;
+                u->node_tok[ch] = -1;
+                edge_put(u, node, p[i], ch);
+            }
+            node = ch;
+        }
+        if (node != 0)
+            u->node_tok[node] = (int32_t)id;
+    }
+    return 0;
+}
+
+int tv_unigram_new(const unsigned char *const *piece, const size_t *len,
+                   const double *score, size_t n, int64_t unk_id,
+                   int byte_fallback, tv_unigram **out)
+{
+    int rc = 0;
+    size_t total = 0;
+    *out = NULL;
+    if (n >= UNI_MAX_PIECES || unk_id >= (int64_t)n)
+        return TOKVEC_E_INVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (len[i] > UINT32_MAX / 4 || total > UINT32_MAX / 4 ||
+            !tv_u8_valid(piece[i], len[i]))
+            return TOKVEC_E_INVAL;
+        total += len[i];
+    }
+    tv_unigram *u = calloc(1, sizeof *u);
+    if (!u)
+        return -ENOMEM;
+    u->n = n;
+    u->unk = unk_id < 0 ? -1 : unk_id;
+    u->byte_fallback = byte_fallback != 0;
+    u->score = malloc((n + 1) * sizeof *u->score);
+    u->off = malloc((n + 1) * sizeof *u->off);
+    u->len = malloc((n + 1) * sizeof *u->len);
+    u->blob = malloc(total + 1);
+    if (!u->score || !u->off || !u->len || !u->blob) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    double min_score = INFINITY;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        u->score[i] = score[i];
+        if (score[i] < min_score)
+            min_score = score[i];
+        u->off[i] = (uint32_t)at;
+        u->len[i] = (uint32_t)len[i];
+        if (len[i])
+            memcpy(u->blob + at, piece[i], len[i]);
+        at += len[i];
+    }
+    u->unk_score = min_score - UNK_PENALTY;
+    rc = build_trie(u, total);
+    if (rc < 0)
+        goto cleanup;
+    for (unsigned b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        u->byte_id[b] = tv_unigram_id(u, (const unsigned char *)name, 6);
+    }
+    *out = u;
+    u = NULL;
+cleanup:
+    tv_unigram_free(u);
+    return rc;
+}
+
+void tv_unigram_free(tv_unigram *u)
+{
+    if (!u)
+        return;
+    free(u->score);
+    free(u->off);
+    free(u->len);
+    free(u->blob);
+    free(u->node_tok);
+    free(u->edge);
+    free(u);
+}
+
+size_t tv_unigram_size(const tv_unigram *u)
+{
+    return u->n;
+}
+
+int64_t tv_unigram_unk(const tv_unigram *u)
+{
+    return u->unk;
+}
+
+const unsigned char *tv_unigram_piece(const tv_unigram *u, int32_t id,
+                                      size_t *len, double *score)
+{
+    if (id < 0 || (size_t)id >= u->n)
+        return NULL;
+    if (len)
+        *len = u->len[id];
+    if (score)
+        *score = u->score[id];
+    return u->blob + u->off[id];
+}
+
+/* A score as tokenizers reads it. serde_json (without its
+ * float_roundtrip feature, as tokenizers builds it) does not round
+ * decimals correctly: it takes the digits as an integer s (u64 -> f64,
+ * rounded) and the decimal exponent e, then computes s * 10^e or
+ * s / 10^-e with the f64 nearest 10^|e| (dividing by 1e308 first while
+ * |e| > 308). About one score in ten comes out 1 ulp away from the
+ * correctly rounded value, and Viterbi ties then break differently. jansson
+ * gives the correctly rounded d; files that tokenizers or Python wrote
+ * hold the shortest decimal that reads back as d, so those digits are
+ * found again and put through serde_json's steps. pow10[k]: the f64
+ * nearest 10^k, k = 0..308. */
+static double serde_f64(double d, const double *pow10)
+{
+    char buf[40];
+    int p = 1;
+    if (d == 0 || !isfinite(d))
+        return d;
+    for (; p < 17; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    snprintf(buf, sizeof buf, "%.*e", p - 1, d);
+    uint64_t sig = 0;
+    const char *c = buf + (buf[0] == '-');
+    for (; *c && *c != 'e'; c++)
+        if (*c >= '0' && *c <= '9')
+            sig = sig * 10 + (uint64_t)(*c - '0');
+    int e = (int)strtol(c + 1, NULL, 10) - (p - 1);
+    double f = (double)sig;
+    while (e < -308 && f != 0) {
+        f /= 1e308;
+        e += 308;
+    }
+    if (e >= 0)
+        f *= e <= 308 ? pow10[e] : INFINITY;
+    else
+        f /= pow10[-e];
+    return d < 0 ? -f : f;
+}
+
+static void say(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !errlen)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+int tv_unigram_from_json(const struct json_t *model, tv_unigram **out,
+                         char *err, size_t errlen)
+{
+    int rc = TOKVEC_E_TOKENIZER;
+    const unsigned char **piece = NULL;
+    size_t *len = NULL;
+    double *score = NULL;
+    *out = NULL;
+    json_t *m = (json_t *)model;
+    json_t *ty = json_object_get(m, "type");
+    json_t *vocab = json_object_get(m, "vocab");
+    json_t *unk = json_object_get(m, "unk_id");
+    json_t *bf = json_object_get(m, "byte_fallback");
+    if (!json_is_object(m)) {
+        say(err, errlen, "model: not an object");
+        goto cleanup;
+    }
+    if (ty && (!json_is_string(ty) ||
+               strcmp(json_string_value(ty), "Unigram") != 0)) {
+        say(err, errlen, "model.type: not \"Unigram\"");
+        goto cleanup;
+    }
+    if (!json_is_array(vocab)) {
+        say(err, errlen, "model.vocab: missing or not an array");
+        goto cleanup;
+    }
+    if (unk && !json_is_null(unk) &&
+        (!json_is_integer(unk) || json_integer_value(unk) < 0)) {
+        say(err, errlen, "model.unk_id: not null or an index");
+        goto cleanup;
+    }
+    if (bf && !json_is_boolean(bf)) {
+        say(err, errlen, "model.byte_fallback: not a boolean");
+        goto cleanup;
+    }
+    size_t n = json_array_size(vocab);
+    int64_t unk_id = unk && json_is_integer(unk)
+                         ? (int64_t)json_integer_value(unk)
+                         : -1;
+    if (unk_id >= 0 && n == 0) {
+        say(err, errlen, "model.vocab: empty but unk_id is set");
+        goto cleanup;
+    }
+    if (unk_id >= (int64_t)n) {
+        say(err, errlen, "model.unk_id: %zu pieces, unk_id past them", n);
+        goto cleanup;
+    }
+    if (n >= UNI_MAX_PIECES) {
+        say(err, errlen, "model.vocab: %zu pieces, at most 2^24", n);
+        goto cleanup;
+    }
+    piece = malloc((n + 1) * sizeof *piece);
+    len = malloc((n + 1) * sizeof *len);
+    score = malloc((n + 1) * sizeof *score);
+    if (!piece || !len || !score) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    double pow10[309];
+    for (int k = 0; k < 309; k++) {
+        char b[16];
+        snprintf(b, sizeof b, "1e%d", k);
+        pow10[k] = strtod(b, NULL);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(vocab, i);
+        json_t *p = json_array_get(e, 0), *s = json_array_get(e, 1);
+        if (json_array_size(e) != 2 || !json_is_string(p) ||
+            !json_is_number(s)) {
+            say(err, errlen, "model.vocab[%zu]: not [piece, score]", i);
+            goto cleanup;
+        }
+        piece[i] = (const unsigned char *)json_string_value(p);
+        len[i] = json_string_length(p);
+        score[i] = json_is_integer(s) ? (double)json_integer_value(s)
+                                      : serde_f64(json_real_value(s), pow10);
+    }
+    rc = tv_unigram_new(piece, len, score, n, unk_id, json_is_true(bf), out);
+    if (rc == TOKVEC_E_INVAL) {
+        say(err, errlen, "model.vocab: a piece too long or not UTF-8");
+        rc = TOKVEC_E_TOKENIZER;
+    }
+cleanup:
+    free(piece);
+    free(len);
+    free(score);
+    return rc;
+}
+
+tv_uni_work *tv_uni_work_new(void)
+{
+    return calloc(1, sizeof(tv_uni_work));
+}
+
+void tv_uni_work_free(tv_uni_work *w)
+{
+    if (!w)
+        return;
+    free(w->best);
+    free(w->from);
+    free(w->id);
+    free(w);
+}
+
+void tv_uni_toks_free(tv_uni_toks *t)
+{
+    if (!t)
+        return;
+    free(t->id);
+    free(t->start);
+    free(t->end);
+    memset(t, 0, sizeof *t);
+}
+
+static int work_reserve(tv_uni_work *w, size_t need)
+{
+    if (need <= w->cap)
+        return 0;
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2 / sizeof(double))
+            return -ENOMEM;
+        cap *= 2;
+    }
+    double *b = realloc(w->best, cap * sizeof *b);
+    if (b)
+        w->best = b;
+    size_t *f = realloc(w->from, cap * sizeof *f);
+    if (f)
+        w->from = f;
+    int32_t *d = realloc(w->id, cap * sizeof *d);
+    if (d)
+        w->id = d;
+    if (!b || !f || !d)
+        return -ENOMEM;
+    w->cap = cap;
+    return 0;
+}
+
+static int toks_push(tv_uni_toks *t, int32_t id, size_t start, size_t end)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        if (cap > SIZE_MAX / sizeof(size_t))
+            return -ENOMEM;
+        int32_t *i = realloc(t->id, cap * sizeof *i);
+        if (i)
+            t->id = i;
+        size_t *s = realloc(t->start, cap * sizeof *s);
+        if (s)
+            t->start = s;
+        size_t *e = realloc(t->end, cap * sizeof *e);
+        if (e)
+            t->end = e;
+        if (!i || !s || !e)
+            return -ENOMEM;
+        t->cap = cap;
+    }
+    t->id[t->n] = id;
+    t->start[t->n] = start;
+    t->end[t->n] = end;
+    t->n++;
+    return 0;
+}
+
+/* A node at q from p with score cand, kept when q is unset or cand is
+ * strictly better (tokenizers' comparison). */
+static inline void relax(tv_uni_work *w, size_t p, size_t q, double cand,
+                         int32_t id)
+{
+    if (w->from[q] == NO_FROM || cand > w->best[q]) {
+        w->best[q] = cand;
+        w->from[q] = p;
+        w->id[q] = id;
+    }
+}
+
+/* The Viterbi pass: fills w for s[0..n). */
+static int viterbi(const tv_unigram *u, tv_uni_work *w, const unsigned char *s,
+                   size_t n)
+{
+    for (size_t i = 0; i <= n; i++)
+        w->from[i] = NO_FROM;
+    w->best[0] = 0.0;
+    size_t p = 0;
+    while (p < n) {
+        size_t mblen;
+        (void)tv_u8_next(s + p, n - p, &mblen);
+        double here = w->best[p];
+        int single = 0;
+        uint32_t node = 0;
+        for (size_t q = p; q < n; q++) {
+            node = child_of(u, node, s[q]);
+            if (node == 0)
+                break;
+            int32_t id = u->node_tok[node];
+            if (id < 0)
+                continue;
+            relax(w, p, q + 1, u->score[id] + here, id);
+            if (q + 1 - p == mblen)
+                single = 1;
+        }
+        if (!single) {
+            size_t q = p + mblen;
+            double cand = u->unk_score + here;
+            if (w->from[q] == NO_FROM || cand > w->best[q]) {
+                if (u->unk < 0)
+                    return TOKVEC_E_TOKENIZER; /* MissingUnkId */
+                relax(w, p, q, cand, (int32_t)u->unk);
+            }
+        }
+        p += mblen;
+    }
+    return 0;
+}
+
+/* One string of the path (a piece, or fused unknown nodes) s[a..b). */
+static int emit(const tv_unigram *u, const unsigned char *s, size_t a,
+                size_t b, int32_t id, size_t base, tv_uni_toks *out)
+{
+    if (id < 0) /* fused: looked up whole, as tokenizers does */
+        id = tv_unigram_id(u, s + a, b - a);
+    if (id >= 0)
+        return toks_push(out, id, base + a, base + b);
+    if (u->byte_fallback) {
+        size_t i = a;
+        while (i < b && u->byte_id[s[i]] >= 0)
+            i++;
+        if (i == b) {
+            for (i = a; i < b; i++) {
+                int rc = toks_push(out, u->byte_id[s[i]], base + a, base + b);
+                if (rc < 0)
+                    return rc;
+            }
+            return 0;
+        }
+    }
+    return toks_push(out, (int32_t)u->unk, base + a, base + b);
+}
+
+int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
+                      const unsigned char *s, size_t n, size_t base,
+                      tv_uni_toks *out)
+{
+    size_t n0 = out->n;
+    if (n == 0)
+        return 0;
+    if (n == SIZE_MAX)
+        return -ENOMEM;
+    int rc = work_reserve(w, n + 1);
+    if (rc < 0)
+        return rc;
+    rc = viterbi(u, w, s, n);
+    if (rc < 0)
+        return rc;
+    /* Reverse the back pointers into forward ones (from[] of the path's
+     * ends now point forward: next[start] = end), then walk forward. */
+    size_t end = n, next = NO_FROM;
+    while (end > 0) {
+        size_t start = w->from[end];
+        w->from[end] = next; /* end's successor on the path */
+        next = end;
+        end = start;
+    }
+    size_t a = 0, ustart = NO_FROM;
+    while (a < n) {
+        size_t b = next;
+        int32_t id = w->id[b];
+        next = w->from[b];
+        if (u->unk >= 0 && id == (int32_t)u->unk) {
+            if (ustart == NO_FROM)
+                ustart = a;
+        } else {
+            if (ustart != NO_FROM) {
+                rc = emit(u, s, ustart, a, -1, base, out);
+                ustart = NO_FROM;
+                if (rc < 0)
+                    goto fail;
+            }
+            rc = emit(u, s, a, b, id, base, out);
+            if (rc < 0)
+                goto fail;
+        }
+        a = b;
+    }
+    if (ustart != NO_FROM) {
+        rc = emit(u, s, ustart, n, -1, base, out);
+        if (rc < 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    out->n = n0;
+    return rc;
+}

@@ -1,0 +1,77 @@
+/* unigram.h -- the Unigram model of Hugging Face tokenizers (SentencePiece's
+ * unigram language model), standalone: a vocabulary of (piece, score),
+ * unk_id and byte_fallback; one pre-tokenized, normalized string in, ids
+ * and byte spans out, exactly as tokenizers' Unigram::tokenize (Rust,
+ * models/unigram/model.rs, the "optimized" Viterbi it uses by default).
+ * Internal to core/tokenizer/ (the tokenizer.json loader calls it).
+ *
+ * Must hold: the model is immutable after tv_unigram_new/_from_json and
+ * may be shared by any number of threads; a tv_uni_work and a tv_uni_toks
+ * belong to one thread at a time. Nothing here logs or touches files.
+ */
+#ifndef TOKVEC_UNIGRAM_H
+#define TOKVEC_UNIGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokvec_error.h"
+
+struct json_t;
+typedef struct tv_unigram tv_unigram;
+typedef struct tv_uni_work tv_uni_work;
+
+/* Tokens appended by tv_unigram_encode: token i is id[i], its text the
+ * bytes start[i]..end[i] of the caller's coordinates (base + offset in the
+ * string). Byte-fallback tokens of one unknown stretch all carry that
+ * stretch's span, as tokenizers does. Grown, never shrunk; n = 0 empties. */
+typedef struct tv_uni_toks {
+    int32_t *id;
+    size_t *start, *end;
+    size_t n, cap;
+} tv_uni_toks;
+
+/* A model from n pieces (piece[i]: len[i] bytes of valid UTF-8, any bytes
+ * but not all need be distinct: the last of equal pieces wins, as in
+ * tokenizers) with scores; unk_id < 0 for none; n < 2^24. 0,
+ * TOKVEC_E_INVAL (unk_id out of range, n too large, a piece not UTF-8) or
+ * -ENOMEM. */
+int tv_unigram_new(const unsigned char *const *piece, const size_t *len,
+                   const double *score, size_t n, int64_t unk_id,
+                   int byte_fallback, tv_unigram **out) TOKVEC_MUST_CHECK;
+
+/* A model from a tokenizer.json "model" object of type Unigram: "vocab"
+ * [[piece, score], ...], "unk_id" (null or an index), "byte_fallback".
+ * 0, TOKVEC_E_TOKENIZER with a one-line reason in err (errlen bytes with
+ * the NUL; err may be NULL), or -ENOMEM. */
+int tv_unigram_from_json(const struct json_t *model, tv_unigram **out,
+                         char *err, size_t errlen) TOKVEC_MUST_CHECK;
+
+void tv_unigram_free(tv_unigram *u);
+
+size_t tv_unigram_size(const tv_unigram *u); /* pieces, ids 0..size-1 */
+int64_t tv_unigram_unk(const tv_unigram *u); /* unk_id or -1 */
+/* token_to_id: the id of exactly these bytes, or -1. */
+int32_t tv_unigram_id(const tv_unigram *u, const unsigned char *s, size_t n);
+/* id_to_token: the piece's bytes (*len set) and score; NULL past the end. */
+const unsigned char *tv_unigram_piece(const tv_unigram *u, int32_t id,
+                                      size_t *len, double *score);
+
+/* Working memory of one thread (grows to ~28 bytes per byte of the longest
+ * string encoded); NULL when out of memory. */
+tv_uni_work *tv_uni_work_new(void);
+void tv_uni_work_free(tv_uni_work *w);
+
+/* Encodes s[0..n) (one pre-tokenized string) and appends its tokens to
+ * out, spans offset by base. Bytes that are not UTF-8 count as characters
+ * of one byte (tokenizers never passes such strings). 0, -ENOMEM,
+ * TOKVEC_E_TOKENIZER when a character is unknown and the model has no
+ * unk_id (tokenizers' MissingUnkId: the whole encode fails there too). On
+ * error out->n is as before the call. */
+int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
+                      const unsigned char *s, size_t n, size_t base,
+                      tv_uni_toks *out) TOKVEC_MUST_CHECK;
+
+void tv_uni_toks_free(tv_uni_toks *t);
+
+#endif

@@ -1,0 +1,281 @@
+/* test_unigram.c -- the Unigram model (core/tokenizer/unigram.c): the
+ * Viterbi's choices, ties, unknown characters fused and scored, byte
+ * fallback, the missing unk_id, the tokenizer.json "model" object and its
+ * scores read as serde_json reads them, and a run of unknown characters
+ * and one long word costing no more per byte than text (timed, generous).
+ * Exactness against Hugging Face tokenizers itself is make unigram-oracle.
+ */
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "unigram.h"
+
+static tv_unigram *make(const char **p, const double *s, size_t n, int64_t unk,
+                        int bf)
+{
+    const unsigned char *pp[64];
+    size_t len[64];
+    tv_unigram *u = NULL;
+    for (size_t i = 0; i < n; i++) {
+        pp[i] = (const unsigned char *)p[i];
+        len[i] = strlen(p[i]);
+    }
+    assert_int_equal(tv_unigram_new(pp, len, s, n, unk, bf, &u), 0);
+    return u;
+}
+
+/* Encodes text; ids into got (n returned), spans checked to tile it. */
+static size_t enc(const tv_unigram *u, const char *text, int32_t *got,
+                  size_t *start, size_t *end)
+{
+    tv_uni_work *w = tv_uni_work_new();
+    tv_uni_toks t = {0};
+    assert_non_null(w);
+    assert_int_equal(tv_unigram_encode(u, w, (const unsigned char *)text,
+                                       strlen(text), 0, &t),
+                     0);
+    for (size_t i = 0; i < t.n; i++) {
+        got[i] = t.id[i];
+        if (start)
+            start[i] = t.start[i];
+        if (end)
+            end[i] = t.end[i];
+    }
+    size_t n = t.n;
+    tv_uni_toks_free(&t);
+    tv_uni_work_free(w);
+    return n;
+}
+
+/* tokenizers' own doc example: "abcdacdxx" -> abcd, a, cd, xx (xx one
+ * fused unknown). */
+static void best_path_and_fused_unknowns_as_tokenizers_doc(void **state)
+{
+    (void)state;
+    const char *p[] = {"<unk>", "a", "b", "c", "d", "cd", "ab", "abc", "abcd"};
+    const double s[] = {0, 0, 0, 0, 0, 1, 2, 5, 10};
+    tv_unigram *u = make(p, s, 9, 0, 0);
+    int32_t ids[16];
+    size_t st[16], en[16];
+    size_t n = enc(u, "abcdacdxx", ids, st, en);
+    assert_int_equal(n, 4);
+    int32_t want[] = {8, 1, 5, 0};
+    assert_memory_equal(ids, want, sizeof want);
+    assert_int_equal(st[3], 7);
+    assert_int_equal(en[3], 9);
+    tv_unigram_free(u);
+}
+
+/* Equal path scores: the first candidate to reach a position stays (the
+ * earlier start, then the shorter piece). */
+static void ties_keep_the_first_candidate(void **state)
+{
+    (void)state;
+    const char *p[] = {"<unk>", "a", "aa"};
+    const double s[] = {0, -1, -2};
+    tv_unigram *u = make(p, s, 3, 0, 0);
+    int32_t ids[8];
+    /* a+aa and aa+a tie at -3; the node at 3 came from start 1 first */
+    assert_int_equal(enc(u, "aaa", ids, NULL, NULL), 2);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    tv_unigram_free(u);
+}
+
+/* An unknown character scores min - 10; a fused stretch is looked up
+ * whole, so with high scores it can be a piece of its own. */
+static void fused_unknowns_are_looked_up_whole(void **state)
+{
+    (void)state;
+    const char *p[] = {"<unk>", "xy", "a"};
+    const double s[] = {50, 30, 40};
+    tv_unigram *u = make(p, s, 3, 0, 0);
+    int32_t ids[8];
+    /* unknown x + unknown y: 2 * (30 - 10) = 40 > 30 for "xy" */
+    assert_int_equal(enc(u, "xy", ids, NULL, NULL), 1);
+    assert_int_equal(ids[0], 1);
+    tv_unigram_free(u);
+}
+
+static void byte_fallback_spells_unknowns_in_bytes(void **state)
+{
+    (void)state;
+    const char *p[] = {"<unk>", "a", "<0xC3>", "<0xA9>", "<0x21>"};
+    const double s[] = {0, -1, 0, 0, 0};
+    tv_unigram *u = make(p, s, 5, 0, 1);
+    int32_t ids[8];
+    size_t st[8], en[8];
+    /* é is C3 A9: both bytes present, one span for both */
+    size_t n = enc(u, "a\xC3\xA9", ids, st, en);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[1], 2);
+    assert_int_equal(ids[2], 3);
+    assert_int_equal(st[1], 1);
+    assert_int_equal(st[2], 1);
+    assert_int_equal(en[2], 3);
+    /* é and ☃ (E2 98 83, no such bytes) are one stretch: all of it unk */
+    n = enc(u,
+            "\xC3\xA9\xE2\x98\x83"
+            "a",
+            ids, st, en);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(en[0], 5);
+    assert_int_equal(ids[1], 1);
+    tv_unigram_free(u);
+}
+
+static void missing_unk_id_fails_only_on_unknowns(void **state)
+{
+    (void)state;
+    const char *p[] = {"a", "b"};
+    const double s[] = {-1, -1};
+    tv_unigram *u = make(p, s, 2, -1, 0);
+    tv_uni_work *w = tv_uni_work_new();
+    tv_uni_toks t = {0};
+    assert_int_equal(
+        tv_unigram_encode(u, w, (const unsigned char *)"ab", 2, 0, &t), 0);
+    assert_int_equal(t.n, 2);
+    assert_int_equal(tv_unigram_encode(u, w, (const unsigned char *)"az", 2, 0,
+                                       &t),
+                     TOKVEC_E_TOKENIZER);
+    assert_int_equal(t.n, 2); /* untouched */
+    tv_uni_toks_free(&t);
+    tv_uni_work_free(w);
+    tv_unigram_free(u);
+}
+
+static int from_json(const char *text, tv_unigram **u, char *err)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    int rc = tv_unigram_from_json(j, u, err, 128);
+    json_decref(j);
+    return rc;
+}
+
+static void model_object_rules_are_tokenizers(void **state)
+{
+    (void)state;
+    char err[128];
+    tv_unigram *u = NULL;
+    assert_int_equal(from_json("{\"type\":\"Unigram\",\"unk_id\":1,"
+                               "\"vocab\":[[\"a\",-1],[\"<unk>\",0.0]],"
+                               "\"byte_fallback\":false}",
+                               &u, err),
+                     0);
+    assert_int_equal(tv_unigram_size(u), 2);
+    assert_int_equal(tv_unigram_unk(u), 1);
+    assert_int_equal(tv_unigram_id(u, (const unsigned char *)"a", 1), 0);
+    tv_unigram_free(u);
+    static const char *bad[] = {
+        "{\"type\":\"BPE\",\"vocab\":[]}",
+        "{\"vocab\":[[\"a\",-1]],\"unk_id\":1}",
+        "{\"vocab\":[],\"unk_id\":0}",
+        "{\"vocab\":[[\"a\"]]}",
+        "{\"vocab\":[[\"a\",\"x\"]]}",
+        "{\"vocab\":[[\"a\",1]],\"unk_id\":-1}",
+        "{\"vocab\":[[\"a\",1]],\"byte_fallback\":1}",
+        "{\"unk_id\":null}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(from_json(bad[i], &u, err), TOKVEC_E_TOKENIZER);
+        assert_null(u);
+        assert_true(err[0] != 0);
+    }
+    /* no unk_id and no vocabulary: loads (and fails on any text) */
+    assert_int_equal(from_json("{\"vocab\":[]}", &u, err), 0);
+    tv_unigram_free(u);
+}
+
+/* serde_json (tokenizers' parser) reads -9.355305671691895 as the digits
+ * 9355305671691895 / 1e15, one ulp from the correctly rounded value. */
+static void scores_are_read_as_serde_json_reads_them(void **state)
+{
+    (void)state;
+    char err[128];
+    tv_unigram *u = NULL;
+    assert_int_equal(from_json("{\"vocab\":[[\"a\",-9.355305671691895],"
+                               "[\"b\",-0.5]]}",
+                               &u, err),
+                     0);
+    double s = 0;
+    assert_non_null(tv_unigram_piece(u, 0, NULL, &s));
+    volatile double sig = 9355305671691895.0, p = 1e15;
+    assert_true(s == -(sig / p));
+    assert_true(s != -9.355305671691895);
+    assert_non_null(tv_unigram_piece(u, 1, NULL, &s));
+    assert_true(s == -0.5);
+    tv_unigram_free(u);
+}
+
+static double secs(const tv_unigram *u, tv_uni_work *w, const char *s,
+                   size_t n)
+{
+    tv_uni_toks t = {0};
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(
+        tv_unigram_encode(u, w, (const unsigned char *)s, n, 0, &t), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    tv_uni_toks_free(&t);
+    return (double)(b.tv_sec - a.tv_sec) +
+           (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+/* 4 MB of unknown characters, of one letter, of text: linear, and the
+ * first two no slower per byte than text (within a generous factor). */
+static void long_runs_cost_what_text_costs(void **state)
+{
+    (void)state;
+    const char *p[] = {"<unk>", "a", "aa", "aaaa", "aaaaaaaa", "the",
+                       " ",     "t", "h",  "e",    " the",     "q",
+                       "u",     "i", "c",  "k"};
+    const double s[] = {0,  -1, -1.5, -2, -2.5, -3, -1, -2,
+                        -2, -2, -2.5, -4, -4,   -4, -4, -4};
+    tv_unigram *u = make(p, s, 16, 0, 0);
+    tv_uni_work *w = tv_uni_work_new();
+    size_t n = 4 << 20;
+    char *a = malloc(n), *x = malloc(n), *t = malloc(n);
+    assert_true(a && x && t);
+    memset(a, 'a', n);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (char)(i % 3 == 0 ? 0xE2 : i % 3 == 1 ? 0x98 : 0x83);
+        t[i] = " the quick"[i % 10];
+    }
+    double tt = secs(u, w, t, n), ta = secs(u, w, a, n);
+    double tx = secs(u, w, x, n - n % 3);
+    assert_true(ta < 4 * tt + 0.05);
+    assert_true(tx < 4 * tt + 0.05);
+    free(a);
+    free(x);
+    free(t);
+    tv_uni_work_free(w);
+    tv_unigram_free(u);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(best_path_and_fused_unknowns_as_tokenizers_doc),
+        cmocka_unit_test(ties_keep_the_first_candidate),
+        cmocka_unit_test(fused_unknowns_are_looked_up_whole),
+        cmocka_unit_test(byte_fallback_spells_unknowns_in_bytes),
+        cmocka_unit_test(missing_unk_id_fails_only_on_unknowns),
+        cmocka_unit_test(model_object_rules_are_tokenizers),
+        cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
+        cmocka_unit_test(long_runs_cost_what_text_costs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

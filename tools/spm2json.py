@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""spm2json.py -- a SentencePiece .model (protobuf) as a tokenizer.json.
+
+    python3 tools/spm2json.py MODEL.model > tokenizer.json
+
+Laid out as Hugging Face transformers' SpmConverter lays out a plain
+Unigram model (convert_slow_tokenizer.py, today's version):
+  normalizer    Sequence[Precompiled(charsmap) when the model has one,
+                Strip(right), Replace(Regex " {2,}" -> "▁")] -- the last two
+                only when normalizer_spec.remove_extra_whitespaces (the
+                default), which is what they stand for;
+  pre_tokenizer Metaspace("▁", prepend_scheme "always" when
+                normalizer_spec.add_dummy_prefix (the default), else
+                "never", split true);
+  model         Unigram(vocab [[piece, score]...], unk_id from trainer_spec,
+                byte_fallback from trainer_spec);
+  decoder       Metaspace, after ByteFallback when byte_fallback is on;
+  added_tokens  CONTROL (special) and USER_DEFINED pieces, normalized false.
+Only the standard library: the protobuf wire format is read by hand
+(fields of sentencepiece_model.proto: ModelProto 1 pieces, 2 trainer_spec,
+3 normalizer_spec; SentencePiece 1 piece, 2 score (float), 3 type;
+TrainerSpec 3 model_type, 35 byte_fallback, 40 unk_id; NormalizerSpec 2
+precompiled_charsmap, 3 add_dummy_prefix, 4 remove_extra_whitespaces).
+Exit 1 with a message for a file that is not such a model, or for a model
+type other than Unigram.
+"""
+import base64
+import json
+import struct
+import sys
+
+
+def varint(b, i):
+    v = shift = 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise ValueError("truncated varint")
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def fields(b):
+    """(field number, wire type, value) of one message's bytes."""
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(b, i)
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("unsupported wire type %d" % wt)
+        if i > len(b):
+            raise ValueError("truncated field %d" % num)
+        yield num, wt, v
+
+
+def signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def parse(data):
+    pieces, trainer, norm = [], {}, {}
+    for num, wt, v in fields(data):
+        if num == 1 and wt == 2:
+            p = {"piece": "", "score": 0.0, "type": 1}
+            for n2, w2, v2 in fields(v):
+                if n2 == 1 and w2 == 2:
+                    p["piece"] = v2.decode("utf-8")
+                elif n2 == 2 and w2 == 5:
+                    p["score"] = struct.unpack("<f", v2)[0]
+                elif n2 == 3 and w2 == 0:
+                    p["type"] = v2
+            pieces.append(p)
+        elif num == 2 and wt == 2:
+            for n2, w2, v2 in fields(v):
+                if w2 == 0:
+                    trainer[n2] = v2
+        elif num == 3 and wt == 2:
+            for n2, w2, v2 in fields(v):
+                norm[n2] = v2
+    return pieces, trainer, norm
+
+
+def convert(data):
+    pieces, trainer, norm = parse(data)
+    if trainer.get(3, 1) != 1:
+        raise ValueError("model_type %d: only Unigram (1) is converted"
+                         % trainer.get(3, 1))
+    unk_id = signed(trainer.get(40, 0))
+    byte_fallback = bool(trainer.get(35, 0))
+    charsmap = norm.get(2, b"")
+    dummy = bool(norm.get(3, 1))
+    extra_ws = bool(norm.get(4, 1))
+    seq = []
+    if charsmap:
+        seq.append({"type": "Precompiled",
+                    "precompiled_charsmap":
+                        base64.b64encode(charsmap).decode("ascii")})
+    if extra_ws:
+        seq.append({"type": "Strip", "strip_left": False,
+                    "strip_right": True})
+        seq.append({"type": "Replace", "pattern": {"Regex": " {2,}"},
+                    "content": "\u2581"})
+    scheme = "always" if dummy else "never"
+    meta = {"type": "Metaspace", "replacement": "\u2581",
+            "prepend_scheme": scheme, "split": True}
+    decoder = dict(meta)
+    if byte_fallback:
+        decoder = {"type": "Sequence",
+                   "decoders": [{"type": "ByteFallback"}, dict(meta)]}
+    added = [{"id": i, "content": p["piece"], "single_word": False,
+              "lstrip": False, "rstrip": False, "normalized": False,
+              "special": p["type"] == 3}
+             for i, p in enumerate(pieces) if p["type"] in (3, 4)]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": seq},
+        "pre_tokenizer": meta,
+        "post_processor": None,
+        "decoder": decoder,
+        "model": {"type": "Unigram",
+                  "unk_id": unk_id if unk_id >= 0 else None,
+                  "vocab": [[p["piece"], p["score"]] for p in pieces],
+                  "byte_fallback": byte_fallback},
+    }
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: spm2json.py MODEL.model > tokenizer.json\n")
+        return 2
+    try:
+        with open(sys.argv[1], "rb") as f:
+            tj = convert(f.read())
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        sys.stderr.write("spm2json: %s: %s\n" % (sys.argv[1], e))
+        return 1
+    json.dump(tj, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
