@@ -258,7 +258,8 @@ test:
 	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total \
 	   $$([ $$rc -eq 0 ] || echo --steps-failed) || rc=1; exit $$rc
 
-test-suites: unit e2e float-random tokenizer-oracle sanitize-test
+test-suites: unit e2e float-random tokenizer-oracle unigram-oracle \
+             sanitize-test
 
 # The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
 # package playwright-core pinned in tests/browser/package-lock.json (npm ci
