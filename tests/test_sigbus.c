@@ -1,9 +1,9 @@
-/* test_sigbus.c -- server/runtime/sigbus.c: each table the server opens registers
- * its mappings with a fatal line prepared for each -- the table for a
- * single file, the shard (not the index) for a sharded checkpoint -- and
- * the lines go with the table (after a reload, once its last reference
- * does). The handler itself (a real SIGBUS, one line, death by signal 7)
- * is tested end to end: tests/e2e/test_server.py, Faults.
+/* test_sigbus.c -- server/runtime/sigbus.c: each table the server opens
+ * registers its mappings with a fatal line prepared for each -- the table for
+ * a single file, the shard (not the index) for a sharded checkpoint -- and the
+ * lines go with the table (after a reload, once its last reference does). The
+ * handler itself (a real SIGBUS, one line, death by signal 7) is tested end to
+ * end: tests/e2e/test_server.py, Faults.
  */
 #include <stdarg.h>
 #include <stddef.h>
