@@ -10,6 +10,9 @@
  * Reads the immutable table only: any number of threads at once.
  */
 #include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -128,6 +131,14 @@ static void prefetch_bytes(const void *p, size_t n)
 static const float *row_chunk(const tokvec_row *r, size_t c, size_t k,
                               float *scratch)
 {
+    if (r->weighted) { /* Model2Vec: stored * weight, rounded once */
+        size_t esz = tokvec_dtype_size(r->dtype);
+        tokvec_widen(r->dtype, (const unsigned char *)r->data + c * esz,
+                     scratch, k);
+        for (size_t i = 0; i < k; i++)
+            scratch[i] = (float)((double)scratch[i] * r->weight);
+        return scratch;
+    }
     if (r->qtype != TOKVEC_Q_NONE) {
         size_t values, bytes;
         (void)tokvec_qtype_block(r->qtype, &values, &bytes);
@@ -214,5 +225,62 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
             tokvec_narrow(od, sum, o + ((size_t)i * D + c) * osz, k);
         }
     }
+    return 0;
+}
+
+int tokvec_embed_mean(const tokvec_table *t, const int64_t *ids, int64_t n,
+                      int64_t start_position, int64_t k, unsigned flags,
+                      float *out)
+{
+    const int64_t D = t ? t->info.dim : 0;
+    float scratch[SCRATCH], pscratch[SCRATCH], sum[SCRATCH] = {0};
+    if (!t || n < 0 || (n > 0 && !ids) || k < 1 || k > D ||
+        (flags & ~(unsigned)(TOKVEC_MEAN_NORMALIZE | TOKVEC_MEAN_POSITIONS)))
+        return TOKVEC_E_INVAL;
+    int pos_on = (flags & TOKVEC_MEAN_POSITIONS) &&
+                 t->info.positional != TOKVEC_POS_NONE;
+    if (pos_on && n > 0) {
+        if (!t->pos && !t->sin_pos)
+            return TOKVEC_E_NO_POSITIONS;
+        if (start_position < 0 || start_position > t->info.context_length ||
+            n > t->info.context_length - start_position)
+            return TOKVEC_E_POSITION_RANGE;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= t->info.vocab_size)
+            return TOKVEC_E_TOKEN_RANGE;
+    double *acc = calloc((size_t)k, sizeof *acc);
+    if (!acc)
+        return -ENOMEM;
+    for (int64_t i = 0; i < n; i++) {
+        tokvec_row r = {0}, pr = {0};
+        int bad = tokvec_table_token_row(t, ids[i], &r) < 0 ||
+                  (pos_on &&
+                   tokvec_table_position_row(t, start_position + i, &pr) < 0);
+        assert(!bad); /* checked above */
+        (void)bad;
+        /* Whole chunks of the row (quantized rows: whole blocks), summed
+         * as far as k. */
+        for (size_t c = 0; c < (size_t)k; c += SCRATCH) {
+            size_t len = (size_t)D - c < SCRATCH ? (size_t)D - c : SCRATCH;
+            const float *v = row_chunk(&r, c, len, scratch);
+            if (pos_on) { /* the float32 sum tokvec_embed gives */
+                add_f32(sum, v, row_chunk(&pr, c, len, pscratch), len);
+                v = sum;
+            }
+            size_t use = (size_t)k - c < len ? (size_t)k - c : len;
+            for (size_t j = 0; j < use; j++)
+                acc[c + j] += (double)v[j];
+        }
+    }
+    double sq = 0;
+    for (int64_t j = 0; j < k; j++) {
+        acc[j] = n ? acc[j] / (double)n : 0.0;
+        sq += acc[j] * acc[j];
+    }
+    double norm = flags & TOKVEC_MEAN_NORMALIZE ? sqrt(sq) + 1e-32 : 1.0;
+    for (int64_t j = 0; j < k; j++)
+        out[j] = (float)(acc[j] / norm);
+    free(acc);
     return 0;
 }

@@ -27,7 +27,8 @@
     X(TOKVEC_E_METADATA, "bad __metadata__ value")                           \
     X(TOKVEC_E_SHARD_PATH, "shard path is outside the index's directory")    \
     X(TOKVEC_E_GGUF, "bad GGUF header or metadata")                          \
-    X(TOKVEC_E_TOKENIZER, "bad tokenizer file")
+    X(TOKVEC_E_TOKENIZER, "bad tokenizer file")                              \
+    X(TOKVEC_E_MODEL, "bad model directory")
 
 const char *tokvec_strerror(int code)
 {

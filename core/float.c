@@ -11,6 +11,7 @@
  * tools/check_floats --all. Pure functions, no state, no allocation: any
  * thread, any number at once.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,18 +29,22 @@
 
 size_t tokvec_dtype_size(tokvec_dtype d)
 {
-    return d == TOKVEC_F32 ? 4 : 2;
+    return d == TOKVEC_F32 ? 4 : d == TOKVEC_I8 ? 1 : 2;
 }
 
 const char *tokvec_dtype_name(tokvec_dtype d)
 {
-    return d == TOKVEC_F32 ? "F32" : d == TOKVEC_F16 ? "F16" : "BF16";
+    return d == TOKVEC_F32   ? "F32"
+           : d == TOKVEC_F16 ? "F16"
+           : d == TOKVEC_I8  ? "I8"
+                             : "BF16";
 }
 
 const char *tokvec_dtype_numpy_name(tokvec_dtype d)
 {
     return d == TOKVEC_F32   ? "float32"
            : d == TOKVEC_F16 ? "float16"
+           : d == TOKVEC_I8  ? "int8"
                              : "bfloat16";
 }
 
@@ -263,6 +268,11 @@ void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n)
         memcpy(dst, src, n * 4);
         return;
     }
+    if (from == TOKVEC_I8) { /* every int8 is a float32 exactly */
+        for (; i < n; i++)
+            dst[i] = (float)(signed char)p[i];
+        return;
+    }
     if (from == TOKVEC_BF16)
         i = widen_bf16_blocks(p, dst, n);
 #ifdef HAVE_F16C_PATH
@@ -275,6 +285,7 @@ void tokvec_widen(tokvec_dtype from, const void *src, float *dst, size_t n)
 void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n)
 {
     size_t i = 0;
+    assert(to != TOKVEC_I8); /* a stored dtype only, never an output */
     if (to == TOKVEC_F32) {
         memcpy(dst, src, n * 4);
         return;

@@ -68,6 +68,12 @@ struct tokvec_table {
     size_t row_bytes;                /* bytes of a token row */
     tokvec__rows tok_rows, pos_rows; /* pos_rows: learned only */
     int aligned; /* tok and pos are float32 rows, float-aligned */
+    /* Model2Vec rows (tokvec_table_opts' weights/mapping): NULL when
+     * absent; little-endian values, any alignment; weights_f64 says F64
+     * (else F32). Rows are then read through tokvec_table_token_row. */
+    const unsigned char *weights;
+    int weights_f64;
+    const unsigned char *mapping;
 };
 
 /* The contract's tensor names, NULL-terminated (table.c). */

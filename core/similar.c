@@ -67,9 +67,12 @@ static const float *row_f32(const tokvec_similar *s, int64_t id,
 {
     const tokvec_table *t = s->t;
     const tokvec__rows *rows = &t->tok_rows;
-    const unsigned char *p = rows->base + (size_t)id * rows->row_bytes;
-    if (rows->q == TOKVEC_Q_NONE && rows->dtype == TOKVEC_F32 &&
-        ((uintptr_t)p & 3u) == 0)
+    /* Model2Vec rows (mapping, weights) only through the row view. */
+    const unsigned char *p = t->mapping
+                                 ? NULL
+                                 : rows->base + (size_t)id * rows->row_bytes;
+    if (p && rows->q == TOKVEC_Q_NONE && rows->dtype == TOKVEC_F32 &&
+        !t->weights && ((uintptr_t)p & 3u) == 0)
         return (const float *)(const void *)p;
     tokvec_row r;
     if (tokvec_table_token_row(t, id, &r) < 0) { /* id < vocab: cannot */

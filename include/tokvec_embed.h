@@ -62,4 +62,31 @@ int tokvec_embed(const tokvec_table *t, const int64_t *ids, int64_t B,
                  int64_t S, int64_t start_position, unsigned flags,
                  void *out) TOKVEC_MUST_CHECK;
 
+/* tokvec_embed_mean flags */
+enum {
+    TOKVEC_MEAN_NORMALIZE = 1u << 0, /* v / (|v| + 1e-32) after the mean */
+    TOKVEC_MEAN_POSITIONS = 1u << 1, /* rows are tok + pos[start + i], as
+                                      * tokvec_embed gives them */
+};
+
+/* The sentence vector of n ids: out[0..k) = the mean of their token rows
+ * (tokvec_table_token_row's values, Model2Vec's weights and mapping
+ * included; with TOKVEC_MEAN_POSITIONS and a table with positions, the
+ * float32 sums tok + pos[start_position + i] that tokvec_embed gives),
+ * its first k components (1 <= k <= dim),
+ * then with TOKVEC_MEAN_NORMALIZE divided by (their Euclidean norm +
+ * 1e-32), as Model2Vec does (sentence-transformers' Normalize divides by
+ * max(norm, 1e-12): the same for every vector but zero, which both leave
+ * zero). n == 0 gives zeros. How it sums: every float32 row value is added
+ * into a double accumulator, id by id in order; the mean is that sum / n
+ * in double, the norm the square root of the double sum of the means'
+ * squares; each component is rounded to float32 once, at the end. So the
+ * answer is within an ulp or two of a float64 reference (numpy's mean of
+ * the rows in float64). 0, TOKVEC_E_INVAL (k, n), TOKVEC_E_TOKEN_RANGE
+ * (an id outside [0, vocab_size)), TOKVEC_E_POSITION_RANGE, or -ENOMEM;
+ * nothing written on error. Any thread. */
+int tokvec_embed_mean(const tokvec_table *t, const int64_t *ids, int64_t n,
+                      int64_t start_position, int64_t k, unsigned flags,
+                      float *out) TOKVEC_MUST_CHECK;
+
 #endif

@@ -40,6 +40,7 @@ enum {
     TOKVEC_E_SHARD_PATH = -30618,     /* shard outside the index's dir */
     TOKVEC_E_GGUF = -30619,           /* bad GGUF header or metadata */
     TOKVEC_E_TOKENIZER = -30620,      /* tokenizer file malformed */
+    TOKVEC_E_MODEL = -30621,          /* model directory malformed */
 };
 
 /* A static string for any code this library returns (never NULL). */

@@ -14,13 +14,17 @@ typedef enum {
     TOKVEC_F32 = 0,
     TOKVEC_F16 = 1,
     TOKVEC_BF16 = 2,
+    /* Stored rows only (Model2Vec's int8 tables, used as stored, no
+     * scale): widened exactly, never an output (tokvec_narrow asserts),
+     * never parsed by tokvec_dtype_parse. */
+    TOKVEC_I8 = 3,
 } tokvec_dtype;
 
-/* Bytes per element: 4, 2, 2. */
+/* Bytes per element: 4, 2, 2, 1. */
 size_t tokvec_dtype_size(tokvec_dtype d);
-/* safetensors spelling: "F32", "F16", "BF16". */
+/* safetensors spelling: "F32", "F16", "BF16", "I8". */
 const char *tokvec_dtype_name(tokvec_dtype d);
-/* numpy/HTTP spelling: "float32", "float16", "bfloat16". */
+/* numpy/HTTP spelling: "float32", "float16", "bfloat16", "int8". */
 const char *tokvec_dtype_numpy_name(tokvec_dtype d);
 /* Accepts f32|float32|F32, f16|float16|F16, bf16|bfloat16|BF16. */
 int tokvec_dtype_parse(const char *s, tokvec_dtype *out);

@@ -56,6 +56,10 @@
  *   in type; info.dtype is then float32. Shapes are in numpy order
  *   ([n_vocab, n_embd]: GGUF lists dims fastest first).
  *
+ *  Model2Vec tables (opts->weights_tensor / mapping_tensor, see below):
+ *   the token tensor may also be I8 (int8 values used as stored, no
+ *   scale; rows widened exactly) -- safetensors files only.
+ *
  *  A file that is none of these (no .npy or GGUF magic, and a length prefix
  *  beyond the file without '{' at byte 8) is TOKVEC_E_FORMAT, "not a
  *  safetensors, .npy or GGUF file".
@@ -122,6 +126,18 @@ typedef struct tokvec_table_opts {
     tokvec_positional positional; /* AUTO (0) unless forced */
     int64_t context_length;       /* sinusoidal; 0 = metadata, else 1024 */
     unsigned flags;               /* TOKVEC_TABLE_* above; 0 for serving */
+    /* Model2Vec's vocabulary-quantized rows (safetensors only; NULL: none):
+     * weights_tensor names a 1-D [V] F64 or F32 tensor, mapping_tensor a
+     * 1-D [V] I32 tensor whose every value is a row of the token tensor
+     * (checked at open). A name given but absent from the file is no
+     * error (the layout's tensors are optional). With either, id's row is
+     *   tok[mapping[id]] * weights[id]   (mapping: id itself when absent;
+     *                                     weights: 1 when absent)
+     * computed in double from the stored value and rounded once to
+     * float32 -- numpy's float64 product of Model2Vec, rounded; vocab_size
+     * is V (K, the stored rows, without mapping: then V must equal K). */
+    const char *weights_tensor;
+    const char *mapping_tensor;
     char *errbuf;  /* optional: one-line reason on failure ... */
     size_t errlen; /* ... of at most errlen bytes including the NUL */
 } tokvec_table_opts;
@@ -143,6 +159,13 @@ typedef struct tokvec_table_info {
      * (rows are dequantized) and GGUF files whose two tables differ. */
     const char *token_dtype;
     const char *position_dtype; /* NULL unless LEARNED */
+    /* Model2Vec rows (opts' weights_tensor / mapping_tensor found): their
+     * names (NULL when absent), the weights' dtype ("F64", "F32"), and the
+     * stored rows K of the token tensor (= vocab_size without mapping). */
+    const char *weights_tensor;
+    const char *weights_dtype;
+    const char *mapping_tensor;
+    int64_t stored_rows;
 } tokvec_table_info;
 
 typedef struct tokvec_tensor {
@@ -172,6 +195,11 @@ typedef struct tokvec_row {
      * points at them) and dtype is TOKVEC_F32, what they dequantize to:
      * read it with tokvec_row_to_f32, never as dtype values. */
     tokvec_qtype qtype;
+    /* Model2Vec weights: when weighted, the row's values are
+     * float32((double)stored * weight), one rounding (tokvec_row_to_f32
+     * does it): never read data as the row's values then. */
+    int weighted;
+    double weight;
 } tokvec_row;
 
 /* Opens and validates path. On success *out is a new handle (close with
@@ -224,7 +252,8 @@ int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
                               tokvec_row *out) TOKVEC_MUST_CHECK;
 
 /* Widens (or dequantizes) a row to float32 exactly into
- * dst[0..row->dim-1]. */
+ * dst[0..row->dim-1]; a weighted row's values are then multiplied by its
+ * weight in double and rounded once. */
 void tokvec_row_to_f32(const tokvec_row *row, float *dst);
 
 #endif

@@ -610,7 +610,7 @@ static void help_prints_every_setting_to_stdout(void **state)
             fail_msg("--help lacks %s or %s", flag, env);
         count++;
     }
-    assert_int_equal(count, 29);
+    assert_int_equal(count, 33);
     assert_non_null(strstr(text, "TOKVEC_CONFIG"));
     assert_non_null(strstr(text, "ignored"));
     assert_non_null(strstr(text, "16MiB"));

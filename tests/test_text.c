@@ -196,7 +196,8 @@ static void embed_text_windows_hold_targets_shifted_by_one(void **state)
     rows(&r, t, 1);
     r.text.max_length = 4;
     r.text.stride = 4;
-    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), 0);
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, NULL, &LIM, &r, &e),
+                     0);
     assert_int_equal(r.batch, 2); /* 10 tokens: windows at 0 and 4 */
     assert_int_equal(r.seq, 4);
     const int64_t want[8] = {40, 367, 2885, 1464, 1807, 3619, 402, 271};
@@ -215,13 +216,15 @@ static void embed_text_truncates_pads_or_is_ragged(void **state)
     tv_error e;
     const char *t[] = {"one two three four", "one"};
     rows(&r, t, 2);
-    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), -1);
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, NULL, &LIM, &r, &e),
+                     -1);
     assert_string_equal(e.type, "ragged_batch");
     tv_request_free(&r);
     rows(&r, t, 2);
     r.has_pad = 1;
     r.pad_id = 7;
-    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), 0);
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, NULL, &LIM, &r, &e),
+                     0);
     assert_int_equal(r.seq, 4);
     assert_int_equal(r.ids[5], 7);
     tv_request_free(&r);
@@ -229,7 +232,8 @@ static void embed_text_truncates_pads_or_is_ragged(void **state)
     r.text.truncate = 1;
     r.text.left = 1;
     r.start_position = 1022; /* two positions left */
-    assert_int_equal(tv_embed_text_resolve(gpt2, table, &LIM, &r, &e), 0);
+    assert_int_equal(tv_embed_text_resolve(gpt2, table, NULL, &LIM, &r, &e),
+                     0);
     assert_int_equal(r.seq, 2);
     assert_int_equal(r.ids[0], 1115); /* " three" */
     tv_request_free(&r);

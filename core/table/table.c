@@ -209,19 +209,25 @@ static int row_format(const tokvec_table_opts *o, const char *path,
                       const tokvec__tensor *x, int allow_quant,
                       tokvec__rows *r)
 {
+    /* Model2Vec tables (weights/mapping named) may store int8 rows. */
+    int model_rows = !allow_quant && (o->weights_tensor || o->mapping_tensor);
     if (x->ndim != 2)
         return tokvec__fail(o, path, TOKVEC_E_RANK,
                             "tensor '%s' is %d-D, not 2-D", x->name, x->ndim);
     r->q = TOKVEC_Q_NONE;
-    if (tokvec_dtype_parse(x->dtype, &r->dtype) < 0 || strlen(x->dtype) > 4) {
+    if (model_rows && !strcmp(x->dtype, "I8")) {
+        r->dtype = TOKVEC_I8;
+    } else if (tokvec_dtype_parse(x->dtype, &r->dtype) < 0 ||
+               strlen(x->dtype) > 4) {
         if (!allow_quant || tokvec_qtype_parse(x->dtype, &r->q) < 0)
             return tokvec__fail(o, path, TOKVEC_E_DTYPE,
                                 "tensor '%s' has dtype %s; embeddings must "
                                 "be F32, F16 or BF16%s",
                                 x->name, x->dtype,
-                                allow_quant ? " or Q8_0, Q4_0, Q4_1, Q5_0, "
-                                              "Q5_1, Q4_K, Q5_K, Q6_K"
-                                            : "");
+                                allow_quant  ? " or Q8_0, Q4_0, Q4_1, Q5_0, "
+                                               "Q5_1, Q4_K, Q5_K, Q6_K"
+                                : model_rows ? " or I8"
+                                             : "");
         r->dtype = TOKVEC_F32;
     }
     if (x->shape[0] == 0 || x->shape[1] == 0)
@@ -423,6 +429,78 @@ static int positions(tokvec_table *t, const tokvec_table_opts *o,
     return 0;
 }
 
+/* A 1-D tensor of n values named name (opts' weights or mapping), or
+ * NULL when the file has none; dtype one of the two given. */
+static int vector_of(tokvec_table *t, const tokvec_table_opts *o,
+                     const char *path, const char *name, const char *dt1,
+                     const char *dt2, const tokvec__tensor **out)
+{
+    *out = name ? tokvec__find_tensor(t, name, -1) : NULL;
+    const tokvec__tensor *x = *out;
+    if (!x)
+        return 0;
+    if (x->ndim != 1)
+        return tokvec__fail(o, path, TOKVEC_E_RANK,
+                            "tensor '%s' is %d-D, not 1-D [vocab_size]",
+                            x->name, x->ndim);
+    if (strcmp(x->dtype, dt1) && (!dt2 || strcmp(x->dtype, dt2)))
+        return tokvec__fail(o, path, TOKVEC_E_DTYPE,
+                            "tensor '%s' has dtype %s, not %s%s%s", x->name,
+                            x->dtype, dt1, dt2 ? " or " : "", dt2 ? dt2 : "");
+    return 0;
+}
+
+/* Model2Vec's weights [V] and mapping [V] (every value < K): vocab_size
+ * becomes V. Each mapping value is checked here, once, so a row view
+ * never reads past the token tensor. */
+static int model_rows(tokvec_table *t, const tokvec_table_opts *o,
+                      const char *path, const tokvec__tensor *tok)
+{
+    const tokvec__tensor *w, *m;
+    int64_t K = tok->shape[0];
+    int rc = vector_of(t, o, path, o->weights_tensor, "F64", "F32", &w);
+    if (rc >= 0)
+        rc = vector_of(t, o, path, o->mapping_tensor, "I32", NULL, &m);
+    if (rc < 0)
+        return rc;
+    t->info.stored_rows = K;
+    if (w && m && w->shape[0] != m->shape[0])
+        return tokvec__fail(o, path, TOKVEC_E_MISMATCH,
+                            "tensor '%s' has %" PRId64
+                            " values, '%s' has %" PRId64
+                            ": both must be one per token",
+                            w->name, w->shape[0], m->name, m->shape[0]);
+    if (w && !m && w->shape[0] != K)
+        return tokvec__fail(o, path, TOKVEC_E_MISMATCH,
+                            "tensor '%s' has %" PRId64 " values but '%s' "
+                            "has %" PRId64 " rows (and there is no '%s')",
+                            w->name, w->shape[0], tok->name, K,
+                            o->mapping_tensor ? o->mapping_tensor : "mapping");
+    if (m) {
+        for (int64_t i = 0; i < m->shape[0]; i++) {
+            const unsigned char *p = m->data + 4 * (size_t)i;
+            int32_t v = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                  (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+            if (v < 0 || v >= K)
+                return tokvec__fail(o, path, TOKVEC_E_OFFSETS,
+                                    "tensor '%s'[%" PRId64 "] is %" PRId32
+                                    ", not a row of '%s' [0, %" PRId64 ")",
+                                    m->name, i, v, tok->name, K);
+        }
+        t->mapping = m->data;
+        t->info.mapping_tensor = m->name;
+        t->info.vocab_size = m->shape[0];
+    }
+    if (w) {
+        t->weights = w->data;
+        t->weights_f64 = !strcmp(w->dtype, "F64");
+        t->info.weights_tensor = w->name;
+        t->info.weights_dtype = w->dtype;
+        t->info.vocab_size = w->shape[0];
+    }
+    return 0;
+}
+
 int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
                       tokvec_table **out)
 {
@@ -457,12 +535,17 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     t->info.token_dtype = tok->dtype;
     t->tok = tok->data;
     t->row_bytes = t->tok_rows.row_bytes;
-    rc = positions(t, o, t->path, tok, pos);
+    t->info.stored_rows = tok->shape[0];
+    if (!t->gguf && (o->weights_tensor || o->mapping_tensor))
+        rc = model_rows(t, o, t->path, tok);
+    if (rc >= 0)
+        rc = positions(t, o, t->path, tok, pos);
     if (rc < 0)
         goto out;
     /* The dtype of the rows: as stored, or float32 for quantized tables
      * and for GGUF files whose two tables differ (all widened). */
     int plain = t->tok_rows.q == TOKVEC_Q_NONE &&
+                t->tok_rows.dtype != TOKVEC_I8 && !t->weights && !t->mapping &&
                 (!t->pos || (t->pos_rows.q == TOKVEC_Q_NONE &&
                              t->pos_rows.dtype == t->tok_rows.dtype));
     t->info.dtype = plain ? t->tok_rows.dtype : TOKVEC_F32;
@@ -573,13 +656,36 @@ static void row_view(const tokvec__rows *r, int64_t i, int64_t dim,
     out->dtype = r->dtype;
     out->nbytes = r->row_bytes;
     out->qtype = r->q;
+    out->weighted = 0;
+    out->weight = 1.0;
+}
+
+static uint64_t le_bytes(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
 }
 
 int tokvec_table_token_row(const tokvec_table *t, int64_t id, tokvec_row *out)
 {
     if (id < 0 || id >= t->info.vocab_size)
         return TOKVEC_E_TOKEN_RANGE;
-    row_view(&t->tok_rows, id, t->info.dim, out);
+    /* Model2Vec: mapping's values were checked at open (all < K). */
+    int64_t row = t->mapping ? (int32_t)(uint32_t)le_bytes(
+                                   t->mapping + 4 * (size_t)id, 4)
+                             : id;
+    row_view(&t->tok_rows, row, t->info.dim, out);
+    if (t->weights && t->weights_f64) {
+        uint64_t b = le_bytes(t->weights + 8 * (size_t)id, 8);
+        memcpy(&out->weight, &b, sizeof out->weight);
+        out->weighted = 1;
+    } else if (t->weights) {
+        uint32_t b = (uint32_t)le_bytes(t->weights + 4 * (size_t)id, 4);
+        out->weight = tokvec_f32_from_bits(b);
+        out->weighted = 1;
+    }
     return 0;
 }
 
@@ -598,6 +704,8 @@ int tokvec_table_position_row(const tokvec_table *t, int64_t pos,
         out->dtype = TOKVEC_F32;
         out->nbytes = (size_t)t->info.dim * 4;
         out->qtype = TOKVEC_Q_NONE;
+        out->weighted = 0;
+        out->weight = 1.0;
     } else {
         row_view(&t->pos_rows, pos, t->info.dim, out);
     }
@@ -610,4 +718,7 @@ void tokvec_row_to_f32(const tokvec_row *row, float *dst)
         tokvec_dequantize(row->qtype, row->data, dst, (size_t)row->dim);
     else
         tokvec_widen(row->dtype, row->data, dst, (size_t)row->dim);
+    if (row->weighted)
+        for (int64_t i = 0; i < row->dim; i++)
+            dst[i] = (float)((double)dst[i] * row->weight);
 }

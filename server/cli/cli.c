@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -21,6 +22,7 @@
 #include "suggest.h"
 #include "tokvec_embed.h"
 #include "tokvec_init.h"
+#include "tokvec_model.h"
 #include "tokvec_table.h"
 #include "tokvec_write.h"
 
@@ -303,7 +305,57 @@ static const char inspect_usage[] =
     "Validates FILE as tokvec serve would and prints its tensors (dtype,\n"
     "shape, bytes, sha256, non-finite count), which ones were picked as the\n"
     "token and position tables, and the metadata. Sinusoidal positions are\n"
-    "checked against their size limit but not computed.\n";
+    "checked against their size limit but not computed.\n"
+    "A directory holding tokenizer.json is a static embedding model (as\n"
+    "tokvec serve --model DIR reads it): its layout, normalization and\n"
+    "what Model2Vec's encode reads of the tokenizer come first.\n";
+
+/* A model directory (tokvec serve --model): holds a tokenizer.json. */
+static int is_model_dir(const char *path)
+{
+    struct stat st;
+    char p[PATH_MAX];
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
+        snprintf(p, sizeof p, "%s/tokenizer.json", path) >= (int)sizeof p)
+        return 0;
+    return stat(p, &st) == 0;
+}
+
+/* Opens the model directory and prints what it is. 0 or EXIT_USAGE. */
+static int inspect_model(const char *path, tokvec_model **m)
+{
+    char err[512] = "";
+    tokvec_model_opts mo = {.table_flags = TOKVEC_TABLE_SKIP_SINUSOIDAL,
+                            .errbuf = err,
+                            .errlen = sizeof err};
+    int rc = tokvec_model_open(path, &mo, m);
+    if (rc < 0)
+        return tv_cli_fail(EXIT_USAGE, "%s", *err ? err : tokvec_strerror(rc));
+    const tokvec_model_info *mi = tokvec_model_get_info(*m);
+    const tokvec_table_info *in = tokvec_table_get_info(
+        tokvec_model_table(*m));
+    char name[256];
+    tokvec_model_default_name(path, name, sizeof name);
+    printf("model       %s (%s layout), served as %s\n", mi->dir,
+           mi->layout_name, name);
+    printf("normalize   %s (%s)\n", mi->normalize ? "true" : "false",
+           mi->normalize_from);
+    printf("tokenizer   %s: %" PRId64 " token strings, median length %" PRId64
+           " code points, unk id %" PRId64 "%s\n",
+           mi->tokenizer_path, mi->tokenizer_tokens, mi->median_token_length,
+           mi->unk_id, mi->unk_id < 0 ? " (none)" : "");
+    printf("rows        vocab_size %" PRId64 " from %" PRId64
+           " stored rows%s%s%s%s%s\n",
+           in->vocab_size, in->stored_rows,
+           in->mapping_tensor ? ", mapping " : "",
+           in->mapping_tensor ? in->mapping_tensor : "",
+           in->weights_tensor ? ", weights " : "",
+           in->weights_tensor ? in->weights_tensor : "",
+           in->weights_dtype
+               ? (strcmp(in->weights_dtype, "F64") ? " (F32)" : " (F64)")
+               : "");
+    return 0;
+}
 
 int cmd_inspect(int argc, char **argv)
 {
@@ -334,9 +386,13 @@ int cmd_inspect(int argc, char **argv)
      * file's metadata may ask for) are not needed. */
     to.flags |= TOKVEC_TABLE_SKIP_SINUSOIDAL;
     tokvec_table *t = NULL;
-    r = tv_cli_open_table(path, &to, &t);
+    tokvec_model *m = NULL;
+    r = is_model_dir(path) ? inspect_model(path, &m)
+                           : tv_cli_open_table(path, &to, &t);
     if (r)
         return r;
+    if (m)
+        t = (tokvec_table *)tokvec_model_table(m);
     const tokvec_table_info *in = tokvec_table_get_info(t);
     printf("file        %s (%s, %" PRIu64 " bytes)\n", in->path, in->format,
            in->file_size);
@@ -398,7 +454,10 @@ int cmd_inspect(int argc, char **argv)
             printf("  non-finite %" PRId64, bad);
         printf("%s\n", role);
     }
-    tokvec_table_close(t);
+    if (m)
+        tokvec_model_close(m); /* and its table */
+    else
+        tokvec_table_close(t);
     return 0;
 }
 
@@ -589,7 +648,7 @@ static void *convert_rows(const tokvec_table *t, int tokens, int64_t rows,
             free(tmp);
             return NULL;
         }
-        if (v.qtype == TOKVEC_Q_NONE && v.dtype == to) {
+        if (v.qtype == TOKVEC_Q_NONE && v.dtype == to && !v.weighted) {
             memcpy(dst + (size_t)r * row_out, v.data, row_out);
         } else {
             tokvec_row_to_f32(&v, tmp);

@@ -253,7 +253,9 @@ int cmd_serve(int argc, char **argv)
         if (sig < 0)
             continue; /* EINTR */
         if (sig == SIGHUP) {
-            tv_log(TV_LOG_INFO, "SIGHUP: reloading %s", cfg.table);
+            tv_log(TV_LOG_INFO, "SIGHUP: reloading %s%s",
+                   *cfg.model ? "model " : "",
+                   *cfg.model ? cfg.model : cfg.table);
             if (tv_server_reload(srv) < 0)
                 tv_log(TV_LOG_WARN, "still serving the previous table");
             continue;

@@ -191,10 +191,11 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     int post = !strcmp(method, "POST");
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     int posts = x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
-                x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE;
+                x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE ||
+                x->route == TV_ROUTE_V1_EMBEDDINGS;
     /* the routes that do work: every POST route and the keyed GETs */
     int work = posts || x->route == TV_ROUTE_TOKENS ||
-               x->route == TV_ROUTE_INFO;
+               x->route == TV_ROUTE_INFO || x->route == TV_ROUTE_V1_MODELS;
     tv_error e;
 
     if (host_check(x, &e) < 0)
@@ -220,7 +221,8 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
     if (x->route == TV_ROUTE_OTHER)
         return reply_fail(x, 404, "not_found",
                           "no such path; routes: POST /embed, POST "
-                          "/similar, POST /tokenize, POST /decode, GET "
+                          "/similar, POST /tokenize, POST /decode, POST "
+                          "/v1/embeddings, GET /v1/models, GET "
                           "/tokens/{id}, /info, /health, /ready, /metrics, "
                           "/openapi.json, /, /docs");
     if (posts ? !post : !get)
@@ -300,9 +302,12 @@ static enum MHD_Result text_route(req_ctx *x)
     tv_error e;
     if (json_post_check(x, &e) < 0)
         return reply_error(x, &e);
+    /* The table's tokenizer (a reload may bring another with --model):
+     * the reference keeps it until http_completed. */
+    x->sim_ref = table_acquire(x->s);
     int rc = tv_text_parse(x->route == TV_ROUTE_DECODE ? TV_TEXT_DECODE
                                                        : TV_TEXT_TOKENIZE,
-                           x->body ? x->body : "", x->len, x->s->tok,
+                           x->body ? x->body : "", x->len, x->sim_ref->tok,
                            &x->s->lim, &x->text, &e);
     http_body_drop(x);
     if (rc < 0)
@@ -333,9 +338,10 @@ static enum MHD_Result similar_route(req_ctx *x)
     if (json_post_check(x, &e) < 0)
         return reply_error(x, &e);
     x->sim_ref = table_acquire(x->s); /* released in http_completed */
-    tv_similar_text_hook hook = {.text = tv_text_token_text, .ctx = x->s->tok};
+    tv_similar_text_hook hook = {.text = tv_text_token_text,
+                                 .ctx = x->sim_ref->tok};
     int rc = tv_similar_parse(x->body ? x->body : "", x->len, x->sim_ref->t,
-                              x->sim_ref->sim, x->s->tok ? &hook : NULL,
+                              x->sim_ref->sim, x->sim_ref->tok ? &hook : NULL,
                               &x->sim, &e);
     http_body_drop(x);
     if (rc < 0)
@@ -460,7 +466,10 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                           s->cfg->max_buffered_bytes);
     switch (x->route) {
     case TV_ROUTE_EMBED:
+    case TV_ROUTE_V1_EMBEDDINGS:
         return embed_route(x);
+    case TV_ROUTE_V1_MODELS:
+        return route_models(x);
     case TV_ROUTE_TOKENS:
         return route_token(x, url + 8);
     case TV_ROUTE_INFO:
@@ -635,12 +644,25 @@ static void server_settings(tv_server *s, const tv_config *cfg)
     s->lim.max_body_bytes = (size_t)cfg->max_body_bytes;
     s->lim.max_tokens = cfg->max_tokens;
     s->lim.max_batch = cfg->max_batch;
+    s->lim.max_sentence_tokens = cfg->max_sentence_tokens;
     s->topts.token_tensor = *cfg->token_tensor ? cfg->token_tensor : NULL;
     s->topts.position_tensor = *cfg->position_tensor ? cfg->position_tensor
                                                      : NULL;
     s->topts.position_path = *cfg->position_path ? cfg->position_path : NULL;
     if (tokvec_positional_parse(cfg->positional, &s->topts.positional) < 0)
         s->topts.positional = TOKVEC_POS_AUTO;
+    /* /v1/'s model name: the flag, the model directory's, the table's file */
+    if (*cfg->served_model_name) {
+        snprintf(s->model_name, sizeof s->model_name, "%s",
+                 cfg->served_model_name);
+    } else if (*cfg->model) {
+        tokvec_model_default_name(cfg->model, s->model_name,
+                                  sizeof s->model_name);
+    } else {
+        const char *slash = strrchr(cfg->table, '/');
+        snprintf(s->model_name, sizeof s->model_name, "%s",
+                 slash && slash[1] ? slash + 1 : cfg->table);
+    }
 }
 
 int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
@@ -659,13 +681,14 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         s->rid_seed = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
     deadline_init(s);
     server_settings(s, cfg);
+    s->started = time(NULL);
 
     rc = table_open(s, &s->current, err, errlen);
     if (rc < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;
     }
-    rc = tokenizer_open(s, err, errlen);
+    rc = *cfg->model ? 0 : tokenizer_open(s, err, errlen);
     if (rc < 0) {
         rc = rc == -ENOMEM ? TV_SERVER_E_NOMEM : TV_SERVER_E_INPUT;
         goto fail;

@@ -102,7 +102,8 @@ const char *reply_allowed(const req_ctx *x)
 {
     int cors = reply_cors_on(x->s);
     if (x->route == TV_ROUTE_EMBED || x->route == TV_ROUTE_SIMILAR ||
-        x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE)
+        x->route == TV_ROUTE_TOKENIZE || x->route == TV_ROUTE_DECODE ||
+        x->route == TV_ROUTE_V1_EMBEDDINGS)
         return cors ? "POST, OPTIONS" : "POST";
     return cors ? "GET, HEAD, OPTIONS" : "GET, HEAD";
 }
@@ -189,10 +190,17 @@ enum MHD_Result reply_counted(req_ctx *x, const char *ctype, char *body,
     return reply_queue(x, 200, r, ctype, len);
 }
 
+/* The error body for x's path: OpenAI's shape under /v1/, else tokvec's. */
+static size_t error_body(const req_ctx *x, const tv_error *e, char *body)
+{
+    return tv_route_is_v1(x->path) ? tv_openai_error_body(e, body)
+                                   : tv_error_body(e, body);
+}
+
 enum MHD_Result reply_error(req_ctx *x, const tv_error *e)
 {
     char body[TV_ERROR_BODY_MAX];
-    size_t n = tv_error_body(e, body);
+    size_t n = error_body(x, e, body);
     struct MHD_Response *r = MHD_create_response_from_buffer(
         n, body, MHD_RESPMEM_MUST_COPY);
     if (!r)
@@ -237,7 +245,7 @@ enum MHD_Result reply_queue_full(req_ctx *x)
 enum MHD_Result reply_error_and_close(req_ctx *x, const tv_error *e)
 {
     char body[TV_ERROR_BODY_MAX], msg[TV_ERROR_BODY_MAX + 512];
-    size_t n = tv_error_body(e, body);
+    size_t n = error_body(x, e, body);
     const char *origin = x->acao;
     int k = snprintf(msg, sizeof msg,
                      "HTTP/1.1 %d %s\r\nConnection: close\r\n"

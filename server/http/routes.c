@@ -33,6 +33,10 @@ tv_route tv_route_of(const char *url)
         return TV_ROUTE_TOKENIZE;
     if (!strcmp(url, "/decode"))
         return TV_ROUTE_DECODE;
+    if (!strcmp(url, "/v1/embeddings"))
+        return TV_ROUTE_V1_EMBEDDINGS;
+    if (!strcmp(url, "/v1/models"))
+        return TV_ROUTE_V1_MODELS;
     if (tv_pages_match(url))
         return TV_ROUTE_PAGES;
     return TV_ROUTE_OTHER;
@@ -53,7 +57,14 @@ const char *tv_route_name(tv_route r)
         [TV_ROUTE_PAGES] = "pages",
         [TV_ROUTE_TOKENIZE] = "/tokenize",
         [TV_ROUTE_DECODE] = "/decode",
+        [TV_ROUTE_V1_EMBEDDINGS] = "/v1/embeddings",
+        [TV_ROUTE_V1_MODELS] = "/v1/models",
     };
     assert(r >= 0 && r < TV_ROUTE_COUNT);
     return names[r];
+}
+
+int tv_route_is_v1(const char *path)
+{
+    return !strncmp(path, "/v1/", 4) || !strcmp(path, "/v1");
 }

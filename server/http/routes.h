@@ -16,8 +16,10 @@ typedef enum {
     TV_ROUTE_SIMILAR,
     TV_ROUTE_TOKENIZE,
     TV_ROUTE_DECODE,
-    TV_ROUTE_PAGES, /* /, /docs, /static/NAME (pages.h) */
-    TV_ROUTE_OTHER, /* unknown paths (404) */
+    TV_ROUTE_PAGES,         /* /, /docs, /static/NAME (pages.h) */
+    TV_ROUTE_V1_EMBEDDINGS, /* POST /v1/embeddings (OpenAI's) */
+    TV_ROUTE_V1_MODELS,     /* GET /v1/models */
+    TV_ROUTE_OTHER,         /* unknown paths (404) */
     TV_ROUTE_COUNT
 } tv_route;
 
@@ -25,5 +27,9 @@ typedef enum {
 tv_route tv_route_of(const char *url);
 
 const char *tv_route_name(tv_route r); /* "/embed", ... "other" */
+
+/* Whether a path is under /v1/ (OpenAI's API): its errors, whatever
+ * answers them, take OpenAI's shape (reply.c). */
+int tv_route_is_v1(const char *path);
 
 #endif

@@ -79,8 +79,11 @@ struct tv_server {
     int loopback;           /* --host is a loopback address: Host checked */
     tv_limits lim;
     tokvec_table_opts topts;
-    tokvec_tokenizer *tok; /* --tokenizer, or NULL: never changes */
+    tokvec_tokenizer *tok; /* --tokenizer, or NULL: never changes (with
+                            * --model: NULL, see table_ref.tok) */
     tokvec_tokenizer_info tok_info;
+    char model_name[256];   /* /v1/'s model name (tables_model_name) */
+    time_t started;         /* tv_server_start's time: /v1/models' created */
     uint64_t rid_seed;      /* request ids: random at start, */
     atomic_ullong rid_next; /* then a counter (reply.c) */
     char *openapi;          /* GET /openapi.json with this server's */
@@ -158,6 +161,7 @@ void http_body_drop(req_ctx *x);
 enum MHD_Result route_info(req_ctx *x);
 enum MHD_Result route_token(req_ctx *x, const char *idtext);
 enum MHD_Result route_metrics(req_ctx *x);
+enum MHD_Result route_models(req_ctx *x); /* GET /v1/models */
 
 /* listen.c: starts the TCP daemons (one per HTTP thread) and the Unix
  * socket's. 0 or a TV_SERVER_E_* code (http.h), err filled. */

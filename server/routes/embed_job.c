@@ -126,6 +126,27 @@ static enum MHD_Result on_query(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
+/* POST /v1/embeddings: a JSON body (OpenAI's), a JSON answer. */
+static int openai_parse(req_ctx *x, const char *ct, tv_error *e)
+{
+    embed_job *j = &x->job;
+    if (tv_body_kind_of(ct) != TV_BODY_JSON) {
+        tv_body_kind_error(ct, 0, e);
+        return -1;
+    }
+    int rc = tv_request_parse_openai(x->body ? x->body : "", x->len,
+                                     &x->s->lim, &j->req, e);
+    http_body_drop(x);
+    if (rc < 0)
+        return -1;
+    j->fmt = (tv_format){.kind = TV_OUT_JSON, .dtype = TOKVEC_F32};
+    if (!tv_accepts_json(
+            MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND, "Accept")))
+        return tv_error_set(e, 406, "not_acceptable",
+                            "/v1/embeddings answers application/json only");
+    return 0;
+}
+
 static int embed_parse(req_ctx *x, tv_error *e)
 {
     struct MHD_Connection *c = x->conn;
@@ -133,6 +154,8 @@ static int embed_parse(req_ctx *x, tv_error *e)
     const tv_limits *lim = &x->s->lim;
     const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  "Content-Type");
+    if (x->route == TV_ROUTE_V1_EMBEDDINGS)
+        return openai_parse(x, ct, e);
     tv_body_kind kind = tv_body_kind_of(ct);
     if (kind == TV_BODY_UNSUPPORTED)
         return tv_body_kind_error(ct, 1, e);
@@ -170,6 +193,9 @@ static int embed_parse(req_ctx *x, tv_error *e)
 static int small_job(const embed_job *j)
 {
     int64_t floats = j->req.batch * j->req.seq * j->dim;
+    if (j->req.pool) /* the rows summed, then the vectors encoded */
+        floats = j->req.pooled * j->dim / 16 +
+                 j->req.batch * (j->req.dims ? j->req.dims : j->dim);
     if (j->fmt.kind != TV_OUT_JSON)
         return j->plan.reserve <= INLINE_BINARY_BYTES;
     return floats <= (j->req.base64 || j->req.torch ? INLINE_BASE64_FLOATS
@@ -185,8 +211,8 @@ static void text_work(tv_job *task)
 {
     req_ctx *x = JOB_OF(task);
     embed_job *j = &x->job;
-    if (tv_embed_text_resolve(x->s->tok, j->ref->t, &x->s->lim, &j->req,
-                              &j->text_err) < 0)
+    if (tv_embed_text_resolve(j->ref->tok, j->ref->t, j->ref->model,
+                              &x->s->lim, &j->req, &j->text_err) < 0)
         j->text_bad = 1;
 }
 
@@ -210,13 +236,14 @@ static enum MHD_Result text_queue(req_ctx *x)
     tv_server *s = x->s;
     embed_job *j = &x->job;
     tv_error e;
-    if (!s->tok) {
+    if (!j->ref->tok && j->req.has_text) {
         tv_text_no_tokenizer(&e);
         return reply_error(x, &e);
     }
     if (small_text(&j->req)) {
         j->text_stage = 2;
-        if (tv_embed_text_resolve(s->tok, j->ref->t, &s->lim, &j->req, &e) < 0)
+        if (tv_embed_text_resolve(j->ref->tok, j->ref->t, j->ref->model,
+                                  &s->lim, &j->req, &e) < 0)
             return reply_error(x, &e);
         return embed_start(x);
     }
@@ -242,7 +269,12 @@ enum MHD_Result embed_route(req_ctx *x)
         return reply_error(x, &e);
     j->ref = table_acquire(s); /* given back by embed_job_fini at the
                                 * latest */
-    if (j->req.has_text)
+    if (j->req.pool) {
+        j->req.model_name = s->model_name;
+        if (j->req.normalize < 0) /* the model's (or --normalize's) */
+            j->req.normalize = j->ref->normalize;
+    }
+    if (j->req.has_text || j->req.pool)
         return text_queue(x);
     return embed_start(x);
 }
@@ -257,7 +289,8 @@ static enum MHD_Result embed_start(req_ctx *x)
     if (tv_request_check(&j->req, j->ref->t, &e) < 0)
         return reply_error(x, &e);
     j->dim = tokvec_table_get_info(j->ref->t)->dim;
-    x->tokens = (uint64_t)(j->req.batch * j->req.seq);
+    x->tokens = j->req.pool ? (uint64_t)j->req.pooled
+                            : (uint64_t)(j->req.batch * j->req.seq);
     if (embed_plan_reply(j->ref->t, &j->req, j->fmt, &j->plan) < 0)
         return reply_fail(x, 413, "payload_too_large",
                           "the response would be too large");
@@ -421,8 +454,12 @@ enum MHD_Result embed_reply(req_ctx *x)
     j->reserved = 0; /* the response's now: free_response gives it back */
     if (j->fmt.kind != TV_OUT_JSON) {
         char shape[96];
-        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
-                 j->req.batch, j->req.seq, j->dim);
+        if (j->req.pool)
+            snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, j->req.batch,
+                     j->req.dims ? j->req.dims : j->dim);
+        else
+            snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
+                     j->req.batch, j->req.seq, j->dim);
         MHD_add_response_header(r, "X-Tokvec-Shape", shape);
         MHD_add_response_header(r, "X-Tokvec-Dtype",
                                 tokvec_dtype_numpy_name(j->fmt.dtype));

@@ -8,7 +8,108 @@
 #include "embed_plan.h"
 #include "embed_text.h"
 #include "tokvec_embed.h"
+#include "tokvec_float.h"
 #include "torchsave.h"
+
+/* Rounded up to a multiple of 64 (the scratch's parts start aligned). */
+static size_t up64(size_t n)
+{
+    return (n + 63) / 64 * 64;
+}
+
+/* A pooled reply, (B, K): the float32 vectors first in scratch (B*K*4),
+ * then the answer: OpenAI's JSON, /embed's JSON (base64, or torch: the
+ * vectors narrowed after them, then one archive), or binary rows. */
+static int plan_pooled(const tv_request *q, tv_format fmt, int64_t K,
+                       embed_plan *p)
+{
+    int64_t B = q->batch;
+    uint64_t n;
+    if (__builtin_mul_overflow((uint64_t)B, (uint64_t)K, &n) ||
+        n > SIZE_MAX / 64)
+        return -1;
+    size_t vec = (size_t)n * 4;
+    p->rows = (size_t)n * tokvec_dtype_size(fmt.dtype);
+    p->scratch = vec;
+    if (q->openai) {
+        p->body = tv_openai_json_bound(B, K, q->base64,
+                                       q->model_name ? q->model_name : "");
+    } else if (fmt.kind == TV_OUT_JSON && q->torch) {
+        tv_torchsave_layout l;
+        if (tv_torchsave_plan(TV_TORCH_VECTOR, K, fmt.dtype, &l) < 0)
+            return -1;
+        p->archive = l.size;
+        p->scratch = up64(vec) + up64(p->rows) + p->archive;
+        p->body = tv_embed_torch_json_bound(B, TV_TORCH_VECTOR, K, fmt.dtype);
+    } else if (fmt.kind == TV_OUT_JSON) {
+        p->body = tv_embed_json_bound(B, TV_VECTORS, K, q->base64);
+    } else {
+        char npy[TV_NPY_HEADER_MAX];
+        p->header = fmt.kind == TV_OUT_NPY
+                        ? tv_npy_header(npy, fmt.dtype, B, TV_VECTORS, K)
+                        : 0;
+        p->body = p->header + p->rows;
+    }
+    if (!p->body)
+        return -1;
+    p->least = p->scratch + p->body;
+    if (fmt.kind == TV_OUT_JSON && !q->torch && !q->base64)
+        p->least = p->scratch + 2 * (size_t)n;
+    if (fmt.kind == TV_OUT_JSON && q->has_text && !q->openai) {
+        size_t ids = tv_embed_ids_bound(q);
+        if (!ids || p->body > SIZE_MAX / 2 - ids)
+            return -1;
+        p->body += ids;
+    }
+    if (p->scratch > SIZE_MAX / 2 - 64 - p->body)
+        return -1;
+    p->reserve = p->scratch + p->body;
+    return 0;
+}
+
+/* Writes a pooled reply planned by plan_pooled. */
+static size_t write_pooled(const tokvec_table *t, const tv_request *q,
+                           tv_format fmt, const embed_plan *p, char *out,
+                           float *vec, int64_t K)
+{
+    int64_t B = q->batch;
+    unsigned flags = (q->normalize > 0 ? TOKVEC_MEAN_NORMALIZE : 0) |
+                     (q->positions ? TOKVEC_MEAN_POSITIONS : 0);
+    size_t len;
+    for (int64_t b = 0; b < B; b++)
+        if (tokvec_embed_mean(t, q->ids + q->offs[b],
+                              q->offs[b + 1] - q->offs[b], q->start_position,
+                              K, flags, vec + b * K) < 0)
+            return 0;
+    if (q->openai) {
+        len = tv_openai_json(out, vec, B, K, q->base64, q->model_name,
+                             q->pooled);
+        TV_WROTE(len, p->body);
+        return len;
+    }
+    if (fmt.kind != TV_OUT_JSON) {
+        if (p->header)
+            tv_npy_header(out, fmt.dtype, B, TV_VECTORS, K);
+        tokvec_narrow(fmt.dtype, vec, out + p->header, (size_t)(B * K));
+        TV_WROTE(p->header + p->rows, p->body);
+        return p->body;
+    }
+    if (q->torch) {
+        char *rows = (char *)vec + up64((size_t)(B * K) * 4);
+        tokvec_narrow(fmt.dtype, vec, rows, (size_t)(B * K));
+        len = tv_embed_torch_json(out, rows, B, TV_TORCH_VECTOR, K, fmt.dtype,
+                                  rows + up64(p->rows));
+    } else {
+        len = tv_embed_json(out, vec, B, TV_VECTORS, K, q->base64);
+    }
+    if (q->has_text) { /* before the closing brace */
+        len--;
+        len += tv_embed_ids_json(out + len, q);
+        out[len++] = '}';
+    }
+    TV_WROTE(len, p->body);
+    return len;
+}
 
 int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
                      embed_plan *p)
@@ -20,6 +121,8 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
         p->flags |= TOKVEC_EMBED_OUT_F16;
     else if (fmt.dtype == TOKVEC_BF16)
         p->flags |= TOKVEC_EMBED_OUT_BF16;
+    if (q->pool)
+        return plan_pooled(q, fmt, q->dims ? q->dims : D, p);
     if (fmt.kind == TV_OUT_JSON && q->torch) {
         /* The rows in the answer's dtype, then one sequence's archive
          * at a time after them (64-aligned), base64'd into the body. */
@@ -70,6 +173,8 @@ size_t embed_write(const tokvec_table *t, const tv_request *q, tv_format fmt,
     int64_t B = q->batch, S = q->seq;
     int64_t D = tokvec_table_get_info(t)->dim;
     size_t len;
+    if (q->pool)
+        return write_pooled(t, q, fmt, p, out, scratch, q->dims ? q->dims : D);
     if (fmt.kind != TV_OUT_JSON) {
         if (p->header)
             tv_npy_header(out, fmt.dtype, B, S, D);

@@ -83,9 +83,82 @@ static int windows(tv_request *r, const tv_limits *lim, tv_error *e)
     return 0;
 }
 
-int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
-                          const tv_limits *lim, tv_request *r, tv_error *e)
+/* A pooled request's rows (see embed_text.h). */
+static int pool_rows(const tokvec_tokenizer *tok, const tokvec_model *model,
+                     const tv_limits *lim, tv_request *r, tv_error *e)
 {
+    int64_t M = lim->max_sentence_tokens > 0 ? lim->max_sentence_tokens : 512;
+    const tokvec_model_info *mi = model ? tokvec_model_get_info(model) : NULL;
+    int m2v = mi && mi->layout == TOKVEC_LAYOUT_MODEL2VEC;
+    tokvec_tok_ids ids = {0};
+    int64_t total = 0, S = 0;
+    int rc = 0;
+    for (int64_t b = 0; rc == 0 && b < r->nrows; b++) {
+        tv_text_row *row = &r->rows[b];
+        if (row->text && row->len == 0) {
+            rc = tv_error_set(e, 400, "invalid_request",
+                              "the text at batch index %" PRId64 " is empty",
+                              b);
+            e->param = r->openai ? "input" : "inputs";
+            break;
+        }
+        if (row->text) {
+            size_t len = m2v ? tokvec_model_text_cut(model, row->text,
+                                                     row->len, M)
+                             : row->len;
+            if (tv_text_encode(tok, &r->text, row->text, len, 0, &ids, e) <
+                0) {
+                rc = -1;
+                break;
+            }
+            row->ids = tv_malloc((ids.n ? ids.n : 1) * sizeof *row->ids);
+            if (!row->ids) {
+                rc = tv_error_set(e, 500, "internal", "out of memory");
+                break;
+            }
+            int64_t n = 0;
+            for (size_t i = 0; i < ids.n; i++) {
+                if (m2v && (ids.ids[i] == mi->unk_id || n == M))
+                    continue; /* the unknown token; past M */
+                row->ids[n++] = ids.ids[i];
+            }
+            row->n = n;
+        }
+        total += row->n;
+        if (row->n > S)
+            S = row->n;
+        if (total > lim->max_tokens)
+            rc = tv_error_set(e, 413, "payload_too_large",
+                              "the inputs hold more than max_tokens %" PRId64
+                              " ids to average",
+                              lim->max_tokens);
+    }
+    tokvec_tok_ids_free(&ids);
+    if (rc < 0)
+        return rc;
+    r->offs = tv_malloc((size_t)(r->nrows + 1) * sizeof *r->offs);
+    r->ids = tv_malloc((size_t)(total ? total : 1) * sizeof *r->ids);
+    if (!r->offs || !r->ids)
+        return tv_error_set(e, 500, "internal", "out of memory");
+    r->offs[0] = 0;
+    for (int64_t b = 0; b < r->nrows; b++) {
+        if (r->rows[b].n && r->rows[b].ids)
+            memcpy(r->ids + r->offs[b], r->rows[b].ids,
+                   (size_t)r->rows[b].n * sizeof *r->ids);
+        r->offs[b + 1] = r->offs[b] + r->rows[b].n;
+    }
+    r->batch = r->nrows;
+    r->seq = S;
+    r->pooled = total;
+    return 0;
+}
+
+int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
+                          const tokvec_model *model, const tv_limits *lim,
+                          tv_request *r, tv_error *e)
+{
+    if (r->pool)
+        return pool_rows(tok, model, lim, r, e);
     int64_t keep = lim->max_tokens;
     const tokvec_table_info *in = tokvec_table_get_info(t);
     if (r->positions && in->positional != TOKVEC_POS_NONE &&
@@ -141,6 +214,11 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
 size_t tv_embed_ids_bound(const tv_request *r)
 {
     uint64_t n;
+    if (r->pool) /* the ids, a comma or bracket each, two per row, key */
+        return r->pooled > (int64_t)(SIZE_MAX / 64) ||
+                       r->batch > (int64_t)(SIZE_MAX / 64)
+                   ? 0
+                   : (size_t)r->pooled * 21 + (size_t)r->batch * 3 + 32;
     if (r->batch < 0 || r->seq < 0 ||
         __builtin_mul_overflow((uint64_t)r->batch, (uint64_t)r->seq, &n) ||
         n > SIZE_MAX / 64)
@@ -168,6 +246,20 @@ static size_t ids_json(char *p, const char *key, const int64_t *ids, int64_t B,
 
 size_t tv_embed_ids_json(char *p, const tv_request *r)
 {
+    if (r->pool) { /* ragged: each input's own ids */
+        char *o = p + sprintf(p, ",\"input_ids\":[");
+        for (int64_t b = 0; b < r->batch; b++) {
+            if (b)
+                *o++ = ',';
+            *o++ = '[';
+            for (int64_t i = r->offs[b]; i < r->offs[b + 1]; i++)
+                o += sprintf(o, i > r->offs[b] ? ",%" PRId64 : "%" PRId64,
+                             r->ids[i]);
+            *o++ = ']';
+        }
+        *o++ = ']';
+        return (size_t)(o - p);
+    }
     size_t n = ids_json(p, "input_ids", r->ids, r->batch, r->seq);
     if (r->targets)
         n += ids_json(p + n, "target_ids", r->targets, r->batch, r->seq);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "request.h"
+#include "tokvec_model.h"
 #include "tokvec_table.h"
 #include "tokvec_tokenizer.h"
 
@@ -21,12 +22,23 @@
  * more than one input); else each row as given, a text cut to
  * context_length - start_position (or max_tokens) when "truncate" (from
  * the end for "left"); rows of different lengths padded with pad_id, else
- * 422 ragged_batch; 413 past max_batch or max_tokens. 0, or -1 with *e. */
+ * 422 ragged_batch; 413 past max_batch or max_tokens. 0, or -1 with *e.
+ *
+ * A pooled request (r->pool) instead keeps every row as its own: a text's
+ * ids are, with a Model2Vec model (model non-NULL, its layout), those of
+ * StaticModel.encode -- the text cut to M x median token length code
+ * points (tokvec_model_text_cut; M = lim->max_sentence_tokens), the
+ * unknown token's ids dropped, the first M kept -- and otherwise all of
+ * them; id lists are used as given. "" is a 400; a text left with no ids
+ * pools to zeros. The rows go one after another into r->ids with r->offs;
+ * 413 when they hold more than max_tokens ids in all. tok may be NULL
+ * when no row is a text. */
 int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
-                          const tv_limits *lim, tv_request *r, tv_error *e);
+                          const tokvec_model *model, const tv_limits *lim,
+                          tv_request *r, tv_error *e);
 
 /* The bytes tv_embed_ids_json may write for r (input_ids, and target_ids
- * with windows). */
+ * with windows; pooled: one list per input, of its ids). */
 size_t tv_embed_ids_bound(const tv_request *r);
 
 /* Writes ,"input_ids":[[...]] (and ,"target_ids":[[...]]) at p; returns

@@ -271,6 +271,26 @@ size_t tv_error_body(const tv_error *err, char *buf)
     return n;
 }
 
+size_t tv_openai_error_body(const tv_error *err, char *buf)
+{
+    const char *type = err->status == 401   ? "authentication_error"
+                       : err->status == 429 ? "rate_limit_error"
+                       : err->status >= 500 ? "server_error"
+                                            : "invalid_request_error";
+    size_t n = (size_t)sprintf(buf, "{\"error\":{\"message\":\"");
+    n += json_escape(buf + n, TV_ERROR_BODY_MAX - 160 - n, err->message);
+    n += (size_t)sprintf(buf + n, "\",\"type\":\"%s\",\"param\":", type);
+    if (err->param)
+        n += (size_t)sprintf(buf + n, "\"%.32s\"", err->param);
+    else
+        n += (size_t)sprintf(buf + n, "null");
+    n += (size_t)sprintf(buf + n, ",\"code\":\"");
+    n += json_escape(buf + n, TV_ERROR_BODY_MAX - 8 - n,
+                     err->type ? err->type : "error");
+    n += (size_t)sprintf(buf + n, "\"}}");
+    return n;
+}
+
 size_t tv_json_floats_bound(size_t n)
 {
     if (n > SIZE_MAX / (TOKVEC_F32_MAXLEN + 2))
@@ -302,6 +322,8 @@ size_t tv_json_floats(char *buf, const float *x, size_t n)
 size_t tv_embed_json_bound(int64_t B, int64_t S, int64_t D, int base64)
 {
     uint64_t n;
+    if (S == TV_VECTORS) /* (B, D): fewer brackets than (B, 1, D) */
+        S = 1;
     if (B < 1 || S < 1 || D < 1 ||
         __builtin_mul_overflow((uint64_t)B, (uint64_t)S, &n) ||
         __builtin_mul_overflow(n, (uint64_t)D, &n) || n > (SIZE_MAX >> 6))
@@ -317,14 +339,28 @@ size_t tv_embed_json(char *buf, const float *x, int64_t B, int64_t S,
                      int64_t D, int base64)
 {
     char *p = buf;
-    p += sprintf(p,
-                 "{\"shape\":[%" PRId64 ",%" PRId64 ",%" PRId64
-                 "],\"dtype\":\"float32\",\"embeddings\":",
-                 B, S, D);
+    if (S == TV_VECTORS)
+        p += sprintf(p,
+                     "{\"shape\":[%" PRId64 ",%" PRId64
+                     "],\"dtype\":\"float32\",\"embeddings\":",
+                     B, D);
+    else
+        p += sprintf(p,
+                     "{\"shape\":[%" PRId64 ",%" PRId64 ",%" PRId64
+                     "],\"dtype\":\"float32\",\"embeddings\":",
+                     B, S, D);
     if (base64) {
         *p++ = '"';
-        p += tv_base64(p, x, (size_t)(B * S * D) * 4);
+        p += tv_base64(p, x, (size_t)(B * (S == TV_VECTORS ? 1 : S) * D) * 4);
         *p++ = '"';
+    } else if (S == TV_VECTORS) {
+        *p++ = '[';
+        for (int64_t b = 0; b < B; b++) {
+            if (b)
+                *p++ = ',';
+            p += tv_json_floats(p, x + b * D, (size_t)D);
+        }
+        *p++ = ']';
     } else {
         *p++ = '[';
         for (int64_t b = 0; b < B; b++) {
@@ -398,10 +434,16 @@ size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
                         : dtype == TOKVEC_F16 ? "<f2"
                                               : "<u2";
     char dict[160];
-    int n = snprintf(dict, sizeof dict,
-                     "{'descr': '%s', 'fortran_order': False, 'shape': "
-                     "(%" PRId64 ", %" PRId64 ", %" PRId64 "), }",
-                     descr, B, S, D);
+    int n = S == TV_VECTORS
+                ? snprintf(dict, sizeof dict,
+                           "{'descr': '%s', 'fortran_order': False, "
+                           "'shape': (%" PRId64 ", %" PRId64 "), }",
+                           descr, B, D)
+                : snprintf(dict, sizeof dict,
+                           "{'descr': '%s', 'fortran_order': False, "
+                           "'shape': (%" PRId64 ", %" PRId64 ", %" PRId64
+                           "), }",
+                           descr, B, S, D);
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
     size_t hlen = total - 10;
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
@@ -411,4 +453,54 @@ size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
     memset(buf + 10 + n, ' ', hlen - (size_t)n - 1);
     buf[total - 1] = '\n';
     return total;
+}
+
+/* The model's name escaped as a JSON string (its quotes included) into
+ * out (6 bytes a byte at most, + 2); returns its length. */
+static size_t json_string_of(char *out, const char *s)
+{
+    out[0] = '"';
+    size_t n = 1 + json_escape(out + 1, 6 * strlen(s) + 8, s);
+    out[n++] = '"';
+    return n;
+}
+
+size_t tv_openai_json_bound(int64_t B, int64_t D, int base64,
+                            const char *model)
+{
+    size_t per = tv_embed_json_bound(1, TV_VECTORS, D, base64);
+    size_t m = strlen(model);
+    if (!per || B < 1 || m > SIZE_MAX / 16 ||
+        (uint64_t)B > (SIZE_MAX / 2) / (per + 96))
+        return 0;
+    /* per input: {"object":"embedding","index":N,"embedding":...}, */
+    return 160 + 6 * m + (size_t)B * (per + 96);
+}
+
+size_t tv_openai_json(char *buf, const float *x, int64_t B, int64_t D,
+                      int base64, const char *model, int64_t tokens)
+{
+    char *p = buf;
+    p += sprintf(p, "{\"object\":\"list\",\"data\":[");
+    for (int64_t b = 0; b < B; b++) {
+        p += sprintf(p,
+                     "%s{\"object\":\"embedding\",\"index\":%" PRId64
+                     ",\"embedding\":",
+                     b ? "," : "", b);
+        if (base64) {
+            *p++ = '"';
+            p += tv_base64(p, x + b * D, (size_t)D * 4);
+            *p++ = '"';
+        } else {
+            p += tv_json_floats(p, x + b * D, (size_t)D);
+        }
+        *p++ = '}';
+    }
+    p += sprintf(p, "],\"model\":");
+    p += json_string_of(p, model);
+    p += sprintf(p,
+                 ",\"usage\":{\"prompt_tokens\":%" PRId64
+                 ",\"total_tokens\":%" PRId64 "}}",
+                 tokens, tokens);
+    return (size_t)(p - buf);
 }

@@ -64,6 +64,12 @@ const char *tv_content_type(tv_out_kind kind);
  * length written to buf (buf of at least TV_ERROR_BODY_MAX bytes). */
 #define TV_ERROR_BODY_MAX 1024
 size_t tv_error_body(const tv_error *err, char *buf);
+/* The same error in OpenAI's shape (paths under /v1/):
+ * {"error":{"message":"...","type":T,"param":P|null,"code":"<error_type>"}}
+ * T by status: authentication_error (401), rate_limit_error (429),
+ * server_error (5xx), invalid_request_error (other 4xx); P is
+ * err->param (a static field name) or null. Same buffer size. */
+size_t tv_openai_error_body(const tv_error *err, char *buf);
 
 /* Writes "[a,b,...]" for n float32 values, each as tokvec_f32_format, non-
  * finite values as null. buf must hold tv_json_floats_bound(n) bytes.
@@ -76,9 +82,23 @@ size_t tv_json_floats(char *buf, const float *x, size_t n);
  * base64 the embeddings as one base64 string of the LE float32 bytes.
  * tv_embed_json_bound gives a safe size (0 on overflow); tv_embed_json
  * returns the exact length written. */
+/* S = TV_VECTORS: a (B, D) answer instead ("pooling": "mean"):
+ * {"shape":[B,D],...,"embeddings":[[...],...]}; tv_npy_header likewise. */
+#define TV_VECTORS ((int64_t)-1)
 size_t tv_embed_json_bound(int64_t B, int64_t S, int64_t D, int base64);
 size_t tv_embed_json(char *buf, const float *x, int64_t B, int64_t S,
                      int64_t D, int base64);
+
+/* POST /v1/embeddings' answer for the B vectors of x (B, D):
+ * {"object":"list","data":[{"object":"embedding","index":i,
+ * "embedding":[...] or "<base64 of LE float32>"},...],"model":MODEL,
+ * "usage":{"prompt_tokens":tokens,"total_tokens":tokens}}.
+ * tv_openai_json_bound: a safe size (0 on overflow); tv_openai_json the
+ * exact length written. */
+size_t tv_openai_json_bound(int64_t B, int64_t D, int base64,
+                            const char *model);
+size_t tv_openai_json(char *buf, const float *x, int64_t B, int64_t D,
+                      int base64, const char *model, int64_t tokens);
 
 /* {"id":ID,"embedding":[...]} for GET /tokens/{id}. */
 size_t tv_token_json_bound(int64_t D);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "metrics.h"
@@ -18,7 +19,7 @@
 
 /* /info's "tokenizer": {"name", "vocab_size", "special_tokens": {text:
  * id}}, or null when none is loaded. */
-static json_t *info_tokenizer(const tv_server *s)
+static json_t *info_tokenizer(const table_ref *s)
 {
     if (!s->tok)
         return json_null();
@@ -36,6 +37,30 @@ static json_t *info_tokenizer(const tv_server *s)
     return json_pack("{s:s, s:I, s:o?}", "name", s->tok_info.name,
                      "vocab_size", (json_int_t)s->tok_info.vocab_size,
                      "special_tokens", sp);
+}
+
+/* /info's "model": the name /v1/ answers give, the layout ("model2vec",
+ * "sentence-transformers", or "table" for --table), whether sentence
+ * vectors are normalized and what says so, and for model directories the
+ * directory and what Model2Vec's encode reads of the tokenizer. */
+static json_t *info_model(const tv_server *s, const table_ref *ref)
+{
+    if (!ref->model)
+        return json_pack("{s:s, s:s, s:b, s:s}", "name", s->model_name,
+                         "layout", "table", "normalize", ref->normalize,
+                         "normalize_from",
+                         strcmp(s->cfg->normalize, "auto") ? "override"
+                                                           : "default");
+    const tokvec_model_info *mi = tokvec_model_get_info(ref->model);
+    const tokvec_table_info *in = tokvec_table_get_info(ref->t);
+    return json_pack(
+        "{s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:s?, s:s?, s:I}", "name",
+        s->model_name, "layout", mi->layout_name, "normalize", mi->normalize,
+        "normalize_from", mi->normalize_from, "path", mi->dir,
+        "median_token_length", (json_int_t)mi->median_token_length, "unk_id",
+        (json_int_t)mi->unk_id, "stored_rows", (json_int_t)in->stored_rows,
+        "weights", in->weights_tensor, "mapping", in->mapping_tensor,
+        "max_sentence_tokens", (json_int_t)s->cfg->max_sentence_tokens);
 }
 
 /* GET /info: the table's shape and dtypes, and the limits. "dtype" is what
@@ -62,11 +87,12 @@ enum MHD_Result route_info(req_ctx *x)
         "max_queue", (json_int_t)c->max_queue, "max_connections",
         (json_int_t)c->max_connections, "max_inflight_bytes",
         (json_int_t)c->max_inflight_bytes);
-    table_release(ref);
-    if (j && json_object_set_new(j, "tokenizer", info_tokenizer(x->s)) < 0) {
+    if (j && (json_object_set_new(j, "tokenizer", info_tokenizer(ref)) < 0 ||
+              json_object_set_new(j, "model", info_model(x->s, ref)) < 0)) {
         json_decref(j);
         j = NULL;
     }
+    table_release(ref);
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!text)
@@ -138,4 +164,20 @@ enum MHD_Result route_metrics(req_ctx *x)
     struct MHD_Response *r = MHD_create_response_from_buffer(
         n, text, MHD_RESPMEM_MUST_FREE);
     return reply_queue(x, 200, r, "text/plain; version=0.0.4", n);
+}
+
+/* GET /v1/models: the one model served, as OpenAI lists models. "created"
+ * is the server's start (Unix seconds). */
+enum MHD_Result route_models(req_ctx *x)
+{
+    json_t *j = json_pack("{s:s, s:[{s:s, s:s, s:I, s:s}]}", "object", "list",
+                          "data", "id", x->s->model_name, "object", "model",
+                          "created", (json_int_t)x->s->started, "owned_by",
+                          "tokvec");
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!text)
+        return reply_fail(x, 500, "internal", "out of memory");
+    size_t n = strlen(text);
+    return reply_counted(x, "application/json", text, n, 0);
 }

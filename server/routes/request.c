@@ -27,6 +27,7 @@ int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
     va_list ap;
     err->status = status;
     err->type = type;
+    err->param = NULL;
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
@@ -37,6 +38,7 @@ void tv_request_init(tv_request *r)
 {
     memset(r, 0, sizeof *r);
     r->positions = 1;
+    r->normalize = -1;
     tv_text_opts_init(&r->text);
 }
 
@@ -53,6 +55,8 @@ void tv_request_free(tv_request *r)
     r->nrows = 0;
     free(r->targets);
     r->targets = NULL;
+    free(r->offs);
+    r->offs = NULL;
 }
 
 tv_body_kind tv_body_kind_of(const char *ct)
@@ -273,6 +277,27 @@ static int slow_keys(json_t *root, const tv_limits *lim, tv_request *out,
         } else if (!strcmp(key, "encoding_format") || !strcmp(key, "dtype")) {
             if (slow_answer_option(key, v, out, err) < 0)
                 return -1;
+        } else if (!strcmp(key, "pooling")) {
+            const char *p = json_string_value(v);
+            if (!p || (strcmp(p, "none") && strcmp(p, "mean")))
+                return tv_error_set(err, 400, "invalid_request",
+                                    "\"pooling\" must be \"none\" or "
+                                    "\"mean\"");
+            out->pool = !strcmp(p, "mean");
+        } else if (!strcmp(key, "normalize")) {
+            if (!json_is_boolean(v) && !json_is_null(v))
+                return tv_error_set(err, 400, "invalid_request",
+                                    "\"normalize\" must be true, false or "
+                                    "null");
+            out->normalize = json_is_null(v) ? -1 : json_is_true(v);
+        } else if (!strcmp(key, "dimensions")) {
+            if (json_is_null(v))
+                continue;
+            if (!json_is_integer(v) || json_integer_value(v) < 1)
+                return tv_error_set(err, 400, "invalid_request",
+                                    "\"dimensions\" must be a positive "
+                                    "integer");
+            out->dims = json_integer_value(v);
         } else {
             char shown[64];
             size_t n = strlen(key);
@@ -286,27 +311,43 @@ static int slow_keys(json_t *root, const tv_limits *lim, tv_request *out,
                          "unknown key \"%s\" (known: inputs, start_position,"
                          " positions, pad_id, encoding_format, dtype, "
                          "special_tokens, truncate, truncation_direction, "
-                         "max_length, stride)",
+                         "max_length, stride, pooling, normalize, "
+                         "dimensions)",
                          shown);
             return -1;
         }
     }
+    if (!out->pool && (out->normalize >= 0 || out->dims))
+        return tv_error_set(err, 400, "invalid_request",
+                            "\"%s\" needs \"pooling\": \"mean\"",
+                            out->dims ? "dimensions" : "normalize");
+    if (out->pool && out->text.max_length)
+        return tv_error_set(err, 400, "invalid_request",
+                            "\"max_length\" windows and \"pooling\": "
+                            "\"mean\" exclude each other");
     return tv_text_opts_check(&out->text, lim->max_tokens, err);
 }
+
+static int has_texts(json_t *inputs);
 
 /* "inputs" holding texts: a string, or a list whose elements are strings
  * or lists of ids. Kept as rows for tv_embed_text_resolve. 0 or -1. */
 static int slow_text_rows(json_t *inputs, const tv_limits *lim,
                           tv_request *out, tv_error *err)
 {
-    int64_t B = json_is_string(inputs) ? 1 : (int64_t)json_array_size(inputs);
+    /* A pooled request keeps id lists as rows too (each its own mean). */
+    int flat = json_is_array(inputs) && json_array_size(inputs) &&
+               json_is_integer(json_array_get(inputs, 0));
+    int64_t B = json_is_string(inputs) || flat
+                    ? 1
+                    : (int64_t)json_array_size(inputs);
     if (B > lim->max_batch)
         return tv_error_set(err, 413, "payload_too_large",
                             "batch of %" PRId64
                             " inputs is over max_batch %" PRId64,
                             B, lim->max_batch);
-    out->has_text = 1;
-    out->single = json_is_string(inputs);
+    out->has_text = !out->pool || has_texts(inputs);
+    out->single = json_is_string(inputs) || flat;
     out->rows = tv_calloc((size_t)B, sizeof *out->rows);
     if (!out->rows)
         return tv_error_set(err, 500, "internal", "out of memory");
@@ -315,6 +356,11 @@ static int slow_text_rows(json_t *inputs, const tv_limits *lim,
     for (int64_t b = 0; b < B; b++) {
         json_t *v = out->single ? inputs : json_array_get(inputs, (size_t)b);
         tv_text_row *r = &out->rows[b];
+        if (out->pool && !json_is_string(v) && !json_is_array(v))
+            return tv_error_set(err, 400, "invalid_request",
+                                "inputs[%" PRId64 "] is neither a text nor "
+                                "a list of token ids",
+                                b);
         if (json_is_string(v)) {
             r->len = json_string_length(v);
             r->text = tv_malloc(r->len + 1);
@@ -368,6 +414,14 @@ static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
     if (!inputs) {
         tv_error_set(err, 400, "invalid_request", "missing \"inputs\"");
         return -1;
+    }
+    if (out->pool) { /* every input its own row, its own mean */
+        if (!json_is_string(inputs) &&
+            (!json_is_array(inputs) || json_array_size(inputs) == 0))
+            return tv_error_set(err, 400, "invalid_request",
+                                "\"inputs\" must be a text, a list of "
+                                "token ids, or a non-empty list of them");
+        return slow_text_rows(inputs, lim, out, err);
     }
     if (json_array_size(inputs) && json_is_array(json_array_get(inputs, 0))
             ? has_texts(inputs)
@@ -518,6 +572,117 @@ out:
     return rc;
 }
 
+/* One key of an OpenAI body (v not null). 0, or -1 with *err. */
+static int openai_key(const char *key, json_t *v, const tv_limits *lim,
+                      tv_request *out, json_t **input, tv_error *err)
+{
+    if (!strcmp(key, "input")) {
+        *input = v;
+        return 0;
+    }
+    if (!strcmp(key, "model") || !strcmp(key, "user")) {
+        if (json_is_string(v))
+            return 0; /* one model is served; user is ignored */
+        tv_error_set(err, 400, "invalid_request", "\"%s\" must be a string",
+                     key);
+    } else if (!strcmp(key, "encoding_format")) {
+        const char *f = json_string_value(v);
+        out->base64 = f && !strcmp(f, "base64");
+        if (f && (out->base64 || !strcmp(f, "float")))
+            return 0;
+        tv_error_set(err, 400, "invalid_request",
+                     "\"encoding_format\" must be \"float\" or \"base64\"");
+    } else if (!strcmp(key, "dimensions")) {
+        if (json_is_integer(v) && json_integer_value(v) >= 1) {
+            out->dims = json_integer_value(v);
+            return 0;
+        }
+        tv_error_set(err, 400, "invalid_request",
+                     "\"dimensions\" must be a positive integer");
+    } else {
+        (void)lim;
+        tv_error_set(err, 400, "invalid_request",
+                     "unknown key \"%.48s\" (known: input, model, "
+                     "encoding_format, dimensions, user)",
+                     key);
+        err->param = NULL;
+        return -1;
+    }
+    /* the field at fault, as a static string */
+    err->param = !strcmp(key, "model")             ? "model"
+                 : !strcmp(key, "user")            ? "user"
+                 : !strcmp(key, "encoding_format") ? "encoding_format"
+                                                   : "dimensions";
+    return -1;
+}
+
+int tv_request_parse_openai(const char *body, size_t len, const tv_limits *lim,
+                            tv_request *out, tv_error *err)
+{
+    json_error_t jerr;
+    json_t *root = NULL, *input = NULL;
+    const char *key;
+    json_t *v;
+    int rc = -1;
+
+    tv_request_init(out);
+    out->pool = 1;
+    out->openai = 1;
+    if (len > lim->max_body_bytes)
+        return tv_error_set(err, 413, "payload_too_large",
+                            "body of %zu bytes is over max_body_bytes %zu",
+                            len, lim->max_body_bytes);
+    /* The pre-scan bounds what jansson builds (nesting, value count). */
+    if (tv_request_prescan_json(body, len, lim, err, NULL) < 0)
+        return -1;
+    const char *nul = len ? memchr(body, '\0', len) : NULL;
+    if (nul)
+        return tv_error_set(err, 400, "invalid_json",
+                            "body is not valid JSON: NUL byte at offset %zu",
+                            (size_t)(nul - body));
+    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                      &jerr);
+    if (!root) {
+        tv_error_set(err, 400, "invalid_json",
+                     "body is not valid JSON: %s (line %d, column %d)",
+                     jerr.text, jerr.line, jerr.column);
+        goto out;
+    }
+    if (!json_is_object(root)) {
+        tv_error_set(err, 400, "invalid_request",
+                     "body must be a JSON object with \"input\"");
+        goto out;
+    }
+    json_object_foreach(root, key, v) {
+        if (!json_is_null(v) && openai_key(key, v, lim, out, &input, err) < 0)
+            goto out;
+    }
+    if (!input || (!json_is_string(input) && !json_is_array(input)) ||
+        (json_is_array(input) && json_array_size(input) == 0)) {
+        tv_error_set(err, 400, "invalid_request",
+                     "\"input\" must be a string, a list of strings, a "
+                     "list of token ids or a list of lists of them");
+        err->param = "input";
+        goto out;
+    }
+    if (json_is_string(input) && json_string_length(input) == 0) {
+        tv_error_set(err, 400, "invalid_request",
+                     "\"input\" is an empty string");
+        err->param = "input";
+        goto out;
+    }
+    if (slow_text_rows(input, lim, out, err) < 0) {
+        err->param = "input";
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    if (rc)
+        tv_request_free(out);
+    return rc;
+}
+
 int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
                           tv_request *out, tv_error *err)
 {
@@ -641,8 +806,48 @@ int tv_request_token_id(const char *text, int64_t *id, tv_error *err)
     return 0;
 }
 
+/* A pooled request: dimensions within dim, every id a row, every row
+ * within the positions (when used). */
+static int check_pooled(const tv_request *r, const tokvec_table *t,
+                        tv_error *err)
+{
+    const tokvec_table_info *in = tokvec_table_get_info(t);
+    if (r->dims > in->dim) {
+        tv_error_set(err, 400, "invalid_request",
+                     "\"dimensions\" %" PRId64 " is over the model's %" PRId64,
+                     r->dims, in->dim);
+        err->param = "dimensions";
+        return -1;
+    }
+    for (int64_t b = 0; b < r->batch; b++) {
+        int64_t n = r->offs[b + 1] - r->offs[b];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t id = r->ids[r->offs[b] + i];
+            if (id < 0 || id >= in->vocab_size) {
+                tv_error_set(err, 422, "token_out_of_range",
+                             "token id %" PRId64 " at batch index %" PRId64
+                             ", position %" PRId64 " is out of range for "
+                             "vocab_size %" PRId64,
+                             id, b, i, in->vocab_size);
+                err->param = r->openai ? "input" : "inputs";
+                return -1;
+            }
+        }
+        if (r->positions && in->positional != TOKVEC_POS_NONE &&
+            n > in->context_length - r->start_position)
+            return tv_error_set(err, 422, "sequence_too_long",
+                                "start_position %" PRId64
+                                " + sequence length %" PRId64
+                                " exceeds context_length %" PRId64,
+                                r->start_position, n, in->context_length);
+    }
+    return 0;
+}
+
 int tv_request_check(const tv_request *r, const tokvec_table *t, tv_error *err)
 {
+    if (r->pool)
+        return check_pooled(r, t, err);
     tokvec_embed_fault f;
     unsigned flags = r->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
     const tokvec_table_info *in = tokvec_table_get_info(t);

@@ -20,15 +20,18 @@
 struct json_t;
 
 typedef struct tv_limits {
-    size_t max_body_bytes; /* 413 payload_too_large past it */
-    int64_t max_tokens;    /* B*S; 413 past it */
-    int64_t max_batch;     /* B; 413 past it */
+    size_t max_body_bytes;       /* 413 payload_too_large past it */
+    int64_t max_tokens;          /* B*S; 413 past it */
+    int64_t max_batch;           /* B; 413 past it */
+    int64_t max_sentence_tokens; /* Model2Vec pooling's M (0: 512) */
 } tv_limits;
 
 typedef struct tv_error {
     int status;       /* HTTP status: 400, 404, 405, 406, 413, 415, 422, ... */
     const char *type; /* "invalid_json", "invalid_request", ... (static) */
     char message[320];
+    const char *param; /* /v1/ answers: the field at fault (static), or
+                        * NULL; tv_error_set clears it */
 } tv_error;
 
 /* Fills err (printf-style message) and returns -1, for one-line error paths.
@@ -97,6 +100,18 @@ typedef struct tv_request {
     int64_t pad_id; /* "pad_id" when has_pad */
     int has_pad;
     int64_t *targets; /* max_length windows: batch*seq target ids */
+    /* Sentence vectors ("pooling": "mean", and /v1/embeddings): every
+     * input is a row (texts and id lists alike) until resolved; then ids
+     * holds the rows' ids one after the other, offs[b]..offs[b+1] row b's
+     * (offs: batch + 1 entries), seq is the longest row, and the answer is
+     * (batch, dims). */
+    int pool;
+    int normalize;  /* -1: the model's default; 0 or 1 */
+    int64_t dims;   /* "dimensions": the first dims components; 0 = dim */
+    int64_t *offs;  /* pooled: batch + 1 offsets into ids */
+    int openai;     /* /v1/embeddings: OpenAI's answer and errors */
+    int64_t pooled; /* pooled: the ids averaged in all (usage) */
+    const char *model_name; /* openai: the answer's "model" (borrowed) */
 } tv_request;
 
 void tv_request_init(tv_request *r);
@@ -221,6 +236,16 @@ int tv_request_query(tv_request *r, tv_body_kind body, const char *key,
  * digits, nothing else (no '+', spaces or hex). 0, or -1 with a 400
  * invalid_request in err. The range is the table's to check. */
 int tv_request_token_id(const char *text, int64_t *id, tv_error *err);
+
+/* POST /v1/embeddings (OpenAI's): "input" (a string, a list of strings,
+ * a list of ids, or a list of id lists), "model" (any string, checked by
+ * nobody: one model is served), "encoding_format" float|base64,
+ * "dimensions" (>= 1), "user" (ignored); null is absent; other keys 400.
+ * Gives a pooled request (pool = 1, openai = 1, normalize -1). "" and
+ * empty lists are 400 invalid_request with param "input"; more inputs
+ * than max_batch 413. 0, or -1 with *err filled (err->param set). */
+int tv_request_parse_openai(const char *body, size_t len, const tv_limits *lim,
+                            tv_request *out, tv_error *err);
 
 /* Checks ids and positions against the table (tokvec_embed_check): 422
  * token_out_of_range "token id 50257 at batch index 1, position 2 is out of

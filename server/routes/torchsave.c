@@ -167,18 +167,21 @@ static void pickle_tensor(pk *w, int64_t rows, int64_t cols, tokvec_dtype dt)
     pk_global(w, "torch", storage_name(dt));
     pk_str(w, "0");
     pk_str(w, "cpu");
-    pk_int(w, rows * cols);
+    int vector = rows == TV_TORCH_VECTOR; /* (cols,), stride (1,) */
+    pk_int(w, vector ? cols : rows * cols);
     pk_op(w, 't');
     pk_memo(w);
     pk_op(w, 'Q'); /* BINPERSID */
     pk_int(w, 0);  /* storage offset */
-    pk_int(w, rows);
+    if (!vector)
+        pk_int(w, rows);
     pk_int(w, cols);
-    pk_op(w, 0x86); /* TUPLE2 */
+    pk_op(w, vector ? 0x85 : 0x86); /* TUPLE1, TUPLE2 */
     pk_memo(w);
-    pk_int(w, cols);
+    if (!vector)
+        pk_int(w, cols);
     pk_int(w, 1);
-    pk_op(w, 0x86);
+    pk_op(w, vector ? 0x85 : 0x86);
     pk_memo(w);
     pk_op(w, 0x89); /* NEWFALSE: requires_grad */
     pk_global(w, "collections", "OrderedDict");
@@ -225,6 +228,8 @@ static const uint64_t ZIP_LIM = UINT32_MAX - 1;
  * rows * cols < 2^31: every integer in data.pkl fits BININT). */
 static uint64_t data_size(int64_t rows, int64_t cols, tokvec_dtype dt)
 {
+    if (rows == TV_TORCH_VECTOR) /* 1-D: (cols,) */
+        rows = 1;
     if (rows <= 0 || cols <= 0 || (uint64_t)rows > ZIP_LIM ||
         (uint64_t)cols > ZIP_LIM / (uint64_t)rows)
         return 0;
@@ -395,11 +400,17 @@ size_t tv_embed_torch_json(char *buf, const void *x, int64_t B, int64_t S,
     assert(rc == 0 && B > 0);
     (void)rc;
     char *p = buf;
-    p += sprintf(p,
-                 "{\"shape\":[%lld,%lld,%lld],\"dtype\":\"%s\","
-                 "\"embeddings\":[",
-                 (long long)B, (long long)S, (long long)D,
-                 tokvec_dtype_numpy_name(dt));
+    if (S == TV_TORCH_VECTOR)
+        p += sprintf(p,
+                     "{\"shape\":[%lld,%lld],\"dtype\":\"%s\","
+                     "\"embeddings\":[",
+                     (long long)B, (long long)D, tokvec_dtype_numpy_name(dt));
+    else
+        p += sprintf(p,
+                     "{\"shape\":[%lld,%lld,%lld],\"dtype\":\"%s\","
+                     "\"embeddings\":[",
+                     (long long)B, (long long)S, (long long)D,
+                     tokvec_dtype_numpy_name(dt));
     for (int64_t b = 0; b < B; b++) {
         tv_torchsave(scratch, (const char *)x + (size_t)b * l.data_bytes, S, D,
                      dt);

@@ -36,6 +36,10 @@ typedef struct tv_torchsave_layout {
     size_t data_bytes;  /* rows * cols * element size */
 } tv_torchsave_layout;
 
+/* rows = TV_TORCH_VECTOR: a 1-D (cols,) tensor (stride (1,)) instead:
+ * the sentence vectors of "pooling": "mean". */
+#define TV_TORCH_VECTOR ((int64_t)-1)
+
 /* The layout of torch.save of a (rows, cols) tensor of dtype dt. 0, or -1
  * when rows or cols is not positive or the archive would reach 4 GiB. */
 int tv_torchsave_plan(int64_t rows, int64_t cols, tokvec_dtype dt,
@@ -64,6 +68,8 @@ size_t tv_embed_torch_json_bound(int64_t B, int64_t S, int64_t D,
                                  tokvec_dtype dt);
 size_t tv_embed_torch_json(char *buf, const void *x, int64_t B, int64_t S,
                            int64_t D, tokvec_dtype dt, void *scratch);
+/* The same with S = TV_TORCH_VECTOR: {"shape":[B,D],...} and one (D,)
+ * tensor per input. */
 
 /* CRC-32 (ISO-HDLC: zip, gzip, PNG) of n bytes, continued from crc (0 to
  * start). Exposed for the tests. */

@@ -60,6 +60,21 @@ static const setting settings[] = {
     {"tokenizer", T_STR, OFF(tokenizer), 0, 0, "", NULL,
      "tokenizer for text inputs: encoder.json (or its directory), "
      "tokenizer.json or NAME.tiktoken (\"\" = ids only)"},
+    {"model", T_STR, OFF(model), 0, 0, "", NULL,
+     "a static embedding model directory (Model2Vec or sentence-"
+     "transformers layout: tokenizer.json, model.safetensors, ...); "
+     "replaces --table and --tokenizer, which it excludes (\"\" = none)"},
+    {"served_model_name", T_STR, OFF(served_model_name), 0, 0, "", NULL,
+     "the model's name in /v1/ answers and /info (\"\" = the directory's "
+     "name; for a Hugging Face cache snapshot, the repository's)"},
+    {"normalize", T_ENUM, OFF(normalize), 0, 0, "auto", "auto|true|false",
+     "sentence vectors normalized: auto = as the model's files say "
+     "(a plain --table: false)"},
+    {"max_sentence_tokens", T_INT, OFF(max_sentence_tokens), 1, 2147483647.0,
+     "512", NULL,
+     "Model2Vec layout: most ids a text's sentence vector averages (the "
+     "text is first cut to this many times the median token length in "
+     "code points, as StaticModel.encode's max_length)"},
     {"token_tensor", T_STR, OFF(token_tensor), 0, 0, "", NULL,
      "token tensor name (\"\" = search the usual names)"},
     {"position_tensor", T_STR, OFF(position_tensor), 0, 0, "", NULL,
@@ -477,6 +492,24 @@ int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
         if (tv_setting_set(cfg, u->s, u->value, u->src, err, errlen))
             goto out;
         from[u->s - settings] = u->src;
+    }
+
+    /* A model directory brings its own table and tokenizer. */
+    int im = (int)(find_key("model", 5) - settings);
+    int it = (int)(find_key("table", 5) - settings);
+    int itk = (int)(find_key("tokenizer", 9) - settings);
+    /* (A file restating the defaults -- config/tokvec.json's table and
+     * "" tokenizer -- sets neither.) */
+    int table_set = strcmp(from[it], "default") &&
+                    strcmp(cfg->table, settings[it].def);
+    int tok_set = strcmp(from[itk], "default") && *cfg->tokenizer;
+    if (*cfg->model && (table_set || tok_set)) {
+        set_err(err, errlen,
+                "model (from %s) brings its own table and tokenizer, but "
+                "%s is also set (from %s); give --model alone",
+                from[im], table_set ? "table" : "tokenizer",
+                table_set ? from[it] : from[itk]);
+        goto out;
     }
 
     /* api_key and api_key_file exclude each other. */

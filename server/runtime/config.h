@@ -15,23 +15,28 @@
 #include <stdio.h>
 
 typedef struct tv_config {
-    char *table;                /* data/gpt2-256.safetensors */
-    char *position_path;        /* "" = none (.npy token tables) */
-    char *tokenizer;            /* "" = none: text inputs answer 400 */
-    char *token_tensor;         /* "" = search the contract's names */
-    char *position_tensor;      /* "" = search */
-    char *positional;           /* auto|learned|sinusoidal|none */
-    char *host;                 /* 127.0.0.1 */
-    int64_t port;               /* 8080 */
-    int64_t threads;            /* workers; 0 = CPUs (cpus.h) */
-    int64_t http_threads;       /* HTTP threads per listener; 0 = threads */
-    char *unix_socket;          /* "" = none; else also serve on this path */
-    int64_t max_body_bytes;     /* 16 MiB */
-    int64_t max_buffered_bytes; /* 256 MiB: request bodies held at once */
-    int64_t max_tokens;         /* 65536 */
-    int64_t max_batch;          /* 4096 */
-    int64_t max_queue;          /* 1024 */
-    int64_t max_connections;    /* 1024 */
+    char *table;                 /* data/gpt2-256.safetensors */
+    char *position_path;         /* "" = none (.npy token tables) */
+    char *tokenizer;             /* "" = none: text inputs answer 400 */
+    char *model;                 /* "" = none; a model directory replaces
+                                  * table and tokenizer (tokvec_model.h) */
+    char *served_model_name;     /* "" = the directory's name */
+    char *normalize;             /* auto|true|false: sentence vectors */
+    int64_t max_sentence_tokens; /* 512: Model2Vec's max_length */
+    char *token_tensor;          /* "" = search the contract's names */
+    char *position_tensor;       /* "" = search */
+    char *positional;            /* auto|learned|sinusoidal|none */
+    char *host;                  /* 127.0.0.1 */
+    int64_t port;                /* 8080 */
+    int64_t threads;             /* workers; 0 = CPUs (cpus.h) */
+    int64_t http_threads;        /* HTTP threads per listener; 0 = threads */
+    char *unix_socket;           /* "" = none; else also serve on this path */
+    int64_t max_body_bytes;      /* 16 MiB */
+    int64_t max_buffered_bytes;  /* 256 MiB: request bodies held at once */
+    int64_t max_tokens;          /* 65536 */
+    int64_t max_batch;           /* 4096 */
+    int64_t max_queue;           /* 1024 */
+    int64_t max_connections;     /* 1024 */
     int64_t max_connections_per_ip; /* 0 = no limit */
     double request_timeout;         /* 30 s */
     int64_t min_send_rate;          /* 512 KiB/s: replies slower are cut */

@@ -19,6 +19,9 @@
  * The tokenizer (--tokenizer) is opened once at start-up, after the table,
  * and never changes (a reload keeps it, and refuses a table whose
  * vocab_size is below the tokenizer's). It is read-only: any thread.
+ * With --model the whole directory is one generation: table, tokenizer and
+ * normalization are opened together into one table_ref (its tok owned)
+ * and a reload swaps them together, or keeps the old ones.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +29,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "log.h"
@@ -47,9 +51,42 @@ void table_release(table_ref *r)
     if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
         tokvec_similar_close(r->sim);
         tv_sigbus_remove(r->t); /* before its pages go */
-        tokvec_table_close(r->t);
+        if (r->model) {
+            tokvec_tokenizer_close(r->tok);
+            tokvec_model_close(r->model); /* and its table */
+        } else {
+            tokvec_table_close(r->t);
+        }
         free(r);
     }
+}
+
+/* --model: the directory, then its tokenizer, checked against its
+ * table. 0 with *m and *tok, or a negative code with err filled. */
+static int model_open(tv_server *s, tokvec_model **m, tokvec_tokenizer **tok,
+                      char *err, size_t len)
+{
+    const tv_config *c = s->cfg;
+    tokvec_model_opts mo = {.errbuf = err, .errlen = len};
+    if (strcmp(c->normalize, "auto")) {
+        mo.normalize_set = 1;
+        mo.normalize = !strcmp(c->normalize, "true");
+    }
+    *tok = NULL;
+    int rc = tokvec_model_open(c->model, &mo, m);
+    if (rc < 0)
+        return rc;
+    const tokvec_model_info *mi = tokvec_model_get_info(*m);
+    char why[512] = "";
+    tokvec_tokenizer_opts to = {.errbuf = why, .errlen = sizeof why};
+    rc = tokvec_tokenizer_open(mi->tokenizer_path, &to, tok);
+    if (rc < 0) {
+        snprintf(err, len, "model %s: tokenizer: %s", c->model,
+                 *why ? why : tokvec_strerror(rc));
+        tokvec_model_close(*m);
+        *m = NULL;
+    }
+    return rc;
 }
 
 int table_open(tv_server *s, table_ref **out, char *err, size_t len)
@@ -57,19 +94,41 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     tokvec_table_opts o = s->topts;
     o.errbuf = err;
     o.errlen = len;
-    tokvec_table *t;
+    tokvec_table *t = NULL;
+    tokvec_model *m = NULL;
+    tokvec_tokenizer *tok = NULL;
     *out = NULL;
-    int rc = tokvec_table_open(s->cfg->table, &o, &t);
+    int rc = *s->cfg->model ? model_open(s, &m, &tok, err, len)
+                            : tokvec_table_open(s->cfg->table, &o, &t);
     if (rc < 0)
         return rc;
-    table_ref *r = tv_malloc(sizeof *r);
-    if (!r || tokvec_similar_open(t, &r->sim) < 0) {
-        free(r);
-        tokvec_table_close(t);
-        snprintf(err, len, "out of memory");
-        return -ENOMEM;
+    if (m)
+        t = (tokvec_table *)tokvec_model_table(m);
+    table_ref *r = tv_calloc(1, sizeof *r);
+    if (r) {
+        r->t = t;
+        r->model = m;
+        r->tok = m ? tok : s->tok;
+        if (r->tok)
+            tokvec_tokenizer_get_info(r->tok, &r->tok_info);
+        r->normalize = m ? tokvec_model_get_info(m)->normalize
+                         : !strcmp(s->cfg->normalize, "true");
     }
-    r->t = t;
+    rc = r && m ? tokenizer_fits(r, tokvec_model_get_info(m)->tokenizer_path,
+                                 err, len)
+                : 0;
+    if (!r || rc < 0 || tokvec_similar_open(t, &r->sim) < 0) {
+        if (rc >= 0)
+            snprintf(err, len, "out of memory");
+        free(r);
+        if (m) {
+            tokvec_tokenizer_close(tok);
+            tokvec_model_close(m);
+        } else {
+            tokvec_table_close(t);
+        }
+        return rc < 0 ? rc : -ENOMEM;
+    }
     atomic_init(&r->refs, 1); /* the server's own reference */
     tv_sigbus_add(t);         /* a SIGBUS in its pages names its file */
     *out = r;
@@ -90,23 +149,30 @@ int tokenizer_open(tv_server *s, char *err, size_t len)
         return rc;
     }
     tokvec_tokenizer_get_info(s->tok, &s->tok_info);
-    return tokenizer_fits(s, s->current->t, err, len);
+    s->current->tok = s->tok;
+    s->current->tok_info = s->tok_info;
+    return tokenizer_fits(s->current, path, err, len);
 }
 
-int tokenizer_fits(const tv_server *s, const tokvec_table *t, char *err,
+int tokenizer_fits(const table_ref *r, const char *tok_path, char *err,
                    size_t len)
 {
-    if (!s->tok)
+    if (!r->tok)
         return 0;
-    const tokvec_table_info *in = tokvec_table_get_info(t);
-    if (s->tok_info.vocab_size <= in->vocab_size)
+    const tokvec_table_info *in = tokvec_table_get_info(r->t);
+    if (r->tok_info.vocab_size <= in->vocab_size)
         return 0;
     snprintf(err, len,
              "tokenizer %s has ids up to %" PRId64 " (vocab_size %" PRId64
              ") but the table %s has vocab_size %" PRId64,
-             s->cfg->tokenizer, s->tok_info.vocab_size - 1,
-             s->tok_info.vocab_size, in->path, in->vocab_size);
+             tok_path, r->tok_info.vocab_size - 1, r->tok_info.vocab_size,
+             in->path, in->vocab_size);
     return TOKVEC_E_TOKENIZER;
+}
+
+const char *tables_model_name(const tv_server *s)
+{
+    return s->model_name;
 }
 
 void table_publish(const tokvec_table *t)
@@ -143,7 +209,12 @@ int tv_server_reload(tv_server *s)
         table_release(fresh);
         return -1;
     }
-    if (tokenizer_fits(s, fresh->t, err, sizeof err) < 0) {
+    if (!fresh->model) { /* --tokenizer's, which a reload keeps */
+        fresh->tok = s->tok;
+        fresh->tok_info = s->tok_info;
+    }
+    if (!fresh->model &&
+        tokenizer_fits(fresh, s->cfg->tokenizer, err, sizeof err) < 0) {
         tv_metrics_reload(0);
         tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: %s",
                err);
@@ -159,9 +230,10 @@ int tv_server_reload(tv_server *s)
     tv_metrics_reload(1);
     const tokvec_table_info *in = tokvec_table_get_info(fresh->t);
     tv_log(TV_LOG_INFO,
-           "reloaded %s: vocab_size=%" PRId64 " dim=%" PRId64
+           "reloaded %s%s: vocab_size=%" PRId64 " dim=%" PRId64
            " dtype=%s positional=%s",
-           in->path, in->vocab_size, in->dim,
+           fresh->model ? "model " : "",
+           fresh->model ? s->cfg->model : in->path, in->vocab_size, in->dim,
            tokvec_dtype_numpy_name(in->dtype),
            tokvec_positional_name(in->positional));
     return 0;
@@ -181,15 +253,27 @@ size_t tv_server_summary(tv_server *s, char *buf, size_t len)
                      in->context_length,
                      *in->token_tensor ? in->token_tensor : "-",
                      in->position_tensor ? in->position_tensor : "-");
-    table_release(ref);
+    if (n >= 0 && (size_t)n < len && ref->model) {
+        const tokvec_model_info *mi = tokvec_model_get_info(ref->model);
+        n += snprintf(buf + n, len - (size_t)n,
+                      "; model %s (%s, served as %s): normalize=%s (%s)",
+                      mi->dir, mi->layout_name, s->model_name,
+                      mi->normalize ? "true" : "false", mi->normalize_from);
+    }
     if (n >= 0 && (size_t)n < len)
-        n += s->tok ? snprintf(buf + n, len - (size_t)n,
-                               "; tokenizer %s (%s): vocab_size=%" PRId64
-                               " special=%zu",
-                               s->cfg->tokenizer, s->tok_info.name,
-                               s->tok_info.vocab_size, s->tok_info.n_special)
-                    : snprintf(buf + n, len - (size_t)n,
-                               "; no tokenizer (ids only)");
+        n += ref->tok
+                 ? snprintf(
+                       buf + n, len - (size_t)n,
+                       "; tokenizer %s (%s): vocab_size=%" PRId64
+                       " special=%zu",
+                       ref->model
+                           ? tokvec_model_get_info(ref->model)->tokenizer_path
+                           : s->cfg->tokenizer,
+                       ref->tok_info.name, ref->tok_info.vocab_size,
+                       ref->tok_info.n_special)
+                 : snprintf(buf + n, len - (size_t)n,
+                            "; no tokenizer (ids only)");
+    table_release(ref);
     if (n >= 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n,
                       "; threads: %u workers (%s), %u HTTP per listener",

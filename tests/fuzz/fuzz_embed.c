@@ -445,7 +445,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = tv_negotiate_embed(accept, q.dtype, q.body_dtype, q.torch, &fmt,
                                 &e);
     if (rc == 0 && q.has_text)
-        rc = tv_embed_text_resolve(tok, t, &LIM, &q, &e);
+        rc = tv_embed_text_resolve(tok, t, NULL, &LIM, &q, &e);
     if (rc == 0)
         rc = tv_request_check(&q, t, &e);
     if (rc < 0)
