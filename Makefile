@@ -91,7 +91,7 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
         oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
         browser-test \
         float-random valgrind \
-        check-floats clean help
+        check-floats coverage clean help
 .DEFAULT_GOAL := all
 
 all: deps $(BUILD)/tokvec
@@ -110,6 +110,7 @@ help:
 	@echo "make bench-similar  POST /similar timings alone (~1 min)"
 	@echo "make valgrind     end-to-end suite with the server under memcheck"
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
+	@echo "make coverage     unit + end-to-end on a gcov build: NN% per file, totals"
 	@echo "make clean"
 
 deps:
@@ -413,8 +414,27 @@ unigram-oracle: $(BUILD)/tools/uni_check $(HF_ORACLE)/.installed \
 	@$(BUILD)/tools/uni_check tests/data/unigram/model2vec-vocab-quantized.json \
 	  $(UNI)/m2v.oracle.jsonl
 
+# --- coverage -----------------------------------------------------------------
+# gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then
+# Debian's lcov with branch coverage: one line per C file of core/ and
+# server/ (`NN% path`) and `coverage: N% lines, M% branches`. Generated
+# tables (build/gen) are left out. Slow (~5 min): in .ci/run, not in test.
+COV_BUILD := build-cov
+coverage: test-deps data
+	@tools/deps.sh lcov
+	@rm -rf $(COV_BUILD)
+	-@$(MAKE) --no-print-directory BUILD=$(COV_BUILD) OPT=-O0 \
+	  SANFLAGS=--coverage QUIET=1 unit e2e
+	@lcov --quiet --capture --directory $(COV_BUILD) \
+	  --rc lcov_branch_coverage=1 --output-file $(COV_BUILD)/all.info \
+	  2>/dev/null
+	@lcov --quiet --rc lcov_branch_coverage=1 \
+	  --extract $(COV_BUILD)/all.info '$(CURDIR)/core/*' \
+	  '$(CURDIR)/server/*' --output-file $(COV_BUILD)/cov.info 2>/dev/null
+	@$(PYTHON) tools/coverage.py $(COV_BUILD)/cov.info
+
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-cov
 
 # Container/deployment and benchmark targets live beside their files.
 -include deploy/deploy.mk bench/bench.mk tests/fuzz/fuzz.mk
