@@ -12,9 +12,11 @@ tests/oracle). Also POST /v1/embeddings and GET /v1/models as OpenAI's API
 (errors in OpenAI's shape, statuses tokvec's), /embed's "pooling" in every
 answer format, start-up errors and SIGHUP. The model2vec-rs fixtures
 (WordPiece and Unigram tokenizers) are read through the core API in
-tests/test_model.c and through `tokvec inspect` here.
+tests/test_model.c and through `tokvec inspect` here. The official OpenAI
+Node SDK (npm `openai`, pinned in tests/e2e/openai/) is run as a real
+client.
 
-Standard library + numpy.
+Standard library + numpy; node and npm for the SDK.
 """
 import base64
 import io
@@ -376,6 +378,78 @@ class Model2VecServer(unittest.TestCase):
         self.post("/v1/embeddings", {"input": "a"})
         text = self.srv.get("/metrics")[2].decode()
         self.assertIn('route="/v1/embeddings"', text)
+
+
+SDK_DIR = os.path.join(TOP, "tests", "e2e", "openai")
+
+
+def openai_sdk():
+    """The npm `openai` package (pinned, hash-checked by npm ci) installed
+    under build/openai-sdk; None where npm is missing."""
+    dest = os.path.join(TOP, "build", "openai-sdk")
+    mark = os.path.join(dest, ".installed")
+    lock = os.path.join(SDK_DIR, "package-lock.json")
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        return None
+    if not (os.path.exists(mark) and
+            os.path.getmtime(mark) >= os.path.getmtime(lock)):
+        os.makedirs(dest, exist_ok=True)
+        for f in ("package.json", "package-lock.json", "embed.mjs"):
+            shutil.copy(os.path.join(SDK_DIR, f), dest)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"],
+                       cwd=dest, check=True, timeout=300)
+        open(mark, "w").close()
+    shutil.copy(os.path.join(SDK_DIR, "embed.mjs"), dest)
+    return dest
+
+
+class OpenAISDK(unittest.TestCase):
+    """The official OpenAI Node SDK, unchanged, against base_url .../v1:
+    its default request (base64, which it decodes) and "float" give the
+    vectors of StaticModel.encode, "" is the SDK's 400 error."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sdk = openai_sdk()
+        if cls.sdk is None:
+            raise unittest.SkipTest("npm/node not found (Debian nodejs, npm)")
+        cls.srv = tc.Server(None, "--model", MODELS.m2v,
+                            "--max-sentence-tokens", "5",
+                            "--served-model-name", "potion-test",
+                            "--api-key", "sk-local")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_the_official_sdk_gets_static_model_encode_vectors(self):
+        texts = ["hello world", "The quick brown fox jumps over the dog",
+                 "x"]
+        r = subprocess.run(
+            ["node", os.path.join(self.sdk, "embed.mjs"),
+             "http://127.0.0.1:%d/v1" % self.srv.port, "sk-local",
+             json.dumps({"model": "anything", "input": texts})],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        h = {"Content-Type": "application/json",
+             "Authorization": "Bearer sk-local"}
+        for form in ("default", "float"):
+            ans = out[form]
+            self.assertEqual(ans["model"], "potion-test")
+            self.assertEqual([d["index"] for d in ans["data"]], [0, 1, 2])
+            for text, d in zip(texts, ans["data"]):
+                st, _, body = self.srv.request(
+                    "POST", "/embed", json.dumps(
+                        {"inputs": [text], "pooling": "mean"}), h)
+                self.assertEqual(st, 200, body)
+                want = np.array(json.loads(body)["embeddings"][0],
+                                np.float32)
+                got = np.array(d["embedding"], np.float32)
+                np.testing.assert_array_equal(got.view("<u4"),
+                                              want.view("<u4"))
+            self.assertGreater(ans["usage"]["prompt_tokens"], 0)
+        self.assertEqual(out["empty"]["status"], 400)
 
 
 class SentenceTransformersServer(unittest.TestCase):
