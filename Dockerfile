@@ -43,7 +43,10 @@ RUN cd /data/gpt2 \
 WORKDIR /src
 COPY . .
 # `make build/tokvec` (not `make all`): the deps are installed above.
-RUN make -j"$(nproc)" build/tokvec \
+# DATA_DIR=/data: the binary's built-in default tokenizer is /data/gpt2
+# (server/cli/datadir.c), a default that gives way, with a warning, to a
+# table it does not fit (your own, mounted: README "Docker").
+RUN make -j"$(nproc)" DATA_DIR=/data build/tokvec \
  && strip --strip-unneeded build/tokvec \
  && build/tokvec --version
 RUN mkdir -p /data \
@@ -69,10 +72,12 @@ COPY --from=build /src/build/tokvec /usr/local/bin/tokvec
 LABEL org.opencontainers.image.title="tokvec" \
       org.opencontainers.image.description="token + positional embeddings over HTTP from a memory-mapped safetensors table"
 
+# No TOKVEC_TOKENIZER: the built-in default (/data/gpt2) serves text with
+# the default table and steps aside for a table it does not fit, where a
+# named tokenizer would stop start-up.
 ENV TOKVEC_HOST=0.0.0.0 \
     TOKVEC_PORT=8080 \
-    TOKVEC_TABLE=/data/gpt2-256.safetensors \
-    TOKVEC_TOKENIZER=/data/gpt2
+    TOKVEC_TABLE=/data/gpt2-256.safetensors
 # WORKDIR / also makes the built-in default (data/gpt2-256.safetensors) resolve.
 WORKDIR /
 USER 10001:10001

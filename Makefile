@@ -63,6 +63,11 @@ PORT          ?=
 HOST          ?=
 # OpenAI's GPT-2 tokenizer (encoder.json + vocab.bpe), fetched by make data.
 TOKENIZER_DIR := data/gpt2
+# The data directory compiled into tokvec (server/cli/datadir.c): every
+# command's default tokenizer is DATA_DIR/gpt2 when it is there (after
+# --tokenizer and TOKVEC_TOKENIZER). This checkout's data/ (make data
+# fills it) for a local build; the image builds with DATA_DIR=/data.
+DATA_DIR      ?= $(CURDIR)/data
 # make run's tokenizer: GPT-2's beside the default table (another TABLE
 # has its own vocabulary: give TOKENIZER=FILE); TOKENIZER= for ids only
 TOKENIZER ?= $(if $(filter $(DEFAULT_TABLE),$(TABLE)),$(TOKENIZER_DIR))
@@ -96,12 +101,18 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 all: deps $(BUILD)/tokvec
 
-help:
+# Each included .mk file adds its own targets to the list (help::).
+help::
 	@echo "make [all]        build $(BUILD)/tokvec (installs missing deps as root)"
 	@echo "make run          build, make data, serve the default table"
 	@echo "                  (TABLE=FILE PORT=N HOST=ADDR: serve FILE there)"
 	@echo "make data         $(DEFAULT_TABLE) + GPT-2 tokenizer in $(TOKENIZER_DIR)/"
 	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
+	@echo "make test-deps    install the Debian packages the tests need (root)"
+	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken (part of test)"
+	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
+	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
+	@echo "                  (part of test)"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -112,6 +123,7 @@ help:
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
 	@echo "make coverage     unit + end-to-end on a gcov build: NN% per file, totals"
 	@echo "make clean"
+	@echo "make help         this list"
 
 deps:
 	@tools/deps.sh $(DEB_BUILD)
@@ -182,6 +194,7 @@ $(BUILD)/gen/pages_data.c: $(PAGE_FILES) $(wildcard docs/playground) Makefile
 $(BUILD)/gen/pages_data.o: $(BUILD)/gen/pages_data.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+$(BUILD)/server/cli/datadir.o: CFLAGS += -DTOKVEC_DATA_DIR='"$(DATA_DIR)"'
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(SAY) CC $<

@@ -11,6 +11,9 @@ BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
 .PHONY: bench bench-tokenize bench-similar bench-specials
+help::
+	@echo "make bench-tokenize  tokvec tokenize against tiktoken, gpt-tokenizer"
+	@echo "make bench-specials  special tokens at scale (~10 s)"
 bench: all data $(BENCH_BINS) bench-tokenize
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
 	  BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) bench/run.sh

@@ -3,7 +3,7 @@
 # nginx, one table file mounted read-only into all of them, Prometheus
 # scraping every replica.
 #
-#   deploy/compose-test.sh [--tools DIR]                          (make compose-test)
+#   deploy/compose-test.sh                                        (make compose-test)
 #
 # Builds localhost/tokvec:latest, localhost/tokvec-nginx:latest and
 # localhost/tokvec-prometheus:latest (podman, layers cached), `podman-compose
@@ -24,7 +24,7 @@ set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/deploy/podman-base.sh"
-deploy_args "$@"  # --tools DIR, -h
+deploy_args "$@"  # -h
 REPLICAS=${REPLICAS:-3}
 PER=${REQUESTS:-20}
 export TOKVEC_TABLE_FILE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
@@ -60,7 +60,7 @@ cleanup() { teardown; [[ -n $WATCHDOG ]] && kill "$WATCHDOG" 2>/dev/null; rm -rf
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# --- tools: podman (config and base image from container-check.sh), compose --
+# --- tools: podman (deploy/podman-base.sh: config, base image), compose -------
 podman_base
 if ! command -v podman-compose >/dev/null; then
   say "apt-get install podman-compose"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # container-test.sh -- build the tokvec image and check it end to end.
 #
-#   deploy/container-test.sh [--tools DIR] [--image TAG]      (make container-test)
+#   deploy/container-test.sh [--image TAG]                    (make container-test)
 #
-# 1. ../shared/tools/container-check.sh on the repo (build with podman, wait for
-#    /health, run the image HEALTHCHECK, SIGTERM must stop it cleanly).
-# 2. Our own run of the same image, hardened as in production: read-only root
-#    filesystem, all capabilities dropped, no-new-privileges. With --cpus 1
+# 1. podman (deploy/podman-base.sh: packages, configuration, the local
+#    debian:bookworm-slim), then podman build of the checkout.
+# 2. The image run hardened as in production: read-only root filesystem,
+#    all capabilities dropped, no-new-privileges; /health, /ready, /info,
+#    /metrics answer 200 and the image's own HEALTHCHECK (tokvec probe)
+#    passes, run once by hand (podman's timers need systemd). With --cpus 1
 #    the start-up line says 1 worker, from the cgroup quota.
-# 3. The textbook requests (shared/bench/load/seed_8x4.json and
+# 3. The textbook requests (examples/seed_8x4.json and
 #    {"inputs":[[40,1101,257]]}) POSTed to the container and to the local
 #    build/tokvec serving data/gpt2-256.safetensors, with Accept
 #    application/json and application/octet-stream: the bytes must be equal.
@@ -16,42 +18,39 @@
 #    Text out of the box: the image's own tokenizer (data/gpt2/ of the build
 #    context) answers POST /tokenize with GPT-2's ids for "Hello, world",
 #    and /tokenize and a text /embed give the same bytes as the local build
-#    serving data/gpt2/.
+#    serving data/gpt2/. Your own table (README "Docker", the second
+#    command): a 6-row table mounted as TOKVEC_TABLE starts, the default
+#    tokenizer dropped with a warning.
 # 4. Image hygiene: non-root user, no compiler / headers / apt lists, size
 #    broken down into base, table, tokenizer and what tokvec adds (goal:
 #    < 5 MB).
 # 5. SIGTERM to our container: exit 0 well before the 30 s drain timeout.
 #
-# Needs root and podman (container-check.sh installs podman if missing).
-# Env: TOKVEC_BIN (default build/tokvec), TOKVEC_TABLE_FILE (default
-# data/gpt2-256.safetensors), TOKVEC_TOKENIZER_DIR (default data/gpt2),
-# CHECK_PORT/CTR_PORT/LOCAL_PORT (18080/18082/18181).
+# Needs root. Env: TOKVEC_BIN (default build/tokvec), TOKVEC_TABLE_FILE
+# (default data/gpt2-256.safetensors), TOKVEC_TOKENIZER_DIR (default
+# data/gpt2), CTR_PORT/LOCAL_PORT (18082/18181).
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-TOOLS=$TOP/../shared/tools
+. "$TOP/deploy/podman-base.sh"
 IMG=localhost/tokvec:container-test
 while (($#)); do case $1 in
-  --tools) TOOLS=$2; shift 2;;
   --image) IMG=$2; shift 2;;
   -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0;;
   *) echo "container-test: unknown argument $1" >&2; exit 2;; esac; done
 BIN=${TOKVEC_BIN:-$TOP/build/tokvec}
 TABLE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
 TOKDIR=${TOKVEC_TOKENIZER_DIR:-$TOP/data/gpt2}
-CHECK_PORT=${CHECK_PORT:-18080}; CTR_PORT=${CTR_PORT:-18082}; LOCAL_PORT=${LOCAL_PORT:-18181}
-CHECK=$TOOLS/container-check.sh
-SEED=$TOOLS/../bench/load/seed_8x4.json
+CTR_PORT=${CTR_PORT:-18082}; LOCAL_PORT=${LOCAL_PORT:-18181}
+SEED=$TOP/examples/seed_8x4.json
 
 say()  { echo "[container-test] $*"; }
 fail() { echo "container-test: FAIL: $*" >&2; exit 1; }
-[[ $(id -u) == 0 ]] || fail "needs root (podman rootful, as container-check.sh)"
-[[ -f $CHECK ]] || fail "$CHECK not found: container-check.sh is expected in ../shared/tools beside the checkout (as CI has it); pass --tools DIR"
+[[ $(id -u) == 0 ]] || fail "needs root (rootful podman)"
 [[ -x $BIN ]] || fail "$BIN missing: run make build/tokvec first (make container-test does)"
 [[ -f $TABLE ]] || fail "$TABLE missing: run make data/gpt2-256.safetensors first (make container-test does)"
 [[ -f $TOKDIR/encoder.json && -f $TOKDIR/vocab.bpe ]] || fail "$TOKDIR/encoder.json or vocab.bpe missing: run make data first (make container-test does)"
-command -v curl >/dev/null || fail "curl missing (apt-get install curl)"
-"$TOP/tools/deps.sh" jq >/dev/null || fail "jq missing (apt-get install jq)"
+[[ -f $SEED ]] || fail "$SEED missing"
 
 WORK=$(mktemp -d /tmp/container-test.XXXXXX)
 CTR=tokvec-container-test-$$
@@ -65,20 +64,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 noise() { grep -v -e 'CNI config' -e 'systemd connection' >&2; }
 
-# --- 1. container-check.sh -------------------------------------------------
-say "1. $CHECK $TOP"
-t0=$SECONDS
-bash "$CHECK" "$TOP" -P "$CHECK_PORT" 2> >(noise) | tee "$WORK/check.out"
-[[ ${PIPESTATUS[0]} == 0 ]] || fail "container-check.sh failed (logs in /var/tmp/container-check/)"
-say "container-check.sh passed in $((SECONDS - t0))s"
-# container-check.sh wrote the podman config (runc, cgroupfs, ulimits) we reuse.
-export CONTAINERS_CONF=/var/tmp/container-check/containers.conf
-
-# Tag the image under a fixed name (every layer is cached: this is the warm build).
+# --- 1. podman and the image -------------------------------------------------
+say "1. podman set-up (deploy/podman-base.sh), podman build $TOP"
+podman_base
+command -v curl >/dev/null || fail "curl missing (apt-get install curl)"
+"$TOP/tools/deps.sh" jq >/dev/null || fail "jq missing (apt-get install jq)"
 t0=$EPOCHREALTIME
 podman build --pull=never --format docker --layers -t "$IMG" "$TOP" > "$WORK/build.log" 2>&1 ||
   { tail -n 30 "$WORK/build.log"; fail "podman build"; }
-say "warm rebuild (all layers cached): $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')s"
+say "built in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')s (cached layers reused)"
 
 # --- 2. hardened run ----------------------------------------------------------
 say "2. podman run --read-only --cap-drop=ALL --security-opt no-new-privileges $IMG"
@@ -111,6 +105,16 @@ for p in /ready /info /metrics; do
   [[ $code == 200 ]] || fail "container GET $p -> $code"
 done
 say "container /ready /info /metrics -> 200"
+# The image's own HEALTHCHECK, run once by hand (podman's timers need systemd).
+[[ -n $(podman inspect -f '{{if .Config.Healthcheck}}{{.Config.Healthcheck.Test}}{{end}}' "$CTR") ]] ||
+  fail "the image has no HEALTHCHECK"
+ok=0
+for _ in 1 2 3; do
+  podman healthcheck run "$CTR" >/dev/null 2> >(noise) && { ok=1; break; }
+  sleep 1
+done
+((ok)) || fail "the image's HEALTHCHECK reports unhealthy"
+say "image HEALTHCHECK (tokvec probe): healthy"
 # The start-up log line states the settings: the image's env must be in effect.
 podman logs "$CTR" 2>&1 | grep -q '0\.0\.0\.0' || say "note: start-up log does not mention host 0.0.0.0"
 
@@ -134,8 +138,7 @@ fi
 
 # --- 3. the same bytes from the image and from the local build ---------------
 printf '{"inputs":[[40,1101,257]]}' > "$WORK/textbook.json"
-bodies=("$WORK/textbook.json")
-if [[ -f $SEED ]]; then bodies+=("$SEED"); else say "note: $SEED not found, textbook body only"; fi
+bodies=("$WORK/textbook.json" "$SEED")
 n=0
 for body in "${bodies[@]}"; do
   for accept in application/json application/octet-stream; do
@@ -197,6 +200,17 @@ say "table in the image is bit-identical to the local one (sha256 ${h_loc:0:16}.
 # Memory: RSS of the local server after serving (table pages are shared/page cache).
 rss=$(awk '/^VmRSS/ {print $2}' "/proc/$LPID/status" 2>/dev/null)
 say "local tokvec serve RSS after $n request pairs: ${rss:-?} kB"
+
+# Your own table (README "Docker", the second command): a table too small
+# for the image's default tokenizer starts with a warning, ids only.
+"$BIN" init --vocab 6 --dim 3 -o "$WORK/my.safetensors" >/dev/null || fail "tokvec init"
+chmod 0644 "$WORK/my.safetensors"
+mine=$(timeout 20 podman run --rm --read-only -v "$WORK/my.safetensors:/t/my.safetensors:ro" \
+  -e TOKVEC_TABLE=/t/my.safetensors --entrypoint /bin/sh "$IMG" -c \
+  'timeout -s TERM 3 tokvec serve 2>&1' 2> >(noise))
+grep -q 'warn default tokenizer not used' <<<"$mine" && grep -q ' started: ' <<<"$mine" ||
+  { echo "$mine" | tail -n 5; fail "the image with a 6-row table of mine did not start with a warning"; }
+say "my 6-row table: started, default tokenizer dropped with a warning"
 
 # --- 4. image hygiene and size ------------------------------------------------
 user=$(podman image inspect -f '{{.Config.User}}' "$IMG")

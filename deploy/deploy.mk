@@ -1,9 +1,13 @@
 # deploy/deploy.mk -- container and deployment targets (included by the top
 # Makefile). All need root; the container ones need podman, which
-# ../shared/tools/container-check.sh installs from Debian if missing.
+# deploy/podman-base.sh installs from Debian and sets up (its own
+# configuration, a local debian:bookworm-slim) when missing: nothing
+# outside the repository is called.
 #
-#   make container-test  build the image, run container-check.sh, compare the
-#                        image's /embed bytes with the local build's
+#   make image           the image alone
+#   make container-test  build the image, check it (health, HEALTHCHECK,
+#                        hardened run, SIGTERM), compare the image's /embed
+#                        bytes with the local build's
 #   make compose-test    N replicas behind nginx with podman-compose
 #   make deploy-check    validate deploy/k8s/*.yaml offline, then run them
 #                        with podman kube play (kube-test)
@@ -12,9 +16,15 @@
 .PHONY: container-test compose-test deploy-check manifest-check kube-test image \
         image-data
 
-CONTAINER_TOOLS ?= $(abspath ../shared/tools)
 IMAGE           ?= localhost/tokvec:latest
 REPLICAS        ?= 3
+
+help::
+	@echo "make image        the container image, $(IMAGE) (podman, root)"
+	@echo "make container-test  build the image and check it against the local build"
+	@echo "make compose-test $(REPLICAS) replicas behind nginx with podman-compose"
+	@echo "make deploy-check deploy/k8s/*.yaml checked offline (make manifest-check)"
+	@echo "                  and run with podman kube play (make kube-test)"
 
 # The image takes the GPT-2 tokenizer from the build context, data/gpt2/
 # (make data fetched and checked it; the Dockerfile checks it again), so
@@ -31,16 +41,16 @@ image-data: $(TOKENIZER_DIR)/encoder.json
 container-test: $(BUILD)/tokvec $(DEFAULT_TABLE) image-data
 	TOKVEC_BIN=$(abspath $(BUILD)/tokvec) TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) \
 	  TOKVEC_TOKENIZER_DIR=$(abspath $(TOKENIZER_DIR)) \
-	  bash deploy/container-test.sh --tools $(CONTAINER_TOOLS)
+	  bash deploy/container-test.sh
 
 # The image alone (podman; docker works the same with the Dockerfile).
 image: image-data
-	CONTAINERS_CONF=$${CONTAINERS_CONF:-/var/tmp/container-check/containers.conf} \
+	CONTAINERS_CONF=$$(bash deploy/podman-base.sh) && export CONTAINERS_CONF && \
 	  podman build --pull=never --format docker --layers -t $(IMAGE) .
 
 compose-test: $(BUILD)/tokvec $(DEFAULT_TABLE) image-data
 	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) REPLICAS=$(REPLICAS) \
-	  bash deploy/compose-test.sh --tools $(CONTAINER_TOOLS)
+	  bash deploy/compose-test.sh
 
 deploy-check: manifest-check kube-test
 
@@ -54,4 +64,4 @@ manifest-check:
 # python3-torch for the reference answer).
 kube-test: $(BUILD)/tokvec $(DEFAULT_TABLE) image-data
 	TOKVEC_TABLE_FILE=$(abspath $(DEFAULT_TABLE)) \
-	  bash deploy/kube-test.sh --tools $(CONTAINER_TOOLS)
+	  bash deploy/kube-test.sh

@@ -2,7 +2,7 @@
 # kube-test.sh -- deploy/k8s/ run for real with `podman kube play` on this
 # machine: the Deployment's pod with its ConfigMap and its table volume.
 #
-#   deploy/kube-test.sh [--tools DIR]                  (make deploy-check)
+#   deploy/kube-test.sh                                (make deploy-check)
 #
 # 1. Builds localhost/tokvec:latest (podman, layers cached) and tags it
 #    tokvec:0.1.0, the image deployment.yaml names.
@@ -29,14 +29,14 @@
 #    pod; nothing is left (pods, volume). (podman 4.3: `kube down` alone
 #    would SIGKILL, `pod stop` would cut the network under the drain.)
 #
-# Needs root and podman (../shared/tools/container-check.sh sets it up, as
-# for compose-test.sh). Bounded: KUBE_TEST_TIMEOUT (300 s) after the build.
+# Needs root; podman is set up by deploy/podman-base.sh, as for
+# compose-test.sh. Bounded: KUBE_TEST_TIMEOUT (300 s) after the build.
 # Env: TOKVEC_TABLE_FILE (data/gpt2-256.safetensors), KUBE_PORT (18480).
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/deploy/podman-base.sh"
-deploy_args "$@"  # --tools DIR, -h
+deploy_args "$@"  # -h
 TABLE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
 KUBE_PORT=${KUBE_PORT:-18480}
 LIMIT=${KUBE_TEST_TIMEOUT:-300}

@@ -291,6 +291,48 @@ static void unknown_flags_and_keys_name_the_closest_setting(void **state)
     drop_file(cfg);
 }
 
+/* --help is suggested for a misspelt flag; never as a variable or a key. */
+static void help_is_suggested_for_flags_only(void **state)
+{
+    (void)state;
+    EXPECT_ERROR(MSGS("'--hepl' (did you mean --help?)"), "--hepl");
+    tv_config c;
+    char err[256];
+    setenv("TOKVEC_HELP", "1", 1);
+    assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
+    if (strstr(c.warnings, "did you mean TOKVEC_HELP"))
+        fail_msg("warnings: %s", c.warnings);
+    tv_config_free(&c);
+    unsetenv("TOKVEC_HELP");
+}
+
+/* serve's built-in default tokenizer applies only when no source named
+ * one: a flag, a variable or a key naming "" (none) counts as named. */
+static void tokenizer_given_says_whether_a_source_named_it(void **state)
+{
+    (void)state;
+    tv_config c;
+    char err[256];
+    assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
+    assert_int_equal(c.tokenizer_given, 0);
+    tv_config_free(&c);
+    assert_int_equal(load(&c, err, sizeof err, "--tokenizer", "", NULL),
+                     TV_CONFIG_OK);
+    assert_int_equal(c.tokenizer_given, 1);
+    tv_config_free(&c);
+    setenv("TOKVEC_TOKENIZER", "", 1);
+    assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
+    assert_int_equal(c.tokenizer_given, 1);
+    tv_config_free(&c);
+    unsetenv("TOKVEC_TOKENIZER");
+    char *f = temp_file("{\"tokenizer\": \"\"}");
+    assert_int_equal(load(&c, err, sizeof err, "--config", f, NULL),
+                     TV_CONFIG_OK);
+    assert_int_equal(c.tokenizer_given, 1);
+    tv_config_free(&c);
+    drop_file(f);
+}
+
 static void env_var_sets_every_kind(void **state)
 {
     (void)state;
@@ -641,6 +683,9 @@ int main(void)
         cmocka_unit_test_setup(
             unknown_tokvec_env_vars_are_ignored_with_a_warning, reset),
         cmocka_unit_test_setup(unknown_flags_and_keys_name_the_closest_setting,
+                               reset),
+        cmocka_unit_test_setup(help_is_suggested_for_flags_only, reset),
+        cmocka_unit_test_setup(tokenizer_given_says_whether_a_source_named_it,
                                reset),
         cmocka_unit_test_setup(env_var_sets_every_kind, reset),
         cmocka_unit_test_setup(errors_name_flag_and_value, reset),

@@ -127,6 +127,49 @@ static void open_says_a_text_file_is_not_a_table(void **s)
     expect(st_file("[1,2,3]", 0, NULL, 0), NULL, TOKVEC_E_HEADER_JSON);
 }
 
+/* torch.save's files (a zip archive, or a legacy pickle) given as a table:
+ * the message says what they are and names the conversion, with the
+ * file's own path in it. A safetensors header whose length bytes start
+ * like a pickle (0x80 0x02: 640 bytes) is still a safetensors file. */
+static void open_names_the_conversion_of_a_torch_save_file(void **s)
+{
+    (void)s;
+    static const unsigned char zip[] = "PK\x03\x04\x14\0\0\x08\0\0"
+                                       "archive/data.pkl";
+    static const unsigned char pickle[] = "\x80\x02\x8a\x0al\xfc\x9c"
+                                          "F"
+                                          "\xf9 j\xa8P\x19.";
+    const unsigned char *files[] = {zip, pickle};
+    size_t lens[] = {sizeof zip - 1, sizeof pickle - 1};
+    const char *what[] = {"zip archive", "Python pickle"};
+    for (int i = 0; i < 2; i++) {
+        char err[1024] = "";
+        tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+        tokvec_table *t = NULL;
+        const char *path = raw_file(files[i], lens[i]);
+        assert_int_equal(tokvec_table_open(path, &o, &t), TOKVEC_E_FORMAT);
+        char load[600];
+        snprintf(load, sizeof load, "torch.load('%s'", path);
+        if (!strstr(err, what[i]) || !strstr(err, load) ||
+            !strstr(err, "from safetensors.torch import save_file") ||
+            !strstr(err, ".state_dict()"))
+            fail_msg("message: %s", err);
+    }
+    char hdr[640 + 1];
+    memset(hdr, ' ', sizeof hdr - 1);
+    hdr[0] = '{';
+    hdr[sizeof hdr - 2] = '}';
+    hdr[sizeof hdr - 1] = '\0';
+    char err[1024] = "";
+    tokvec_table_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_table *t = NULL;
+    int rc = tokvec_table_open(st_file(hdr, 0, NULL, 0), &o, &t);
+    if (rc == 0)
+        tokvec_table_close(t);
+    if (rc == TOKVEC_E_FORMAT || strstr(err, "pickle"))
+        fail_msg("a 640-byte header: %d, %s", rc, err);
+}
+
 static void open_rejects_bad_json(void **s)
 {
     (void)s;
@@ -684,6 +727,7 @@ int main(void)
         cmocka_unit_test(open_rejects_header_beyond_file),
         cmocka_unit_test(open_rejects_header_over_100_mb),
         cmocka_unit_test(open_says_a_text_file_is_not_a_table),
+        cmocka_unit_test(open_names_the_conversion_of_a_torch_save_file),
         cmocka_unit_test(open_rejects_bad_json),
         cmocka_unit_test(open_rejects_header_that_is_not_an_object),
         cmocka_unit_test(open_rejects_duplicate_keys),

@@ -305,7 +305,15 @@ static int load_npy(tokvec_table *t, const tokvec_table_opts *o,
 /* What the first bytes of a file say it is. A safetensors file starts
  * with its header length, which fits in the file, and its header's '{';
  * a sharded checkpoint's index is JSON text (no NUL in its first bytes). */
-typedef enum { F_UNKNOWN, F_NPY, F_GGUF, F_INDEX, F_SAFETENSORS } kind;
+typedef enum {
+    F_UNKNOWN,
+    F_NPY,
+    F_GGUF,
+    F_INDEX,
+    F_SAFETENSORS,
+    F_ZIP,    /* torch.save's archive (.pt, .pth), or numpy's .npz */
+    F_PICKLE, /* torch.save's legacy format: a pickle, protocol 2 to 5 */
+} kind;
 
 static kind sniff(const unsigned char *m, size_t len)
 {
@@ -320,7 +328,31 @@ static kind sniff(const unsigned char *m, size_t len)
         return F_INDEX;
     if (len < 8 || tokvec__le64(m) <= len - 8 || (len > 8 && m[8] == '{'))
         return F_SAFETENSORS;
+    /* Not a safetensors header (its length would pass the file's end). */
+    if (!memcmp(m, "PK\x03\x04", 4))
+        return F_ZIP;
+    if (m[0] == 0x80 && m[1] >= 2 && m[1] <= 5)
+        return F_PICKLE;
     return F_UNKNOWN;
+}
+
+/* The error for a torch.save file: what it is and the conversion that
+ * makes it a table (core never logs: the hint is in the message). */
+static int torch_file(const tokvec_table_opts *o, const char *path, kind k)
+{
+    return tokvec__fail(
+        o, path, TOKVEC_E_FORMAT,
+        "%s, not a safetensors, .npy or GGUF file; convert it once: "
+        "python3 -c \"import torch; from safetensors.torch import "
+        "save_file; sd = torch.load('%s', map_location='cpu'); "
+        "save_file({k: v.contiguous() for k, v in sd.items()}, "
+        "'model.safetensors')\" (pip install torch safetensors; for a "
+        "whole model saved with torch.save(model), use its .state_dict())",
+        k == F_ZIP ? "a zip archive: PyTorch's torch.save (.pt, .pth) or "
+                     "numpy's .npz"
+                   : "a Python pickle: PyTorch's legacy torch.save (.pt, "
+                     ".pth, .bin)",
+        path);
 }
 
 /* Maps path and parses it by what it is; *tok and *pos are its tensors. */
@@ -356,6 +388,8 @@ static int load(tokvec_table *t, const tokvec_table_opts *o, const char *path,
         t->info.format = "safetensors-index";
         return tokvec__open_index(t, o, path, tok, pos);
     }
+    if (k == F_ZIP || k == F_PICKLE)
+        return torch_file(o, path, k);
     if (k != F_SAFETENSORS)
         return tokvec__fail(o, path, TOKVEC_E_FORMAT,
                             "not a safetensors, .npy or GGUF file (and "

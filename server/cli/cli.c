@@ -33,7 +33,9 @@
 /* --- init ---------------------------------------------------------------- */
 
 static const char init_usage[] =
-    "usage: tokvec init --vocab V --dim D -o FILE [options]\n"
+    "usage: tokvec init --vocab V --dim D -o FILE [--context C]\n"
+    "                   [--positional KIND] [--seed S] [--padding-idx P]\n"
+    "                   [--dtype T]\n"
     "\n"
     "Creates the table of torch.manual_seed(SEED); nn.Embedding(V, D)\n"
     "[; nn.Embedding(C, D)], bit-exact with PyTorch on x86-64, as\n"
@@ -48,7 +50,8 @@ static const char init_usage[] =
     "  --seed S             torch.manual_seed argument (default 123)\n"
     "  --padding-idx P      row P of the token table set to 0 (as torch)\n"
     "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest)\n"
-    "  -o, --output FILE    where to write (atomically, by rename)\n";
+    "  -o, --output FILE    where to write (atomically, by rename)\n"
+    "  -h, --help           this text\n";
 
 /* tokvec init's arguments, defaults first. */
 typedef struct init_args {
@@ -66,7 +69,12 @@ enum { INIT_HELP = 1 };
 static int init_parse(int argc, char **argv, init_args *a)
 {
     static const char *const flags[] = {"help", NULL};
-    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    static const char *const known[] = {"help",        "vocab",      "dim",
+                                        "context",     "positional", "seed",
+                                        "padding-idx", "dtype",      "output",
+                                        NULL};
+    opts_t o = {
+        .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
     int r;
 
     *a = (init_args){.context = 1024,
@@ -130,15 +138,11 @@ static int init_parse(int argc, char **argv, init_args *a)
         } else if (!strcmp(n, "o") || !strcmp(n, "output")) {
             a->out_path = v;
         } else {
-            return tv_cli_fail(EXIT_USAGE,
-                               "init: unknown option '--%s' (see "
-                               "tokvec init --help)",
-                               n);
+            return tv_cli_unknown_option("init", n, known);
         }
     }
     if (r < 0)
-        return tv_cli_fail(EXIT_USAGE, "init: option '%s' needs a value",
-                           argv[argc - 1]);
+        return tv_cli_opt_fail("init", &o);
     if (!a->vocab || !a->dim || !a->out_path)
         return tv_cli_fail(EXIT_USAGE,
                            "init: --vocab, --dim and -o are required "
@@ -308,7 +312,12 @@ static const char inspect_usage[] =
     "checked against their size limit but not computed.\n"
     "A directory holding tokenizer.json is a static embedding model (as\n"
     "tokvec serve --model DIR reads it): its layout, normalization and\n"
-    "what Model2Vec's encode reads of the tokenizer come first.\n";
+    "what Model2Vec's encode reads of the tokenizer come first.\n"
+    "\n"
+    "  --pos POS.npy          positions for a .npy token table\n"
+    "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
+    "  -h, --help             this text\n";
+
 
 /* A model directory (tokvec serve --model): holds a tokenizer.json. */
 static int is_model_dir(const char *path)
@@ -360,7 +369,9 @@ static int inspect_model(const char *path, tokvec_model **m)
 int cmd_inspect(int argc, char **argv)
 {
     static const char *const flags[] = {"help", NULL};
-    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    static const char *const known[] = {"help", TABLE_OPTIONS, NULL};
+    opts_t o = {
+        .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
     tokvec_table_opts to = {0};
     const char *path = NULL;
     int r;
@@ -374,11 +385,12 @@ int cmd_inspect(int argc, char **argv)
             fputs(inspect_usage, stdout);
             return 0;
         } else if (!tv_cli_table_option(o.name, o.value, &to)) {
-            static const char *const known[] = {"help", TABLE_OPTIONS, NULL};
             return tv_cli_unknown_option("inspect", o.name, known);
         }
     }
-    if (r < 0 || !path)
+    if (r < 0)
+        return tv_cli_opt_fail("inspect", &o);
+    if (!path)
         return tv_cli_fail(EXIT_USAGE,
                            "inspect: need FILE (see tokvec inspect --help)");
 
@@ -464,10 +476,13 @@ int cmd_inspect(int argc, char **argv)
 /* --- lookup -------------------------------------------------------------- */
 
 static const char lookup_usage[] =
-    "usage: tokvec lookup --table FILE [--start-position N] [--no-positions]"
-    " ID...\n"
-    "       tokvec lookup --table FILE [--tokenizer FILE] [--no-special] "
-    "--text TEXT\n"
+    "usage: tokvec lookup --table FILE [TABLE OPTIONS] [--start-position N]\n"
+    "                     [--no-positions] ID...\n"
+    "       tokvec lookup --table FILE [TABLE OPTIONS] [--start-position N]\n"
+    "                     [--no-positions] [--tokenizer FILE] [--no-special]\n"
+    "                     --text TEXT\n"
+    "TABLE OPTIONS: [--pos POS.npy] [--token-tensor NAME]\n"
+    "               [--position-tensor NAME]\n"
     "\n"
     "Prints the JSON POST /embed returns for one sequence of ids:\n"
     "{\"shape\":[1,S,D],\"dtype\":\"float32\",\"embeddings\":[[[...]]]},\n"
@@ -479,13 +494,20 @@ static const char lookup_usage[] =
     "  --start-position N     first position (default 0)\n"
     "  --no-positions         token rows only\n"
     "  --text TEXT            the ids of TEXT, as tokvec tokenize gives them\n"
-    "  --tokenizer FILE, --no-special   as for tokvec tokenize\n";
+    "  --tokenizer FILE, --no-special   as for tokvec tokenize (the same\n"
+    "                         default tokenizer)\n"
+    "  -h, --help             this text\n";
 
 int cmd_lookup(int argc, char **argv)
 {
     static const char *const flags[] = {"help", "no-positions", "no-special",
                                         NULL};
-    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    static const char *const known[] = {
+        "help",         "table",       "start-position",
+        "no-positions", "text",        "tokenizer",
+        "no-special",   TABLE_OPTIONS, NULL};
+    opts_t o = {
+        .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
     tokvec_table_opts to = {0};
     const char *path = NULL, *text = NULL, *tokenizer = NULL;
     int special = 1;
@@ -532,12 +554,13 @@ int cmd_lookup(int argc, char **argv)
         } else if (!strcmp(o.name, "no-special")) {
             special = 0;
         } else if (!tv_cli_table_option(o.name, v, &to)) {
-            static const char *const known[] = {
-                "help",         "table",       "start-position",
-                "no-positions", TABLE_OPTIONS, NULL};
             tv_cli_unknown_option("lookup", o.name, known);
             goto out;
         }
+    }
+    if (r < 0) {
+        tv_cli_opt_fail("lookup", &o);
+        goto out;
     }
     if (text && n) {
         tv_cli_fail(EXIT_USAGE, "lookup: give IDs or --text, not both");
@@ -612,6 +635,7 @@ out:
 static const char convert_usage[] =
     "usage: tokvec convert IN -o OUT.safetensors [--pos POS.npy] "
     "[--dtype T]\n"
+    "                      [--token-tensor NAME] [--position-tensor NAME]\n"
     "\n"
     "Writes the token table (and learned position table) of IN -- a .npy,\n"
     "a safetensors file such as a Hugging Face GPT-2 model.safetensors, a\n"
@@ -622,7 +646,8 @@ static const char convert_usage[] =
     "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
     "  --dtype T              f32, f16 or bf16 (default: as stored;\n"
     "                         narrowing rounds to nearest even)\n"
-    "  -o, --output FILE      where to write (atomically, by rename)\n";
+    "  -o, --output FILE      where to write (atomically, by rename)\n"
+    "  -h, --help             this text\n";
 
 /* Returns rows x dim of a view converted to dtype `to` in a new buffer
  * (caller frees): the stored bytes when they are `to` values, else the
@@ -662,7 +687,10 @@ static void *convert_rows(const tokvec_table *t, int tokens, int64_t rows,
 int cmd_convert(int argc, char **argv)
 {
     static const char *const flags[] = {"help", NULL};
-    opts_t o = {.argc = argc, .argv = argv, .i = 1, .flags = flags};
+    static const char *const known[] = {"help", "output", "dtype",
+                                        TABLE_OPTIONS, NULL};
+    opts_t o = {
+        .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
     tokvec_table_opts to = {0};
     const char *in_path = NULL, *out_path = NULL;
     int have_dtype = 0, r, ret = EXIT_USAGE;
@@ -688,12 +716,12 @@ int cmd_convert(int argc, char **argv)
                                    o.value);
             have_dtype = 1;
         } else if (!tv_cli_table_option(o.name, o.value, &to)) {
-            static const char *const known[] = {"help", "output", "dtype",
-                                                TABLE_OPTIONS, NULL};
             return tv_cli_unknown_option("convert", o.name, known);
         }
     }
-    if (r < 0 || !in_path || !out_path)
+    if (r < 0)
+        return tv_cli_opt_fail("convert", &o);
+    if (!in_path || !out_path)
         return tv_cli_fail(EXIT_USAGE,
                            "convert: need IN and -o OUT (see tokvec "
                            "convert --help)");

@@ -124,7 +124,7 @@ void tv_cli_progress(uint64_t done, uint64_t total, void *ud)
 int tv_cli_open_table(const char *path, const tokvec_table_opts *base,
                       tokvec_table **t)
 {
-    char err[512] = "";
+    char err[1024] = "";
     tokvec_table_opts o = base ? *base : (tokvec_table_opts){0};
     o.errbuf = err;
     o.errlen = sizeof err;
@@ -154,6 +154,18 @@ int tv_cli_unknown_option(const char *cmd, const char *name,
     return tv_cli_fail(EXIT_USAGE,
                        "%s: unknown option '--%s' (see tokvec %s --help)", cmd,
                        name, cmd);
+}
+
+int tv_cli_opt_fail(const char *cmd, const opts_t *o)
+{
+    static const char *const none[] = {NULL};
+    const char *const *known = o->known ? o->known : none;
+    int is_o = !strcmp(o->name, "o"); /* -o is --output */
+    for (const char *const *k = known; *k; k++)
+        if (!strcmp(*k, is_o ? "output" : o->name))
+            return tv_cli_fail(EXIT_USAGE, "%s: option '-%s%s' needs a value",
+                               cmd, is_o ? "" : "-", o->name);
+    return tv_cli_unknown_option(cmd, o->name, known);
 }
 
 /* Options every table-reading command shares. 1 if consumed, 0 if not

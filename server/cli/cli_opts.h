@@ -22,6 +22,8 @@ typedef struct {
     int argc, i;
     char **argv;
     const char *const *flags; /* options that take no value */
+    const char *const *known; /* every option (NULL-terminated), for
+                               * tv_cli_opt_fail's suggestion */
     const char *name, *value;
     char buf[64];
 } opts_t;
@@ -41,6 +43,10 @@ int tv_cli_open_table(const char *path, const tokvec_table_opts *base,
  * NULL-terminated); returns EXIT_USAGE. */
 int tv_cli_unknown_option(const char *cmd, const char *name,
                           const char *const *known);
+/* The option tv_cli_opt_next could not take (it returned -1): "CMD:
+ * unknown option" as tv_cli_unknown_option when it is not in o->known,
+ * else "CMD: option '--NAME' needs a value". Returns EXIT_USAGE. */
+int tv_cli_opt_fail(const char *cmd, const opts_t *o);
 /* The options of tv_cli_table_option, for tv_cli_unknown_option's suggestions.
  */
 #define TABLE_OPTIONS "pos", "position-path", "token-tensor", "position-tensor"

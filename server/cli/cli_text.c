@@ -19,13 +19,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_opts.h"
+#include "datadir.h"
 #include "log.h"
 #include "tokvec_tokenizer.h"
 
-#define DEFAULT_TOKENIZER "data/gpt2"
-
 static const char tokenize_usage[] =
-    "usage: tokvec tokenize [--tokenizer FILE] [--no-special] [FILE|-]\n"
+    "usage: tokvec tokenize [--tokenizer FILE] [--pattern NAME] "
+    "[--no-special]\n"
+    "                       [--jsonl] [FILE|-]\n"
     "\n"
     "Prints the token ids of FILE (default: standard input) as one JSON\n"
     "array, as tiktoken's encode(text, allowed_special=\"all\").\n"
@@ -33,14 +35,44 @@ static const char tokenize_usage[] =
     "  --tokenizer FILE   encoder.json (vocab.bpe beside it), a directory\n"
     "                     holding such a pair or a tokenizer.json,\n"
     "                     tokenizer.json, or NAME.tiktoken (default:\n"
-    "                     $TOKVEC_TOKENIZER, else " DEFAULT_TOKENIZER ")\n"
+    "                     $TOKVEC_TOKENIZER, else the built-in\n"
+    "                     DATA_DIR/gpt2, shown below)\n"
     "  --pattern NAME     split pattern of a .tiktoken file: gpt2,\n"
     "                     r50k_base, p50k_base, cl100k_base, o200k_base\n"
     "                     (default: from the file name)\n"
     "  --no-special       special tokens in the text are ordinary text\n"
     "                     (encode_ordinary)\n"
     "  --jsonl            each input line is a JSON string; one array a "
-    "line\n";
+    "line\n"
+    "  -h, --help         this text\n";
+
+/* The tokenizer of a command (tokenize, lookup): given (--tokenizer; NULL
+ * when not given), else datadir.h's default. *path, or an exit status
+ * after the message: every source says how to name one. */
+static int tokenizer_path(const char *cmd, const char *given, char *buf,
+                          size_t len, const char **path)
+{
+    tv_tok_from from = TV_TOK_FROM_ENV;
+    *path = given ? given : tv_default_tokenizer(buf, len, &from);
+    if (*path && **path)
+        return 0;
+    if (given)
+        return tv_cli_fail(EXIT_USAGE,
+                           "%s: --tokenizer '' is no tokenizer; give "
+                           "--tokenizer FILE",
+                           cmd);
+    if (from == TV_TOK_FROM_ENV)
+        return tv_cli_fail(EXIT_USAGE,
+                           "%s: TOKVEC_TOKENIZER is empty (no tokenizer); "
+                           "give --tokenizer FILE or unset it for the "
+                           "built-in %s/gpt2",
+                           cmd, tv_data_dir());
+    return tv_cli_fail(EXIT_USAGE,
+                       "%s: no tokenizer: give --tokenizer FILE or set "
+                       "TOKVEC_TOKENIZER (the built-in default %s/gpt2 is "
+                       "not there: `make data` puts it there)",
+                       cmd, tv_data_dir());
+}
 
 static int read_all(FILE *f, char **buf, size_t *len)
 {
@@ -160,10 +192,10 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
 int tv_cli_text_ids(const char *tok_path, const char *text, int special,
                     int64_t **ids, int64_t *n)
 {
-    if (!tok_path || !*tok_path)
-        tok_path = getenv("TOKVEC_TOKENIZER");
-    if (!tok_path || !*tok_path)
-        tok_path = DEFAULT_TOKENIZER;
+    char buf[4096];
+    int code = tokenizer_path("lookup", tok_path, buf, sizeof buf, &tok_path);
+    if (code)
+        return code;
     char err[512] = "";
     tokvec_tokenizer_opts topts = {.errbuf = err, .errlen = sizeof err};
     tokvec_tokenizer *t = NULL;
@@ -197,35 +229,45 @@ int tv_cli_text_ids(const char *tok_path, const char *text, int special,
 
 int cmd_tokenize(int argc, char **argv)
 {
-    const char *tok_path = getenv("TOKVEC_TOKENIZER"), *in_path = NULL;
+    static const char *const flags[] = {"help", "no-special", "jsonl", NULL};
+    static const char *const known[] = {"help",       "tokenizer", "pattern",
+                                        "no-special", "jsonl",     NULL};
+    opts_t o = {
+        .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
+    const char *tok_path = NULL, *in_path = NULL;
     tokvec_tokenizer_opts topts = {0};
-    unsigned flags = TOKVEC_TOK_SPECIAL;
-    int jsonl = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    unsigned flags_enc = TOKVEC_TOK_SPECIAL;
+    int jsonl = 0, r;
+    char buf[4096];
+    for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
+        if (!o.name) {
+            if (in_path)
+                return tv_cli_fail(EXIT_USAGE,
+                                   "tokenize: one FILE only (see tokvec "
+                                   "tokenize --help)");
+            in_path = o.value;
+        } else if (!strcmp(o.name, "help")) {
             fputs(tokenize_usage, stdout);
+            printf("\nDATA_DIR: %s\n", tv_data_dir());
             return 0;
-        } else if (!strcmp(a, "--no-special")) {
-            flags &= ~(unsigned)TOKVEC_TOK_SPECIAL;
-        } else if (!strcmp(a, "--jsonl")) {
+        } else if (!strcmp(o.name, "no-special")) {
+            flags_enc &= ~(unsigned)TOKVEC_TOK_SPECIAL;
+        } else if (!strcmp(o.name, "jsonl")) {
             jsonl = 1;
-        } else if ((!strcmp(a, "--tokenizer") || !strcmp(a, "--pattern")) &&
-                   i + 1 < argc) {
-            if (a[2] == 't')
-                tok_path = argv[++i];
-            else
-                topts.pattern = argv[++i];
-        } else if ((a[0] != '-' || !strcmp(a, "-")) && !in_path) {
-            in_path = a;
+        } else if (!strcmp(o.name, "tokenizer")) {
+            tok_path = o.value;
+        } else if (!strcmp(o.name, "pattern")) {
+            topts.pattern = o.value;
         } else {
-            fprintf(stderr, "tokvec: tokenize: bad argument '%s'\n%s", a,
-                    tokenize_usage);
-            return 2;
+            return tv_cli_unknown_option("tokenize", o.name, known);
         }
     }
-    if (!tok_path || !*tok_path)
-        tok_path = DEFAULT_TOKENIZER;
+    if (r < 0)
+        return tv_cli_opt_fail("tokenize", &o);
+    int code = tokenizer_path("tokenize", tok_path, buf, sizeof buf,
+                              &tok_path);
+    if (code)
+        return code;
     char err[512] = "";
     topts.errbuf = err;
     topts.errlen = sizeof err;
@@ -245,16 +287,15 @@ int cmd_tokenize(int argc, char **argv)
     }
     char *text = NULL;
     size_t len = 0;
-    int code = 0;
     tokvec_tok_ids ids = {0};
     tokvec_tok_state *st = tokvec_tok_state_new();
     rc = st ? 0 : -ENOMEM;
     if (rc == 0 && jsonl)
-        code = run_jsonl(t, st, in, flags, &ids);
+        code = run_jsonl(t, st, in, flags_enc, &ids);
     else if (rc == 0)
         rc = read_all(in, &text, &len);
     if (rc == 0 && !jsonl) {
-        rc = tokvec_tokenizer_encode(t, st, text, len, flags, &ids);
+        rc = tokvec_tokenizer_encode(t, st, text, len, flags_enc, &ids);
         if (rc == 0)
             rc = print_ids(&ids, stdout);
     }

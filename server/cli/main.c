@@ -1,8 +1,13 @@
-/* main.c -- the tokvec binary: dispatches to one subcommand per verb. */
+/* main.c -- the tokvec binary: dispatches to one subcommand per verb.
+ *
+ * What must hold: an unknown verb exits 2 naming the closest one when it
+ * is a likely typo ("did you mean serve?"), then the list. Main thread.
+ */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "suggest.h"
 
 static const struct {
     const char *name;
@@ -44,7 +49,16 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "tokvec: unknown command '%s'\n", argv[1]);
+    enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+    const char *names[NCOMMANDS];
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i].name;
+    const char *best = tv_suggest(argv[1], strlen(argv[1]), names, NCOMMANDS);
+    if (best)
+        fprintf(stderr, "tokvec: unknown command '%s' (did you mean %s?)\n",
+                argv[1], best);
+    else
+        fprintf(stderr, "tokvec: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
 }

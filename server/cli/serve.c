@@ -50,9 +50,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_opts.h"
 #include "config.h"
+#include "datadir.h"
 #include "http.h"
 #include "log.h"
+#include "origin.h"
 #include "sigbus.h"
 
 static double now_seconds(void)
@@ -179,6 +182,39 @@ static size_t drain(tv_server *srv, const sigset_t *set, double timeout,
     return open;
 }
 
+/* Whether this process runs in a container (docker's and podman's marks). */
+static int in_container(void)
+{
+    return access("/.dockerenv", F_OK) == 0 ||
+           access("/run/.containerenv", F_OK) == 0;
+}
+
+/* The start-up line: where it listens, and a curl that works from where
+ * the reader is: on every interface (as in a container) that is localhost
+ * and, from outside a container, the port published for ours. */
+static void listening_hint(const tv_config *cfg)
+{
+    int any = !strcmp(cfg->host, "0.0.0.0") || !strcmp(cfg->host, "::");
+    const char *lb = strchr(cfg->host, ':') ? "[" : "", *rb = *lb ? "]" : "";
+    const char *host = any ? "localhost" : cfg->host;
+    const char *hlb = any ? "" : lb, *hrb = any ? "" : rb;
+    long long port = (long long)cfg->port;
+    char note[160] = "";
+    if (any)
+        snprintf(note, sizeof note,
+                 " (in a container: the port published for %lld, e.g. "
+                 "-p %lld:%lld)",
+                 port, port, port);
+    else if (in_container() && tv_address_is_loopback(cfg->host))
+        snprintf(note, sizeof note,
+                 " (in a container: from inside it only; --host 0.0.0.0 "
+                 "and a published port reach it from outside)");
+    tv_log(TV_LOG_INFO,
+           "listening on http://%s%s%s:%lld -- try: curl -d "
+           "'{\"inputs\":[[40,1101,257]]}' http://%s%s%s:%lld/embed%s",
+           lb, cfg->host, rb, port, hlb, host, hrb, port, note);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     tv_config cfg;
@@ -204,6 +240,18 @@ int cmd_serve(int argc, char **argv)
     for (const char *nl = strchr(w, '\n'); nl; nl = strchr(w, '\n')) {
         tv_log(TV_LOG_WARN, "%.*s", (int)(nl - w), w);
         w = nl + 1;
+    }
+    /* No tokenizer named: the built-in default, when installed (datadir.h;
+     * tables.c drops it with a warning where it does not fit the table) --
+     * but for a model directory, which brings its own. */
+    char builtin[4096];
+    if (!cfg.tokenizer_given && !*cfg.model &&
+        tv_builtin_tokenizer(builtin, sizeof builtin)) {
+        char *dup = strdup(builtin);
+        if (dup) {
+            free(cfg.tokenizer);
+            cfg.tokenizer = dup;
+        }
     }
     signal(SIGPIPE, SIG_IGN);
     /* Response buffers of a MiB or more come from mmap and go back to the
@@ -238,15 +286,7 @@ int cmd_serve(int argc, char **argv)
     tv_server_summary(srv, table, sizeof table);
     tv_log(TV_LOG_INFO, "tokvec %s started: %s; %s", TOKVEC_VERSION, line,
            table);
-    const char *host = strcmp(cfg.host, "0.0.0.0") && strcmp(cfg.host, "::")
-                           ? cfg.host
-                           : "127.0.0.1";
-    const char *lb = strchr(host, ':') ? "[" : "", *rb = *lb ? "]" : "";
-    tv_log(TV_LOG_INFO,
-           "listening on http://%s%s%s:%lld -- try: curl -d "
-           "'{\"inputs\":[[40,1101,257]]}' http://%s%s%s:%lld/embed",
-           lb, host, rb, (long long)cfg.port, lb, host, rb,
-           (long long)cfg.port);
+    listening_hint(&cfg);
 
     for (;;) {
         int sig = sigwaitinfo(&set, NULL);
@@ -289,7 +329,9 @@ static void probe_usage(FILE *f)
           "GETs the URL over plain HTTP/1.0 (3 s timeout) and exits 0 when\n"
           "it answers 200, 1 otherwise (no answer, other status), 2 for a\n"
           "bad URL. For container health checks: tokvec probe "
-          "http://127.0.0.1:8080/ready\n",
+          "http://127.0.0.1:8080/ready\n"
+          "\n"
+          "  -h, --help   this text\n",
           f);
 }
 
@@ -356,6 +398,12 @@ int cmd_probe(int argc, char **argv)
     if (argc != 2) {
         probe_usage(stderr);
         return 2;
+    }
+    if (argv[1][0] == '-') { /* an option, and --help is its only one */
+        static const char *const known[] = {"help", NULL};
+        return tv_cli_unknown_option("probe",
+                                     argv[1] + (argv[1][1] == '-' ? 2 : 1),
+                                     known);
     }
     if (split_url(argv[1], host, sizeof host, port, sizeof port, &path) < 0) {
         fprintf(stderr,

@@ -844,6 +844,20 @@ static int check_pooled(const tv_request *r, const tokvec_table *t,
     return 0;
 }
 
+/* What fixes a sequence_too_long of a text input: its options (none for
+ * ids: the client chose them). */
+static const char *text_hint(const tv_request *r)
+{
+    if (!r->has_text || r->text.truncate)
+        return ""; /* truncated: start_position alone is past the end */
+    if (r->text.max_length)
+        return "; give a \"max_length\" of at most context_length - "
+               "start_position";
+    return "; for a longer text send \"truncate\": true (keeps its first "
+           "tokens that fit) or \"max_length\": L with \"stride\": T "
+           "(windows of L tokens)";
+}
+
 int tv_request_check(const tv_request *r, const tokvec_table *t, tv_error *err)
 {
     if (r->pool)
@@ -851,6 +865,12 @@ int tv_request_check(const tv_request *r, const tokvec_table *t, tv_error *err)
     tokvec_embed_fault f;
     unsigned flags = r->positions ? 0 : TOKVEC_EMBED_NO_POSITIONS;
     const tokvec_table_info *in = tokvec_table_get_info(t);
+    /* pad_id is an id like any other, checked whether it pads or not. */
+    if (r->has_pad && (r->pad_id < 0 || r->pad_id >= in->vocab_size))
+        return tv_error_set(err, 422, "token_out_of_range",
+                            "pad_id %" PRId64 " is out of range for "
+                            "vocab_size %" PRId64,
+                            r->pad_id, in->vocab_size);
     int rc = tokvec_embed_check(t, r->ids, r->batch, r->seq, r->start_position,
                                 flags, &f);
     switch (rc) {
@@ -866,8 +886,9 @@ int tv_request_check(const tv_request *r, const tokvec_table *t, tv_error *err)
         return tv_error_set(err, 422, "sequence_too_long",
                             "start_position %" PRId64
                             " + sequence length %" PRId64
-                            " exceeds context_length %" PRId64,
-                            r->start_position, r->seq, in->context_length);
+                            " exceeds context_length %" PRId64 "%s",
+                            r->start_position, r->seq, in->context_length,
+                            text_hint(r));
     case TOKVEC_E_TOO_LARGE:
         return tv_error_set(err, 413, "payload_too_large",
                             "response would be too large");

@@ -398,6 +398,8 @@ int tv_request_parse_json_fast(const char *body, size_t len,
     out->ids = f.ids;
     out->batch = (int64_t)B;
     out->seq = (int64_t)S;
+    out->pad_id = pad; /* checked like any id (tv_request_check) */
+    out->has_pad = has_pad;
     return 0;
 fallback:
     free(f.ids);

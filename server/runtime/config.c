@@ -5,7 +5,8 @@
  * where it lives in tv_config, its bounds, its default (written as text and
  * parsed by the same code as every other source, so a default can never be
  * out of bounds without a test noticing) and its help text. Nothing else in
- * this file knows a setting by name except the api_key/api_key_file rule.
+ * this file knows a setting by name except the api_key/api_key_file rule
+ * and tokenizer_given (whether serve's built-in default tokenizer applies).
  *
  * Loading: defaults, then the config file (--config FILE, else TOKVEC_CONFIG),
  * then TOKVEC_* env vars, then flags in argv order; a later source overwrites
@@ -176,17 +177,18 @@ static const setting *find_flag(const char *f, size_t n)
 /* " (did you mean X?)" for the setting closest to word[0..n) (a flag, key
  * or env var name without its prefix), spelled as the reader would type it
  * after prefix: "--max-tokens", "TOKVEC_MAX_TOKENS", "max_tokens" (prefix
- * "--", "TOKVEC_" or ""); "" when none is close. with_config: "config"
- * is a candidate too (a flag and a variable, not a file key). */
+ * "--", "TOKVEC_" or ""); "" when none is close. extra: how many of
+ * "config" (a flag and a variable, not a file key) and "help" (a flag
+ * only) are candidates too: 0 for keys, 1 for variables, 2 for flags. */
 static const char *did_you_mean(const char *word, size_t n, const char *prefix,
-                                bool with_config, char *buf, size_t len)
+                                int extra, char *buf, size_t len)
 {
-    const char *names[NSETTINGS + 1];
+    const char *names[NSETTINGS + 2];
     for (int i = 0; i < NSETTINGS; i++)
         names[i] = settings[i].name;
     names[NSETTINGS] = "config";
-    const char *best = tv_suggest(word, n, names,
-                                  NSETTINGS + (with_config ? 1 : 0));
+    names[NSETTINGS + 1] = "help";
+    const char *best = tv_suggest(word, n, names, (size_t)(NSETTINGS + extra));
     *buf = '\0';
     if (!best)
         return buf;
@@ -236,8 +238,7 @@ static int load_file(tv_config *cfg, const char *path, const char *via,
         if (!s) {
             char hint[96];
             set_err(err, errlen, "%s: unknown key '%s'%s", path, key,
-                    did_you_mean(key, strlen(key), "", false, hint,
-                                 sizeof hint));
+                    did_you_mean(key, strlen(key), "", 0, hint, sizeof hint));
             goto out;
         }
         if (tv_setting_set_json(cfg, s, val, path, err, errlen))
@@ -290,7 +291,7 @@ static void unknown_option(const char *a, size_t n, char *err, size_t errlen)
     char hint[96];
     const char *name = a + (a[1] == '-' ? 2 : 1);
     size_t len = n - (size_t)(name - a);
-    did_you_mean(name, len, "--", true, hint, sizeof hint);
+    did_you_mean(name, len, "--", 2, hint, sizeof hint);
     set_err(err, errlen, "unknown option '%.*s'%s", (int)n, a,
             *hint ? hint : " (see --help)");
 }
@@ -388,7 +389,7 @@ static int check_env_names(tv_config *cfg)
         int m = snprintf(
             line, sizeof line, "TOKVEC_%.*s is not a setting%s; ignored\n",
             (int)(n > 64 ? 64 : n), name,
-            did_you_mean(name, n, "TOKVEC_", true, hint, sizeof hint));
+            did_you_mean(name, n, "TOKVEC_", 1, hint, sizeof hint));
         if (m < 0)
             continue;
         if (len + (size_t)m + 1 > cap) {
@@ -511,6 +512,10 @@ int tv_config_load(tv_config *cfg, int argc, char **argv, char *err,
                 table_set ? from[it] : from[itk]);
         goto out;
     }
+
+    /* Whether the tokenizer was named (serve's built-in default else). */
+    cfg->tokenizer_given = strcmp(from[find_key("tokenizer", 9) - settings],
+                                  "default") != 0;
 
     /* api_key and api_key_file exclude each other. */
     int ik = (int)(find_key("api_key", 7) - settings);

@@ -50,6 +50,10 @@ typedef struct tv_config {
     char *log_level;                /* debug|info|warn|error */
     int64_t access_log;             /* 1 = one line per request */
     char *config_path;              /* the file read, "" if none */
+    /* 1 when a flag, env var or file key set tokenizer (even to "": none);
+     * 0: no source did, and serve takes the built-in default (datadir.h),
+     * which is dropped with a warning where it does not fit the table */
+    int tokenizer_given;
     /* "" or lines ending in '\n' to log at start-up (TOKVEC_* that are no
      * setting) */
     char *warnings;

@@ -18,7 +18,10 @@
  *
  * The tokenizer (--tokenizer) is opened once at start-up, after the table,
  * and never changes (a reload keeps it, and refuses a table whose
- * vocab_size is below the tokenizer's). It is read-only: any thread.
+ * vocab_size is below the tokenizer's). It is read-only: any thread. The
+ * built-in default (config.h: tokenizer_given 0) that does not open or
+ * does not fit the table is a warning and no tokenizer; a named one is an
+ * error whose message says how to name none.
  * With --model the whole directory is one generation: table, tokenizer and
  * normalization are opened together into one table_ref (its tok owned)
  * and a reload swaps them together, or keeps the old ones.
@@ -135,6 +138,19 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     return 0;
 }
 
+/* The built-in default (cfg->tokenizer_given 0) that cannot serve this
+ * table: a warning, and ids only. Returns 0. */
+static int drop_default(tv_server *s, const char *why)
+{
+    tv_log(TV_LOG_WARN,
+           "default tokenizer not used, serving ids only: %s (give the "
+           "table's own with --tokenizer FILE or TOKVEC_TOKENIZER=FILE)",
+           why);
+    tokvec_tokenizer_close(s->tok);
+    s->tok = NULL;
+    return 0;
+}
+
 int tokenizer_open(tv_server *s, char *err, size_t len)
 {
     const char *path = s->cfg->tokenizer;
@@ -146,12 +162,24 @@ int tokenizer_open(tv_server *s, char *err, size_t len)
     if (rc < 0) {
         snprintf(err, len, "tokenizer: %s", *why ? why : tokvec_strerror(rc));
         s->tok = NULL;
-        return rc;
+        return s->cfg->tokenizer_given || rc == -ENOMEM ? rc
+                                                        : drop_default(s, err);
     }
     tokvec_tokenizer_get_info(s->tok, &s->tok_info);
     s->current->tok = s->tok;
     s->current->tok_info = s->tok_info;
-    return tokenizer_fits(s->current, path, err, len);
+    rc = tokenizer_fits(s->current, path, err, len);
+    if (rc < 0 && !s->cfg->tokenizer_given) {
+        s->current->tok = NULL;
+        return drop_default(s, err);
+    }
+    if (rc < 0) { /* named: an error, that says how to name none */
+        size_t n = strlen(err);
+        snprintf(err + n, len - n,
+                 " (give the table's own tokenizer, or none for ids only: "
+                 "--tokenizer '' or TOKVEC_TOKENIZER=)");
+    }
+    return rc;
 }
 
 int tokenizer_fits(const table_ref *r, const char *tok_path, char *err,

@@ -10,6 +10,8 @@ it as `tc`; it holds no tests).
   helpers: get, request, embed, metric; `.stop()` sends SIGTERM.
 * `tc.start_server()`: the same for suites that own the process (returns
   it, with the port and a fresh table).
+* `tc.serve_env()`: the environment of a server started by a test (no
+  tokenizer unless the test names one).
 * `tc.free_port()`, `tc.read_safetensors()` (an independent numpy reader
   of table files; test_cli.py checks it against `tokvec lookup`, since
   every suite trusts it for expected values), `tc.bf16_rne()`.
@@ -79,16 +81,35 @@ def bf16_rne(x):
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def serve_env(args=(), env=None):
+    """The environment of a `tokvec serve ARGS...`: os.environ updated by
+    env (a value None unsets the variable), and TOKVEC_TOKENIZER="" (ids
+    only) unless env, the environment or args name a tokenizer or a config
+    file. Without it every server would load the built-in default
+    tokenizer (DATA_DIR/gpt2, README "Text"): slower, and a warning line
+    with every small table. A test of the default itself passes
+    env={"TOKVEC_TOKENIZER": None}."""
+    env = env or {}
+    e = dict(os.environ, **env)
+    named = (any(a.split("=")[0] in ("--tokenizer", "--config")
+                 for a in args)
+             or "TOKVEC_CONFIG" in e or "TOKVEC_TOKENIZER" in env)
+    if not named:
+        e.setdefault("TOKVEC_TOKENIZER", "")
+    return {k: v for k, v in e.items() if v is not None}
+
+
 def spawn(table, args, stderr, env=None, port=None):
     """Starts `tokvec serve [--table TABLE] --port P ARGS...` (stdout
-    dropped, stderr to the given file); returns (proc, port) at once."""
+    dropped, stderr to the given file; environment: serve_env); returns
+    (proc, port) at once."""
     port = port or free_port()
     argv = [BINARY, "serve"]
     if table is not None:
         argv += ["--table", table]
     proc = subprocess.Popen(argv + ["--port", str(port)] + list(args),
                             stdout=subprocess.DEVNULL, stderr=stderr,
-                            env=dict(os.environ, **(env or {})))
+                            env=serve_env(args, env))
     return proc, port
 
 

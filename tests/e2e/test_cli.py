@@ -8,6 +8,7 @@ bit by tests/test_init.c.
 import hashlib
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -28,6 +29,43 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 GPT2 = os.path.join(ROOT, "data", "gpt2")
 VERDICT = os.path.join(ROOT, "tests", "data", "the-verdict.txt")
+
+
+def commands_of(text):
+    """The commands `tokvec --help` lists ("  NAME  what it does")."""
+    return re.findall(r"^  ([a-z]+) +\S", text, re.M)
+
+
+def help_of(text):
+    """A command's --help: (its usage lines, up to the first blank line;
+    {option: its short form or None} of the lines that document options,
+    "  --name VALUE  what" or "  -o, --output FILE  what")."""
+    usage = text.split("\n\n")[0]
+    options = {}
+    for line in text.splitlines():
+        if not re.match(r"\s+-", line) or line.lstrip().startswith("usage"):
+            continue
+        head = re.split(r"\s{2,}", line.strip())[0]
+        short = re.match(r"(-[a-z]), --", head)
+        for name in re.findall(r"--([a-z][a-z0-9-]*)", head):
+            options[name] = short.group(1) if short else None
+    return usage, options
+
+
+def typo(name):
+    """name with its first two different neighbours (past the first
+    letter) swapped: "seed" -> "sede", "serve" -> "sreve"."""
+    for i in range(1, len(name) - 1):
+        if name[i] != name[i + 1] and "-" not in name[i:i + 2]:
+            return name[:i] + name[i + 1] + name[i] + name[i + 2:]
+    return name[::-1]
+
+
+def cli(*args):
+    """The binary with args, stdin empty (tokenize reads it), never
+    checked."""
+    return subprocess.run([tc.BINARY] + list(args), capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
 class CLI(unittest.TestCase):
@@ -160,6 +198,76 @@ class CLI(unittest.TestCase):
         r = self.tokenize("--tokenizer", GPT2, "--bogus", check=False)
         self.assertEqual(r.returncode, 2)
 
+    def test_tokenize_and_lookup_find_the_default_tokenizer_anywhere(self):
+        """One default for every command (README "Text"): --tokenizer,
+        else $TOKVEC_TOKENIZER, else the built-in DATA_DIR/gpt2 -- from
+        any working directory, not data/gpt2 of the current one. An empty
+        one means none, as for serve: an error that says what to do."""
+        env = {k: v for k, v in os.environ.items()
+               if k != "TOKVEC_TOKENIZER"}
+
+        def cmd(args, stdin=b"", extra=None):
+            return subprocess.run([tc.BINARY] + args, input=stdin,
+                                  cwd=self.tmp, env=dict(env, **(extra or
+                                                                 {})),
+                                  capture_output=True, timeout=60)
+        r = cmd(["tokenize"], self.BOOK.encode())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), self.BOOK_IDS)
+        t = self.p("t.safetensors")
+        run("init", "--vocab", "50257", "--dim", "4", "--context", "64",
+            "-o", t)
+        r = cmd(["lookup", "--table", t, "--text", self.BOOK])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode(), run(
+            "lookup", "--table", t, *[str(i) for i in self.BOOK_IDS]).stdout)
+        for args, extra, want in (
+                (["tokenize"], {"TOKVEC_TOKENIZER": ""},
+                 "TOKVEC_TOKENIZER is empty (no tokenizer); give "
+                 "--tokenizer FILE"),
+                (["tokenize", "--tokenizer", ""], None,
+                 "--tokenizer '' is no tokenizer; give --tokenizer FILE"),
+                (["lookup", "--table", t, "--text", "x"],
+                 {"TOKVEC_TOKENIZER": ""}, "TOKVEC_TOKENIZER is empty")):
+            r = cmd(args, extra=extra)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(want, r.stderr.decode(), args)
+        self.assertIn("DATA_DIR: " + os.path.join(tc.TOP, "data"),
+                      run("tokenize", "--help").stdout)
+
+    def test_a_torch_save_file_given_as_a_table_names_the_conversion(self):
+        """torch.save writes a zip archive (PK\\x03\\x04; .pt, .pth) or,
+        before PyTorch 1.6, a pickle (0x80): the message says which and
+        gives the one-line conversion, with the file's own path."""
+        import pickle
+        import zipfile
+        z = self.p("model.pth")
+        with zipfile.ZipFile(z, "w") as f:  # torch.save's layout
+            f.writestr("model/data.pkl", pickle.dumps({"wte.weight": 0}))
+            f.writestr("model/version", "3\n")
+        pk = self.p("old.pt")
+        with open(pk, "wb") as f:
+            f.write(pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2)
+                    + b"\0" * 64)
+        for path, what in ((z, "a zip archive: PyTorch's torch.save"),
+                           (pk, "a Python pickle: PyTorch's legacy")):
+            for args in (("inspect", path), ("lookup", "--table", path, "1"),
+                         ("convert", path, "-o", self.p("o.safetensors"))):
+                r = run(*args, check=False)
+                self.assertEqual(r.returncode, 2, args)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+                self.assertIn(what, r.stderr)
+                self.assertIn("python3 -c \"import torch; from "
+                              "safetensors.torch import save_file; sd = "
+                              "torch.load('%s', map_location='cpu')" % path,
+                              r.stderr)
+                self.assertIn(".state_dict()", r.stderr)
+        srv = subprocess.run([tc.BINARY, "serve", "--table", z, "--port",
+                              str(tc.free_port())], env=tc.serve_env(),
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(srv.returncode, 2)
+        self.assertIn("torch.load('%s'" % z, srv.stderr)
+
     def test_lookup_text_is_lookup_of_its_ids(self):
         t = self.p("t.safetensors")
         run("init", "--vocab", "50257", "--dim", "4", "--context", "64",
@@ -271,6 +379,48 @@ class CLI(unittest.TestCase):
                  "unknown option '--dtpye' (did you mean --dtype?)"),
                 (["serve", "--zzz", "1"], "unknown option '--zzz' (see")):
             r = run(*args, check=False)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(want, r.stderr, args)
+
+    def test_every_option_of_every_command_is_suggested_when_misspelt(self):
+        """Table-driven over what --help says, so a new command or option is
+        covered by being documented: each command's every option is
+        accepted (never "unknown option"), a typo of it (two neighbours
+        swapped, given with no value) names it ("did you mean --seed?"),
+        and it is on the usage lines (serve: --SETTING stands for them).
+        A typo of each command names the command."""
+        commands = commands_of(run("--help").stdout)
+        self.assertEqual(commands, ["serve", "init", "inspect", "lookup",
+                                    "convert", "tokenize", "probe"])
+        for cmd in commands:
+            r = run(typo(cmd), check=False)
+            self.assertEqual(r.returncode, 2, cmd)
+            self.assertIn("unknown command '%s' (did you mean %s?)"
+                          % (typo(cmd), cmd), r.stderr)
+            usage, options = help_of(run(cmd, "--help").stdout)
+            self.assertIn("help", options, cmd)
+            for opt, short in options.items():
+                r = cli(cmd, "--" + opt)
+                self.assertNotIn("unknown option", r.stderr, (cmd, opt))
+                bad = typo(opt)
+                r = cli(cmd, "--" + bad)
+                self.assertEqual(r.returncode, 2, (cmd, bad))
+                self.assertIn("unknown option '--%s' (did you mean --%s?)"
+                              % (bad, opt), r.stderr, (cmd, opt))
+                if opt == "help" or "--SETTING" in usage:
+                    continue
+                self.assertTrue("--" + opt in usage or
+                                (short and short + " " in usage),
+                                "tokvec %s: --%s is not on its usage line"
+                                % (cmd, opt))
+        for args, want in ((["sereve"], "did you mean serve?"),
+                           (["init", "--sede", "1"], "did you mean --seed?"),
+                           (["tokenize", "--no-specal"],
+                            "did you mean --no-special?"),
+                           (["serve", "--max-inflight", "1"],
+                            "did you mean --max-inflight-bytes?"),
+                           (["zzz"], "unknown command 'zzz'\n")):
+            r = cli(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertIn(want, r.stderr, args)
 

@@ -174,6 +174,97 @@ class Readme(unittest.TestCase):
             "serve --table data/gpt2-256.safetensors --tokenizer "
             "data/gpt2"), serve)
 
+    def test_the_second_docker_command_serves_my_table_with_a_warning(self):
+        """README "Docker": the image run with your own table mounted
+        (-e TOKVEC_TABLE=...) starts, dropping the image's default
+        tokenizer with a warning: the binary run with the environment the
+        Dockerfile sets (ENV) and the command's -e, its table a 6-row
+        one, the built-in default tokenizer this build's DATA_DIR/gpt2 as
+        the image's is /data/gpt2 (make DATA_DIR=/data)."""
+        with open(os.path.join(tc.TOP, "Dockerfile")) as f:
+            docker = f.read()
+        self.assertIn("make -j\"$(nproc)\" DATA_DIR=/data build/tokvec",
+                      docker)
+        self.assertIn("COPY --from=build /data/gpt2 /data/gpt2", docker)
+        blocks = re.findall(r"^ENV ((?:.*\\\n)*.*)$", docker, re.M)
+        env = dict(re.findall(r"(TOKVEC_\w+)=(\S+)", "\n".join(blocks)))
+        self.assertEqual(env.get("TOKVEC_HOST"), "0.0.0.0")
+        self.assertNotIn("TOKVEC_TOKENIZER", env)  # a default, not named
+        text = readme_text()
+        docker_part = text[text.index("## Docker"):]
+        runs = re.findall(r"^    (podman run (?:.*\\\n)*.*)$", docker_part,
+                          re.M)
+        self.assertEqual(len(runs), 2, runs)
+        mount = re.search(r"-v \$PWD/(\S+):(\S+):ro", runs[1])
+        env.update(re.findall(r"-e (TOKVEC_\w+)=(\S+)", runs[1]))
+        self.assertEqual(env["TOKVEC_TABLE"], mount.group(2))
+        mine = tc.init_table(os.path.join(self.tmp, mount.group(1)), 6, 3)
+        env["TOKVEC_TABLE"] = mine
+        env["TOKVEC_TOKENIZER"] = None  # the image sets none (above)
+        s = tc.Server(None, env=env)  # ENTRYPOINT tokvec serve
+        try:
+            self.assertEqual(s.embed({"inputs": [[1, 5]]})[0], 200)
+            self.assertIsNone(json.loads(s.get("/info")[2])["tokenizer"])
+            deadline = time.time() + 10 * tc.TIME_SCALE
+            while " listening on " not in s.stderr() and \
+                    time.time() < deadline:
+                time.sleep(0.01)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        log = s.stderr()
+        self.assertIn("warn default tokenizer not used, serving ids only",
+                      log)
+        self.assertIn("has vocab_size 6", log)
+        # 0.0.0.0 in a container: the curl names localhost and the port
+        # published for ours, not 127.0.0.1.
+        self.assertIn("listening on http://0.0.0.0:%d -- try: curl" % s.port,
+                      log)
+        self.assertIn("http://localhost:%d/embed (in a container: the port "
+                      "published for %d" % (s.port, s.port), log)
+
+    def test_make_help_lists_every_target_the_readmes_name(self):
+        """`make X` in README.md or deploy/README.md: X is in make help
+        (coverage, the container and deploy targets, the oracles,
+        bench)."""
+        r = subprocess.run(["make", "-s", "--no-print-directory", "help"],
+                           cwd=tc.TOP, capture_output=True, text=True,
+                           env=make_env(), check=True)
+        listed = set(re.findall(r"\bmake ([a-z][a-z0-9-]*)", r.stdout))
+        named = set()
+        for doc in ("README.md", os.path.join("deploy", "README.md")):
+            with open(os.path.join(tc.TOP, doc), encoding="utf-8") as f:
+                named |= set(re.findall(r"`make ([a-z][a-z0-9-]*)[` ]",
+                                        f.read()))
+        for target in ("image", "container-test", "compose-test",
+                       "deploy-check", "unigram-oracle", "bench"):
+            self.assertIn(target, listed)
+        self.assertEqual(named - listed, set(), r.stdout)
+
+    def test_container_targets_call_nothing_outside_the_repository(self):
+        """make image, container-test, compose-test, deploy-check and
+        their scripts use the project's own deploy/podman-base.sh, never
+        ../shared (nor any path outside the checkout)."""
+        deploy = os.path.join(tc.TOP, "deploy")
+        for name in sorted(os.listdir(deploy)) + ["../Makefile"]:
+            path = os.path.join(deploy, name)
+            if not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            for outside in ("../shared", "shared/tools",
+                            "container-check.sh"):
+                self.assertFalse(outside in text, "%s names %s"
+                                 % (name, outside))
+        r = subprocess.run(["make", "-n", "--no-print-directory", "image",
+                            "container-test", "compose-test",
+                            "deploy-check"], cwd=tc.TOP, capture_output=True,
+                           text=True, env=make_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("shared", r.stdout + r.stderr)
+        for script in ("podman-base.sh", "container-test.sh",
+                       "compose-test.sh", "kube-test.sh"):
+            self.assertIn("bash deploy/" + script, r.stdout)
+
     def test_readme_stands_on_its_own(self):
         text = readme_text()
         self.assertNotIn("../shared", text)

@@ -73,6 +73,52 @@ class Setting(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_the_built_in_default_serves_text_with_no_setting(self):
+        """No --tokenizer, TOKVEC_TOKENIZER or key: DATA_DIR/gpt2 (this
+        checkout's data/ for a local build, /data in the image)."""
+        srv = tc.Server(TABLE, env={"TOKVEC_TOKENIZER": None})
+        try:
+            info = json.loads(srv.get("/info")[2])
+            self.assertEqual(info["tokenizer"]["name"], "gpt2")
+            st, _, b = srv.request("POST", "/tokenize",
+                                   json.dumps({"inputs": "Hello"}))
+            self.assertEqual((st, json.loads(b)[0][0]["id"]), (200, 15496))
+        finally:
+            srv.stop()
+
+    def test_a_default_that_does_not_fit_warns_a_named_one_stops(self):
+        """The image's GPT-2 with a user's table of 6 rows: the default
+        is dropped with a warning (ids only); the same tokenizer named
+        (flag or TOKVEC_TOKENIZER) stops start-up, saying how to name
+        none."""
+        with tempfile.TemporaryDirectory() as d:
+            six = tc.init_table(os.path.join(d, "six.safetensors"), 6, 3)
+            srv = tc.Server(six, env={"TOKVEC_TOKENIZER": None})
+            try:
+                self.assertIsNone(
+                    json.loads(srv.get("/info")[2])["tokenizer"])
+                self.assertEqual(srv.embed({"inputs": [[1, 5]]})[0], 200)
+                st, _, b = srv.embed({"inputs": "Hello"})
+                self.assertEqual(st, 400)
+            finally:
+                self.assertEqual(srv.stop(), 0)
+            log = srv.stderr()
+            self.assertIn("warn default tokenizer not used, serving ids "
+                          "only: tokenizer", log)
+            self.assertIn("has vocab_size 6", log)
+            self.assertIn("no tokenizer (ids only)", log)
+            for how in (["--tokenizer", GPT2], []):
+                env = tc.serve_env(how, {"TOKVEC_TOKENIZER": GPT2})
+                p = subprocess.run([tc.BINARY, "serve", "--table", six,
+                                    "--port", str(tc.free_port())] + how,
+                                   env=env, capture_output=True, text=True,
+                                   timeout=30)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+                self.assertIn("vocab_size 6", p.stderr)
+                self.assertIn("--tokenizer '' or TOKVEC_TOKENIZER=)",
+                              p.stderr)
+
     def test_info_has_null_tokenizer_without_one(self):
         srv = tc.Server(TABLE)
         try:
@@ -550,6 +596,23 @@ class EmbedText(unittest.TestCase):
         st, body = self.embed({"inputs": "a\u0000b"})
         self.assertEqual((st, body["input_ids"]),
                          (200, [cli_tokenize("a\0b")]))
+
+    def test_a_text_over_the_context_is_told_how_to_fit(self):
+        """sequence_too_long of a text names "truncate" and "max_length"
+        windows; of ids, neither (the client chose them)."""
+        text = "word " * 1100
+        st, body = self.embed({"inputs": text})
+        self.assertEqual((st, body["error_type"]), (422, "sequence_too_long"))
+        self.assertIn('"truncate": true', body["error"])
+        self.assertIn('"max_length"', body["error"])
+        st, body = self.embed({"inputs": [[1] * 1025]})
+        self.assertEqual((st, body["error_type"]), (422, "sequence_too_long"))
+        self.assertNotIn("truncate", body["error"])
+        self.assertNotIn("max_length", body["error"])
+        st, body = self.embed({"inputs": text, "max_length": 1050})
+        self.assertEqual((st, body["error_type"]), (422, "sequence_too_long"))
+        self.assertIn("max_length", body["error"])
+        self.assertNotIn("truncate", body["error"])
 
     def test_truncate_fits_the_positions(self):
         text = "word " * 1100

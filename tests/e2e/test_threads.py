@@ -339,7 +339,8 @@ class Threads(unittest.TestCase):
                                "--port", str(tc.free_port()),
                                "--unix-socket", sock],
                               capture_output=True, text=True,
-                              timeout=60 * tc.TIME_SCALE)
+                              timeout=60 * tc.TIME_SCALE,
+                              env=tc.serve_env())
 
     def test_live_socket_or_other_file_is_refused_at_start(self):
         sock = self.sock_path("live.sock")

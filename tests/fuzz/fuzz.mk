@@ -111,6 +111,12 @@ FUZZ_EMBED_OBJ := $(FUZZ_BUILD)/server/routes/embed_plan.o \
 $(FUZZ_BUILD)/fuzz_similar $(FUZZ_BUILD)/fuzz_embed: $(FUZZ_KINDS_OBJ)
 $(FUZZ_BUILD)/fuzz_embed: $(FUZZ_EMBED_OBJ)
 
+help::
+	@echo "make fuzz         libFuzzer targets (clang): replay, then FUZZ_SECONDS each"
+	@echo "make fuzz-regress replay the fuzz corpora and regressions once"
+	@echo "make fuzz-merge   fold what fuzzing found into tests/fuzz/corpus/"
+	@echo "make soak         SOAK_SECONDS of mixed load, then beside attackers"
+
 fuzz-build: $(FUZZ_BINS)
 
 # Each input once: the checked-in corpus and every regression input. Fails
