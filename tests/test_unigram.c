@@ -233,8 +233,7 @@ static tv_uni_toks encode_all(const tv_unigram *u, tv_uni_work *w,
  * letters are the longest piece over and over, the unknowns one fused unk
  * spanning them all, the text its words. (What they cost per byte is
  * measured by `make unigram-oracle`'s speed lines, never timed here.) */
-static void long_runs_give_the_longest_pieces_and_one_fused_unk(
-    void **state)
+static void long_runs_give_the_longest_pieces_and_one_fused_unk(void **state)
 {
     (void)state;
     const char *p[] = {"<unk>", "a", "aa", "aaaa", "aaaaaaaa", "the",
@@ -277,8 +276,7 @@ int main(void)
         cmocka_unit_test(missing_unk_id_fails_only_on_unknowns),
         cmocka_unit_test(model_object_rules_are_tokenizers),
         cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
-        cmocka_unit_test(
-            long_runs_give_the_longest_pieces_and_one_fused_unk),
+        cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
