@@ -24,6 +24,11 @@ curl -s -o /tmp/x.f16 -H 'Accept: application/octet-stream' -d '{"inputs":[[40,1
 curl -s -o /tmp/x.bf16 -H 'Accept: application/octet-stream' -d '{"inputs":[[40,1101,257]]}' "$U/embed?dtype=bfloat16"
 # .npy (numpy.load works on it)
 curl -s -o /tmp/x.npy -H 'Accept: application/x-npy' -d '{"inputs":[[40,1101,257]]}' "$U/embed"
+# .npz: the embeddings and, for a padded batch, the attention_mask (texts:
+# input_ids too) in one numpy.load-able archive; float16 embeddings here
+curl -s -o /tmp/x.npz -H 'Accept: application/x-npz' -d '{"inputs":[[40,1101,257],[15496]],"pad_id":50256}' "$U/embed?dtype=float16"
+# ragged rows in JSON carry their attention_mask too
+curl -s -d '{"inputs":[[40,1101],[15496]],"pad_id":50256,"encoding_format":"base64"}' "$U/embed" | grep -o '"attention_mask":.*'
 # binary request: int32 little-endian ids, shape in a header, options in the query
 printf '\050\000\000\000\115\004\000\000\001\001\000\000' |
   curl -s -o /tmp/y.f32 -H 'Content-Type: application/octet-stream' \

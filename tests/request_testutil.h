@@ -36,6 +36,11 @@ static TU_UNUSED void assert_same_request(const tv_request *a,
     assert_int_equal(a->positions, b->positions);
     assert_int_equal(a->base64, b->base64);
     assert_int_equal(a->torch, b->torch);
+    assert_int_equal(a->npz, b->npz);
+    assert_int_equal(!a->lens, !b->lens);
+    if (a->lens)
+        assert_memory_equal(a->lens, b->lens,
+                            (size_t)a->batch * sizeof *a->lens);
     assert_int_equal(!a->body_dtype, !b->body_dtype);
     if (a->body_dtype)
         assert_string_equal(a->body_dtype, b->body_dtype);

@@ -1,8 +1,9 @@
 /* test_embed_job.c -- server/routes/embed_job.c: the plan (every size of a
  * reply from one function: JSON reserves its scratch rows and the JSON bound,
  * torch the rows in its dtype, one archive and its bound,
- * binary the npy header and the rows in the output dtype, sizes that do
- * not fit are refused), a reply exactly as large as planned, and
+ * binary the npy header and the rows in the output dtype, npz the archive
+ * with the rows inside it, sizes that do not fit are refused), a reply
+ * exactly as large as planned, and
  * allocation failures at every allocation of the request path: each is
  * answered 500 (or the connection closed, where no answer can be built),
  * the server keeps serving, and nothing is left reserved (nor leaked:
@@ -17,6 +18,7 @@
 
 #include "alloc.h"
 #include "server_fixture.h"
+#include "npz.h"
 #include "tokvec_embed.h"
 #include "torchsave.h"
 
@@ -151,6 +153,48 @@ static void torch_plan_is_rows_in_the_dtype_one_archive_and_the_bound(
     tokvec_table_close(t);
 }
 
+static void npz_plan_is_the_archive_with_the_rows_in_place(void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    tv_request q = request(2, 3);
+    int64_t lens[2] = {3, 2};
+    embed_plan p;
+    tv_npz z;
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_NPZ, TOKVEC_BF16}, &p), 0);
+    assert_int_equal(tv_npz_plan(&q, 3, FX_DIM, TOKVEC_BF16, &z), 0);
+    assert_int_equal(z.zip.n, 1);
+    assert_int_equal(p.flags, TOKVEC_EMBED_OUT_BF16);
+    assert_int_equal(p.rows, 2 * 3 * FX_DIM * 2);
+    assert_int_equal(p.header, z.rows);
+    assert_int_equal(p.header % 64, 0);
+    assert_int_equal(p.body, z.zip.size);
+    assert_int_equal(p.scratch, 0);
+    assert_int_equal(p.reserve, p.body);
+    assert_int_equal(p.least, p.body);
+    /* a padded batch: the mask is a member too */
+    q.lens = lens;
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_NPZ, TOKVEC_F32}, &p), 0);
+    assert_int_equal(tv_npz_plan(&q, 3, FX_DIM, TOKVEC_F32, &z), 0);
+    assert_int_equal(z.zip.n, 2);
+    assert_int_equal(p.body, z.zip.size);
+    /* ... and JSON answers carry it: 2 x 3 digits, commas, brackets */
+    embed_plan j;
+    tv_request u = request(2, 3);
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &p), 0);
+    assert_int_equal(
+        embed_plan_reply(t, &u, (tv_format){TV_OUT_JSON, TOKVEC_F32}, &j), 0);
+    assert_true(p.body >= j.body + strlen(",\"attention_mask\":[[1,1,1],"
+                                          "[1,1,0]]"));
+    /* an archive of 4 GiB or more: 413 (no ZIP64) */
+    q = request(1, ((int64_t)1 << 32) / FX_DIM / 4);
+    assert_int_equal(
+        embed_plan_reply(t, &q, (tv_format){TV_OUT_NPZ, TOKVEC_F32}, &p), -1);
+    tokvec_table_close(t);
+}
+
 static size_t content_length(const char *resp)
 {
     const char *cl = strcasestr(resp, "\r\nContent-Length:");
@@ -171,6 +215,39 @@ static void a_binary_reply_is_exactly_the_planned_body(void **state)
     assert_true(fx_has_header(r, "X-Tokvec-Shape", "1,3,4"));
     assert_true(fx_has_header(r, "X-Tokvec-Dtype", "float16"));
     assert_memory_equal(fx_body(r), npy, header);
+}
+
+static void an_npz_reply_is_exactly_the_planned_archive(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    int64_t ids[6] = {1, 2, 3, 4, 0, 0}, lens[2] = {3, 1};
+    tv_request q = request(2, 3);
+    q.ids = ids;
+    q.lens = lens;
+    tv_npz z;
+    assert_int_equal(tv_npz_plan(&q, 3, FX_DIM, TOKVEC_F16, &z), 0);
+    assert_int_equal(fx_up(f, NULL), 0);
+    assert_int_equal(fx_http(f, "POST", "/embed?dtype=float16",
+                             "application/json",
+                             "{\"inputs\":[[1,2,3],[4]],\"pad_id\":0,"
+                             "\"encoding_format\":\"npz\"}",
+                             NULL, r, RESP),
+                     200);
+    assert_int_equal(content_length(r), z.zip.size);
+    assert_true(fx_has_header(r, "Content-Type", "application/x-npz"));
+    assert_true(fx_has_header(r, "X-Tokvec-Shape", "2,3,4"));
+    assert_true(fx_has_header(r, "X-Tokvec-Dtype", "float16"));
+    assert_memory_equal(fx_body(r), "PK\3\4", 4);
+    /* an Accept that names a type wins over "encoding_format" */
+    assert_int_equal(fx_http(f, "POST", "/embed", "application/json",
+                             "{\"inputs\":[[1,2,3],[4]],\"pad_id\":0,"
+                             "\"encoding_format\":\"npz\"}",
+                             "Accept: application/json\r\n", r, RESP),
+                     200);
+    assert_true(fx_has_header(r, "Content-Type", "application/json"));
+    assert_non_null(
+        strstr(fx_body(r), ",\"attention_mask\":[[1,1,1],[1,0,0]]}"));
 }
 
 static atomic_long allow; /* allocations left before the hook fails one */
@@ -243,6 +320,9 @@ static void each_failed_allocation_on_the_request_path_is_a_500(void **state)
         {"POST", "/embed?dtype=bfloat16", "application/json",
          "{\"inputs\":[5,6,7]}", "Accept: application/x-npy\r\n", 0},
         {"POST", "/embed", "application/json",
+         "{\"inputs\":[[5,6,7],[8]],\"pad_id\":1}",
+         "Accept: application/x-npz\r\n", 0},
+        {"POST", "/embed", "application/json",
          "{\"inputs\":[[5,6],[7,8]],\"encoding_format\":\"torch\","
          "\"dtype\":\"float16\"}",
          NULL, 0},
@@ -282,6 +362,8 @@ int main(void)
         T(sizes_that_do_not_fit_are_refused),
         T(torch_plan_is_rows_in_the_dtype_one_archive_and_the_bound),
         T(a_binary_reply_is_exactly_the_planned_body),
+        T(npz_plan_is_the_archive_with_the_rows_in_place),
+        T(an_npz_reply_is_exactly_the_planned_archive),
         T(each_failed_allocation_on_the_request_path_is_a_500),
         T(a_failed_allocation_in_a_worker_job_is_a_500),
     };

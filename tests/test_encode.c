@@ -222,6 +222,15 @@ static void negotiate_follows_rfc9110_q_then_specificity(void **s)
         {"application/x-npy;q=abc", NULL, -1, 0, 0, 406},
         {"application/x-npy;q=1.5", NULL, -1, 0, 0, 406},
         {"application/x-npy;q=0.1234", NULL, -1, 0, 0, 406},
+        /* .npz by name; a wildcard never picks it (last in the ties) */
+        {"application/x-npz", "bfloat16", 0, TV_OUT_NPZ, TOKVEC_BF16, 0},
+        {"application/json;q=0.9, application/x-npz", NULL, 0, TV_OUT_NPZ,
+         TOKVEC_F32, 0},
+        {"application/x-npy;q=0, application/x-npz;q=0, */*;q=0.1", NULL, 0,
+         TV_OUT_JSON, TOKVEC_F32, 0},
+        {"application/json;q=0, application/octet-stream;q=0, "
+         "application/x-npy;q=0, application/*",
+         NULL, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
         /* blanks and commas only: as if no Accept */
         {" , ,", NULL, 0, TV_OUT_JSON, TOKVEC_F32, 0},
         {"application/json", "float16", -1, 0, 0, 400},
@@ -300,10 +309,72 @@ static void embed_dtype_comes_from_query_or_body_and_torch_allows_halves(
         tv_format f;
         tv_error e = {0};
         int rc = tv_negotiate_embed(cases[i].accept, cases[i].query,
-                                    cases[i].body, cases[i].torch, &f, &e);
+                                    cases[i].body, cases[i].torch, 0, &f, &e);
         assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind, cases[i].dt,
                           cases[i].status);
     }
+}
+
+/* "encoding_format": "npz" (or ?encoding_format=npz) answers .npz where
+ * no Accept, or a wildcard, decided; a type Accept names wins. */
+static void npz_encoding_gives_npz_unless_accept_names_a_type(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *accept, *query;
+        int torch, rc;
+        tv_out_kind kind;
+        tokvec_dtype dt;
+        int status;
+    } cases[] = {
+        {NULL, NULL, 0, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
+        {"", "float16", 0, 0, TV_OUT_NPZ, TOKVEC_F16, 0},
+        {" , ", NULL, 0, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
+        {"*/*", "bfloat16", 0, 0, TV_OUT_NPZ, TOKVEC_BF16, 0},
+        {"application/*;q=0.5", NULL, 0, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
+        {"application/x-npz", NULL, 0, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
+        /* a named type wins */
+        {"application/json", NULL, 0, 0, TV_OUT_JSON, TOKVEC_F32, 0},
+        {"application/json", "float16", 0, -1, 0, 0, 400},
+        {"application/x-npy", "float16", 0, 0, TV_OUT_NPY, TOKVEC_F16, 0},
+        {"application/octet-stream, */*;q=0.5", NULL, 0, 0, TV_OUT_RAW,
+         TOKVEC_F32, 0},
+        /* ... unless a wildcard outranks it */
+        {"application/x-npy;q=0.5, */*", NULL, 0, 0, TV_OUT_NPZ, TOKVEC_F32,
+         0},
+        /* npz excluded: the wildcard's pick stands, or nothing is left */
+        {"application/x-npz;q=0, */*", NULL, 0, 0, TV_OUT_JSON, TOKVEC_F32, 0},
+        {"text/html", NULL, 0, -1, 0, 0, 406},
+        /* torch and npz together: the torch flag only widens the dtypes */
+        {NULL, "float16", 1, 0, TV_OUT_NPZ, TOKVEC_F16, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tv_format f;
+        tv_error e = {0};
+        int rc = tv_negotiate_embed(cases[i].accept, cases[i].query, NULL,
+                                    cases[i].torch, 1, &f, &e);
+        assert_negotiated(rc, &f, &e, cases[i].rc, cases[i].kind, cases[i].dt,
+                          cases[i].status);
+    }
+    assert_string_equal(tv_content_type(TV_OUT_NPZ), "application/x-npz");
+}
+
+static void npy_header_of_int64_arrays_is_numpys(void **s)
+{
+    (void)s;
+    char h[TV_NPY_HEADER_MAX];
+    const int64_t shape[2] = {3, 70000}, one[1] = {5};
+    size_t n = tv_npy_header_of(h, "<i8", 2, shape);
+    assert_int_equal(n, 128);
+    assert_memory_equal(h, "\x93NUMPY\x01\x00\x76\x00", 10);
+    const char *dict = "{'descr': '<i8', 'fortran_order': False, "
+                       "'shape': (3, 70000), }";
+    assert_memory_equal(h + 10, dict, strlen(dict));
+    assert_int_equal(h[127], '\n');
+    n = tv_npy_header_of(h, "<i8", 1, one);
+    assert_int_equal(n, 128);
+    dict = "{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }";
+    assert_memory_equal(h + 10, dict, strlen(dict));
 }
 
 static void npy_header_aligns_the_data_to_64_bytes(void **s)
@@ -363,6 +434,8 @@ int main(void)
         cmocka_unit_test(
             embed_dtype_comes_from_query_or_body_and_torch_allows_halves),
         cmocka_unit_test(npy_header_aligns_the_data_to_64_bytes),
+        cmocka_unit_test(npy_header_of_int64_arrays_is_numpys),
+        cmocka_unit_test(npz_encoding_gives_npz_unless_accept_names_a_type),
         cmocka_unit_test(error_body_is_json_whatever_the_message_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,7 +106,20 @@ static void query_options_set_and_reject(void **state)
     assert_int_equal(tv_request_set_option(&r, "pad_id", "0", &e), -1);
     assert_int_equal(e.status, 400);
     assert_string_equal(e.message, "unknown query option 'pad_id' (known: "
-                                   "start_position, positions, dtype)");
+                                   "start_position, positions, dtype, "
+                                   "encoding_format)");
+    /* the answer's encoding, as the JSON body's "encoding_format" */
+    assert_int_equal(tv_request_set_option(&r, "encoding_format", "npz", &e),
+                     0);
+    assert_int_equal(r.npz, 1);
+    assert_int_equal(
+        tv_request_set_option(&r, "encoding_format", "base64", &e), 0);
+    assert_int_equal(r.npz, 0);
+    assert_int_equal(r.base64, 1);
+    assert_int_equal(tv_request_set_option(&r, "encoding_format", "npy", &e),
+                     -1);
+    assert_string_equal(e.message,
+                        "encoding_format must be float, base64, torch or npz");
 }
 
 /* --- tv_body_kind_of ---------------------------------------------------- */
@@ -208,7 +221,8 @@ static void a_json_body_takes_only_dtype_in_the_query(void **state)
                      -1);
     assert_string_equal(e.type, "invalid_request");
     assert_string_equal(e.message, "unknown query option 'nope' (known: "
-                                   "start_position, positions, dtype)");
+                                   "start_position, positions, dtype, "
+                                   "encoding_format)");
     /* a long name is cut after 40 bytes */
     assert_int_equal(tv_request_query(&r, TV_BODY_JSON,
                                       "foooooooooooooooooooooooooooooooooo"

@@ -90,6 +90,12 @@ static void fast_path_reads_options_in_any_order(void **state)
         tv_request_free(&r);
     }
 
+    /* the npz answer, by the body */
+    parse_fast("{\"inputs\":[[1,2]],\"encoding_format\":\"npz\"}", &r);
+    assert_int_equal(r.npz, 1);
+    assert_int_equal(r.base64 + r.torch, 0);
+    tv_request_free(&r);
+
     /* every kind of JSON whitespace everywhere it may be */
     parse_fast(" \r\n\t{ \"start_position\" : 3 ,\n \"inputs\" :\t[ [ 1 ,2 ]"
                " ,\r\n[3 , 4] ] , \"positions\"\t:\tfalse\n}\n\r\t ",
@@ -111,6 +117,9 @@ static void fast_path_pads_ragged_rows_with_pad_id(void **state)
     assert_int_equal(r.seq, 3);
     const int64_t want[] = {1, 2, 3, 4, 50256, 50256, 5, 6, 50256};
     assert_memory_equal(r.ids, want, sizeof want);
+    const int64_t lens[] = {3, 1, 2}; /* the answer's attention_mask */
+    assert_non_null(r.lens);
+    assert_memory_equal(r.lens, lens, sizeof lens);
     tv_request_free(&r);
 
     /* pad_id first, the longest row last, a negative pad */
@@ -118,12 +127,16 @@ static void fast_path_pads_ragged_rows_with_pad_id(void **state)
     assert_int_equal(r.seq, 4);
     const int64_t want2[] = {1, -1, -1, -1, 2, 3, -1, -1, 4, 5, 6, 7};
     assert_memory_equal(r.ids, want2, sizeof want2);
+    const int64_t lens2[] = {1, 2, 4};
+    assert_memory_equal(r.lens, lens2, sizeof lens2);
     tv_request_free(&r);
 
-    /* pad_id given but the rows are equal: no padding, pad unused */
+    /* pad_id given but the rows are equal: no padding, pad unused, no
+     * mask */
     parse_fast("{\"pad_id\":0,\"inputs\":[[8,9],[10,11]]}", &r);
     const int64_t want3[] = {8, 9, 10, 11};
     assert_memory_equal(r.ids, want3, sizeof want3);
+    assert_null(r.lens);
     tv_request_free(&r);
 }
 
@@ -405,8 +418,8 @@ static void fast_path_falls_back_on_empty_or_mixed_inputs(void **state)
 static void fast_path_falls_back_on_bad_option_values(void **state)
 {
     (void)state;
-    const char *fmt = "\"encoding_format\" must be \"float\", \"base64\" "
-                      "or \"torch\"";
+    const char *fmt = "\"encoding_format\" must be \"float\", \"base64\", "
+                      "\"torch\" or \"npz\"";
     const char *dt =
         "\"dtype\" must be \"float32\", \"float16\" or \"bfloat16\"";
     const tu_refusal refusals[] = {

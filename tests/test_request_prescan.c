@@ -159,8 +159,8 @@ static void strings_do_not_count_as_nesting_or_values(void **state)
     /* brackets, commas and escaped quotes inside strings: shallow */
     assert_error("{\"inputs\":[1],\"encoding_format\":\"[[[[[[[[\\\"]]]]\"}",
                  400, "invalid_request",
-                 "\"encoding_format\" must be \"float\", \"base64\" or "
-                 "\"torch\"");
+                 "\"encoding_format\" must be \"float\", \"base64\", "
+                 "\"torch\" or \"npz\"");
     assert_error("{\"[[[[[[\":1,\"inputs\":[1]}", 400, "invalid_request",
                  "unknown key \"[[[[[[\"*");
     ASSERT_ERROR_LIM("{\"inputs\":[1],\"x\":\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,"

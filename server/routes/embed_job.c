@@ -176,7 +176,7 @@ static int embed_parse(req_ctx *x, tv_error *e)
         return -1;
     return tv_negotiate_embed(
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"),
-        j->req.dtype, j->req.body_dtype, j->req.torch, &j->fmt, e);
+        j->req.dtype, j->req.body_dtype, j->req.torch, j->req.npz, &j->fmt, e);
 }
 
 /* Small enough to run at once on the HTTP thread that parsed it: the two
@@ -293,7 +293,10 @@ static enum MHD_Result embed_start(req_ctx *x)
                             : (uint64_t)(j->req.batch * j->req.seq);
     if (embed_plan_reply(j->ref->t, &j->req, j->fmt, &j->plan) < 0)
         return reply_fail(x, 413, "payload_too_large",
-                          "the response would be too large");
+                          j->fmt.kind == TV_OUT_NPZ
+                              ? "the response would be too large: an npz "
+                                "answer stays under 4 GiB (no ZIP64)"
+                              : "the response would be too large");
     /* A reply that could not fit max_inflight_bytes even alone would hold
      * every other job back while it is sent: refused now. JSON floats
      * count their shortest encoding, so a legal request is not refused

@@ -7,6 +7,7 @@
 
 #include "embed_plan.h"
 #include "embed_text.h"
+#include "npz.h"
 #include "tokvec_embed.h"
 #include "tokvec_float.h"
 #include "torchsave.h"
@@ -15,6 +16,21 @@
 static size_t up64(size_t n)
 {
     return (n + 63) / 64 * 64;
+}
+
+/* The npz around the embeddings written at p->header: the rest of the
+ * archive (npz.h), planned again (pure) exactly as embed_plan_reply did.
+ * Its size, or 0. */
+static size_t finish_npz(const tv_request *q, int64_t S, int64_t D,
+                         tv_format fmt, const embed_plan *p, char *out)
+{
+    tv_npz z;
+    if (tv_npz_plan(q, S, D, fmt.dtype, &z) < 0 || z.rows != p->header ||
+        z.zip.size != p->body)
+        return 0;
+    size_t len = tv_npz_finish(out, q, S, D, fmt.dtype, &z);
+    TV_WROTE(len, p->body);
+    return len;
 }
 
 /* A pooled reply, (B, K): the float32 vectors first in scratch (B*K*4),
@@ -43,6 +59,12 @@ static int plan_pooled(const tv_request *q, tv_format fmt, int64_t K,
         p->body = tv_embed_torch_json_bound(B, TV_TORCH_VECTOR, K, fmt.dtype);
     } else if (fmt.kind == TV_OUT_JSON) {
         p->body = tv_embed_json_bound(B, TV_VECTORS, K, q->base64);
+    } else if (fmt.kind == TV_OUT_NPZ) { /* embeddings (B, K) alone */
+        tv_npz z;
+        if (tv_npz_plan(q, TV_VECTORS, K, fmt.dtype, &z) < 0)
+            return -1;
+        p->header = z.rows;
+        p->body = z.zip.size;
     } else {
         char npy[TV_NPY_HEADER_MAX];
         p->header = fmt.kind == TV_OUT_NPY
@@ -88,10 +110,12 @@ static size_t write_pooled(const tokvec_table *t, const tv_request *q,
         return len;
     }
     if (fmt.kind != TV_OUT_JSON) {
-        if (p->header)
+        if (p->header && fmt.kind == TV_OUT_NPY)
             tv_npy_header(out, fmt.dtype, B, TV_VECTORS, K);
         tokvec_narrow(fmt.dtype, vec, out + p->header, (size_t)(B * K));
         TV_WROTE(p->header + p->rows, p->body);
+        if (fmt.kind == TV_OUT_NPZ)
+            return finish_npz(q, TV_VECTORS, K, fmt, p, out);
         return p->body;
     }
     if (q->torch) {
@@ -139,6 +163,14 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
         p->body = tv_embed_json_bound(B, S, D, q->base64);
         if (!p->body)
             return -1;
+    } else if (fmt.kind == TV_OUT_NPZ) {
+        /* The rows in place inside the archive's first member. */
+        tv_npz z;
+        p->rows = tokvec_embed_size(t, B, S, p->flags);
+        if (tv_npz_plan(q, S, D, fmt.dtype, &z) < 0 || z.rows_bytes != p->rows)
+            return -1;
+        p->header = z.rows;
+        p->body = z.zip.size;
     } else {
         char npy[TV_NPY_HEADER_MAX];
         p->rows = tokvec_embed_size(t, B, S, p->flags);
@@ -160,6 +192,13 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
             return -1;
         p->body += ids;
     }
+    /* ... and a padded batch's, ids or texts, with "attention_mask". */
+    if (fmt.kind == TV_OUT_JSON && q->lens) {
+        size_t mask = tv_embed_mask_bound(q);
+        if (p->body > SIZE_MAX / 2 - mask)
+            return -1;
+        p->body += mask;
+    }
     /* 64 more: the buffers are rounded up to a multiple of 64. */
     if (!p->rows || p->scratch > SIZE_MAX - 64 - p->body)
         return -1;
@@ -176,11 +215,13 @@ size_t embed_write(const tokvec_table *t, const tv_request *q, tv_format fmt,
     if (q->pool)
         return write_pooled(t, q, fmt, p, out, scratch, q->dims ? q->dims : D);
     if (fmt.kind != TV_OUT_JSON) {
-        if (p->header)
+        if (p->header && fmt.kind == TV_OUT_NPY)
             tv_npy_header(out, fmt.dtype, B, S, D);
         if (tokvec_embed(t, q->ids, B, S, q->start_position, p->flags,
                          out + p->header) < 0)
             return 0;
+        if (fmt.kind == TV_OUT_NPZ)
+            return finish_npz(q, S, D, fmt, p, out);
         return p->body;
     }
     if (tokvec_embed(t, q->ids, B, S, q->start_position, p->flags, scratch) <
@@ -191,9 +232,11 @@ size_t embed_write(const tokvec_table *t, const tv_request *q, tv_format fmt,
                                   (char *)scratch + (p->scratch - p->archive));
     else
         len = tv_embed_json(out, scratch, B, S, D, q->base64);
-    if (q->has_text) { /* before the closing brace */
+    if (q->has_text || q->lens) { /* before the closing brace */
         len--;
-        len += tv_embed_ids_json(out + len, q);
+        if (q->has_text)
+            len += tv_embed_ids_json(out + len, q);
+        len += tv_embed_mask_json(out + len, q);
         out[len++] = '}';
     }
     TV_WROTE(len, p->body);

@@ -23,8 +23,10 @@ typedef struct embed_plan {
     size_t scratch; /* JSON: float32 rows before encoding (= rows); torch:
                      * the rows (rounded up to 64) + archive; else 0 */
     size_t archive; /* torch: one sequence's torch.save archive; else 0 */
-    size_t header;  /* npy: the header before the rows; else 0 */
-    size_t body;    /* the reply's buffer: JSON bound, or header + rows */
+    size_t header;  /* npy: the header before the rows; npz: where the
+                     * rows go in the archive (npz.h); else 0 */
+    size_t body;    /* the reply's buffer: JSON bound, header + rows, or
+                     * the npz archive */
     size_t reserve; /* scratch + body: all the job allocates */
     size_t least;   /* the fewest bytes the job can hold: = reserve but for
                      * JSON floats, where the body is a bound and `least`
@@ -38,9 +40,11 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
                      embed_plan *out);
 
 /* Writes the reply to q (checked against t, planned as p for fmt) into out,
- * p->body bytes: binary rows in place after the npy header, JSON through
- * scratch (p->scratch bytes; unused for binary formats), with
- * "input_ids"/"target_ids" for texts. Returns the bytes written (at most
+ * p->body bytes: binary rows in place after the npy header (npz: in the
+ * archive's embeddings member, then the rest of it), JSON through scratch
+ * (p->scratch bytes; unused for binary formats), with
+ * "input_ids"/"target_ids" for texts and "attention_mask" for a padded
+ * batch. Returns the bytes written (at most
  * p->body: TV_WROTE aborts past it), or 0 when tokvec_embed fails. Any
  * thread. */
 size_t embed_write(const tokvec_table *t, const tv_request *q, tv_format fmt,

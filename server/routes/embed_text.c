@@ -1,6 +1,6 @@
 /* embed_text.c -- text inputs of POST /embed (embed_text.h): from the
  * parsed rows (texts and id lists) to the id request that /embed embeds,
- * and the "input_ids" / "target_ids" of JSON answers.
+ * and the "input_ids" / "target_ids" / "attention_mask" of JSON answers.
  *
  * Runs on a worker (the tokenizing is the part that costs); the request
  * belongs to that worker while it runs (embed_job.c, "Ownership"). Once
@@ -198,8 +198,12 @@ int tv_embed_text_resolve(const tokvec_tokenizer *tok, const tokvec_table *t,
                             "cuts each text to fit)",
                             B, S, lim->max_tokens);
     r->ids = tv_malloc((size_t)n * sizeof *r->ids);
-    if (!r->ids)
+    /* A padded batch: each row's length, for its attention_mask. */
+    r->lens = ragged ? tv_malloc((size_t)B * sizeof *r->lens) : NULL;
+    if (!r->ids || (ragged && !r->lens))
         return tv_error_set(e, 500, "internal", "out of memory");
+    for (int64_t b = 0; ragged && b < B; b++)
+        r->lens[b] = r->rows[b].n;
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < S; s++)
             r->ids[b * S + s] = s < r->rows[b].n ? r->rows[b].ids[s]
@@ -264,4 +268,32 @@ size_t tv_embed_ids_json(char *p, const tv_request *r)
     if (r->targets)
         n += ids_json(p + n, "target_ids", r->targets, r->batch, r->seq);
     return n;
+}
+
+size_t tv_embed_mask_bound(const tv_request *r)
+{
+    /* B*S <= max_tokens ids are held already: no overflow */
+    if (!r->lens || r->pool)
+        return 0;
+    return (size_t)(r->batch * r->seq) * 2 + (size_t)r->batch * 3 + 32;
+}
+
+size_t tv_embed_mask_json(char *p, const tv_request *r)
+{
+    if (!r->lens || r->pool)
+        return 0;
+    char *o = p + sprintf(p, ",\"attention_mask\":[");
+    for (int64_t b = 0; b < r->batch; b++) {
+        if (b)
+            *o++ = ',';
+        *o++ = '[';
+        for (int64_t s = 0; s < r->seq; s++) {
+            if (s)
+                *o++ = ',';
+            *o++ = s < r->lens[b] ? '1' : '0';
+        }
+        *o++ = ']';
+    }
+    *o++ = ']';
+    return (size_t)(o - p);
 }

@@ -21,8 +21,9 @@
  * text_too_short under L + 1 tokens; 400 invalid_request for windows of
  * more than one input); else each row as given, a text cut to
  * context_length - start_position (or max_tokens) when "truncate" (from
- * the end for "left"); rows of different lengths padded with pad_id, else
- * 422 ragged_batch; 413 past max_batch or max_tokens. 0, or -1 with *e.
+ * the end for "left"); rows of different lengths padded with pad_id
+ * (their lengths in r->lens), else 422 ragged_batch; 413 past max_batch
+ * or max_tokens. 0, or -1 with *e.
  *
  * A pooled request (r->pool) instead keeps every row as its own: a text's
  * ids are, with a Model2Vec model (model non-NULL, its layout), those of
@@ -44,5 +45,12 @@ size_t tv_embed_ids_bound(const tv_request *r);
 /* Writes ,"input_ids":[[...]] (and ,"target_ids":[[...]]) at p; returns
  * the bytes written. */
 size_t tv_embed_ids_json(char *p, const tv_request *r);
+
+/* A padded batch's (r->lens; never pooled) ,"attention_mask":[[1,1,0],...]
+ * (B x S: 1 for a row's real tokens, 0 for its padding): the bytes it may
+ * take, and the writer (returns the bytes written). Both 0 when r has no
+ * padded rows. */
+size_t tv_embed_mask_bound(const tv_request *r);
+size_t tv_embed_mask_json(char *p, const tv_request *r);
 
 #endif

@@ -29,6 +29,8 @@ const char *tv_content_type(tv_out_kind kind)
         return "application/octet-stream";
     case TV_OUT_NPY:
         return "application/x-npy";
+    case TV_OUT_NPZ:
+        return "application/x-npz";
     default:
         return "application/json";
     }
@@ -39,8 +41,9 @@ const char *tv_content_type(tv_out_kind kind)
  * application's wildcard, then the full wildcard; a missing q is 1, q=0
  * excludes). The type with the highest q wins; ties go to the more
  * specific range, then to the range listed first, then to JSON, raw,
- * .npy in that order. Parameters other than q are ignored; an element
- * whose q is malformed (q=2, q=abc) is ignored. */
+ * .npy, .npz in that order (so a wildcard alone never picks .npz: only
+ * its name, or "encoding_format": "npz", does). Parameters other than q
+ * are ignored; an element whose q is malformed (q=2, q=abc) is ignored. */
 
 /* A qvalue ("0", "0.5", "1.000") ending at end (trailing blanks allowed)
  * in thousandths, or -1. */
@@ -142,8 +145,10 @@ int tv_accepts_json(const char *accept)
     return !elems || (spec >= 0 && q > 0);
 }
 
-/* The kind the Accept list asks for, or -1 if it accepts none. */
-static int accept_pick(const char *accept)
+/* The kind the Accept list asks for, or -1 if it accepts none; *named:
+ * whether the range that picked it names the type itself (not a
+ * wildcard). */
+static int accept_pick(const char *accept, int *named)
 {
     static const struct {
         const char *name;
@@ -152,7 +157,9 @@ static int accept_pick(const char *accept)
         {"application/json", TV_OUT_JSON},
         {"application/octet-stream", TV_OUT_RAW},
         {"application/x-npy", TV_OUT_NPY},
+        {"application/x-npz", TV_OUT_NPZ},
     };
+    *named = 0;
     int best = -1, bq = 0, bspec = -1, bpos = 0, elems = 0;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         int spec, pos, n = 0;
@@ -170,24 +177,35 @@ static int accept_pick(const char *accept)
     }
     if (!elems) /* only blanks and commas: as if there were no Accept */
         return TV_OUT_JSON;
+    *named = bspec == 2;
     return best < 0 ? -1 : (int)types[best].kind;
 }
 
-int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
-                 tv_error *err)
+/* tv_negotiate, and with npz the answer .npz unless a named type won. */
+static int negotiate(const char *accept, const char *dtype_query, int npz,
+                     tv_format *fmt, tv_error *err)
 {
-    int kind = -1;
+    int kind = -1, named = 0;
     fmt->kind = TV_OUT_JSON;
     fmt->dtype = TOKVEC_F32;
     if (!accept || !*accept)
         kind = TV_OUT_JSON;
     else
-        kind = accept_pick(accept);
+        kind = accept_pick(accept, &named);
+    if (kind >= 0 && npz && !named) {
+        /* A wildcard (or no Accept) picked: .npz if it matches it too. */
+        int spec, pos, elems = 0;
+        int q = accept && *accept
+                    ? type_q(accept, "application/x-npz", &spec, &pos, &elems)
+                    : 1000;
+        if (!elems || (spec >= 0 && q > 0))
+            kind = TV_OUT_NPZ;
+    }
     if (kind < 0)
         return tv_error_set(err, 406, "not_acceptable",
                             "cannot produce any type in Accept; supported: "
                             "application/json, application/octet-stream, "
-                            "application/x-npy");
+                            "application/x-npy, application/x-npz");
     fmt->kind = (tv_out_kind)kind;
     if (dtype_query && *dtype_query) {
         if (!strcmp(dtype_query, "float32"))
@@ -202,16 +220,23 @@ int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
         if (fmt->dtype != TOKVEC_F32 && fmt->kind == TV_OUT_JSON)
             return tv_error_set(err, 400, "invalid_request",
                                 "dtype=%s needs Accept: "
-                                "application/octet-stream or "
-                                "application/x-npy; JSON is float32",
+                                "application/octet-stream, "
+                                "application/x-npy or application/x-npz; "
+                                "JSON is float32",
                                 dtype_query);
     }
     return 0;
 }
 
+int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
+                 tv_error *err)
+{
+    return negotiate(accept, dtype_query, 0, fmt, err);
+}
+
 int tv_negotiate_embed(const char *accept, const char *dtype_query,
-                       const char *dtype_body, int torch, tv_format *fmt,
-                       tv_error *err)
+                       const char *dtype_body, int torch, int npz,
+                       tv_format *fmt, tv_error *err)
 {
     const char *d = dtype_query && *dtype_query ? dtype_query : NULL;
     if (dtype_body && *dtype_body) {
@@ -222,11 +247,11 @@ int tv_negotiate_embed(const char *accept, const char *dtype_query,
         d = dtype_body;
     }
     if (!torch)
-        return tv_negotiate(accept, d, fmt, err);
+        return negotiate(accept, d, npz, fmt, err);
     /* Any dtype: negotiate the type, then the dtype as a binary answer
      * would (same names, same errors). */
     tv_format bin;
-    if (tv_negotiate(accept, NULL, fmt, err) < 0 ||
+    if (negotiate(accept, NULL, npz, fmt, err) < 0 ||
         tv_negotiate("application/octet-stream", d, &bin, err) < 0)
         return -1;
     fmt->dtype = bin.dtype;
@@ -433,17 +458,23 @@ size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
     const char *descr = dtype == TOKVEC_F32   ? "<f4"
                         : dtype == TOKVEC_F16 ? "<f2"
                                               : "<u2";
+    const int64_t bsd[3] = {B, S, D}, bd[2] = {B, D};
+    return S == TV_VECTORS ? tv_npy_header_of(buf, descr, 2, bd)
+                           : tv_npy_header_of(buf, descr, 3, bsd);
+}
+
+size_t tv_npy_header_of(char *buf, const char *descr, int ndim,
+                        const int64_t *shape)
+{
     char dict[160];
-    int n = S == TV_VECTORS
-                ? snprintf(dict, sizeof dict,
-                           "{'descr': '%s', 'fortran_order': False, "
-                           "'shape': (%" PRId64 ", %" PRId64 "), }",
-                           descr, B, D)
-                : snprintf(dict, sizeof dict,
-                           "{'descr': '%s', 'fortran_order': False, "
-                           "'shape': (%" PRId64 ", %" PRId64 ", %" PRId64
-                           "), }",
-                           descr, B, S, D);
+    int n = snprintf(dict, sizeof dict,
+                     "{'descr': '%.8s', 'fortran_order': False, 'shape': (",
+                     descr);
+    for (int i = 0; i < ndim && i < 3; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%" PRId64 ", ",
+                      shape[i]);
+    n -= ndim > 1 ? 2 : 1; /* (B, S) and (N,): numpy's own spelling */
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
     size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
     size_t hlen = total - 10;
     memcpy(buf, "\x93NUMPY\x01\x00", 8);

@@ -26,6 +26,7 @@ typedef enum {
     TV_OUT_JSON = 0, /* application/json (base64 per request option) */
     TV_OUT_RAW = 1,  /* application/octet-stream */
     TV_OUT_NPY = 2,  /* application/x-npy */
+    TV_OUT_NPZ = 3,  /* application/x-npz: embeddings and ids (npz.h) */
 } tv_out_kind;
 
 typedef struct tv_format {
@@ -52,10 +53,14 @@ int tv_negotiate(const char *accept, const char *dtype_query, tv_format *fmt,
  * (dtype_body; NULL or empty when absent; given both, they must be equal,
  * else 400 invalid_request). With torch (the body's "encoding_format":
  * "torch") a JSON answer may be float16 or bfloat16: its tensors are that
- * dtype. 0, or -1 with *err filled. */
+ * dtype. With npz ("encoding_format": "npz", or ?encoding_format=npz) the
+ * answer is application/x-npz unless Accept names the type that wins
+ * (application/json, ...: a named type wins), or excludes npz (q=0, or a
+ * list no range of which matches it: 406 as for any type). 0, or -1 with
+ * *err filled. */
 int tv_negotiate_embed(const char *accept, const char *dtype_query,
-                       const char *dtype_body, int torch, tv_format *fmt,
-                       tv_error *err);
+                       const char *dtype_body, int torch, int npz,
+                       tv_format *fmt, tv_error *err);
 
 /* Content-Type string for a format ("application/json", ...). */
 const char *tv_content_type(tv_out_kind kind);
@@ -114,5 +119,8 @@ size_t tv_base64(char *dst, const void *src, size_t n);
 #define TV_NPY_HEADER_MAX 256
 size_t tv_npy_header(char *buf, tokvec_dtype dtype, int64_t B, int64_t S,
                      int64_t D);
+/* The same for any descr ("<i8", ...) and 1 to 3 dimensions. */
+size_t tv_npy_header_of(char *buf, const char *descr, int ndim,
+                        const int64_t *shape);
 
 #endif

@@ -55,6 +55,8 @@ void tv_request_free(tv_request *r)
     r->nrows = 0;
     free(r->targets);
     r->targets = NULL;
+    free(r->lens);
+    r->lens = NULL;
     free(r->offs);
     r->offs = NULL;
 }
@@ -205,7 +207,18 @@ int64_t tv_text_windows(int64_t n, int64_t max_length, int64_t stride)
 /* jansson on a body larger than this is followed by malloc_trim(0). */
 #define TRIM_AFTER_BYTES ((size_t)1 << 20)
 
-/* The answer's options: "encoding_format" (float, base64, torch) and
+/* "encoding_format" f (NULL: not a string) into r. 0, or -1 when f is
+ * none of float, base64, torch, npz. */
+static int set_encoding(tv_request *r, const char *f)
+{
+    r->base64 = f && !strcmp(f, "base64");
+    r->torch = f && !strcmp(f, "torch");
+    r->npz = f && !strcmp(f, "npz");
+    return r->base64 || r->torch || r->npz || (f && !strcmp(f, "float")) ? 0
+                                                                         : -1;
+}
+
+/* The answer's options: "encoding_format" (float, base64, torch, npz) and
  * "dtype" (float32, float16, bfloat16; checked against the answer's
  * format by tv_negotiate_embed). 0 or -1. */
 static int slow_answer_option(const char *key, json_t *v, tv_request *out,
@@ -223,13 +236,11 @@ static int slow_answer_option(const char *key, json_t *v, tv_request *out,
                             "\"dtype\" must be \"float32\", \"float16\" "
                             "or \"bfloat16\"");
     }
-    out->base64 = f && !strcmp(f, "base64");
-    out->torch = f && !strcmp(f, "torch");
-    if (out->base64 || out->torch || (f && !strcmp(f, "float")))
+    if (set_encoding(out, f) == 0)
         return 0;
     return tv_error_set(err, 400, "invalid_request",
                         "\"encoding_format\" must be \"float\", "
-                        "\"base64\" or \"torch\"");
+                        "\"base64\", \"torch\" or \"npz\"");
 }
 
 /* The keys of the request object: the options into out, "inputs" (not
@@ -494,9 +505,15 @@ static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
             tv_error_set(err, 500, "internal", "out of memory");
             return -1;
         }
+        /* A padded batch: each row's length, for its attention_mask. */
+        out->lens = ragged ? tv_malloc((size_t)B * sizeof *out->lens) : NULL;
+        if (ragged && !out->lens)
+            return tv_error_set(err, 500, "internal", "out of memory");
         for (int64_t b = 0; b < B; b++) {
             json_t *row = json_array_get(inputs, (size_t)b);
             int64_t n = (int64_t)json_array_size(row);
+            if (out->lens)
+                out->lens[b] = n;
             for (int64_t s = 0; s < S; s++) {
                 if (s >= n)
                     out->ids[b * S + s] = pad;
@@ -766,10 +783,16 @@ int tv_request_set_option(tv_request *r, const char *key, const char *value,
                                 "positions must be true or false");
     } else if (!strcmp(key, "dtype")) {
         r->dtype = value; /* a response option: see tv_negotiate */
+    } else if (!strcmp(key, "encoding_format")) {
+        if (set_encoding(r, value) < 0)
+            return tv_error_set(err, 400, "invalid_request",
+                                "encoding_format must be float, base64, "
+                                "torch or npz");
     } else {
         return tv_error_set(err, 400, "invalid_request",
                             "unknown query option '%.*s%s' (known: "
-                            "start_position, positions, dtype)",
+                            "start_position, positions, dtype, "
+                            "encoding_format)",
                             ECHO(key));
     }
     return 0;

@@ -83,6 +83,9 @@ typedef struct tv_request {
     int positions;          /* default 1; 0 = token rows only */
     int base64;             /* JSON "encoding_format": "base64" */
     int torch;              /* JSON "encoding_format": "torch" */
+    int npz;                /* "encoding_format": "npz" (JSON body, or the
+                             * query of a binary one): see
+                             * tv_negotiate_embed */
     const char *body_dtype; /* JSON "dtype": "float32", "float16" or
                              * "bfloat16" (static strings), NULL if none:
                              * a response option, see tv_negotiate_embed */
@@ -100,6 +103,10 @@ typedef struct tv_request {
     int64_t pad_id; /* "pad_id" when has_pad */
     int has_pad;
     int64_t *targets; /* max_length windows: batch*seq target ids */
+    /* A padded batch (rows of different lengths, right-padded with
+     * pad_id; ids and texts alike): each row's real length, batch
+     * entries; NULL when no row is padded. The answer's attention_mask. */
+    int64_t *lens;
     /* Sentence vectors ("pooling": "mean", and /v1/embeddings): every
      * input is a row (texts and id lists alike) until resolved; then ids
      * holds the rows' ids one after the other, offs[b]..offs[b+1] row b's
@@ -135,10 +142,11 @@ int tv_body_kind_error(const char *content_type, int binary_ok, tv_error *err);
 
 /* Parses a JSON /embed body: "inputs" (batch of sequences or one sequence of
  * integers), "start_position", "positions", "pad_id", "encoding_format"
- * ("float", "base64" or "torch"), "dtype" (float32|float16|bfloat16);
+ * ("float", "base64", "torch" or "npz"), "dtype" (float32|float16|bfloat16);
  * unknown keys are rejected (400 invalid_request, naming the key). Checks
  * shape, limits and raggedness (422 ragged_batch without pad_id; with pad_id
- * shorter rows are right-padded). Does not check ids against a table.
+ * shorter rows are right-padded, their lengths in lens). Does not check ids
+ * against a table.
  * 0, or -1 with *err filled; *out is valid only on 0.
  *
  * The fast path first (below); when it declines, the pre-scan
@@ -221,8 +229,9 @@ int tv_request_parse_binary(const void *body, size_t len, const char *shape,
 
 /* Applies one query-string option to a request: start_position=N,
  * positions=true|false|1|0, dtype=... (kept as given in r->dtype, not
- * checked here: a response option, see tv_negotiate). Unknown keys -> 400.
- */
+ * checked here: a response option, see tv_negotiate),
+ * encoding_format=float|base64|torch|npz (as the JSON body's). Unknown
+ * keys -> 400. */
 int tv_request_set_option(tv_request *r, const char *key, const char *value,
                           tv_error *err);
 

@@ -257,11 +257,13 @@ static int fast_answer_option(const unsigned char **pp, size_t room, int dtype,
             }
         return 1;
     }
-    out->base64 = out->torch = 0;
+    out->base64 = out->torch = out->npz = 0;
     if (fast_lit(pp, room, "\"base64\""))
         out->base64 = 1;
     else if (fast_lit(pp, room, "\"torch\""))
         out->torch = 1;
+    else if (fast_lit(pp, room, "\"npz\""))
+        out->npz = 1;
     else if (!fast_lit(pp, room, "\"float\""))
         return 1;
     return 0;
@@ -381,6 +383,12 @@ int tv_request_parse_json_fast(const char *body, size_t len,
         if (!ids)
             goto fallback;
         f.ids = ids;
+        /* each row's length: the answer's attention_mask */
+        out->lens = tv_malloc(B * sizeof *out->lens);
+        if (!out->lens)
+            goto fallback;
+        for (size_t b = 0; b < B; b++)
+            out->lens[b] = (int64_t)f.rows[b];
         size_t off = f.n;
         for (size_t b = B; b-- > 0;) {
             size_t m = f.rows[b];
@@ -404,6 +412,7 @@ int tv_request_parse_json_fast(const char *body, size_t len,
 fallback:
     free(f.ids);
     free(f.rows);
+    free(out->lens);
     tv_request_init(out);
     return TV_FAST_FALLBACK;
 }

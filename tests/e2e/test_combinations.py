@@ -23,8 +23,10 @@ lists with pad_id, one text, texts with pad_id, a text cut into
 max_length/stride windows with start_position, texts and id lists mixed
 with pad_id and "positions": false, and an int32 binary body.
 Outputs: JSON floats, base64, torch (float32/float16/bfloat16 by the
-body's "dtype"), application/octet-stream and application/x-npy (float32,
-float16, bfloat16 by ?dtype=).
+body's "dtype"), application/octet-stream, application/x-npy and
+application/x-npz (float32, float16, bfloat16 by ?dtype=; npz also by the
+body's "encoding_format": "npz" and, for int32 bodies,
+?encoding_format=npz).
 
 The tokenizer is a tiny Hugging Face tokenizer.json (ByteLevel BPE: the
 256 bytes in GPT-2's bytes_to_unicode order and six merges, vocab 262),
@@ -37,7 +39,12 @@ positions), narrowed to float16 (numpy's) or bfloat16 (tc.bf16_rne) with
 round to nearest even; every JSON float parses back to that float32;
 input_ids/target_ids are POST /tokenize of the same server, padded, or
 cut into windows by GPTDatasetV1's rule (i in range(0, n - L, T):
-ids[i:i+L], targets ids[i+1:i+L+1]); /similar scores are numpy's cosine
+ids[i:i+L], targets ids[i+1:i+L+1]); a padded batch's attention_mask (JSON
+floats, base64 and torch alike, and npz) is 1 for each row's own tokens
+and 0 for its padding, absent where no row is padded; an npz answer is read
+by zipfile (stored members, CRCs checked) and numpy.load: embeddings in the
+answer's dtype, input_ids (texts), target_ids (windows), attention_mask
+(padded), int64, and no other member; /similar scores are numpy's cosine
 of the dequantized rows within 1e-5 (a NaN/inf row scores -1), the row
 itself first; a NaN/inf row by id is 422 row_not_finite.
 
@@ -56,6 +63,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zipfile
 
 import numpy as np
 
@@ -191,6 +199,11 @@ class Table:
         return cos
 
 
+def mask_of(lens, S):
+    """The attention_mask of rows of lengths lens padded to S."""
+    return [[1] * n + [0] * (S - n) for n in lens]
+
+
 def narrow(x, dtype):
     """The bits of float32 x in dtype: float32 as '<u4', float16 and
     bfloat16 (round to nearest even) as '<u2'."""
@@ -226,8 +239,11 @@ TORCH_OUTS = [("torch " + d, {"encoding_format": "torch", "dtype": d}, d)
 BINARY_OUTS = [("%s %s" % (name, d), accept,
                 "" if (d == "float32" and name == "raw") else "?dtype=" + d, d)
                for name, accept in (("raw", "application/octet-stream"),
-                                    ("npy", "application/x-npy"))
+                                    ("npy", "application/x-npy"),
+                                    ("npz", "application/x-npz"))
                for d in DTYPES]
+NPZ = "application/x-npz"
+NPY_DESCR = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2"}
 
 
 class Client:
@@ -372,6 +388,17 @@ class Combinations(unittest.TestCase):
             self.tokenized[text] = ids
         return self.tokenized[text]
 
+    def padded_lengths(self, body):
+        """Each row's own length where body's rows are padded (they differ
+        in length), else None: the attention_mask's ones."""
+        inp = body["inputs"]
+        if body.get("max_length") or isinstance(inp, str) or isinstance(
+                inp[0], int):
+            return None
+        lens = [len(self.tokenize(r)) if isinstance(r, str) else len(r)
+                for r in inp]
+        return lens if len(set(lens)) > 1 else None
+
     def resolve(self, body):
         """(ids, target_ids or None, start, positions, has_text) that body
         asks for: texts tokenized, rows padded, or windows."""
@@ -404,18 +431,22 @@ class Combinations(unittest.TestCase):
     # --- checking one answer -----------------------------------------------
 
     def check_json(self, raw, want, dtype, base64_, want_ids, targets,
-                   has_text, torch_):
+                   has_text, torch_, lens=None):
         B, S, D = want.shape
         j = json.loads(raw)
         keys = {"shape", "dtype", "embeddings"}
         if has_text:
             keys |= {"input_ids"} | ({"target_ids"} if targets else set())
+        if lens:
+            keys.add("attention_mask")
         self.assertEqual(set(j), keys)
         self.assertEqual((j["shape"], j["dtype"]), ([B, S, D], dtype))
         if has_text:
             self.assertEqual(j["input_ids"], want_ids)
             if targets:
                 self.assertEqual(j["target_ids"], targets)
+        if lens:
+            self.assertEqual(j["attention_mask"], mask_of(lens, S))
         bits = narrow(want, dtype)
         if torch_:
             self.assertEqual(len(j["embeddings"]), B)
@@ -440,12 +471,47 @@ class Combinations(unittest.TestCase):
             np.testing.assert_array_equal(got.astype("<f4").view("<u4"),
                                           bits)
 
-    def check_binary(self, hdr, raw, want, accept, dtype):
+    def check_npz(self, raw, want_bits, dtype, ids, targets, lens):
+        """An npz answer: a stored ZIP whose CRCs hold, numpy.load-able,
+        holding embeddings (want_bits in dtype) and the int64 arrays that
+        exist (ids: texts' input_ids, or None), nothing else."""
+        with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            self.assertIsNone(z.testzip())  # every member's CRC-32
+            infos = z.infolist()
+            self.assertTrue(all(i.compress_type == zipfile.ZIP_STORED
+                                for i in infos))
+        want = {"embeddings": None}
+        if ids is not None:
+            want["input_ids"] = ids
+        if targets:
+            want["target_ids"] = targets
+        if lens:
+            want["attention_mask"] = mask_of(lens, want_bits.shape[1])
+        self.assertEqual([i.filename for i in infos],
+                         [k + ".npy" for k in want])
+        with np.load(io.BytesIO(raw)) as a:
+            self.assertEqual(sorted(a.files), sorted(want))
+            e = a["embeddings"]
+            self.assertEqual(e.dtype.str, NPY_DESCR[dtype])
+            self.assertEqual(e.shape, want_bits.shape)
+            np.testing.assert_array_equal(e.view(want_bits.dtype), want_bits)
+            for k, v in want.items():
+                if k == "embeddings":
+                    continue
+                self.assertEqual(a[k].dtype.str, "<i8", k)
+                np.testing.assert_array_equal(a[k], np.array(v, np.int64),
+                                              k)
+
+    def check_binary(self, hdr, raw, want, accept, dtype, ids=None,
+                     targets=None, lens=None):
         B, S, D = want.shape
         self.assertEqual(hdr["Content-Type"], accept)
         self.assertEqual(hdr["X-Tokvec-Shape"], "%d,%d,%d" % (B, S, D))
+        self.assertEqual(int(hdr["Content-Length"]), len(raw))
         bits = narrow(want, dtype)
-        if accept == "application/x-npy":
+        if accept == NPZ:
+            self.check_npz(raw, bits, dtype, ids, targets, lens)
+        elif accept == "application/x-npy":
             a = np.load(io.BytesIO(raw))
             self.assertEqual(a.dtype.str, {"float32": "<f4",
                                            "float16": "<f2",
@@ -461,6 +527,7 @@ class Combinations(unittest.TestCase):
         """Every JSON input kind in each of outs on table."""
         for kind, body in KINDS:
             ids, targets, start, positions, has_text = self.resolve(body)
+            lens = self.padded_lengths(body)
             want = table.embeddings(ids, start, positions)
             for name, extra, dtype in outs:
                 with self.subTest(table=table.name, input=kind, out=name):
@@ -471,7 +538,8 @@ class Combinations(unittest.TestCase):
                     self.check_json(raw, want, dtype,
                                     extra.get("encoding_format") == "base64",
                                     ids, targets, has_text,
-                                    extra.get("encoding_format") == "torch")
+                                    extra.get("encoding_format") == "torch",
+                                    lens)
 
     # --- the tests -----------------------------------------------------------
 
@@ -490,7 +558,8 @@ class Combinations(unittest.TestCase):
         for table in self.tables:
             self.serve(table)
             for kind, body in KINDS:
-                ids, _, start, positions, _ = self.resolve(body)
+                ids, targets, start, positions, has_text = self.resolve(body)
+                lens = self.padded_lengths(body)
                 want = table.embeddings(ids, start, positions)
                 for name, accept, query, dtype in BINARY_OUTS:
                     with self.subTest(table=table.name, input=kind, out=name):
@@ -498,7 +567,21 @@ class Combinations(unittest.TestCase):
                             "POST", "/embed" + query, body,
                             {"Accept": accept})
                         self.assertEqual(st, 200, raw[:300])
-                        self.check_binary(hdr, raw, want, accept, dtype)
+                        self.check_binary(hdr, raw, want, accept, dtype,
+                                          ids if has_text else None,
+                                          targets, lens)
+                # the body's "encoding_format": "npz" picks npz too, where
+                # Accept names no type (none here, or */*)
+                with self.subTest(table=table.name, input=kind,
+                                  out="npz by encoding_format"):
+                    st, hdr, raw = self.http.call(
+                        "POST", "/embed?dtype=float16",
+                        dict(body, encoding_format="npz"),
+                        {"Accept": "*/*"} if lens else {})
+                    self.assertEqual(st, 200, raw[:300])
+                    self.check_binary(hdr, raw, want, NPZ, "float16",
+                                      ids if has_text else None, targets,
+                                      lens)
 
     def test_int32_bodies_answer_every_encoding_on_every_table(self):
         B, S = len(BINARY_IDS), len(BINARY_IDS[0])
@@ -506,7 +589,9 @@ class Combinations(unittest.TestCase):
         for table in self.tables:
             self.serve(table)
             want = table.embeddings(BINARY_IDS, 1, True)
-            outs = [("json floats", "application/json", "", "float32")]
+            outs = [("json floats", "application/json", "", "float32"),
+                    ("npz by ?encoding_format", "", "?encoding_format=npz",
+                     "float32")]
             for name, accept, query, dtype in outs + BINARY_OUTS:
                 query = (query + "&" if query else "?") + "start_position=1"
                 with self.subTest(table=table.name, out=name):
@@ -519,8 +604,60 @@ class Combinations(unittest.TestCase):
                     if accept == "application/json":
                         self.check_json(raw, want, dtype, False, None, None,
                                         False, False)
-                    else:
-                        self.check_binary(hdr, raw, want, accept, dtype)
+                    else:  # no Accept and ?encoding_format=npz: npz
+                        self.check_binary(hdr, raw, want, accept or NPZ,
+                                          dtype)
+
+    def test_pooled_npz_holds_the_sentence_vectors_alone(self):
+        """"pooling": "mean" answers (B, D): its npz is embeddings alone
+        (the inputs' ids are ragged; JSON answers carry them as lists),
+        the JSON answer's vectors in the answer's dtype."""
+        body = {"inputs": ["hello world", [299, 3], "or"], "pooling": "mean"}
+        for table in (self.tables[0], self.tables[6], self.tables[-2]):
+            self.serve(table)
+            st, _, raw = self.http.call("POST", "/embed", body)
+            self.assertEqual(st, 200, raw[:300])
+            vecs = np.array(json.loads(raw)["embeddings"], np.float32)
+            self.assertEqual(vecs.shape, (3, DIM))
+            for dtype in DTYPES:
+                with self.subTest(table=table.name, dtype=dtype):
+                    st, hdr, raw = self.http.call(
+                        "POST", "/embed?dtype=" + dtype,
+                        dict(body, encoding_format="npz"))
+                    self.assertEqual(st, 200, raw[:300])
+                    self.assertEqual(hdr["Content-Type"], NPZ)
+                    self.assertEqual(hdr["X-Tokvec-Shape"], "3,%d" % DIM)
+                    self.check_npz(raw, narrow(vecs, dtype), dtype, None,
+                                   None, None)
+
+    def test_an_accept_that_names_a_type_wins_over_encoding_format_npz(self):
+        self.serve(self.tables[0])
+        body = {"inputs": [[1, 2, 3], [4]], "pad_id": 0,
+                "encoding_format": "npz"}
+        want = self.tables[0].embeddings([[1, 2, 3], [4, 0, 0]], 0, True)
+        st, hdr, raw = self.http.call("POST", "/embed", body,
+                                      {"Accept": "application/json"})
+        self.assertEqual(st, 200, raw[:300])
+        self.check_json(raw, want, "float32", False, None, None, False,
+                        False, [3, 1])
+        st, hdr, raw = self.http.call("POST", "/embed", body,
+                                      {"Accept": "application/x-npy"})
+        self.assertEqual(st, 200, raw[:300])
+        self.check_binary(hdr, raw, want, "application/x-npy", "float32")
+        # npz excluded: the wildcard's pick (JSON); nothing left: 406
+        st, hdr, raw = self.http.call(
+            "POST", "/embed", body, {"Accept": NPZ + ";q=0, */*"})
+        self.assertEqual((st, hdr["Content-Type"]),
+                         (200, "application/json"))
+        st, _, raw = self.http.call("POST", "/embed", body,
+                                    {"Accept": "text/html"})
+        self.assertEqual((st, json.loads(raw)["error_type"]),
+                         (406, "not_acceptable"))
+        # float16 needs a binary answer: npz is one
+        st, hdr, raw = self.http.call("POST", "/embed",
+                                      dict(body, dtype="float16"))
+        self.assertEqual(st, 200, raw[:300])
+        self.check_binary(hdr, raw, want, NPZ, "float16", None, None, [3, 1])
 
     def test_tokens_route_answers_each_row_as_stored(self):
         for table in self.tables:

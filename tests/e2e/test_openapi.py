@@ -147,6 +147,13 @@ class OpenAPI(unittest.TestCase):
             (e, "POST", s.embed({"inputs": [[1]]},
                                 "application/octet-stream")),
             (e, "POST", s.embed({"inputs": [[1]]}, "application/x-npy")),
+            (e, "POST", s.embed({"inputs": [[1, 2], [3]], "pad_id": 0},
+                                "application/x-npz")),
+            (e, "POST", s.embed({"inputs": [[1, 2], [3]], "pad_id": 0})),
+            (e, "POST", s.embed({"inputs": [[1, 2], [3]], "pad_id": 0,
+                                 "encoding_format": "torch"})),
+            (e, "POST", s.embed({"inputs": [[1]], "encoding_format":
+                                 "npz"})),
             (e, "POST", s.request("POST", e, b"{", {})),
             (e, "POST", s.embed({"inputs": []})),
             (e, "POST", s.embed({"inputs": [[1] * 17]})),
@@ -230,6 +237,9 @@ class OpenAPI(unittest.TestCase):
                 ("/embed", p(srv, "/embed", b'{"inputs": "Hello world"}')),
                 ("/embed", p(srv, "/embed", b'{"inputs": ["a b c d", [1]], '
                                             b'"pad_id": 0}')),
+                ("/embed", p(srv, "/embed", b'{"inputs": ["a b c d", [1]], '
+                                            b'"pad_id": 0, '
+                                            b'"encoding_format": "npz"}')),
                 ("/embed", p(srv, "/embed", b'{"inputs": "a b c d e", '
                                             b'"max_length": 2}')),
                 ("/embed", p(srv, "/embed", b'{"inputs": "a b", '

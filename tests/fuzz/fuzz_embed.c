@@ -25,17 +25,24 @@
  *
  * A request that passes parsing, the query, negotiation, tokenizing and the
  * table check is answered in the negotiated format and then in each of the
- * eleven the server can write (JSON floats, base64, torch x3 dtypes, raw
- * x3, npy x3). Invariants (abort() -> a crash report):
+ * fourteen the server can write (JSON floats, base64, torch x3 dtypes, raw
+ * x3, npy x3, npz x3). Invariants (abort() -> a crash report):
  *  - a refused request is a 4xx with an error_type and a message;
  *  - the plan succeeds and embed_write writes at most its body (TV_WROTE);
  *  - binary replies are the npy header (64-aligned) and the rows in the
  *    format's dtype: tokvec_embed's float32 rows narrowed (tokvec_narrow);
+ *  - npz replies are a stored ZIP read back here (end record, central
+ *    directory, local headers, each member's CRC-32): embeddings.npy (its
+ *    npy header and those rows, in place at the plan's offset), then
+ *    input_ids.npy for texts, target_ids.npy for windows,
+ *    attention_mask.npy for a padded batch, int64, equal to the request's
+ *    ids, targets and row lengths, and nothing else;
  *  - JSON replies parse: exactly shape [B,S,D], dtype, embeddings (floats
  *    that read back as the float32 rows, null for NaN/inf; or base64 of
  *    their bytes; or one torch.save archive per sequence, holding the rows
  *    in the dtype at the layout's data offset), and for texts input_ids
- *    (and target_ids for windows) equal to the request's ids;
+ *    (and target_ids for windows) equal to the request's ids, and for a
+ *    padded batch attention_mask, 1 for each row's real tokens;
  *  - /tokens/{id}: {"id", "embedding"} with the row's float32 values.
  */
 #include <jansson.h>
@@ -48,6 +55,7 @@
 
 #include "embed_plan.h"
 #include "embed_text.h"
+#include "npz.h"
 #include "table_kinds.h"
 #include "tokvec_embed.h"
 #include "tokvec_tokenizer.h"
@@ -60,7 +68,7 @@ static const char *const ACCEPTS[8] = {
     "application/json",
     "application/octet-stream",
     "application/x-npy",
-    "*/*",
+    "application/x-npz, */*;q=0.5",
     "application/x-npy;q=0.5, application/octet-stream",
     "text/html",
     "application/json;q=0, application/octet-stream;q=0.1",
@@ -231,6 +239,111 @@ static void check_floats(json_t *seq, const float *f32, int64_t S, int64_t D)
     }
 }
 
+/* The attention mask of a padded request, B x S (malloc'd). */
+static int64_t *mask_of(const tv_request *q)
+{
+    int64_t *m = malloc((size_t)(q->batch * q->seq) * sizeof *m);
+    if (!m)
+        abort();
+    for (int64_t b = 0; b < q->batch; b++)
+        for (int64_t s = 0; s < q->seq; s++)
+            m[b * q->seq + s] = s < q->lens[b];
+    return m;
+}
+
+static unsigned rd16(const unsigned char *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+
+static size_t rd32(const unsigned char *p)
+{
+    return (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 |
+           (size_t)p[3] << 24;
+}
+
+/* Member i of an npz read back through its central directory entry *c
+ * (advanced past it): its name is want, its CRC-32 holds, its bytes lie
+ * within the archive; returns where they start, *n their count. */
+static const unsigned char *zip_member(const unsigned char *a, size_t size,
+                                       const unsigned char **c,
+                                       const char *want, size_t *n)
+{
+    const unsigned char *e = *c;
+    size_t nl = rd16(e + 28), hdr = rd32(e + 42);
+    if (rd32(e) != 0x02014b50 || rd16(e + 10) || nl != strlen(want) ||
+        memcmp(e + 46, want, nl) || hdr + 30 > size ||
+        rd32(a + hdr) != 0x04034b50 || memcmp(a + hdr + 4, e + 6, 22) ||
+        memcmp(a + hdr + 30, want, nl))
+        abort();
+    size_t data = hdr + 30 + nl + rd16(a + hdr + 28);
+    *n = rd32(e + 24);
+    if (data % 64 || data + *n > size || rd32(e + 20) != *n ||
+        tv_crc32(0, a + data, *n) != (uint32_t)rd32(e + 16))
+        abort();
+    *c = e + 46 + nl;
+    return a + data;
+}
+
+/* An int64 (B, S) member equal to want. */
+static void check_i64_member(const unsigned char *m, size_t n,
+                             const int64_t *want, int64_t B, int64_t S)
+{
+    char h[TV_NPY_HEADER_MAX];
+    const int64_t shape[2] = {B, S};
+    size_t hl = tv_npy_header_of(h, "<i8", 2, shape);
+    if (n != hl + (size_t)(B * S) * 8 || memcmp(m, h, hl))
+        abort();
+    for (int64_t i = 0; i < B * S; i++) {
+        uint64_t v = 0;
+        for (int k = 7; k >= 0; k--)
+            v = v << 8 | m[hl + (size_t)i * 8 + (size_t)k];
+        if ((int64_t)v != want[i])
+            abort();
+    }
+}
+
+static void check_npz(const char *out, size_t len, const tv_request *q,
+                      tv_format fmt, int64_t D, const embed_plan *p,
+                      const void *narrow)
+{
+    const unsigned char *a = (const unsigned char *)out;
+    int64_t B = q->batch, S = q->seq;
+    size_t n, count = (size_t)(B * S * D);
+    if (len != p->body || len < 22)
+        abort();
+    const unsigned char *e = a + len - 22;
+    unsigned members = 1 + (q->has_text != 0) + (q->targets != NULL) +
+                       (q->lens != NULL);
+    if (rd32(e) != 0x06054b50 || rd16(e + 8) != members ||
+        rd16(e + 10) != members || rd32(e + 16) + rd32(e + 12) != len - 22)
+        abort();
+    const unsigned char *c = a + rd32(e + 16);
+    const unsigned char *m = zip_member(a, len, &c, "embeddings.npy", &n);
+    char h[TV_NPY_HEADER_MAX];
+    size_t hl = tv_npy_header(h, fmt.dtype, B, S, D);
+    if (n != hl + count * tokvec_dtype_size(fmt.dtype) || memcmp(m, h, hl) ||
+        m + hl != a + p->header ||
+        !same_values(fmt.dtype, m + hl, narrow, count))
+        abort();
+    if (q->has_text) {
+        m = zip_member(a, len, &c, "input_ids.npy", &n);
+        check_i64_member(m, n, q->ids, B, S);
+    }
+    if (q->targets) {
+        m = zip_member(a, len, &c, "target_ids.npy", &n);
+        check_i64_member(m, n, q->targets, B, S);
+    }
+    if (q->lens) {
+        int64_t *mask = mask_of(q);
+        m = zip_member(a, len, &c, "attention_mask.npy", &n);
+        check_i64_member(m, n, mask, B, S);
+        free(mask);
+    }
+    if (c != e)
+        abort();
+}
+
 static void check_json(const char *out, size_t len, const tv_request *q,
                        tv_format fmt, int64_t D, const float *f32,
                        const void *narrow)
@@ -245,7 +358,8 @@ static void check_json(const char *out, size_t len, const tv_request *q,
     }
     json_t *shape = json_object_get(j, "shape");
     json_t *emb = json_object_get(j, "embeddings");
-    size_t keys = 3 + (q->has_text ? 1 + (q->targets != NULL) : 0);
+    size_t keys = 3 + (q->has_text ? 1 + (q->targets != NULL) : 0) +
+                  (q->lens != NULL);
     if (json_object_size(j) != keys || json_array_size(shape) != 3 ||
         json_integer_value(json_array_get(shape, 0)) != B ||
         json_integer_value(json_array_get(shape, 1)) != S ||
@@ -258,6 +372,11 @@ static void check_json(const char *out, size_t len, const tv_request *q,
         check_ids(json_object_get(j, "input_ids"), q->ids, B, S);
         if (q->targets)
             check_ids(json_object_get(j, "target_ids"), q->targets, B, S);
+    }
+    if (q->lens) {
+        int64_t *mask = mask_of(q);
+        check_ids(json_object_get(j, "attention_mask"), mask, B, S);
+        free(mask);
     }
     if (q->torch) {
         tv_torchsave_layout l;
@@ -315,6 +434,8 @@ static void answer(const tokvec_table *t, const tv_request *q, tv_format fmt,
         abort();
     if (fmt.kind == TV_OUT_JSON) {
         check_json(out, len, q, fmt, D, f32, narrow);
+    } else if (fmt.kind == TV_OUT_NPZ) {
+        check_npz(out, len, q, fmt, D, &p, narrow);
     } else {
         size_t rows = n * tokvec_dtype_size(fmt.dtype);
         if (len != p.header + rows || p.header % 64 ||
@@ -354,6 +475,7 @@ static void answer_all(const tokvec_table *t, const tv_request *q,
         answer(t, &v, (tv_format){TV_OUT_JSON, dts[d]}, f32);
         answer(t, q, (tv_format){TV_OUT_RAW, dts[d]}, f32);
         answer(t, q, (tv_format){TV_OUT_NPY, dts[d]}, f32);
+        answer(t, q, (tv_format){TV_OUT_NPZ, dts[d]}, f32);
     }
     free(f32);
 }
@@ -442,8 +564,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0 && dtype)
         rc = tv_request_query(&q, kind, "dtype", dtype, &e);
     if (rc == 0)
-        rc = tv_negotiate_embed(accept, q.dtype, q.body_dtype, q.torch, &fmt,
-                                &e);
+        rc = tv_negotiate_embed(accept, q.dtype, q.body_dtype, q.torch, q.npz,
+                                &fmt, &e);
     if (rc == 0 && q.has_text)
         rc = tv_embed_text_resolve(tok, t, NULL, &LIM, &q, &e);
     if (rc == 0)

@@ -79,7 +79,8 @@ static int same(const tv_request *a, const tv_request *b)
 {
     if (a->has_text != b->has_text || a->start_position != b->start_position ||
         a->positions != b->positions || a->base64 != b->base64 ||
-        a->torch != b->torch || !a->body_dtype != !b->body_dtype ||
+        a->torch != b->torch || a->npz != b->npz ||
+        !a->body_dtype != !b->body_dtype ||
         (a->body_dtype && strcmp(a->body_dtype, b->body_dtype)) ||
         a->single != b->single)
         return 0;
@@ -88,6 +89,10 @@ static int same(const tv_request *a, const tv_request *b)
     if (a->batch != b->batch || a->seq != b->seq)
         return 0;
     if (a->batch < 1 || a->seq < 1 || !a->ids || !b->ids)
+        return 0;
+    if (!a->lens != !b->lens ||
+        (a->lens &&
+         memcmp(a->lens, b->lens, (size_t)a->batch * sizeof *a->lens)))
         return 0;
     return !memcmp(a->ids, b->ids,
                    (size_t)(a->batch * a->seq) * sizeof *a->ids);

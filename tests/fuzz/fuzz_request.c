@@ -287,15 +287,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     tv_format fmt;
-    int neg = tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, &fmt,
-                                 &e);
+    int neg = tv_negotiate_embed(accept, dtype_q, r.body_dtype, r.torch, r.npz,
+                                 &fmt, &e);
     if (neg < 0) {
         check_error(&e);
         tv_request_free(&r);
         goto out;
     }
     if (fmt.kind != TV_OUT_JSON && fmt.kind != TV_OUT_RAW &&
-        fmt.kind != TV_OUT_NPY)
+        fmt.kind != TV_OUT_NPY && fmt.kind != TV_OUT_NPZ)
+        abort();
+    /* .npz: only its name or "encoding_format" picks it */
+    if (fmt.kind == TV_OUT_NPZ && !r.npz &&
+        (!accept || !strcasestr(accept, "application/x-npz")))
         abort();
     if (fmt.kind == TV_OUT_JSON && fmt.dtype != TOKVEC_F32 && !r.torch)
         abort();
