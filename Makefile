@@ -245,7 +245,8 @@ valgrind: test-deps $(BUILD)/tokvec $(E2E_TOOLS)
 	@tools/deps.sh valgrind
 	@rm -rf $(BUILD)/valgrind; set -e; for t in $(VALGRIND_E2E); do \
 	  echo "== valgrind $$t"; \
-	  TOKVEC_REAL_BINARY=$(BUILD)/tokvec VALGRIND_LOG_DIR=$(BUILD)/valgrind \
+	  TOKVEC_REAL_BINARY=$(abspath $(BUILD)/tokvec) \
+	  VALGRIND_LOG_DIR=$(abspath $(BUILD)/valgrind) \
 	  TOKVEC_TEST_TIME_SCALE=10 \
 	  $(PYTHON) $$t --binary tests/e2e/valgrind.sh; done
 	@n=$$(ls $(BUILD)/valgrind | wc -l); \
