@@ -79,7 +79,8 @@ before(async () => {
   execFileSync(BINARY, ['init', '--vocab', '50257', '--dim', '256', '--context', '1024',
     '--positional', 'learned', '--seed', '123', '-o', table], { stdio: 'ignore' });
   base = await serve('serve', table, ['--tokenizer', TOKENIZER]);
-  keyBase = await serve('serve-key', table, ['--api-key', KEY]);
+  // no tokenizer there (not even the built-in default): ids mode
+  keyBase = await serve('serve-key', table, ['--api-key', KEY, '--tokenizer', '']);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
