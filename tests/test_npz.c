@@ -19,7 +19,7 @@
 
 #include "encode.h"
 #include "npz.h"
-#include "torchsave.h"
+#include "zipfmt.h"
 
 static unsigned rd16(const unsigned char *p)
 {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "torchsave.h"
+#include "zipfmt.h"
 
 enum { GUARD = 64 };
 

@@ -10,14 +10,14 @@
  * tv_npz_finish lay out the same members from the same request.
  *
  * Threads: any; pure functions of their arguments (tv_crc32's tables are
- * built once under pthread_once, torchsave.c).
+ * built once under pthread_once, zipfmt.c).
  */
 #include <assert.h>
 #include <string.h>
 
 #include "encode.h"
 #include "npz.h"
-#include "torchsave.h" /* tv_crc32 */
+#include "zipfmt.h"
 
 enum { LOCAL_HDR = 30, CENTRAL_HDR = 46, EOCD = 22, ALIGN = 64 };
 /* The alignment extra field: id 0xD935, its size, the alignment (u16),
@@ -62,37 +62,6 @@ int tv_zip_plan(tv_zip *z)
     return 0;
 }
 
-static unsigned char *put16(unsigned char *o, unsigned v)
-{
-    o[0] = (unsigned char)v;
-    o[1] = (unsigned char)(v >> 8);
-    return o + 2;
-}
-
-static unsigned char *put32(unsigned char *o, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        o[i] = (unsigned char)(v >> 8 * i);
-    return o + 4;
-}
-
-/* The fields a local and a central header share, from "version needed to
- * extract": 2.0, no flags, stored, 00:00 on 1980-01-01 (DOS date 0x21),
- * CRC-32, both sizes, the name's length. */
-static unsigned char *common(unsigned char *o, uint32_t crc, size_t len,
-                             size_t name_len)
-{
-    o = put16(o, 20);
-    o = put16(o, 0);
-    o = put16(o, 0);
-    o = put16(o, 0);
-    o = put16(o, 0x21);
-    o = put32(o, crc);
-    o = put32(o, (uint32_t)len);
-    o = put32(o, (uint32_t)len);
-    return put16(o, (unsigned)name_len);
-}
-
 size_t tv_zip_finish(const tv_zip *z, void *buf)
 {
     unsigned char *b = buf, *o;
@@ -102,14 +71,14 @@ size_t tv_zip_finish(const tv_zip *z, void *buf)
         size_t nl = strlen(m->name);
         size_t pad = align_pad(m->hdr, nl);
         crc[i] = tv_crc32(0, b + m->data, m->len);
-        o = put32(b + m->hdr, 0x04034b50);
-        o = common(o, crc[i], m->len, nl);
-        o = put16(o, (unsigned)(ALIGN_FIXED + pad));
+        o = tv_zip_le32(b + m->hdr, 0x04034b50);
+        o = tv_zip_common(o, crc[i], m->len, nl);
+        o = tv_zip_le16(o, (unsigned)(ALIGN_FIXED + pad));
         memcpy(o, m->name, nl);
         o += nl;
-        o = put16(o, ALIGN_ID);
-        o = put16(o, (unsigned)(2 + pad));
-        o = put16(o, ALIGN);
+        o = tv_zip_le16(o, ALIGN_ID);
+        o = tv_zip_le16(o, (unsigned)(2 + pad));
+        o = tv_zip_le16(o, ALIGN);
         memset(o, 0, pad);
         assert(o + pad == b + m->data);
     }
@@ -117,26 +86,26 @@ size_t tv_zip_finish(const tv_zip *z, void *buf)
     for (int i = 0; i < z->n; i++) {
         const tv_zip_member *m = &z->m[i];
         size_t nl = strlen(m->name);
-        o = put32(o, 0x02014b50);
-        o = put16(o, 20); /* made by: version 2.0, MS-DOS attributes */
-        o = common(o, crc[i], m->len, nl);
-        o = put16(o, 0); /* extra */
-        o = put16(o, 0); /* comment */
-        o = put16(o, 0); /* disk */
-        o = put16(o, 0); /* internal attributes */
-        o = put32(o, 0); /* external attributes */
-        o = put32(o, (uint32_t)m->hdr);
+        o = tv_zip_le32(o, 0x02014b50);
+        o = tv_zip_le16(o, 20); /* made by: version 2.0, MS-DOS attributes */
+        o = tv_zip_common(o, crc[i], m->len, nl);
+        o = tv_zip_le16(o, 0); /* extra */
+        o = tv_zip_le16(o, 0); /* comment */
+        o = tv_zip_le16(o, 0); /* disk */
+        o = tv_zip_le16(o, 0); /* internal attributes */
+        o = tv_zip_le32(o, 0); /* external attributes */
+        o = tv_zip_le32(o, (uint32_t)m->hdr);
         memcpy(o, m->name, nl);
         o += nl;
     }
-    o = put32(o, 0x06054b50);
-    o = put16(o, 0); /* this disk */
-    o = put16(o, 0); /* the central directory's disk */
-    o = put16(o, (unsigned)z->n);
-    o = put16(o, (unsigned)z->n);
-    o = put32(o, (uint32_t)z->central_len);
-    o = put32(o, (uint32_t)z->central);
-    o = put16(o, 0); /* comment */
+    o = tv_zip_le32(o, 0x06054b50);
+    o = tv_zip_le16(o, 0); /* this disk */
+    o = tv_zip_le16(o, 0); /* the central directory's disk */
+    o = tv_zip_le16(o, (unsigned)z->n);
+    o = tv_zip_le16(o, (unsigned)z->n);
+    o = tv_zip_le32(o, (uint32_t)z->central_len);
+    o = tv_zip_le32(o, (uint32_t)z->central);
+    o = tv_zip_le16(o, 0); /* comment */
     assert((size_t)(o - b) == z->size);
     return z->size;
 }

@@ -11,58 +11,15 @@
  * byte for byte what torch.save's pickler writes for the same tensor
  * (tests/test_torchsave.c holds torch 1.13's bytes).
  *
- * Threads: any thread. The CRC tables are filled once, under pthread_once,
- * and only read after.
+ * Threads: any thread. (The CRC and the header fields: zipfmt.c.)
  */
 #include <assert.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "encode.h"
 #include "torchsave.h"
-
-/* ---- CRC-32, slicing by 8 ----------------------------------------------- */
-
-static uint32_t crc_tab[8][256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_tab[0][i] = c;
-    }
-    for (int t = 1; t < 8; t++)
-        for (int i = 0; i < 256; i++)
-            crc_tab[t][i] = crc_tab[t - 1][i] >> 8 ^
-                            crc_tab[0][crc_tab[t - 1][i] & 0xff];
-}
-
-static uint32_t le32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-           (uint32_t)b[3] << 24;
-}
-
-uint32_t tv_crc32(uint32_t crc, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    pthread_once(&crc_once, crc_init);
-    crc = ~crc;
-    for (; n >= 8; b += 8, n -= 8) {
-        uint32_t lo = crc ^ le32(b), hi = le32(b + 4);
-        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][lo >> 8 & 0xff] ^
-              crc_tab[5][lo >> 16 & 0xff] ^ crc_tab[4][lo >> 24] ^
-              crc_tab[3][hi & 0xff] ^ crc_tab[2][hi >> 8 & 0xff] ^
-              crc_tab[1][hi >> 16 & 0xff] ^ crc_tab[0][hi >> 24];
-    }
-    while (n--)
-        crc = crc_tab[0][(crc ^ *b++) & 0xff] ^ crc >> 8;
-    return ~crc;
-}
+#include "zipfmt.h"
 
 /* ---- pickle ------------------------------------------------------------ */
 
@@ -283,37 +240,6 @@ int tv_torchsave_plan(int64_t rows, int64_t cols, tokvec_dtype dt,
     return 0;
 }
 
-static unsigned char *put16(unsigned char *o, unsigned v)
-{
-    o[0] = (unsigned char)v;
-    o[1] = (unsigned char)(v >> 8);
-    return o + 2;
-}
-
-static unsigned char *put32(unsigned char *o, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        o[i] = (unsigned char)(v >> 8 * i);
-    return o + 4;
-}
-
-/* The fields a local and a central header share, from "version needed":
- * version 2.0, no flags, stored, 1980-01-01 00:00, CRC, sizes, name
- * length. */
-static unsigned char *common(unsigned char *o, uint32_t crc, size_t len,
-                             size_t name_len)
-{
-    o = put16(o, 20);
-    o = put16(o, 0);
-    o = put16(o, 0);
-    o = put16(o, 0);
-    o = put16(o, 0x21);
-    o = put32(o, crc);
-    o = put32(o, (uint32_t)len);
-    o = put32(o, (uint32_t)len);
-    return put16(o, (unsigned)name_len);
-}
-
 size_t tv_torchsave_finish(void *buf, int64_t rows, int64_t cols,
                            tokvec_dtype dt)
 {
@@ -331,38 +257,38 @@ size_t tv_torchsave_finish(void *buf, int64_t rows, int64_t cols,
     for (int i = 0; i < NREC; i++) {
         size_t nl = strlen(rec_name[i]);
         crc[i] = tv_crc32(0, b + p.r[i].data, p.r[i].len);
-        o = put32(b + p.r[i].hdr, 0x04034b50);
-        o = common(o, crc[i], p.r[i].len, nl);
-        o = put16(o, (unsigned)(4 + p.r[i].pad));
+        o = tv_zip_le32(b + p.r[i].hdr, 0x04034b50);
+        o = tv_zip_common(o, crc[i], p.r[i].len, nl);
+        o = tv_zip_le16(o, (unsigned)(4 + p.r[i].pad));
         memcpy(o, rec_name[i], nl);
         o += nl;
-        o = put16(o, 0x4246); /* "FB" */
-        o = put16(o, (unsigned)p.r[i].pad);
+        o = tv_zip_le16(o, 0x4246); /* "FB" */
+        o = tv_zip_le16(o, (unsigned)p.r[i].pad);
         memset(o, 'Z', p.r[i].pad);
     }
     o = b + p.central;
     for (int i = 0; i < NREC; i++) {
         size_t nl = strlen(rec_name[i]);
-        o = put32(o, 0x02014b50);
-        o = put16(o, 20); /* made by: version 2.0 */
-        o = common(o, crc[i], p.r[i].len, nl);
-        o = put16(o, 0); /* extra */
-        o = put16(o, 0); /* comment */
-        o = put16(o, 0); /* disk */
-        o = put16(o, 0); /* internal attributes */
-        o = put32(o, 0); /* external attributes */
-        o = put32(o, (uint32_t)p.r[i].hdr);
+        o = tv_zip_le32(o, 0x02014b50);
+        o = tv_zip_le16(o, 20); /* made by: version 2.0 */
+        o = tv_zip_common(o, crc[i], p.r[i].len, nl);
+        o = tv_zip_le16(o, 0); /* extra */
+        o = tv_zip_le16(o, 0); /* comment */
+        o = tv_zip_le16(o, 0); /* disk */
+        o = tv_zip_le16(o, 0); /* internal attributes */
+        o = tv_zip_le32(o, 0); /* external attributes */
+        o = tv_zip_le32(o, (uint32_t)p.r[i].hdr);
         memcpy(o, rec_name[i], nl);
         o += nl;
     }
-    o = put32(o, 0x06054b50);
-    o = put16(o, 0);
-    o = put16(o, 0);
-    o = put16(o, NREC);
-    o = put16(o, NREC);
-    o = put32(o, (uint32_t)p.central_len);
-    o = put32(o, (uint32_t)p.central);
-    o = put16(o, 0);
+    o = tv_zip_le32(o, 0x06054b50);
+    o = tv_zip_le16(o, 0);
+    o = tv_zip_le16(o, 0);
+    o = tv_zip_le16(o, NREC);
+    o = tv_zip_le16(o, NREC);
+    o = tv_zip_le32(o, (uint32_t)p.central_len);
+    o = tv_zip_le32(o, (uint32_t)p.central);
+    o = tv_zip_le16(o, 0);
     assert((size_t)(o - b) == p.size);
     return p.size;
 }

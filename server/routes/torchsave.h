@@ -71,8 +71,4 @@ size_t tv_embed_torch_json(char *buf, const void *x, int64_t B, int64_t S,
 /* The same with S = TV_TORCH_VECTOR: {"shape":[B,D],...} and one (D,)
  * tensor per input. */
 
-/* CRC-32 (ISO-HDLC: zip, gzip, PNG) of n bytes, continued from crc (0 to
- * start). Exposed for the tests. */
-uint32_t tv_crc32(uint32_t crc, const void *p, size_t n);
-
 #endif

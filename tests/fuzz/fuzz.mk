@@ -47,7 +47,7 @@ FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
 FUZZ_LIB_SRC := $(CORE_SRC) server/routes/request.c \
                 server/routes/request_fast.c server/routes/request_prescan.c \
                 server/routes/encode.c server/routes/torchsave.c \
-                server/routes/npz.c \
+                server/routes/npz.c server/routes/zipfmt.c \
                 server/runtime/config.c server/runtime/config_value.c \
                 server/cli/suggest.c server/runtime/log.c \
                 server/runtime/metrics.c server/http/routes.c \

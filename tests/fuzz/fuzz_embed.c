@@ -60,6 +60,7 @@
 #include "tokvec_embed.h"
 #include "tokvec_tokenizer.h"
 #include "torchsave.h"
+#include "zipfmt.h"
 
 enum { VOCAB = 300 };
 
