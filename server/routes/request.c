@@ -527,12 +527,44 @@ static int slow_inputs(json_t *inputs, const tv_limits *lim, int64_t pad,
     out->seq = S;
     return 0;
 }
+/* The body as a JSON object: jansson's tree (the caller's to decref), or
+ * NULL with *err: 400 invalid_json for a NUL byte (jansson 2.14 skips one
+ * after a number, "[1\0]" loads as [1]; a NUL is never valid JSON text
+ * outside a string) or text that does not parse, 400 invalid_request for
+ * anything but an object ("with \"key\""). A \u0000 in a string is
+ * text like any other (contract section 7). */
+static json_t *load_object(const char *body, size_t len, const char *key,
+                           tv_error *err)
+{
+    json_error_t jerr;
+    const char *nul = len ? memchr(body, '\0', len) : NULL;
+    if (nul) {
+        tv_error_set(err, 400, "invalid_json",
+                     "body is not valid JSON: NUL byte at offset %zu",
+                     (size_t)(nul - body));
+        return NULL;
+    }
+    json_t *root = json_loadb(body, len,
+                              JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!root) {
+        tv_error_set(err, 400, "invalid_json",
+                     "body is not valid JSON: %s (line %d, column %d)",
+                     jerr.text, jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        tv_error_set(err, 400, "invalid_request",
+                     "body must be a JSON object with \"%s\"", key);
+        return NULL;
+    }
+    return root;
+}
 
 int tv_request_parse_json_slow(const char *body, size_t len,
                                const tv_limits *lim, tv_request *out,
                                tv_error *err)
 {
-    json_error_t jerr;
     json_t *root = NULL;
     int rc = -1;
     int64_t pad = 0;
@@ -543,27 +575,9 @@ int tv_request_parse_json_slow(const char *body, size_t len,
         return tv_error_set(err, 413, "payload_too_large",
                             "body of %zu bytes is over max_body_bytes %zu",
                             len, lim->max_body_bytes);
-    /* jansson 2.14 skips a NUL byte after a number ("[1\0]" loads as
-     * [1]); a NUL is never valid JSON text outside a string either. */
-    const char *nul = len ? memchr(body, '\0', len) : NULL;
-    if (nul)
-        return tv_error_set(err, 400, "invalid_json",
-                            "body is not valid JSON: NUL byte at offset %zu",
-                            (size_t)(nul - body));
-    /* A \u0000 in a string is text like any other (contract section 7). */
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-                      &jerr);
-    if (!root) {
-        tv_error_set(err, 400, "invalid_json",
-                     "body is not valid JSON: %s (line %d, column %d)",
-                     jerr.text, jerr.line, jerr.column);
+    root = load_object(body, len, "inputs", err);
+    if (!root)
         goto out;
-    }
-    if (!json_is_object(root)) {
-        tv_error_set(err, 400, "invalid_request",
-                     "body must be a JSON object with \"inputs\"");
-        goto out;
-    }
     json_t *inputs;
     if (slow_keys(root, lim, out, &inputs, &pad, &has_pad, err) < 0)
         goto out;
@@ -636,7 +650,6 @@ static int openai_key(const char *key, json_t *v, const tv_limits *lim,
 int tv_request_parse_openai(const char *body, size_t len, const tv_limits *lim,
                             tv_request *out, tv_error *err)
 {
-    json_error_t jerr;
     json_t *root = NULL, *input = NULL;
     const char *key;
     json_t *v;
@@ -652,24 +665,9 @@ int tv_request_parse_openai(const char *body, size_t len, const tv_limits *lim,
     /* The pre-scan bounds what jansson builds (nesting, value count). */
     if (tv_request_prescan_json(body, len, lim, err, NULL) < 0)
         return -1;
-    const char *nul = len ? memchr(body, '\0', len) : NULL;
-    if (nul)
-        return tv_error_set(err, 400, "invalid_json",
-                            "body is not valid JSON: NUL byte at offset %zu",
-                            (size_t)(nul - body));
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-                      &jerr);
-    if (!root) {
-        tv_error_set(err, 400, "invalid_json",
-                     "body is not valid JSON: %s (line %d, column %d)",
-                     jerr.text, jerr.line, jerr.column);
+    root = load_object(body, len, "input", err);
+    if (!root)
         goto out;
-    }
-    if (!json_is_object(root)) {
-        tv_error_set(err, 400, "invalid_request",
-                     "body must be a JSON object with \"input\"");
-        goto out;
-    }
     json_object_foreach(root, key, v) {
         if (!json_is_null(v) && openai_key(key, v, lim, out, &input, err) < 0)
             goto out;
