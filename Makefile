@@ -147,6 +147,17 @@ $(BUILD)/gen/tok_ucd.h: tools/gen_ucd.awk
 	awk -f tools/gen_ucd.awk $(UCD_DIR)/PropList.txt \
 	  $(UCD_DIR)/UnicodeData.txt > $@.tmp && mv $@.tmp $@
 $(BUILD)/core/tokenizer/tok_split.o: $(BUILD)/gen/tok_ucd.h
+# Hugging Face's Unicode data (normalize.c, pretok.c): the same UCD limited
+# to the Unicode versions of the Rust crates HF uses, plus the measured
+# differences in tools/hf_ucd_extra.txt (see tools/gen_hfucd.awk).
+HF_UCD := DerivedAge.txt PropList.txt DerivedNormalizationProps.txt \
+          SpecialCasing.txt UnicodeData.txt
+$(BUILD)/gen/tok_hfucd.h: tools/gen_hfucd.awk tools/hf_ucd_extra.txt
+	@mkdir -p $(@D)
+	awk -v CAT_AGE=8.0 -v NORM_AGE=9.0 -f tools/gen_hfucd.awk \
+	  $(addprefix $(UCD_DIR)/,$(HF_UCD)) tools/hf_ucd_extra.txt \
+	  > $@.tmp && mv $@.tmp $@
+$(BUILD)/core/tokenizer/normalize.o: $(BUILD)/gen/tok_hfucd.h
 
 # One byte array per file (NUL-terminated, the NUL not counted) and a
 # table of {name, bytes, length}; the directory is a prerequisite so that
@@ -290,7 +301,7 @@ LINT_FILES   := $(sort $(foreach d,$(CORE_DIRS) $(SERVER_DIRS),\
                   bench/*.c tests/fuzz/*.c tests/fuzz/*.h))
 # Files checked and reported but not failing (none: every file must pass).
 LINT_PENDING :=
-lint: deps $(BUILD)/gen/tok_ucd.h
+lint: deps $(BUILD)/gen/tok_ucd.h $(BUILD)/gen/tok_hfucd.h
 	@tools/deps.sh $(DEB_LINT)
 	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
 	 LINT_CPPFLAGS="$(SRC_INC) -I$(BUILD)/gen" \
@@ -321,14 +332,24 @@ check-floats: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --all
 	$(BUILD)/tools/check_floats --narrow
 
-# --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) ----------
+# --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) and
+# Hugging Face tokenizers (npm, the Rust library as a native module) ------
 # Pinned by tests/oracle/package-lock.json (npm ci checks the integrity
 # hashes), installed into $(ORACLE)/ (ignored). tokenizer-oracle (part of
-# make test, ~1-2 min): corpora for gpt2, cl100k_base and o200k_base, and
-# every Unicode scalar value in four contexts for gpt2;
-# tokenizer-oracle-all adds the exhaustive check for the other two.
+# make test, a few minutes): corpora for gpt2, cl100k_base and o200k_base,
+# and every Unicode scalar value in four contexts for gpt2; WordPiece
+# (tests/oracle/hf.js): ids with and without add_special_tokens and
+# offsets for bge (tests/data/bge) and for a WordPiece tokenizer trained
+# on this machine's Debian texts, on the same corpora and Unicode edge
+# cases; tokenizer-oracle-all adds the exhaustive checks for
+# cl100k_base, o200k_base and bge (every scalar value in three contexts).
 ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
+ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
+HF_BGE      := tests/data/bge/tokenizer.json
+# The WordPiece trained by HF's trainer on Debian's license texts.
+HF_TRAIN    := /usr/share/common-licenses/* \
+  $(wildcard /usr/share/doc/*/copyright)
 ORACLE_CORPUS := /usr/share/common-licenses/* tests/data/*.txt \
   $(wildcard /usr/share/doc/[a-f]*/changelog.Debian.gz) \
   $(wildcard /usr/share/man/man1/[a-c]*.1.gz)
@@ -341,9 +362,11 @@ $(ORACLE)/.installed: tests/oracle/package.json tests/oracle/package-lock.json
 oracle-deps: $(ORACLE)/.installed
 $(ORACLE)/%.tiktoken: $(ORACLE)/.installed
 	$(ORACLE_NODE) tiktoken-file $* $@
+$(ORACLE)/wp-trained.json: $(ORACLE)/.installed tests/oracle/hf.js
+	$(ORACLE_HF) train --out $@ $(HF_TRAIN)
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
-                  $(ORACLE)/o200k_base.tiktoken
+                  $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json
 	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
 	@set -e; for e in cl100k_base o200k_base; do \
@@ -351,11 +374,16 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	    --tokenizer $(ORACLE)/$$e.tiktoken $(ORACLE_CORPUS); done
 	$(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR)
+	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
+	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
+	    $(ORACLE_CORPUS); done
 
 tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for e in cl100k_base o200k_base; do \
 	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
 	    --tokenizer $(ORACLE)/$$e.tiktoken; done
+	$(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
+	  --tokenizer $(HF_BGE)
 
 clean:
 	rm -rf build build-san

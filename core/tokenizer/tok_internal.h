@@ -1,8 +1,9 @@
 /* tok_internal.h -- the tokenizer handle's fields and the functions the
  * tokenizer's files share: tok_load.c builds a handle, tok_bpe.c holds the
  * hash maps and the merge, tok_split.c the pre-tokenizers, tokenizer.c the
- * public calls. Not a public header. Nothing in a handle changes after
- * tokvec_tokenizer_open returns; per-thread memory is tokvec_tok_state.
+ * public calls; WordPiece pipelines have their own files (tok_hf.h). Not
+ * a public header. Nothing in a handle changes after tokvec_tokenizer_open
+ * returns; per-thread memory is tokvec_tok_state.
  */
 #ifndef TOKVEC_TOK_INTERNAL_H
 #define TOKVEC_TOK_INTERNAL_H
@@ -34,8 +35,20 @@ typedef struct tv_pslot { /* (left, right) -> rank, result */
     int32_t id;
 } tv_pslot;
 
+struct tv_hf;
+struct tv_hf_buf;
+
+/* Post-processor ids (tokenizer.json; postproc.c): before and after. */
+typedef struct tv_post_ids {
+    int32_t *pre, *post;
+    size_t npre, npost;
+    int trim_offsets;
+} tv_post_ids;
+
 struct tokvec_tokenizer {
     tokvec_tokenizer_info info;
+    struct tv_hf *hf; /* non-byte-level pipelines (WordPiece): tok_hf.h;
+                       * NULL for byte-level BPE */
     char *name;
     tv_pattern pattern;
     int whole_lookup; /* a piece that is a token is that token (tiktoken) */
@@ -43,7 +56,8 @@ struct tokvec_tokenizer {
     uint32_t n_ids;   /* vocab_size */
     uint32_t *off;    /* token bytes: blob + off[id], len[id] bytes */
     uint32_t *len;    /* UINT32_MAX: no such id */
-    unsigned char *special; /* per id: 1 for special tokens */
+    unsigned char *special; /* per id: 1 for special tokens, 2 for added
+                             * tokens HF does not call special */
     unsigned char *blob;
     size_t blob_len, blob_cap;
     tv_vslot *vmap; /* ordinary tokens by bytes */
@@ -55,6 +69,7 @@ struct tokvec_tokenizer {
     size_t n_special;
     int32_t *sp_id;              /* specials, longest first */
     unsigned char sp_first[256]; /* first bytes of specials */
+    tv_post_ids post;            /* tokenizer.json's post_processor */
 };
 
 #define TV_BLOCK_KEYS 15
@@ -81,6 +96,7 @@ struct tokvec_tok_state {
     uint32_t cb, ci;            /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
+    struct tv_hf_buf *hf;       /* WordPiece pipelines' buffers */
 };
 
 uint64_t tv_hash(const unsigned char *p, size_t n);
@@ -119,6 +135,9 @@ int tv_pattern_parse(const char *name, tv_pattern *out);
 const char *tv_pattern_name(tv_pattern p);
 /* The known regex strings (tokenizer.json Split): pattern or -1. */
 int tv_pattern_from_regex(const char *re);
+
+/* wordpiece.c (tok_hf.h has the rest) */
+int tv_wp_finish(tokvec_tokenizer *t);
 
 /* tok_load.c */
 int tv_tok_load(tokvec_tokenizer *t, const char *path,
