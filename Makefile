@@ -166,6 +166,17 @@ $(BUILD)/gen/tok_gcb.h: tools/gen_gcb.awk
 	awk -f tools/gen_gcb.awk $(UCD_DIR)/auxiliary/GraphemeBreakProperty.txt \
 	  $(UCD_DIR)/emoji/emoji-data.txt > $@.tmp && mv $@.tmp $@
 $(BUILD)/core/tokenizer/precompiled.o: $(BUILD)/gen/tok_gcb.h
+# Hugging Face's Unicode data (normalize.c, pretok.c): the same UCD limited
+# to the Unicode versions of the Rust crates HF uses, plus the measured
+# differences in tools/hf_ucd_extra.txt (see tools/gen_hfucd.awk).
+HF_UCD := DerivedAge.txt PropList.txt DerivedNormalizationProps.txt \
+          SpecialCasing.txt UnicodeData.txt
+$(BUILD)/gen/tok_hfucd.h: tools/gen_hfucd.awk tools/hf_ucd_extra.txt
+	@mkdir -p $(@D)
+	awk -v CAT_AGE=8.0 -v NORM_AGE=9.0 -f tools/gen_hfucd.awk \
+	  $(addprefix $(UCD_DIR)/,$(HF_UCD)) tools/hf_ucd_extra.txt \
+	  > $@.tmp && mv $@.tmp $@
+$(BUILD)/core/tokenizer/normalize.o: $(BUILD)/gen/tok_hfucd.h
 
 # One byte array per file (NUL-terminated, the NUL not counted) and a
 # table of {name, bytes, length}; the directory is a prerequisite so that
@@ -312,7 +323,8 @@ LINT_FILES   := $(sort $(foreach d,$(CORE_DIRS) $(SERVER_DIRS),\
                   bench/*.c tests/fuzz/*.c tests/fuzz/*.h))
 # Files checked and reported but not failing (none: every file must pass).
 LINT_PENDING :=
-lint: deps $(BUILD)/gen/tok_ucd.h $(BUILD)/gen/tok_gcb.h
+lint: deps $(BUILD)/gen/tok_ucd.h $(BUILD)/gen/tok_gcb.h \
+      $(BUILD)/gen/tok_hfucd.h
 	@tools/deps.sh $(DEB_LINT)
 	@LINT_FILES="$(LINT_FILES)" LINT_PENDING="$(LINT_PENDING)" \
 	 LINT_CPPFLAGS="$(SRC_INC) -I$(BUILD)/gen" \
@@ -343,14 +355,24 @@ check-floats: $(BUILD)/tools/check_floats
 	$(BUILD)/tools/check_floats --all
 	$(BUILD)/tools/check_floats --narrow
 
-# --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) ----------
+# --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) and
+# Hugging Face tokenizers (npm, the Rust library as a native module) ------
 # Pinned by tests/oracle/package-lock.json (npm ci checks the integrity
 # hashes), installed into $(ORACLE)/ (ignored). tokenizer-oracle (part of
-# make test, ~1-2 min): corpora for gpt2, cl100k_base and o200k_base, and
-# every Unicode scalar value in four contexts for gpt2;
-# tokenizer-oracle-all adds the exhaustive check for the other two.
+# make test, a few minutes): corpora for gpt2, cl100k_base and o200k_base,
+# and every Unicode scalar value in four contexts for gpt2; WordPiece
+# (tests/oracle/hf.js): ids with and without add_special_tokens and
+# offsets for bge (tests/data/bge) and for a WordPiece tokenizer trained
+# on this machine's Debian texts, on the same corpora and Unicode edge
+# cases; tokenizer-oracle-all adds the exhaustive checks for
+# cl100k_base, o200k_base and bge (every scalar value in three contexts).
 ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
+ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
+HF_BGE      := tests/data/bge/tokenizer.json
+# The WordPiece trained by HF's trainer on Debian's license texts.
+HF_TRAIN    := /usr/share/common-licenses/* \
+  $(wildcard /usr/share/doc/*/copyright)
 ORACLE_CORPUS := /usr/share/common-licenses/* tests/data/*.txt \
   $(wildcard /usr/share/doc/[a-f]*/changelog.Debian.gz) \
   $(wildcard /usr/share/man/man1/[a-c]*.1.gz)
@@ -363,9 +385,11 @@ $(ORACLE)/.installed: tests/oracle/package.json tests/oracle/package-lock.json
 oracle-deps: $(ORACLE)/.installed
 $(ORACLE)/%.tiktoken: $(ORACLE)/.installed
 	$(ORACLE_NODE) tiktoken-file $* $@
+$(ORACLE)/wp-trained.json: $(ORACLE)/.installed tests/oracle/hf.js
+	$(ORACLE_HF) train --out $@ $(HF_TRAIN)
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
-                  $(ORACLE)/o200k_base.tiktoken
+                  $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json
 	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
 	@set -e; for e in cl100k_base o200k_base; do \
@@ -373,34 +397,32 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	    --tokenizer $(ORACLE)/$$e.tiktoken $(ORACLE_CORPUS); done
 	$(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR)
+	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
+	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
+	    $(ORACLE_CORPUS); done
 
 tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for e in cl100k_base o200k_base; do \
 	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
 	    --tokenizer $(ORACLE)/$$e.tiktoken; done
+	$(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
+	  --tokenizer $(HF_BGE)
 
 # --- Unigram, Metaspace, Precompiled: Hugging Face tokenizers (npm) ------
-# The npm package tokenizers (HF's Rust library, native Node binding),
-# pinned by tests/oracle/hf/package-lock.json, computes each stage for
-# built-in edge cases and the corpus (tests/oracle/hf/unigram.js);
-# $(BUILD)/tools/uni_check runs core/tokenizer/unigram.c, metaspace.c and
-# precompiled.c on the same input: zero differences allowed. Tokenizers:
-# model2vec's Unigram fixture (its model, with HF's own normalized and
-# pre-tokenized pieces), SentencePiece's test_model.model and a model with
-# byte fallback trained here by Debian's spm_train on the licence texts,
-# both through tools/spm2json.py (whole pipeline too). SentencePiece's own
-# ids (spm_encode) are compared with HF's for information. ~1 min.
-HF_ORACLE  := $(BUILD)/hf-oracle
+# The npm package tokenizers (HF's Rust library, native Node binding), the
+# one tokenizer-oracle's hf.js uses (tests/oracle/package-lock.json, in
+# $(ORACLE)), computes each stage for built-in edge cases and the corpus
+# (tests/oracle/hf/unigram.js); $(BUILD)/tools/uni_check runs
+# core/tokenizer/unigram.c, metaspace.c and precompiled.c on the same
+# input: zero differences allowed. Tokenizers: model2vec's Unigram fixture
+# (its model, with HF's own normalized and pre-tokenized pieces),
+# SentencePiece's test_model.model and a model with byte fallback trained
+# here by Debian's spm_train on the licence texts, both through
+# tools/spm2json.py (whole pipeline too). SentencePiece's own ids
+# (spm_encode) are compared with HF's for information. ~1 min.
 UNI        := $(BUILD)/uni
-UNI_NODE    = NODE_PATH=$(HF_ORACLE)/node_modules node tests/oracle/hf/unigram.js
+UNI_NODE    = NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf/unigram.js
 UNI_CORPUS := /usr/share/common-licenses/* $(wildcard tests/data/*.txt)
-$(HF_ORACLE)/.installed: tests/oracle/hf/package.json \
-                         tests/oracle/hf/package-lock.json
-	@$(NPM_DEPS)
-	@mkdir -p $(HF_ORACLE)
-	cp tests/oracle/hf/package.json tests/oracle/hf/package-lock.json $(HF_ORACLE)/
-	cd $(HF_ORACLE) && npm ci --no-audit --no-fund --silent
-	@touch $@
 $(UNI)/test_model.model: tests/data/sentencepiece/test_model.model
 	@mkdir -p $(@D)
 	cp $< $@
@@ -413,7 +435,7 @@ $(UNI)/debian_bf.model:
 	  --num_threads=1 --minloglevel=2 > $(UNI)/train.log 2>&1
 $(UNI)/%.json: $(UNI)/%.model tools/spm2json.py
 	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
-unigram-oracle: $(BUILD)/tools/uni_check $(HF_ORACLE)/.installed \
+unigram-oracle: $(BUILD)/tools/uni_check $(ORACLE)/.installed \
                 $(UNI)/test_model.json $(UNI)/debian_bf.json
 	@tools/deps.sh sentencepiece
 	@set -e; for m in test_model debian_bf; do \

@@ -10,9 +10,10 @@ BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
               $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
-.PHONY: bench bench-tokenize bench-similar bench-specials
+.PHONY: bench bench-tokenize bench-wordpiece bench-similar bench-specials
 help::
 	@echo "make bench-tokenize  tokvec tokenize against tiktoken, gpt-tokenizer"
+	@echo "make bench-wordpiece tokvec tokenize (bge WordPiece) against HF tokenizers"
 	@echo "make bench-specials  special tokens at scale (~10 s)"
 bench: all data $(BENCH_BINS) bench-tokenize
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
@@ -28,6 +29,12 @@ $(BUILD)/bench/httpload: bench/httpload.c
 # mixed-language text, whole processes (bench/tokbench.sh).
 bench-tokenize: $(BUILD)/tokvec data $(ORACLE)/.installed
 	@BUILD=$(BUILD) ORACLE=$(ORACLE) TOKENIZER=$(TOKENIZER_DIR) bench/tokbench.sh
+
+# tokvec tokenize --jsonl with bge's WordPiece against Hugging Face
+# tokenizers' encodeBatch on ~10 MB of JSON lines and one 10 MB word
+# (bench/wpbench.sh; after bench-tokenize, which makes the text).
+bench-wordpiece: $(BUILD)/tokvec $(ORACLE)/.installed
+	@BUILD=$(BUILD) ORACLE=$(ORACLE) bench/wpbench.sh
 
 # POST /similar alone (~1 min once its 50257x768 table is made): one scan
 # on one core and whole requests over HTTP, default table and 50257x768

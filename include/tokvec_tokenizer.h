@@ -1,6 +1,8 @@
-/* tokvec_tokenizer.h -- byte-level BPE text tokenizer (GPT-2 and tiktoken).
+/* tokvec_tokenizer.h -- text tokenizers: byte-level BPE (GPT-2, tiktoken,
+ * Hugging Face tokenizer.json) and WordPiece (HF tokenizer.json).
  *
- * Turns UTF-8 text into token ids exactly as tiktoken does, and ids back
+ * Turns UTF-8 text into token ids exactly as tiktoken (byte-level BPE) or
+ * Hugging Face's tokenizers library (tokenizer.json) does, and ids back
  * into text. A tokenizer is opened once from files, validated completely at
  * open, and is immutable afterwards.
  *
@@ -24,16 +26,22 @@
  *   pre-tokenizer (add_prefix_space false), optionally after a Split whose
  *   regex is one of the known patterns below; added_tokens are special.
  *   model.ignore_merges true looks a whole piece up before merging.
+ *   model.type "WordPiece" runs HF's pipeline instead (tok_hf.h lists the
+ *   normalizers, pre-tokenizers, post-processors and decoders it takes);
+ *   anything else is refused at open naming the component and its JSON
+ *   path. The post_processor's tokens are added with
+ *   TOKVEC_TOK_ADD_SPECIAL (both models).
  *
  *  NAME.tiktoken: lines "base64(token bytes) rank". The split pattern and
  *   special tokens come from opts->pattern, else from the file name's
  *   start: gpt2 / r50k_base / p50k_base, cl100k_base, o200k_base.
  *
- * Every token's bytes must be distinct, every id below 2^24, all 256 single
- * bytes must be tokens. A bad file is TOKVEC_E_TOKENIZER (or -errno) with a
- * message naming the file, the line or key, and the rule. A handle's
- * memory follows the tokens, merges and special tokens there are, not
- * their ids (ids may be sparse: one token may have the id 2^24 - 1).
+ * Every token's bytes must be distinct, every id below 2^24; for byte-level
+ * BPE all 256 single bytes must be tokens. A bad file is TOKVEC_E_TOKENIZER
+ * (or -errno) with a message naming the file, the line or key, and the
+ * rule. A handle's memory follows the tokens, merges and special tokens
+ * there are, not their ids (ids may be sparse: one token may have the id
+ * 2^24 - 1).
  *
  * Encoding: the text is cut at special tokens (when asked: at the leftmost
  * one, the longest of those starting there; found in one pass, linear in
@@ -74,6 +82,8 @@ typedef struct tokvec_tokenizer_info {
     const char *name;    /* "gpt2", "cl100k_base", file stem otherwise */
     const char *format;  /* "gpt2-json", "tokenizer.json", "tiktoken" */
     const char *pattern; /* split pattern: "gpt2", "cl100k_base", ... */
+    const char *model;   /* "BPE" (byte-level) or "WordPiece" */
+    size_t n_added;      /* tokens the post-processor adds to a text */
     int64_t vocab_size;  /* highest id + 1, special tokens included */
     int64_t n_tokens;    /* ordinary tokens */
     size_t n_special;    /* special tokens */
@@ -81,19 +91,26 @@ typedef struct tokvec_tokenizer_info {
 
 /* tokvec_tokenizer_encode flags */
 enum {
-    TOKVEC_TOK_SPECIAL = 1u << 0, /* special tokens in the text are
-                                   * their ids (tiktoken's "all"); else
-                                   * they are ordinary text */
-    TOKVEC_TOK_OFFSETS = 1u << 1, /* fill out->offsets */
+    TOKVEC_TOK_SPECIAL = 1u << 0,     /* special tokens in the text are
+                                       * their ids (tiktoken's "all"); else
+                                       * they are ordinary text */
+    TOKVEC_TOK_OFFSETS = 1u << 1,     /* fill out->offsets and stops */
+    TOKVEC_TOK_ADD_SPECIAL = 1u << 2, /* add the post-processor's tokens
+                                       * (tokenizer.json; HF's
+                                       * add_special_tokens=True) */
 };
 
 /* One encode's answer; reused across calls (grown, never shrunk) and freed
- * with tokvec_tok_ids_free. ids[0..n); offsets[0..n] (with
- * TOKVEC_TOK_OFFSETS): token i is bytes offsets[i]..offsets[i+1] of the
- * input; offsets[0] == 0 and offsets[n] == the input length. */
+ * with tokvec_tok_ids_free. ids[0..n); with TOKVEC_TOK_OFFSETS, token i
+ * is bytes offsets[i]..stops[i] of the input. Byte-level BPE tokens tile
+ * the input (stops[i] == offsets[i+1], offsets[0] == 0); WordPiece tokens
+ * leave out what the pre-tokenizer drops (white space), several tokens
+ * may share one span (a normalizer's expansion), and the tokens a
+ * post-processor adds are the empty span 0..0, as Hugging Face's. */
 typedef struct tokvec_tok_ids {
     int32_t *ids;
     size_t *offsets;
+    size_t *stops;
     size_t n;
     size_t cap; /* capacity of ids and offsets (private) */
 } tokvec_tok_ids;
@@ -116,6 +133,12 @@ int tokvec_tokenizer_token(const tokvec_tokenizer *t, int32_t id,
                            const unsigned char **bytes, size_t *len,
                            int *special);
 
+/* The ids the post-processor adds to one text (TOKVEC_TOK_ADD_SPECIAL):
+ * *npre ids before it, *npost after it (tokenizer.json's
+ * post_processor; none for the other formats). */
+void tokvec_tokenizer_added(const tokvec_tokenizer *t, const int32_t **pre,
+                            size_t *npre, const int32_t **post, size_t *npost);
+
 /* Working memory for one thread; NULL when out of memory. */
 tokvec_tok_state *tokvec_tok_state_new(void);
 void tokvec_tok_state_free(tokvec_tok_state *s);
@@ -134,6 +157,16 @@ void tokvec_tok_ids_free(tokvec_tok_ids *ids);
 int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
                             size_t n, char **text, size_t *len,
                             size_t *bad_index) TOKVEC_MUST_CHECK;
+
+/* tokvec_tokenizer_decode with flags: TOKVEC_DEC_SKIP_SPECIAL leaves out
+ * special tokens (HF's skip_special_tokens). WordPiece tokenizers decode
+ * through the tokenizer.json's decoder (tokens joined by spaces without
+ * one), as HF's decode does. */
+enum { TOKVEC_DEC_SKIP_SPECIAL = 1u << 0 };
+int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
+                                  const int32_t *ids, size_t n, unsigned flags,
+                                  char **text, size_t *len,
+                                  size_t *bad_index) TOKVEC_MUST_CHECK;
 
 /* Appends bytes[0..n) to out as valid UTF-8 (the same replacement rule);
  * out must have room for 3 * n bytes. Returns the bytes written. */

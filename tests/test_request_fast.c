@@ -320,7 +320,8 @@ static void fast_path_falls_back_on_unknown_and_non_ascii_keys(void **state)
     const tu_refusal refusals[] = {
         {"{\"inputs\":[[1]],\"model\":\"gpt2\"}", 400, "invalid_request",
          "unknown key \"model\" (known: inputs, start_position, positions, "
-         "pad_id, encoding_format, dtype, special_tokens, truncate, "
+         "pad_id, encoding_format, dtype, special_tokens, "
+         "add_special_tokens, truncate, "
          "truncation_direction, max_length, stride, pooling, normalize, "
          "dimensions)"},
         {"{\"Inputs\":[[1]]}", 400, "invalid_request",

@@ -787,8 +787,8 @@ static void tokenizer_json_rules(void **s)
     expect_open(hf_json2(BYTELEVEL, "", "", "BPE",
                          ",{\"id\":97,\"content\":\"<|x|>\"}"),
                 NULL, TOKVEC_E_TOKENIZER, "<|x|>");
-    expect_open(hf_json2(BYTELEVEL, "", "", "WordPiece", ""), NULL,
-                TOKVEC_E_TOKENIZER, "BPE");
+    expect_open(hf_json2(BYTELEVEL, "", "", "WordLevel", ""), NULL,
+                TOKVEC_E_TOKENIZER, "WordLevel");
 }
 
 /* --- many special tokens, sparse ids ---------------------------------- */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_hf.h"
 #include "tok_internal.h"
 
 #define HEAP_ABOVE 64       /* pieces longer than this use the heap */
@@ -721,7 +722,7 @@ int tv_bpe_merge_mode(const tokvec_tokenizer *t, tokvec_tok_state *s,
 int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offs)
 {
     size_t need = o->n + more + 1;
-    if (need <= o->cap && (!offs || o->offsets))
+    if (need <= o->cap && (!offs || (o->offsets && o->stops)))
         return 0;
     size_t cap = o->cap > 256 ? o->cap : 256;
     while (cap < need)
@@ -735,6 +736,10 @@ int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offs)
         if (!of)
             return -ENOMEM;
         o->offsets = of;
+        size_t *st = realloc(o->stops, cap * sizeof *st);
+        if (!st)
+            return -ENOMEM;
+        o->stops = st;
     }
     o->cap = cap;
     return 0;
@@ -813,6 +818,7 @@ void tokvec_tok_state_free(tokvec_tok_state *s)
     if (!s)
         return;
     state_release(s);
+    tv_hf_buf_free(s->hf);
     free(s->bhead);
     free(s->btail);
     free(s->bmap);

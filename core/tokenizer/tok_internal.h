@@ -1,8 +1,9 @@
 /* tok_internal.h -- the tokenizer handle's fields and the functions the
  * tokenizer's files share: tok_load.c builds a handle, tok_bpe.c holds the
  * token table, the hash maps and the merge, tok_special.c the special-token
- * matcher, tok_split.c the pre-tokenizers, tokenizer.c the public calls.
- * Not a public header.
+ * matcher, tok_split.c the pre-tokenizers, tokenizer.c the public calls;
+ * WordPiece pipelines have their own files (tok_hf.h). Not a public
+ * header.
  *
  * What must hold: every table of a handle is sized by what the files hold
  * (tokens, merges, special tokens' bytes), never by the highest id (ids go
@@ -33,7 +34,8 @@ typedef enum {
 typedef struct tv_tok { /* one token: blob[off .. off + len) */
     uint32_t off, len;
     int32_t id;
-    uint32_t special; /* 1 for special tokens */
+    uint32_t special; /* 1 for special tokens, 2 for added tokens HF does
+                       * not call special (matched like them) */
 } tv_tok;
 
 typedef struct tv_islot { /* id -> index in tok[]; id -1 = empty */
@@ -63,8 +65,20 @@ typedef struct tv_special { /* a special token, for listing and matching */
     uint32_t off, len;
 } tv_special;
 
+struct tv_hf;
+struct tv_hf_buf;
+
+/* Post-processor ids (tokenizer.json; postproc.c): before and after. */
+typedef struct tv_post_ids {
+    int32_t *pre, *post;
+    size_t npre, npost;
+    int trim_offsets;
+} tv_post_ids;
+
 struct tokvec_tokenizer {
     tokvec_tokenizer_info info;
+    struct tv_hf *hf; /* non-byte-level pipelines (WordPiece): tok_hf.h;
+                       * NULL for byte-level BPE */
     char *name;
     tv_pattern pattern;
     int whole_lookup; /* a piece that is a token is that token (tiktoken) */
@@ -95,6 +109,7 @@ struct tokvec_tokenizer {
     tv_eslot *sp_edge; /* node, byte -> child (the root's: sp_root) */
     size_t sp_emask;
     uint32_t sp_root[256]; /* the root's children (0: none) */
+    tv_post_ids post;      /* tokenizer.json's post_processor */
 };
 
 #define TV_BLOCK_KEYS 15
@@ -125,7 +140,8 @@ struct tokvec_tok_state {
      * the text, (offset << 32 | index in sp), last first */
     uint64_t *sp_hit;
     size_t sp_cap;
-    uint64_t sp_steps; /* matcher steps so far (tests: it is linear) */
+    uint64_t sp_steps;    /* matcher steps so far (tests: it is linear) */
+    struct tv_hf_buf *hf; /* WordPiece pipelines' buffers */
 };
 
 uint64_t tv_hash(const unsigned char *p, size_t n);
@@ -194,6 +210,9 @@ int tv_special_next(const tokvec_tokenizer *t, tokvec_tok_state *s,
                     tv_sp_win *win, const unsigned char *text, size_t i,
                     size_t len, size_t *at, size_t *k);
 void tv_special_free(tokvec_tokenizer *t);
+
+/* wordpiece.c (tok_hf.h has the rest) */
+int tv_wp_finish(tokvec_tokenizer *t);
 
 /* tok_load.c */
 int tv_tok_load(tokvec_tokenizer *t, const char *path,

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tok_hf.h"
 #include "tok_internal.h"
 
 #define MAX_FILE ((size_t)1 << 30)
@@ -482,12 +483,44 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
     return 0;
 }
 
+/* tokenizer.json with model.type WordPiece: wordpiece.c reads the model
+ * and the pipeline (tok_hf.h); the lookups follow. */
+static int load_wp(ld *l, json_t *root)
+{
+    char why[320] = "";
+    int rc = tv_wp_load(l->t, root, why, sizeof why);
+    if (rc == TOKVEC_E_TOKENIZER)
+        return fail(l, rc, "%s", why);
+    int32_t dup = -1;
+    if (rc == 0) {
+        rc = tv_vmap_build(l->t, &dup);
+        if (rc == TOKVEC_E_MISMATCH)
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "id %d has the text of an earlier token", dup);
+    }
+    return rc ? rc : tv_wp_finish(l->t);
+}
+
 static int load_hf(ld *l, json_t *root)
 {
     unsigned char order[256];
     alphabet(l, order);
     l->t->info.format = "tokenizer.json";
-    int rc = hf_pipeline(l, root);
+    char why[320] = "";
+    int rc = tv_post_parse(json_object_get(root, "post_processor"),
+                           &l->t->post, why, sizeof why);
+    if (rc == TOKVEC_E_TOKENIZER)
+        return fail(l, rc, "%s", why);
+    const char *mty = json_string_value(
+        json_object_get(json_object_get(root, "model"), "type"));
+    if (rc == 0 && mty && !strcmp(mty, "WordPiece"))
+        return load_wp(l, root);
+    if (rc == 0 && mty && strcmp(mty, "BPE"))
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "model: type %.40s is not supported (BPE, WordPiece)",
+                    mty);
+    if (rc == 0)
+        rc = hf_pipeline(l, root);
     if (rc)
         return rc;
     json_t *model = json_object_get(root, "model"), *added, *v;
@@ -703,7 +736,7 @@ static int finish(ld *l)
     for (size_t i = 0; i < t->n_tok; i++)
         ordinary += !t->tok[i].special;
     uint32_t top = t->n_tok ? (uint32_t)t->tok[t->n_tok - 1].id + 1 : 0;
-    for (int b = 0; b < 256; b++) {
+    for (int b = 0; !t->hf && b < 256; b++) {
         unsigned char c = (unsigned char)b;
         t->byte_id[b] = tv_vmap_get(t, &c, 1);
         if (t->byte_id[b] < 0)
@@ -718,7 +751,17 @@ static int finish(ld *l)
     t->info.vocab_size = top;
     t->info.n_tokens = (int64_t)ordinary;
     t->info.n_special = t->n_special;
-    t->info.pattern = tv_pattern_name(t->pattern);
+    t->info.pattern = t->hf ? "none" : tv_pattern_name(t->pattern);
+    if (!t->info.model)
+        t->info.model = "BPE";
+    t->info.n_added = t->post.npre + t->post.npost;
+    for (size_t k = 0; k < t->post.npre + t->post.npost; k++) {
+        int32_t id = k < t->post.npre ? t->post.pre[k]
+                                      : t->post.post[k - t->post.npre];
+        if (!tv_tok_get(t, id))
+            return fail(l, TOKVEC_E_TOKENIZER,
+                        "post_processor: id %d is not a token", id);
+    }
     if (!strcmp(t->info.format, "gpt2-json") && t->whole_lookup &&
         ordinary == 50256 && t->n_special == 1 && top == 50257 && eot &&
         eot->special) {

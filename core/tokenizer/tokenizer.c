@@ -9,7 +9,10 @@
  * look-ahead never sees past a special token. Without TOKVEC_TOK_SPECIAL
  * the whole text is one stretch (encode_ordinary). Offsets come out of
  * the merge: a token is a run of the input's bytes, so they tile the
- * input exactly.
+ * input exactly. WordPiece tokenizers (tok_hf.h) run their normalize /
+ * pre-tokenize / model pipeline on each stretch instead (tv_hf_stretch).
+ * TOKVEC_TOK_ADD_SPECIAL then puts the post-processor's ids around the
+ * text, with empty spans.
  * Threads: the handle is read-only here; a state belongs to its caller.
  */
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_hf.h"
 #include "tok_internal.h"
 
 int tokvec_tokenizer_open(const char *path, const tokvec_tokenizer_opts *o,
@@ -56,6 +60,8 @@ void tokvec_tokenizer_close(tokvec_tokenizer *t)
     free(t->vmap);
     free(t->pmap);
     tv_special_free(t);
+    tv_hf_free(t->hf);
+    tv_post_free(&t->post);
     free(t);
 }
 
@@ -87,14 +93,25 @@ int tokvec_tokenizer_token(const tokvec_tokenizer *t, int32_t id,
     *bytes = t->blob + o->off;
     *len = o->len;
     if (special)
-        *special = (int)o->special;
+        *special = o->special == 1;
     return 0;
+}
+
+void tokvec_tokenizer_added(const tokvec_tokenizer *t, const int32_t **pre,
+                            size_t *npre, const int32_t **post, size_t *npost)
+{
+    *pre = t->post.pre;
+    *npre = t->post.npre;
+    *post = t->post.post;
+    *npost = t->post.npost;
 }
 
 static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                    const unsigned char *u, size_t i, size_t end,
                    tokvec_tok_ids *out, int offs)
 {
+    if (t->hf)
+        return tv_hf_stretch(t, s, u, i, end, out, offs);
     while (i < end) {
         size_t e = tv_split_next(t->pattern, u, i, end);
         int rc = tv_bpe_piece(t, s, u + i, e - i, i, out, offs);
@@ -102,6 +119,34 @@ static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
             return rc;
         i = e;
     }
+    return 0;
+}
+
+/* The post-processor's ids around out's tokens (empty spans 0..0). */
+static int add_special(const tokvec_tokenizer *t, tokvec_tok_ids *out,
+                       int offs)
+{
+    size_t a = t->post.npre, z = t->post.npost;
+    if (!a && !z)
+        return 0;
+    if (tv_ids_reserve(out, a + z, offs) < 0)
+        return -ENOMEM;
+    memmove(out->ids + a, out->ids, out->n * sizeof *out->ids);
+    if (a)
+        memcpy(out->ids, t->post.pre, a * sizeof *out->ids);
+    if (z)
+        memcpy(out->ids + a + out->n, t->post.post, z * sizeof *out->ids);
+    if (offs) {
+        size_t end = out->offsets[out->n];
+        memmove(out->offsets + a, out->offsets, out->n * sizeof(size_t));
+        memmove(out->stops + a, out->stops, out->n * sizeof(size_t));
+        for (size_t k = 0; k < a; k++)
+            out->offsets[k] = out->stops[k] = 0;
+        for (size_t k = a + out->n; k < a + out->n + z; k++)
+            out->offsets[k] = out->stops[k] = 0;
+        out->offsets[a + out->n + z] = end;
+    }
+    out->n += a + z;
     return 0;
 }
 
@@ -129,8 +174,10 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
         rc = tv_ids_reserve(out, 1, offs);
         if (rc)
             break;
-        if (offs)
+        if (offs) {
             out->offsets[out->n] = at;
+            out->stops[out->n] = at + t->sp[k].len;
+        }
         out->ids[out->n++] = t->sp[k].id;
         i = at + t->sp[k].len;
     }
@@ -138,8 +185,15 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
         out->n = 0;
         return rc;
     }
-    if (offs)
+    if (offs) {
         out->offsets[out->n] = len;
+        for (size_t k = 0; !t->hf && k < out->n; k++)
+            out->stops[k] = out->offsets[k + 1];
+    }
+    if ((flags & TOKVEC_TOK_ADD_SPECIAL) && add_special(t, out, offs) < 0) {
+        out->n = 0;
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -149,6 +203,7 @@ void tokvec_tok_ids_free(tokvec_tok_ids *ids)
         return;
     free(ids->ids);
     free(ids->offsets);
+    free(ids->stops);
     *ids = (tokvec_tok_ids){0};
 }
 
@@ -194,7 +249,15 @@ int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
                             size_t n, char **text, size_t *len,
                             size_t *bad_index)
 {
+    return tokvec_tokenizer_decode_flags(t, ids, n, 0, text, len, bad_index);
+}
+
+int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
+                                  const int32_t *ids, size_t n, unsigned flags,
+                                  char **text, size_t *len, size_t *bad_index)
+{
     size_t total = 0;
+    int skip = (flags & TOKVEC_DEC_SKIP_SPECIAL) != 0;
     *text = NULL;
     *len = 0;
     for (size_t k = 0; k < n; k++) {
@@ -204,7 +267,23 @@ int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
                 *bad_index = k;
             return TOKVEC_E_TOKEN_RANGE;
         }
-        total += o->len;
+        total += skip && o->special == 1 ? 0 : o->len;
+    }
+    if (t->hf) {
+        char *raw = NULL;
+        size_t rl = 0;
+        int rc = tv_dec_run(t, ids, n, skip, &raw, &rl);
+        if (rc)
+            return rc;
+        *text = malloc(3 * rl + 1);
+        if (!*text) {
+            free(raw);
+            return -ENOMEM;
+        }
+        *len = tokvec_utf8_lossy((const unsigned char *)raw, rl, *text);
+        (*text)[*len] = '\0';
+        free(raw);
+        return 0;
     }
     unsigned char *raw = malloc(total ? total : 1);
     char *out = malloc(3 * total + 1);
@@ -216,6 +295,8 @@ int tokvec_tokenizer_decode(const tokvec_tokenizer *t, const int32_t *ids,
     size_t at = 0;
     for (size_t k = 0; k < n; k++) {
         const tv_tok *o = tv_tok_get(t, ids[k]);
+        if (skip && o->special == 1)
+            continue;
         memcpy(raw + at, t->blob + o->off, o->len);
         at += o->len;
     }

@@ -27,7 +27,7 @@
 static const char tokenize_usage[] =
     "usage: tokvec tokenize [--tokenizer FILE] [--pattern NAME] "
     "[--no-special]\n"
-    "                       [--jsonl] [FILE|-]\n"
+    "                       [--add-special] [--jsonl [--offsets]] [FILE|-]\n"
     "\n"
     "Prints the token ids of FILE (default: standard input) as one JSON\n"
     "array, as tiktoken's encode(text, allowed_special=\"all\").\n"
@@ -42,8 +42,12 @@ static const char tokenize_usage[] =
     "                     (default: from the file name)\n"
     "  --no-special       special tokens in the text are ordinary text\n"
     "                     (encode_ordinary)\n"
+    "  --add-special      add the post-processor's tokens (tokenizer.json:\n"
+    "                     [CLS] ... [SEP]; HF's add_special_tokens=True)\n"
     "  --jsonl            each input line is a JSON string; one array a "
     "line\n"
+    "  --offsets          with --jsonl: [id, start, stop] per token, the\n"
+    "                     byte span of the input it came from\n"
     "  -h, --help         this text\n";
 
 /* The tokenizer of a command (tokenize, lookup): given (--tokenizer; NULL
@@ -103,6 +107,46 @@ static int read_all(FILE *f, char **buf, size_t *len)
     return 0;
 }
 
+static size_t put_num(char *buf, size_t n, uint64_t v)
+{
+    char d[24];
+    int m = 0;
+    do {
+        d[m++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (m)
+        buf[n++] = d[--m];
+    return n;
+}
+
+/* [[id, start, stop], ...] and a newline. */
+static int print_spans(const tokvec_tok_ids *ids, FILE *out)
+{
+    char buf[1 << 16];
+    size_t n = 0;
+    buf[n++] = '[';
+    for (size_t k = 0; k < ids->n; k++) {
+        if (n > sizeof buf - 80) {
+            if (fwrite(buf, 1, n, out) != n)
+                return -EIO;
+            n = 0;
+        }
+        buf[n++] = k ? ',' : '[';
+        if (k)
+            buf[n++] = '[';
+        n = put_num(buf, n, (uint32_t)ids->ids[k]);
+        buf[n++] = ',';
+        n = put_num(buf, n, ids->offsets[k]);
+        buf[n++] = ',';
+        n = put_num(buf, n, ids->stops[k]);
+        buf[n++] = ']';
+    }
+    buf[n++] = ']';
+    buf[n++] = '\n';
+    return fwrite(buf, 1, n, out) == n ? 0 : -EIO;
+}
+
 /* Prints ids as a JSON array and a newline, through one buffer. */
 static int print_ids(const tokvec_tok_ids *ids, FILE *out)
 {
@@ -142,6 +186,69 @@ static int more_input(FILE *in, int is_file)
     return is_file || (poll(&p, 1, 0) == 1 && (p.revents & POLLIN));
 }
 
+/* Length of the well-formed UTF-8 sequence at p (at most n bytes), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t need = c >= 0xC2 && c <= 0xDF   ? 1
+                  : c >= 0xE0 && c <= 0xEF ? 2
+                  : c >= 0xF0 && c <= 0xF4 ? 3
+                                           : 9;
+    if (need > 3 || need >= n)
+        return 0;
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    for (size_t j = 1; j <= need; j++) {
+        if (p[j] < lo || p[j] > hi)
+            return 0;
+        lo = 0x80, hi = 0xBF;
+    }
+    return need + 1;
+}
+
+/* The common line, a JSON string of UTF-8 without \u escapes, decoded
+ * into out (at least len bytes) without jansson: its length, or -1 for
+ * anything else (jansson then decides, with its own errors). */
+static long fast_string(const char *line, size_t len, char *out)
+{
+    const unsigned char *p = (const unsigned char *)line;
+    size_t i = 1, o = 0;
+    if (!len || p[0] != '"')
+        return -1;
+    for (;;) {
+        if (i >= len)
+            return -1;
+        unsigned c = p[i];
+        if (c == '"')
+            break;
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            static const char from[] = "\"\\/bfnrt";
+            static const char to[] = "\"\\/\b\f\n\r\t";
+            const char *k = i + 1 < len ? strchr(from, p[i + 1]) : NULL;
+            if (!k || !p[i + 1])
+                return -1;
+            out[o++] = to[k - from];
+            i += 2;
+        } else if (c < 0x80) {
+            out[o++] = (char)c;
+            i++;
+        } else {
+            size_t m = utf8_len(p + i, len - i);
+            if (!m)
+                return -1;
+            memcpy(out + o, p + i, m);
+            o += m;
+            i += m;
+        }
+    }
+    for (i++; i < len; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n')
+            return -1;
+    return (long)o;
+}
+
 /* One JSON string per input line, one array per output line, flushed as
  * each line is done when no more input is waiting: a pipeline can feed
  * texts and read their ids as it goes (the input is never held whole),
@@ -149,8 +256,8 @@ static int more_input(FILE *in, int is_file)
 static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
                      unsigned flags, tokvec_tok_ids *ids)
 {
-    char *buf = NULL;
-    size_t cap = 0, line = 0;
+    char *buf = NULL, *dec = NULL;
+    size_t cap = 0, line = 0, dcap = 0;
     int code = 0;
     struct stat sb;
     int is_file = fstat(fileno(in), &sb) == 0 && S_ISREG(sb.st_mode);
@@ -159,19 +266,33 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
         if (len < 0)
             break;
         line++;
+        if ((size_t)len + 1 > dcap) {
+            char *nd = realloc(dec, (size_t)len + 1);
+            if (!nd) {
+                fprintf(stderr, "tokvec: out of memory\n");
+                code = 1;
+                break;
+            }
+            dec = nd;
+            dcap = (size_t)len + 1;
+        }
+        long fl = fast_string(buf, (size_t)len, dec);
         json_error_t je;
-        json_t *s = json_loadb(buf, (size_t)len,
-                               JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-        if (!json_is_string(s)) {
+        json_t *s = fl >= 0
+                        ? NULL
+                        : json_loadb(buf, (size_t)len,
+                                     JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (fl < 0 && !json_is_string(s)) {
             fprintf(stderr, "tokvec: input line %zu: not a JSON string\n",
                     line);
             code = 2;
         } else {
-            int rc = tokvec_tokenizer_encode(t, st, json_string_value(s),
-                                             json_string_length(s), flags,
-                                             ids);
+            int rc = tokvec_tokenizer_encode(
+                t, st, fl >= 0 ? dec : json_string_value(s),
+                fl >= 0 ? (size_t)fl : json_string_length(s), flags, ids);
             if (rc == 0)
-                rc = print_ids(ids, stdout);
+                rc = (flags & TOKVEC_TOK_OFFSETS) ? print_spans(ids, stdout)
+                                                  : print_ids(ids, stdout);
             if (rc == 0 && !more_input(in, is_file) && fflush(stdout) != 0)
                 rc = -EIO;
             if (rc) {
@@ -186,6 +307,7 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
         code = 1;
     }
     free(buf);
+    free(dec);
     return code;
 }
 
@@ -229,9 +351,11 @@ int tv_cli_text_ids(const char *tok_path, const char *text, int special,
 
 int cmd_tokenize(int argc, char **argv)
 {
-    static const char *const flags[] = {"help", "no-special", "jsonl", NULL};
-    static const char *const known[] = {"help",       "tokenizer", "pattern",
-                                        "no-special", "jsonl",     NULL};
+    static const char *const flags[] = {"help",        "no-special", "jsonl",
+                                        "add-special", "offsets",    NULL};
+    static const char *const known[] = {"help",       "tokenizer",   "pattern",
+                                        "no-special", "add-special", "offsets",
+                                        "jsonl",      NULL};
     opts_t o = {
         .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
     const char *tok_path = NULL, *in_path = NULL;
@@ -252,6 +376,10 @@ int cmd_tokenize(int argc, char **argv)
             return 0;
         } else if (!strcmp(o.name, "no-special")) {
             flags_enc &= ~(unsigned)TOKVEC_TOK_SPECIAL;
+        } else if (!strcmp(o.name, "add-special")) {
+            flags_enc |= TOKVEC_TOK_ADD_SPECIAL;
+        } else if (!strcmp(o.name, "offsets")) {
+            flags_enc |= TOKVEC_TOK_OFFSETS;
         } else if (!strcmp(o.name, "jsonl")) {
             jsonl = 1;
         } else if (!strcmp(o.name, "tokenizer")) {

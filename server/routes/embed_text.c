@@ -32,19 +32,32 @@ static int tokenize_rows(const tokvec_tokenizer *tok, tv_request *r,
             rc = -1;
             break;
         }
+        const int32_t *pre = NULL, *post = NULL;
+        size_t npre = 0, npost = 0;
+        if (r->text.add_special)
+            tokvec_tokenizer_added(tok, &pre, &npre, &post, &npost);
+        /* truncation leaves room for the added tokens, as HF's does */
+        int64_t room = keep > (int64_t)(npre + npost)
+                           ? keep - (int64_t)(npre + npost)
+                           : 0;
         size_t from = 0, n = ids.n;
-        if (r->text.truncate && keep > 0 && (int64_t)n > keep) {
-            from = r->text.left ? n - (size_t)keep : 0;
-            n = (size_t)keep;
+        if (r->text.truncate && keep > 0 && (int64_t)n > room) {
+            from = r->text.left ? n - (size_t)room : 0;
+            n = (size_t)room;
         }
-        row->ids = tv_malloc((n ? n : 1) * sizeof *row->ids);
+        size_t all = npre + n + npost;
+        row->ids = tv_malloc((all ? all : 1) * sizeof *row->ids);
         if (!row->ids) {
             rc = tv_error_set(e, 500, "internal", "out of memory");
             break;
         }
+        for (size_t i = 0; i < npre; i++)
+            row->ids[i] = pre[i];
         for (size_t i = 0; i < n; i++)
-            row->ids[i] = ids.ids[from + i];
-        row->n = (int64_t)n;
+            row->ids[npre + i] = ids.ids[from + i];
+        for (size_t i = 0; i < npost; i++)
+            row->ids[npre + n + i] = post[i];
+        row->n = (int64_t)all;
     }
     tokvec_tok_ids_free(&ids);
     return rc;

@@ -17,8 +17,8 @@
 #include "reply.h"
 #include "tokvec_embed.h"
 
-/* /info's "tokenizer": {"name", "vocab_size", "special_tokens": {text:
- * id}}, or null when none is loaded. */
+/* /info's "tokenizer": {"name", "model", "vocab_size", "special_tokens":
+ * {text: id}}, or null when none is loaded. */
 static json_t *info_tokenizer(const table_ref *s)
 {
     if (!s->tok)
@@ -34,7 +34,8 @@ static json_t *info_tokenizer(const table_ref *s)
             break;
         json_object_setn_new(sp, text, len, json_integer(id));
     }
-    return json_pack("{s:s, s:I, s:o?}", "name", s->tok_info.name,
+    return json_pack("{s:s, s:s, s:I, s:o?}", "name", s->tok_info.name,
+                     "model", s->tok_info.model ? s->tok_info.model : "BPE",
                      "vocab_size", (json_int_t)s->tok_info.vocab_size,
                      "special_tokens", sp);
 }

@@ -155,11 +155,14 @@ static int positive(const struct json_t *v, const char *key, int64_t *out,
 int tv_text_option(tv_text_opts *o, const char *key, const struct json_t *v,
                    tv_error *e)
 {
-    if (!strcmp(key, "special_tokens") || !strcmp(key, "truncate")) {
+    if (!strcmp(key, "special_tokens") || !strcmp(key, "truncate") ||
+        !strcmp(key, "add_special_tokens")) {
         if (!json_is_boolean(v))
             return tv_error_set(e, 400, "invalid_request",
                                 "\"%s\" must be true or false", key);
-        *(key[0] == 's' ? &o->special : &o->truncate) = json_is_true(v);
+        *(key[0] == 's'   ? &o->special
+          : key[0] == 't' ? &o->truncate
+                          : &o->add_special) = json_is_true(v);
         return 1;
     }
     if (!strcmp(key, "truncation_direction")) {
@@ -192,6 +195,10 @@ int tv_text_opts_check(tv_text_opts *o, int64_t max_tokens, tv_error *e)
                             " is over max_tokens %" PRId64
                             ": no window of it fits in an answer",
                             o->max_length, max_tokens);
+    if (o->max_length && o->add_special)
+        return tv_error_set(e, 400, "invalid_request",
+                            "\"add_special_tokens\" does not go with "
+                            "\"max_length\" windows");
     if (o->max_length && !o->stride)
         o->stride = o->max_length;
     return 0;
@@ -321,9 +328,9 @@ static int slow_keys(json_t *root, const tv_limits *lim, tv_request *out,
             tv_error_set(err, 400, "invalid_request",
                          "unknown key \"%s\" (known: inputs, start_position,"
                          " positions, pad_id, encoding_format, dtype, "
-                         "special_tokens, truncate, truncation_direction, "
-                         "max_length, stride, pooling, normalize, "
-                         "dimensions)",
+                         "special_tokens, add_special_tokens, truncate, "
+                         "truncation_direction, max_length, stride, "
+                         "pooling, normalize, dimensions)",
                          shown);
             return -1;
         }

@@ -42,6 +42,9 @@ int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
 /* The text options of /embed and /tokenize. */
 typedef struct tv_text_opts {
     int special;        /* "special_tokens", default true */
+    int add_special;    /* "add_special_tokens": the tokenizer's
+                         * post-processor tokens ([CLS] ... [SEP]),
+                         * default false */
     int truncate;       /* "truncate", default false */
     int left;           /* "truncation_direction": "left" (keep the end) */
     int64_t max_length; /* "max_length" L: windows; 0 = none */

@@ -44,6 +44,7 @@ struct tv_text_call {
     tv_pool *pool;   /* queued calls: the pool that runs them */
     size_t charged;  /* bytes of the body counted in max_inflight_bytes
                       * by the worker (tv_pool_charge), until taken */
+    int skip;        /* /decode: skip_special_tokens */
     int small;       /* a body of at most INLINE_BODY_BYTES, no windows:
                       * run at once on the HTTP thread (tv_text_submit) */
     tv_error err;
@@ -210,7 +211,8 @@ static int parse_tokenize(tv_text_call *c, json_t *root, tv_error *e)
         if (!r)
             return tv_error_set(e, 400, "invalid_request",
                                 "unknown key \"%.64s\" (allowed: inputs, "
-                                "special_tokens, truncate, "
+                                "special_tokens, add_special_tokens, "
+                                "truncate, "
                                 "truncation_direction, max_length, stride)",
                                 key);
     }
@@ -273,9 +275,19 @@ static int parse_decode(tv_text_call *c, json_t *root, tv_error *e)
     const char *key;
     json_t *v, *ids = NULL;
     json_object_foreach(root, key, v) {
+        if (!strcmp(key, "skip_special_tokens")) {
+            if (!json_is_boolean(v))
+                return tv_error_set(e, 400, "invalid_request",
+                                    "\"skip_special_tokens\" must be true "
+                                    "or false");
+            c->skip = json_is_true(v);
+            continue;
+        }
         if (strcmp(key, "ids"))
             return tv_error_set(e, 400, "invalid_request",
-                                "unknown key \"%.64s\" (allowed: ids)", key);
+                                "unknown key \"%.64s\" (allowed: ids, "
+                                "skip_special_tokens)",
+                                key);
         ids = v;
     }
     if (!json_is_array(ids))
@@ -375,47 +387,82 @@ static const char *text_at(const tv_text_call *c, size_t i, size_t *len)
     return json_string_value(s);
 }
 
-/* One text's tokens with their bytes and offsets; total counts ids. */
+/* One token of /tokenize's answer. Its text is the input's bytes it came
+ * from for byte-level BPE, else (WordPiece, and the tokens a
+ * post-processor adds, which have the empty span 0..0) its vocabulary
+ * string. */
+static int put_token(tv_text_call *c, int first, int32_t id,
+                     const unsigned char *piece, size_t start, size_t stop)
+{
+    const unsigned char *b;
+    size_t bl;
+    int special = 0;
+    if (tokvec_tokenizer_token(c->tok, id, &b, &bl, &special)) {
+        special = 0;
+        b = NULL;
+        bl = 0;
+    }
+    if (piece) {
+        b = piece + start;
+        bl = stop - start;
+    }
+    if ((!first && put(c, ",", 1) < 0) || PUTS(c, "{\"id\":") < 0 ||
+        put_int(c, id) < 0 || PUTS(c, ",\"text\":") < 0 ||
+        put_text(c, b, bl) < 0 ||
+        (special ? PUTS(c, ",\"special\":true,\"start\":")
+                 : PUTS(c, ",\"special\":false,\"start\":")) < 0 ||
+        put_int(c, (long long)start) < 0 || PUTS(c, ",\"stop\":") < 0 ||
+        put_int(c, (long long)stop) < 0 || put(c, "}", 1) < 0)
+        return -1;
+    return 0;
+}
+
+/* One text's tokens with their bytes and offsets; total counts ids. With
+ * add_special_tokens the post-processor's tokens go around them, and
+ * truncate leaves room for them (as Hugging Face's truncation does). */
 static int tokenize_one(tv_text_call *c, const char *text, size_t tlen,
                         tokvec_tok_ids *ids)
 {
     if (tv_text_encode(c->tok, &c->o, text, tlen, TOKVEC_TOK_OFFSETS, ids,
                        &c->err) < 0)
         return -1;
-    size_t from = 0, to = ids->n;
+    const int32_t *pre = NULL, *post = NULL;
+    size_t npre = 0, npost = 0;
+    if (c->o.add_special)
+        tokvec_tokenizer_added(c->tok, &pre, &npre, &post, &npost);
+    size_t from = 0, to = ids->n, added = npre + npost;
     int64_t max = c->lim.max_tokens;
-    if (c->o.truncate && (int64_t)ids->n > max) {
-        from = c->o.left ? ids->n - (size_t)max : 0;
-        to = from + (size_t)max;
+    int64_t keep = max > (int64_t)added ? max - (int64_t)added : 0;
+    if (c->o.truncate && (int64_t)ids->n > keep) {
+        from = c->o.left ? ids->n - (size_t)keep : 0;
+        to = from + (size_t)keep;
     }
     if (to > from && (!ids->ids || !ids->offsets)) /* encode gave none */
         return tv_error_set(&c->err, 500, "internal", "out of memory");
-    c->tokens += to - from;
+    c->tokens += to - from + added;
     if ((int64_t)c->tokens > max)
         return tv_error_set(&c->err, 413, "payload_too_large",
                             "the texts are over max_tokens %" PRId64
                             " tokens (\"truncate\": true cuts each text to "
                             "it)",
                             max);
+    tokvec_tokenizer_info in;
+    tokvec_tokenizer_get_info(c->tok, &in);
+    const unsigned char *u = (const unsigned char *)text;
+    int bytes = !in.model || !strcmp(in.model, "BPE");
     if (put(c, "[", 1) < 0)
         return -1;
-    for (size_t i = from; i < to; i++) {
-        const unsigned char *b;
-        size_t bl;
-        int special = 0;
-        if (tokvec_tokenizer_token(c->tok, ids->ids[i], &b, &bl, &special))
-            special = 0;
-        size_t start = ids->offsets[i], stop = ids->offsets[i + 1];
-        const unsigned char *piece = (const unsigned char *)text + start;
-        if ((i > from && put(c, ",", 1) < 0) || PUTS(c, "{\"id\":") < 0 ||
-            put_int(c, ids->ids[i]) < 0 || PUTS(c, ",\"text\":") < 0 ||
-            put_text(c, piece, stop - start) < 0 ||
-            (special ? PUTS(c, ",\"special\":true,\"start\":")
-                     : PUTS(c, ",\"special\":false,\"start\":")) < 0 ||
-            put_int(c, (long long)start) < 0 || PUTS(c, ",\"stop\":") < 0 ||
-            put_int(c, (long long)stop) < 0 || put(c, "}", 1) < 0)
+    for (size_t k = 0; k < npre; k++)
+        if (put_token(c, k == 0, pre[k], NULL, 0, 0) < 0)
             return -1;
-    }
+    for (size_t i = from; i < to; i++)
+        if (put_token(c, i == from && !npre, ids->ids[i], bytes ? u : NULL,
+                      ids->offsets[i], ids->stops[i]) < 0)
+            return -1;
+    for (size_t k = 0; k < npost; k++)
+        if (put_token(c, k == 0 && !npre && to == from, post[k], NULL, 0, 0) <
+            0)
+            return -1;
     return put(c, "]", 1);
 }
 
@@ -461,9 +508,10 @@ void tv_text_run(tv_text_call *c)
         for (size_t b = 0; rc == 0 && b < c->n; b++) {
             char *text;
             size_t tl;
-            if (tokvec_tokenizer_decode(c->tok, c->ids + c->row[b],
-                                        c->row[b + 1] - c->row[b], &text, &tl,
-                                        NULL) < 0) {
+            if (tokvec_tokenizer_decode_flags(
+                    c->tok, c->ids + c->row[b], c->row[b + 1] - c->row[b],
+                    c->skip ? TOKVEC_DEC_SKIP_SPECIAL : 0, &text, &tl,
+                    NULL) < 0) {
                 rc = -1;
                 break;
             }

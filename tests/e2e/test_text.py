@@ -24,6 +24,12 @@ import support as tc  # noqa: E402  (the e2e support module)
 GPT2 = os.path.join(tc.TOP, "data", "gpt2")
 TABLE = os.path.join(tc.TOP, "data", "gpt2-256.safetensors")
 VERDICT = os.path.join(tc.TOP, "tests", "data", "the-verdict.txt")
+# A bge WordPiece tokenizer.json (Model2Vec's test fixture, MIT): ids and
+# offsets checked against Hugging Face tokenizers by make tokenizer-oracle.
+BGE = os.path.join(tc.TOP, "tests", "data", "bge", "tokenizer.json")
+BGE_TEXT = "Hello, World! na\u00efve caf\u00e9 \u4e2d\u6587"
+BGE_IDS = [6598, 16, 1094, 5, 14749, 6674, 752, 867]
+BGE_CLS, BGE_SEP = 101, 102  # the fixture's template ids
 BOOK = ("Hello, do you like tea? <|endoftext|> In the sunlit terraces"
         "of someunknownPlace.")
 BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554, 262, 4252,
@@ -61,7 +67,7 @@ class Setting(unittest.TestCase):
             st, _, b = srv.get("/info")
             self.assertEqual(st, 200)
             self.assertEqual(json.loads(b)["tokenizer"], {
-                "name": "gpt2", "vocab_size": 50257,
+                "name": "gpt2", "model": "BPE", "vocab_size": 50257,
                 "special_tokens": {"<|endoftext|>": 50256}})
             # The start-up line comes once the port answers (under
             # valgrind, after the requests above): wait for it.
@@ -776,6 +782,90 @@ class HostileTokenizerFiles(unittest.TestCase):
                 ("<|", want["<|"])])
             ids, _ = self.tokenize_rusage(tok, text)
             self.assertEqual([t["id"] for t in body[0]], ids)
+
+
+class WordPiece(unittest.TestCase):
+    """A BERT-family tokenizer.json: add_special_tokens, offsets into the
+    original text through normalization, vocabulary texts, the decoder."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-wp-")
+        table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                              29528, 8, "--context", "64")
+        cls.srv = tc.Server(table, "--tokenizer", BGE, "--max-tokens", "64")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        subprocess.run(["rm", "-rf", cls.tmp], check=False)
+
+    def test_info_names_the_model(self):
+        info = json.loads(self.srv.get("/info")[2])["tokenizer"]
+        self.assertEqual(info["model"], "WordPiece")
+        self.assertEqual(info["special_tokens"]["[CLS]"], 2)
+
+    def test_tokenize_is_hfs_encode_with_and_without_special_tokens(self):
+        st, body = post(self.srv, "/tokenize", {"inputs": BGE_TEXT})
+        self.assertEqual(st, 200)
+        self.assertEqual([t["id"] for t in body[0]], BGE_IDS)
+        st, body = post(self.srv, "/tokenize", {
+            "inputs": BGE_TEXT, "add_special_tokens": True})
+        self.assertEqual([t["id"] for t in body[0]],
+                         [BGE_CLS] + BGE_IDS + [BGE_SEP])
+        first, last = body[0][0], body[0][-1]
+        self.assertEqual((first["start"], first["stop"]), (0, 0))
+        self.assertEqual((last["start"], last["stop"]), (0, 0))
+
+    def test_offsets_are_bytes_of_the_original_text(self):
+        st, body = post(self.srv, "/tokenize", {"inputs": BGE_TEXT})
+        raw = BGE_TEXT.encode()
+        spans = [raw[t["start"]:t["stop"]].decode() for t in body[0]]
+        self.assertEqual(spans, ["Hello", ",", "World", "!",
+                                 "na\u00efve", "caf\u00e9", "\u4e2d",
+                                 "\u6587"])
+        # the text of a token is its vocabulary string (lowercased, no
+        # accents)
+        self.assertEqual(body[0][4]["text"], "naive")
+
+    def test_truncate_leaves_room_for_the_added_tokens(self):
+        text = " ".join(["word"] * 100)
+        st, body = post(self.srv, "/tokenize", {
+            "inputs": text, "add_special_tokens": True, "truncate": True})
+        self.assertEqual(st, 200)
+        ids = [t["id"] for t in body[0]]
+        self.assertEqual(len(ids), 64)
+        self.assertEqual((ids[0], ids[-1]), (BGE_CLS, BGE_SEP))
+        st, body = self.srv.embed({"inputs": [text],
+                                   "add_special_tokens": True,
+                                   "truncate": True})[:2]
+        self.assertEqual(st, 200)
+
+    def test_add_special_tokens_with_windows_is_400(self):
+        st, body = post(self.srv, "/tokenize", {
+            "inputs": BGE_TEXT, "add_special_tokens": True,
+            "max_length": 2})
+        self.assertEqual(st, 400)
+        self.assertIn("add_special_tokens", body["error"])
+
+    def test_decode_uses_the_wordpiece_decoder(self):
+        st, body = post(self.srv, "/decode", {
+            "ids": [[2] + BGE_IDS + [3]]})
+        self.assertEqual((st, body),
+                         (200, ["[CLS] hello, world! naive cafe \u4e2d "
+                                "\u6587 [SEP]"]))
+        st, body = post(self.srv, "/decode", {
+            "ids": [2] + BGE_IDS + [3], "skip_special_tokens": True})
+        self.assertEqual(body, ["hello, world! naive cafe \u4e2d \u6587"])
+
+    def test_embed_with_add_special_tokens_embeds_the_added_ids(self):
+        st, _, b = self.srv.embed({"inputs": [BGE_TEXT],
+                                   "add_special_tokens": True})
+        st2, _, b2 = self.srv.embed({"inputs": [[BGE_CLS] + BGE_IDS +
+                                                [BGE_SEP]]})
+        self.assertEqual((st, st2), (200, 200))
+        self.assertEqual(json.loads(b)["embeddings"],
+                         json.loads(b2)["embeddings"])
 
 
 class NoTokenizer(unittest.TestCase):

@@ -38,8 +38,10 @@ FUZZ_SEED    ?= 0
 # planned size (fuzz_embed.c)
 # unigram: the Unigram model and Metaspace on arbitrary bytes
 # (fuzz_unigram.c)
+# wordpiece: a tokenizer.json of the WordPiece family (normalizers,
+# pre-tokenizers, post-processors, decoders) and a text (fuzz_wordpiece.c)
 FUZZ_TARGETS := request table config ids tokload tokenc similar embed \
-                unigram
+                unigram wordpiece
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
@@ -64,6 +66,7 @@ FUZZ_OPTS_tokenc  := -max_len=65536 -dict=tests/fuzz/tokenc.dict
 FUZZ_OPTS_similar := -max_len=4096 -dict=tests/fuzz/similar.dict
 FUZZ_OPTS_embed   := -max_len=4096 -dict=tests/fuzz/embed.dict
 FUZZ_OPTS_unigram := -max_len=16384
+FUZZ_OPTS_wordpiece := -max_len=8192 -dict=tests/fuzz/wordpiece.dict
 FUZZ_COMMON   = -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
                 -print_final_stats=1
 
@@ -78,6 +81,7 @@ SOAK_P99_MS  ?= 1000
 
 $(FUZZ_BUILD)/core/tokenizer/tok_split.o: $(BUILD)/gen/tok_ucd.h
 $(FUZZ_BUILD)/core/tokenizer/precompiled.o: $(BUILD)/gen/tok_gcb.h
+$(FUZZ_BUILD)/core/tokenizer/normalize.o: $(BUILD)/gen/tok_hfucd.h
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<

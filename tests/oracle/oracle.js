@@ -193,4 +193,6 @@ function main() {
     process.exit(bad ? 1 : 0);
 }
 
-main();
+// hf.js reuses the built-in texts.
+if (require.main === module) main();
+module.exports = { builtins, rng, show };

@@ -1,0 +1,70 @@
+#!/bin/sh
+# wpbench.sh -- `tokvec tokenize --jsonl` with a WordPiece tokenizer.json
+# (bge, tests/data/bge) against Hugging Face tokenizers' encodeBatch (npm,
+# the Rust library as a native module, its default thread pool), as whole
+# processes (start-up, loading the tokenizer.json, reading, encoding,
+# printing one id array a line), best of 3 each, on ~10 MB of JSON lines:
+# the mixed-language text of tokbench.sh by lines, and one line holding a
+# single 10 MB word. Wall and CPU (user + system) seconds; MB/s per core
+# is bytes over CPU seconds. The outputs must be the same ids. Writes
+# bench/results/tokenize-wordpiece.md.
+# Env: BUILD (build), ORACLE (build/oracle: node_modules).
+set -eu
+BUILD=${BUILD:-build}
+ORACLE=${ORACLE:-$BUILD/oracle}
+TOK=tests/data/bge/tokenizer.json
+out=$BUILD/bench/tok
+mkdir -p "$out" bench/results
+bench/mktext.sh "$out/mixed.txt"
+lines=$out/mixed.jsonl
+long=$out/long.jsonl
+[ -s "$lines" ] || python3 -c '
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as f, open(sys.argv[2], "w") as o:
+    for line in f:
+        line = line.rstrip("\n")
+        if line:
+            o.write(json.dumps(line, ensure_ascii=False) + "\n")
+' "$out/mixed.txt" "$lines"
+[ -s "$long" ] || python3 -c '
+import random, sys
+r = random.Random(7)
+w = "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10000000))
+open(sys.argv[1], "w").write("\"" + w + "\"\n")
+' "$long"
+best() { # best of 3 runs of "$@" > $out/wp.$name: "wall cpu"
+    b=""
+    for i in 1 2 3; do
+        /usr/bin/time -f "%e %U %S" -o "$out/time" "$@" > "$out/wp.$name"
+        t=$(awk '{print $1, $2 + $3}' "$out/time")
+        if [ -z "$b" ] || [ "$(echo "${t% *} < ${b% *}" | bc -l)" = 1 ]; then b=$t; fi
+    done
+    echo "$b"
+}
+row() { # name bytes "wall cpu" base_wall
+    w=${3% *}; c=${3#* }
+    printf '| %s | %.3f | %.3f | %.1f | %.1f | %.2fx |\n' "$1" "$w" "$c" \
+        "$(echo "$2 / $w / 1000000" | bc -l)" \
+        "$(echo "$2 / $c / 1000000" | bc -l)" "$(echo "$w / $4" | bc -l)"
+}
+{
+    echo "# tokvec tokenize --jsonl vs Hugging Face tokenizers, WordPiece ($(date -u +%Y-%m-%d), $(nproc) CPUs)"
+    echo
+    echo "bge's tokenizer.json (BertNormalizer, BertPreTokenizer, WordPiece);"
+    echo "whole processes, best of 3 by wall time; HF: encodeBatch of all"
+    echo "lines on its default thread pool. MB/s per core: bytes / CPU time."
+    for f in "$lines" "$long"; do
+        bytes=$(stat -c %s "$f")
+        name=tokvec; tv=$(best "$BUILD/tokvec" tokenize --jsonl --tokenizer "$TOK" "$f")
+        name=hf; hf=$(best env NODE_PATH="$ORACLE/node_modules" node bench/wppeer.js "$TOK" "$f")
+        cmp -s "$out/wp.tokvec" "$out/wp.hf" || { echo "wpbench: tokvec and HF differ on $f" >&2; exit 1; }
+        echo
+        echo "$(basename "$f"): $bytes bytes, $(wc -l < "$f") lines"
+        echo
+        echo "| tokenizer | wall s | CPU s | MB/s | MB/s per core | wall / tokvec |"
+        echo "|---|---|---|---|---|---|"
+        row "tokvec tokenize --jsonl" "$bytes" "$tv" "${tv% *}"
+        row "HF tokenizers 0.23.2 encodeBatch" "$bytes" "$hf" "${tv% *}"
+    done
+} > bench/results/tokenize-wordpiece.md
+cat bench/results/tokenize-wordpiece.md

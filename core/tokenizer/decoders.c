@@ -1,0 +1,279 @@
+/* decoders.c -- Hugging Face decoders of tokenizer.json for the models
+ * that are not byte-level (WordPiece): WordPiece (prefix, cleanup),
+ * Strip, Replace (string patterns), Fuse, and Sequences of them. Byte-level
+ * BPE decodes through tokenizer.c's byte path.
+ *
+ * Must hold: tokens go through the chain as HF's decode_chain does (each
+ * decoder maps a list of token strings to a list), then are joined; with
+ * no decoder the tokens are joined by single spaces, as HF does.
+ * Threads: parsed once at open, read-only after; decoding allocates its
+ * own memory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_hf.h"
+
+static int bad(char *err, size_t errlen, const char *where, const char *what)
+{
+    snprintf(err, errlen, "%s: %s", where, what);
+    return TOKVEC_E_TOKENIZER;
+}
+
+static int add(tv_dec **v, size_t *n, size_t *cap, tv_dec x)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 4;
+        tv_dec *nv = realloc(*v, c * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int one_char(const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t m = u[0] < 0x80 ? 1 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : 4;
+    return u[0] && strlen(s) == m;
+}
+
+static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
+                     size_t *cap, char *err, size_t errlen)
+{
+    const char *ty = json_string_value(json_object_get(j, "type"));
+    tv_dec x = {0};
+    char msg[160];
+    if (!ty)
+        return bad(err, errlen, where, "a decoder without a type");
+    if (!strcmp(ty, "Sequence")) {
+        json_t *arr = json_object_get(j, "decoders"), *e;
+        size_t k;
+        if (!json_is_array(arr))
+            return bad(err, errlen, where, "Sequence without decoders");
+        json_array_foreach(arr, k, e) {
+            char w[256];
+            snprintf(w, sizeof w, "%s.decoders[%zu]", where, k);
+            int rc = parse_one(e, w, v, n, cap, err, errlen);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    if (!strcmp(ty, "WordPiece")) {
+        json_t *p = json_object_get(j, "prefix");
+        x.kind = TV_D_WORDPIECE;
+        x.cleanup = !json_is_false(json_object_get(j, "cleanup"));
+        x.a = strdup(p ? (json_string_value(p) ? json_string_value(p) : "")
+                       : "##");
+    } else if (!strcmp(ty, "Fuse")) {
+        x.kind = TV_D_FUSE;
+        return add(v, n, cap, x);
+    } else if (!strcmp(ty, "Strip")) {
+        const char *c = json_string_value(json_object_get(j, "content"));
+        json_t *st = json_object_get(j, "start"),
+               *sp = json_object_get(j, "stop");
+        if (!c || !one_char(c) || !json_is_integer(st) ||
+            !json_is_integer(sp) || json_integer_value(st) < 0 ||
+            json_integer_value(sp) < 0)
+            return bad(err, errlen, where,
+                       "Strip needs one character and counts start, stop");
+        x.kind = TV_D_STRIP;
+        x.a = strdup(c);
+        x.left = (size_t)json_integer_value(st);
+        x.right = (size_t)json_integer_value(sp);
+    } else if (!strcmp(ty, "Replace")) {
+        const char *s = json_string_value(
+            json_object_get(json_object_get(j, "pattern"), "String"));
+        const char *c = json_string_value(json_object_get(j, "content"));
+        if (!s || !*s || !c)
+            return bad(err, errlen, where,
+                       "Replace: only a non-empty String pattern is "
+                       "supported (a Regex pattern is not)");
+        x.kind = TV_D_REPLACE;
+        x.a = strdup(s);
+        x.b = strdup(c);
+        if (!x.a || !x.b) {
+            free(x.a);
+            free(x.b);
+            return -ENOMEM;
+        }
+    } else {
+        snprintf(msg, sizeof msg,
+                 "decoder %.40s is not supported with this model", ty);
+        return bad(err, errlen, where, msg);
+    }
+    if (!x.a)
+        return -ENOMEM;
+    int rc = add(v, n, cap, x);
+    if (rc) {
+        free(x.a);
+        free(x.b);
+    }
+    return rc;
+}
+
+int tv_dec_parse(json_t *j, const char *where, tv_dec **out, size_t *n,
+                 char *err, size_t errlen)
+{
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (!j || json_is_null(j))
+        return 0;
+    int rc = parse_one(j, where, out, n, &cap, err, errlen);
+    if (rc) {
+        tv_dec_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+void tv_dec_free(tv_dec *v, size_t n)
+{
+    for (size_t k = 0; v && k < n; k++) {
+        free(v[k].a);
+        free(v[k].b);
+    }
+    free(v);
+}
+
+/* --- running: a list of malloc'd strings --- */
+
+typedef struct toks {
+    char **s;
+    size_t n;
+} toks;
+
+/* s with every (non-overlapping, leftmost) from replaced by to. */
+static char *subst(const char *s, const char *from, const char *to)
+{
+    size_t fl = strlen(from), tl = strlen(to), n = 0;
+    for (const char *p = strstr(s, from); p; p = strstr(p + fl, from))
+        n++;
+    char *o = malloc(strlen(s) + n * tl + 1), *w = o;
+    if (!o)
+        return NULL;
+    const char *p = s;
+    for (const char *q = strstr(p, from); q; q = strstr(p, from)) {
+        memcpy(w, p, (size_t)(q - p));
+        w += q - p;
+        memcpy(w, to, tl);
+        w += tl;
+        p = q + fl;
+    }
+    strcpy(w, p);
+    return o;
+}
+
+static char *cleanup(char *s)
+{
+    static const char *const pairs[][2] = {
+        {" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
+    };
+    for (size_t k = 0; s && k < sizeof pairs / sizeof *pairs; k++) {
+        char *o = subst(s, pairs[k][0], pairs[k][1]);
+        free(s);
+        s = o;
+    }
+    return s;
+}
+
+static int apply(const tv_dec *d, toks *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        char *s = t->s[i], *o = NULL;
+        if (d->kind == TV_D_WORDPIECE) {
+            size_t pl = strlen(d->a), sl = strlen(s);
+            int cont = i && pl && !strncmp(s, d->a, pl);
+            o = malloc(sl + 2);
+            if (o && (i == 0 || cont))
+                memcpy(o, s + (cont ? pl : 0), sl - (cont ? pl : 0) + 1);
+            else if (o)
+                snprintf(o, sl + 2, " %s", s);
+            if (o && d->cleanup)
+                o = cleanup(o);
+        } else if (d->kind == TV_D_REPLACE) {
+            o = subst(s, d->a, d->b);
+        } else if (d->kind == TV_D_STRIP) {
+            size_t cl = strlen(d->a), len = strlen(s), a = 0, z = len;
+            for (size_t k = 0;
+                 k < d->left && a + cl <= z && !memcmp(s + a, d->a, cl); k++)
+                a += cl;
+            for (size_t k = 0;
+                 k < d->right && z >= a + cl && !memcmp(s + z - cl, d->a, cl);
+                 k++)
+                z -= cl;
+            o = strndup(s + a, z - a);
+        } else { /* TV_D_FUSE: all tokens into the first */
+            size_t total = 1;
+            for (size_t k = 0; k < t->n; k++)
+                total += strlen(t->s[k]);
+            o = malloc(total);
+            if (!o)
+                return -ENOMEM;
+            o[0] = '\0';
+            for (size_t k = 0; k < t->n; k++) {
+                strcat(o, t->s[k]);
+                free(t->s[k]);
+            }
+            t->s[0] = o;
+            t->n = 1;
+            return 0;
+        }
+        if (!o)
+            return -ENOMEM;
+        free(s);
+        t->s[i] = o;
+    }
+    return 0;
+}
+
+int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
+               int skip, char **text, size_t *len)
+{
+    const tv_hf *h = t->hf;
+    toks tk = {calloc(n ? n : 1, sizeof(char *)), 0};
+    int rc = tk.s ? 0 : -ENOMEM;
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        const tv_tok *o = tv_tok_get(t, ids[k]); /* checked by the caller */
+        if (skip && o->special == 1)
+            continue;
+        tk.s[tk.n] = strndup((const char *)t->blob + o->off, o->len);
+        rc = tk.s[tk.n] ? 0 : -ENOMEM;
+        tk.n += rc == 0;
+    }
+    for (size_t d = 0; rc == 0 && d < h->ndec; d++)
+        rc = apply(&h->dec[d], &tk);
+    size_t total = 1;
+    for (size_t k = 0; k < tk.n; k++)
+        total += strlen(tk.s[k]) + 1;
+    char *o = rc == 0 ? malloc(total) : NULL;
+    if (rc == 0 && !o)
+        rc = -ENOMEM;
+    if (o) {
+        size_t w = 0;
+        for (size_t k = 0; k < tk.n; k++) {
+            if (k && !h->has_decoder)
+                o[w++] = ' ';
+            size_t l = strlen(tk.s[k]);
+            memcpy(o + w, tk.s[k], l);
+            w += l;
+        }
+        o[w] = '\0';
+        *text = o;
+        *len = w;
+    }
+    for (size_t k = 0; tk.s && k < tk.n; k++)
+        free(tk.s[k]);
+    free(tk.s);
+    return rc;
+}

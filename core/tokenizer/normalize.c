@@ -1,0 +1,766 @@
+/* normalize.c -- Hugging Face normalizers over a text in flight (tok_hf.h):
+ * BertNormalizer (clean_text, handle_chinese_chars, strip_accents,
+ * lowercase), NFD, NFKD, NFC, NFKC, Lowercase, StripAccents, Strip,
+ * Replace (string patterns), Prepend, Sequence.
+ *
+ * Must hold: each step gives exactly HF's characters, and each character
+ * the original span HF's alignments give it. A step writes (character,
+ * change) pairs as HF's NormalizedString::transform reads them: change 0
+ * takes the span of the next input character, -k also drops the k after
+ * it, +1 is inserted and takes the span of the input character before.
+ * Unicode data: build/gen/tok_hfucd.h (tools/gen_hfucd.awk).
+ * Threads: parsing runs once at open; running touches only the caller's
+ * buffers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_hf.h"
+#include "tok_hfucd.h"
+
+unsigned tv_hf_class(uint32_t cp)
+{
+    if (cp > 0x10FFFF)
+        return 0;
+    return tv_hf_stage2[(size_t)tv_hf_stage1[cp >> 8] * 256 + (cp & 255)];
+}
+
+int tv_hf_text_reserve(tv_hf_text *x, size_t n)
+{
+    if (n <= x->cap)
+        return 0;
+    size_t cap = x->cap ? x->cap : 256;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *a = realloc(x->cp, cap * sizeof *a);
+    if (a)
+        x->cp = a;
+    uint32_t *b = a ? realloc(x->a0, cap * sizeof *b) : NULL;
+    if (b)
+        x->a0 = b;
+    uint32_t *c = b ? realloc(x->a1, cap * sizeof *c) : NULL;
+    if (!c)
+        return -ENOMEM;
+    x->a1 = c;
+    x->cap = cap;
+    return 0;
+}
+
+/* --- the transform --- */
+
+typedef struct em {
+    const tv_hf_text *in;
+    tv_hf_text *out;
+    size_t pos; /* next input character */
+} em;
+
+static int put(em *e, uint32_t c, long chg)
+{
+    tv_hf_text *o = e->out;
+    if (o->n == o->cap && tv_hf_text_reserve(o, o->n + 1) < 0)
+        return -ENOMEM;
+    const tv_hf_text *in = e->in;
+    uint32_t a0 = 0, a1 = 0;
+    if (chg > 0) {
+        if (e->pos > 0) {
+            a0 = in->a0[e->pos - 1];
+            a1 = in->a1[e->pos - 1];
+        } else if (in->n) {
+            a0 = a1 = in->a0[0];
+        }
+    } else if (e->pos < in->n) {
+        a0 = in->a0[e->pos];
+        a1 = in->a1[e->pos];
+        e->pos += (size_t)(1 - chg);
+    }
+    o->cp[o->n] = c;
+    o->a0[o->n] = a0;
+    o->a1[o->n] = a1;
+    o->n++;
+    return 0;
+}
+
+/* Keeps character i (its own span). */
+static int keep(em *e, size_t i, uint32_t c)
+{
+    e->pos = i;
+    return put(e, c, 0);
+}
+
+/* --- Unicode lookups --- */
+
+static long bsearch32(const uint32_t *a, size_t n, size_t stride, uint32_t key,
+                      int shift)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint32_t v = a[mid * stride] >> shift;
+        if (v == key)
+            return (long)mid;
+        if (v < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static unsigned ccc(uint32_t c)
+{
+    if (c < 0x300 || !(tv_hf_class(c) & TV_HF_CCC))
+        return 0;
+    long k = bsearch32(tv_hf_ccc, TV_HF_NCCC, 1, c, 8);
+    return k < 0 ? 0 : tv_hf_ccc[k] & 255;
+}
+
+#define SBASE 0xAC00
+#define LBASE 0x1100
+#define VBASE 0x1161
+#define TBASE 0x11A7
+#define NCOUNT 588
+#define SCOUNT 11172
+
+/* The full decomposition of c (compat: NFKD's) into d[0..4+]: count. */
+static size_t decompose(uint32_t c, int compat, uint32_t d[32])
+{
+    if (c >= SBASE && c < SBASE + SCOUNT) {
+        uint32_t s = c - SBASE;
+        d[0] = LBASE + s / NCOUNT;
+        d[1] = VBASE + (s % NCOUNT) / 28;
+        if (s % 28) {
+            d[2] = TBASE + s % 28;
+            return 3;
+        }
+        return 2;
+    }
+    unsigned f = c < 0xC0 && !compat ? 0 : tv_hf_class(c);
+    if (!(f & (compat ? TV_HF_KDEC : TV_HF_DEC))) {
+        d[0] = c;
+        return 1;
+    }
+    long k = bsearch32(tv_hf_dec_cp, TV_HF_NDEC, 1, c, 0);
+    if (k < 0) {
+        d[0] = c;
+        return 1;
+    }
+    const uint16_t *at = tv_hf_dec_at + 4 * k + (compat ? 2 : 0);
+    size_t n = at[1] < 32 ? at[1] : 32;
+    for (size_t i = 0; i < n; i++)
+        d[i] = tv_hf_dec_data[at[0] + i];
+    return n;
+}
+
+static uint32_t compose(uint32_t a, uint32_t b)
+{
+    if (a >= LBASE && a < LBASE + 19 && b >= VBASE && b < VBASE + 21)
+        return SBASE + ((a - LBASE) * 21 + (b - VBASE)) * 28;
+    if (a >= SBASE && a < SBASE + SCOUNT && (a - SBASE) % 28 == 0 &&
+        b > TBASE && b < TBASE + 28)
+        return a + (b - TBASE);
+    size_t lo = 0, hi = TV_HF_NCOMP;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const uint32_t *e = tv_hf_comp + 3 * mid;
+        if (e[0] == a && e[1] == b)
+            return e[2];
+        if (e[0] < a || (e[0] == a && e[1] < b))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* --- NFD / NFKD / NFC / NFKC --- */
+
+typedef struct dch {
+    uint32_t c;    /* the character; once gone, the index it merged into */
+    uint32_t from; /* input index; at the end, input characters consumed */
+    unsigned char first, ccc, gone;
+} dch;
+
+/* Canonical ordering of d[s..e), a run of non-zero classes: a stable
+ * sort by class (insertion for short runs, counting for long ones, so a
+ * hostile run of marks costs linear time). */
+static int order_run(dch *d, size_t s, size_t e)
+{
+    if (e - s < 2)
+        return 0;
+    if (e - s <= 32) {
+        for (size_t i = s + 1; i < e; i++) {
+            dch x = d[i];
+            size_t at = i;
+            while (at > s && d[at - 1].ccc > x.ccc) {
+                d[at] = d[at - 1];
+                at--;
+            }
+            d[at] = x;
+        }
+        return 0;
+    }
+    size_t count[257] = {0};
+    dch *tmp = malloc((e - s) * sizeof *tmp);
+    if (!tmp)
+        return -ENOMEM;
+    for (size_t i = s; i < e; i++)
+        count[d[i].ccc + 1]++;
+    for (int c = 1; c < 257; c++)
+        count[c] += count[c - 1];
+    for (size_t i = s; i < e; i++)
+        tmp[count[d[i].ccc]++] = d[i];
+    memcpy(d + s, tmp, (e - s) * sizeof *tmp);
+    free(tmp);
+    return 0;
+}
+
+/* Decomposes in (canonical order) into *d; count or -ENOMEM. */
+static long decompose_all(const tv_hf_text *in, int compat, dch **d,
+                          size_t *dcap)
+{
+    size_t n = 0, run = 0; /* the current run of non-zero classes */
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t tmp[32];
+        size_t k = in->cp[i] < 0xA0 ? (tmp[0] = in->cp[i], 1)
+                                    : decompose(in->cp[i], compat, tmp);
+        if (n + k > *dcap) {
+            size_t cap = *dcap ? *dcap * 2 : 256;
+            while (cap < n + k)
+                cap *= 2;
+            dch *nd = realloc(*d, cap * sizeof *nd);
+            if (!nd)
+                return -ENOMEM;
+            *d = nd;
+            *dcap = cap;
+        }
+        for (size_t j = 0; j < k; j++) {
+            dch x = {tmp[j], (uint32_t)i, j == 0, (unsigned char)ccc(tmp[j]),
+                     0};
+            if (!x.ccc) {
+                if (order_run(*d, run, n) < 0)
+                    return -ENOMEM;
+                run = n + 1;
+            }
+            (*d)[n++] = x;
+        }
+    }
+    return order_run(*d, run, n) < 0 ? -ENOMEM : (long)n;
+}
+
+static int unicode_norm(const tv_hf_text *in, tv_hf_text *out, int compat,
+                        int comp)
+{
+    dch *d = NULL;
+    size_t dcap = 0;
+    long nd = decompose_all(in, compat, &d, &dcap);
+    if (nd < 0) {
+        free(d);
+        return -ENOMEM;
+    }
+    size_t n = (size_t)nd;
+    if (comp) { /* canonical composition */
+        long st = -1;
+        int lastcc = -1; /* class of the last character left since st */
+        for (size_t i = 0; i < n; i++) {
+            int cc = d[i].ccc;
+            if (st >= 0 && lastcc < cc) {
+                uint32_t c = compose(d[st].c, d[i].c);
+                if (c) {
+                    d[st].c = c;
+                    d[i].gone = 1;
+                    d[i].c = (uint32_t)st; /* merged into st */
+                    continue;
+                }
+            }
+            if (cc == 0) {
+                st = (long)i;
+                lastcc = -1;
+            } else {
+                lastcc = cc;
+            }
+        }
+    }
+    /* input characters each output consumes: the ones whose first piece
+     * it holds (composition merged pieces into the starter they follow) */
+    for (size_t i = 0; i < n; i++)
+        d[i].from = d[i].first && !d[i].gone;
+    for (size_t i = 0; comp && i < n; i++)
+        if (d[i].gone && d[i].first)
+            d[d[i].c].from++;
+    em e = {in, out, 0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!d[i].gone)
+            rc = put(&e, d[i].c, 1 - (long)d[i].from);
+    free(d);
+    return rc;
+}
+
+/* --- Bert, Lowercase, StripAccents, Strip, Replace, Prepend --- */
+
+static int cjk(uint32_t c)
+{
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+static int clean_text(const tv_hf_text *in, tv_hf_text *out)
+{
+    em e = {in, out, 0};
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        if (c >= 0x20 && c < 0x7F) {
+            if (keep(&e, i, c) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        unsigned f = tv_hf_class(c);
+        int tnr = c == '\t' || c == '\n' || c == '\r';
+        if (c == 0 || c == 0xFFFD || ((f & TV_HF_CTRL) && !tnr))
+            continue;
+        if (keep(&e, i, (tnr || (f & TV_HF_WS)) ? ' ' : c) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int chinese(const tv_hf_text *in, tv_hf_text *out)
+{
+    em e = {in, out, 0};
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        int rc = cjk(c) ? (put(&e, ' ', 0) | put(&e, c, 1) | put(&e, ' ', 1))
+                        : put(&e, c, 0);
+        if (rc)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int filter_marks(const tv_hf_text *in, tv_hf_text *out, unsigned cls)
+{
+    em e = {in, out, 0};
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        if (c >= 0x300 && (tv_hf_class(c) & cls))
+            continue;
+        if (keep(&e, i, c) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int lower(const tv_hf_text *in, tv_hf_text *out)
+{
+    em e = {in, out, 0};
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        if (c < 0x80) {
+            if (put(&e, c >= 'A' && c <= 'Z' ? c + 32 : c, 0) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        long k = (tv_hf_class(c) & TV_HF_LOWER)
+                     ? bsearch32(tv_hf_lower, TV_HF_NLOWER, 4, c, 0)
+                     : -1;
+        if (k < 0) {
+            if (put(&e, c, 0) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        for (int j = 0; j < 3; j++) {
+            uint32_t m = tv_hf_lower[4 * k + 1 + j];
+            if ((j == 0 || m) && put(&e, m, j > 0) < 0)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
+{
+    size_t s = 0, n = in->n;
+    while ((side & 1) && s < n && (tv_hf_class(in->cp[s]) & TV_HF_WS))
+        s++;
+    while ((side & 2) && n > s && (tv_hf_class(in->cp[n - 1]) & TV_HF_WS))
+        n--;
+    em e = {in, out, 0};
+    for (size_t i = s; i < n; i++)
+        if (keep(&e, i, in->cp[i]) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
+{
+    em e = {in, out, 0};
+    size_t i = 0;
+    while (i < in->n) {
+        if (r->npat && i + r->npat <= in->n &&
+            !memcmp(in->cp + i, r->pat, r->npat * sizeof *r->pat)) {
+            e.pos = i + r->npat; /* the match is gone; the new text takes
+                                  * the span of its last character */
+            for (size_t k = 0; k < r->nrep; k++)
+                if (put(&e, r->rep[k], 1) < 0)
+                    return -ENOMEM;
+            i += r->npat;
+            continue;
+        }
+        if (keep(&e, i, in->cp[i]) < 0)
+            return -ENOMEM;
+        i++;
+    }
+    return 0;
+}
+
+static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
+{
+    em e = {in, out, 0};
+    if (in->n) {
+        for (size_t k = 0; k < r->nrep; k++)
+            if (put(&e, r->rep[k], k > 0) < 0)
+                return -ENOMEM;
+        if (r->nrep) {
+            e.pos = 1;
+            if (put(&e, in->cp[0], 1) < 0)
+                return -ENOMEM;
+        }
+    }
+    for (size_t i = r->nrep ? 1 : 0; i < in->n; i++)
+        if (keep(&e, i, in->cp[i]) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+/* Appends c with the span a0..a1 (room made by the caller). */
+static inline void emit(tv_hf_text *o, uint32_t c, uint32_t a0, uint32_t a1)
+{
+    o->cp[o->n] = c;
+    o->a0[o->n] = a0;
+    o->a1[o->n] = a1;
+    o->n++;
+}
+
+/* c lowercased (1 to 3 characters) into o, each with the span a0..a1. */
+static inline void emit_lower(tv_hf_text *o, uint32_t c, uint32_t a0,
+                              uint32_t a1)
+{
+    long k = (tv_hf_class(c) & TV_HF_LOWER)
+                 ? bsearch32(tv_hf_lower, TV_HF_NLOWER, 4, c, 0)
+                 : -1;
+    if (k < 0) {
+        emit(o, c, a0, a1);
+        return;
+    }
+    for (int j = 0; j < 3; j++) {
+        uint32_t m = tv_hf_lower[4 * k + 1 + j];
+        if (j == 0 || m)
+            emit(o, m, a0, a1);
+    }
+}
+
+/* BertNormalizer in one pass, each character's output with its own span.
+ * That is HF's answer unless a character kept after strip_accents has a
+ * non-zero combining class (NFD's reordering can then move spans among
+ * marks): 1 then, and the caller runs the steps one by one. */
+static int bert_fused(unsigned f, const tv_hf_text *in, tv_hf_text *out)
+{
+    int clean = (f & TV_NB_CLEAN) != 0, lo = (f & TV_NB_LOWER) != 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (out->cap - out->n < 64 &&
+            tv_hf_text_reserve(out, out->n + 64 + (in->n - i) * 2) < 0)
+            return -ENOMEM;
+        uint32_t c = in->cp[i], a0 = in->a0[i], a1 = in->a1[i];
+        if (c < 0x80) {
+            int tnr = c == '\t' || c == '\n' || c == '\r';
+            if (clean && (c == 0 || c == 0x7F || (c < 0x20 && !tnr)))
+                continue;
+            if (clean && tnr)
+                c = ' ';
+            if (lo && c >= 'A' && c <= 'Z')
+                c += 32;
+            emit(out, c, a0, a1);
+            continue;
+        }
+        unsigned cls = tv_hf_class(c);
+        if (clean && (c == 0xFFFD || (cls & TV_HF_CTRL)))
+            continue;
+        if (clean && (cls & TV_HF_WS)) {
+            emit(out, ' ', a0, a1);
+            continue;
+        }
+        int han = (f & TV_NB_CJK) && cjk(c);
+        if (han)
+            emit(out, ' ', a0, a1);
+        uint32_t d[32];
+        size_t nd = 1;
+        d[0] = c;
+        if (f & TV_NB_STRIP)
+            nd = decompose(c, 0, d);
+        for (size_t k = 0; k < nd; k++) {
+            if (f & TV_NB_STRIP) {
+                if (d[k] >= 0x300 && (tv_hf_class(d[k]) & TV_HF_MN))
+                    continue;
+                if (ccc(d[k]))
+                    return 1;
+            }
+            if (lo)
+                emit_lower(out, d[k], a0, a1);
+            else
+                emit(out, d[k], a0, a1);
+        }
+        if (han)
+            emit(out, ' ', a0, a1);
+    }
+    return 0;
+}
+
+static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
+{
+    switch (v->kind) {
+    case TV_N_NFD:
+        return unicode_norm(in, out, 0, 0);
+    case TV_N_NFKD:
+        return unicode_norm(in, out, 1, 0);
+    case TV_N_NFC:
+        return unicode_norm(in, out, 0, 1);
+    case TV_N_NFKC:
+        return unicode_norm(in, out, 1, 1);
+    case TV_N_LOWER:
+        return lower(in, out);
+    case TV_N_STRIP_ACCENTS:
+        return filter_marks(in, out, TV_HF_MARK);
+    case TV_N_STRIP:
+        return strip(in, out, v->flags);
+    case TV_N_REPLACE:
+        return replace(v, in, out);
+    case TV_N_PREPEND:
+        return prepend(v, in, out);
+    default:
+        return -EINVAL;
+    }
+}
+
+int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur)
+{
+    for (size_t k = 0; k < n; k++) {
+        int steps[4], ns = 0;
+        if (v[k].kind == TV_N_BERT) {
+            tv_hf_text *in = &b->t[*cur], *out = &b->t[!*cur];
+            out->n = 0;
+            int rc = tv_hf_text_reserve(out, in->n + 64);
+            if (rc == 0)
+                rc = bert_fused(v[k].flags, in, out);
+            if (rc < 0)
+                return rc;
+            if (rc == 0) {
+                *cur = !*cur;
+                continue;
+            }
+        }
+        if (v[k].kind != TV_N_BERT) {
+            steps[ns++] = -1;
+        } else {
+            unsigned f = v[k].flags;
+            if (f & TV_NB_CLEAN)
+                steps[ns++] = 0;
+            if (f & TV_NB_CJK)
+                steps[ns++] = 1;
+            if (f & TV_NB_STRIP)
+                steps[ns++] = 2;
+            if (f & TV_NB_LOWER)
+                steps[ns++] = 3;
+        }
+        for (int j = 0; j < ns; j++) {
+            tv_hf_text *in = &b->t[*cur], *out = &b->t[!*cur];
+            out->n = 0;
+            if (tv_hf_text_reserve(out, in->n + 16) < 0)
+                return -ENOMEM;
+            int rc;
+            if (steps[j] == 0) {
+                rc = clean_text(in, out);
+            } else if (steps[j] == 1) {
+                rc = chinese(in, out);
+            } else if (steps[j] == 2) { /* NFD, then drop Mn */
+                rc = unicode_norm(in, out, 0, 0);
+                if (rc == 0) {
+                    tv_hf_text *t2 = in;
+                    t2->n = 0;
+                    rc = filter_marks(out, t2, TV_HF_MN);
+                    if (rc == 0)
+                        continue; /* the result is back in *cur */
+                }
+            } else if (steps[j] == 3) {
+                rc = lower(in, out);
+            } else {
+                rc = step(&v[k], in, out);
+            }
+            if (rc)
+                return rc;
+            *cur = !*cur;
+        }
+    }
+    return 0;
+}
+
+/* --- parsing --- */
+
+static int bad(char *err, size_t errlen, const char *where, const char *what)
+{
+    snprintf(err, errlen, "%s: %s", where, what);
+    return TOKVEC_E_TOKENIZER;
+}
+
+/* UTF-8 string s as code points (malloc'd). */
+static int to_cps(const char *s, uint32_t **out, size_t *n)
+{
+    size_t len = strlen(s), k = 0;
+    uint32_t *v = malloc((len + 1) * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) { /* jansson gives valid UTF-8 */
+        uint32_t c = p[i];
+        size_t m = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        if (m > 1)
+            c &= 0x3F >> (m - 1);
+        for (size_t j = 1; j < m && i + j < len; j++)
+            c = c << 6 | (p[i + j] & 0x3F);
+        v[k++] = c;
+        i += m;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
+                     size_t *cap, char *err, size_t errlen);
+
+static int add(tv_norm **v, size_t *n, size_t *cap, tv_norm x)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 4;
+        tv_norm *nv = realloc(*v, c * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        *v = nv;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
+                     size_t *cap, char *err, size_t errlen)
+{
+    const char *ty = json_string_value(json_object_get(j, "type"));
+    char msg[160];
+    tv_norm x = {0};
+    if (!ty)
+        return bad(err, errlen, where, "a normalizer without a type");
+    if (!strcmp(ty, "Sequence")) {
+        json_t *arr = json_object_get(j, "normalizers"), *e;
+        size_t k;
+        if (!json_is_array(arr))
+            return bad(err, errlen, where, "Sequence without normalizers");
+        json_array_foreach(arr, k, e) {
+            char w[256];
+            snprintf(w, sizeof w, "%s.normalizers[%zu]", where, k);
+            int rc = parse_one(e, w, v, n, cap, err, errlen);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    if (!strcmp(ty, "BertNormalizer")) {
+        json_t *sa = json_object_get(j, "strip_accents");
+        int lc = !json_is_false(json_object_get(j, "lowercase"));
+        x.kind = TV_N_BERT;
+        x.flags = (json_is_false(json_object_get(j, "clean_text"))
+                       ? 0
+                       : TV_NB_CLEAN) |
+                  (json_is_false(json_object_get(j, "handle_chinese_chars"))
+                       ? 0
+                       : TV_NB_CJK) |
+                  (lc ? TV_NB_LOWER : 0);
+        if (json_is_true(sa) || ((!sa || json_is_null(sa)) && lc))
+            x.flags |= TV_NB_STRIP;
+    } else if (!strcmp(ty, "NFD")) {
+        x.kind = TV_N_NFD;
+    } else if (!strcmp(ty, "NFKD")) {
+        x.kind = TV_N_NFKD;
+    } else if (!strcmp(ty, "NFC")) {
+        x.kind = TV_N_NFC;
+    } else if (!strcmp(ty, "NFKC")) {
+        x.kind = TV_N_NFKC;
+    } else if (!strcmp(ty, "Lowercase")) {
+        x.kind = TV_N_LOWER;
+    } else if (!strcmp(ty, "StripAccents")) {
+        x.kind = TV_N_STRIP_ACCENTS;
+    } else if (!strcmp(ty, "Strip")) {
+        x.kind = TV_N_STRIP;
+        x.flags = (json_is_true(json_object_get(j, "strip_left")) ? 1 : 0) |
+                  (json_is_true(json_object_get(j, "strip_right")) ? 2 : 0);
+    } else if (!strcmp(ty, "Replace")) {
+        json_t *pat = json_object_get(j, "pattern");
+        const char *s = json_string_value(json_object_get(pat, "String"));
+        const char *c = json_string_value(json_object_get(j, "content"));
+        if (!s || !c)
+            return bad(err, errlen, where,
+                       "Replace: only a String pattern is supported (a "
+                       "Regex pattern is not)");
+        x.kind = TV_N_REPLACE;
+        if (to_cps(s, &x.pat, &x.npat) < 0 || to_cps(c, &x.rep, &x.nrep) < 0) {
+            free(x.pat);
+            return -ENOMEM;
+        }
+    } else if (!strcmp(ty, "Prepend")) {
+        const char *c = json_string_value(json_object_get(j, "prepend"));
+        if (!c)
+            return bad(err, errlen, where, "Prepend without a string");
+        x.kind = TV_N_PREPEND;
+        if (to_cps(c, &x.rep, &x.nrep) < 0)
+            return -ENOMEM;
+    } else {
+        snprintf(msg, sizeof msg, "normalizer %.40s is not supported", ty);
+        return bad(err, errlen, where, msg);
+    }
+    int rc = add(v, n, cap, x);
+    if (rc) {
+        free(x.pat);
+        free(x.rep);
+    }
+    return rc;
+}
+
+int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
+                  char *err, size_t errlen)
+{
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (!j || json_is_null(j))
+        return 0;
+    int rc = parse_one(j, where, out, n, &cap, err, errlen);
+    if (rc) {
+        tv_norm_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+void tv_norm_free(tv_norm *v, size_t n)
+{
+    for (size_t k = 0; v && k < n; k++) {
+        free(v[k].pat);
+        free(v[k].rep);
+    }
+    free(v);
+}

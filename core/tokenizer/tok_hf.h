@@ -1,0 +1,180 @@
+/* tok_hf.h -- Hugging Face tokenizer.json pipelines beyond byte-level BPE:
+ * the stages' descriptions (built at open from the JSON, read-only after)
+ * and the calls each stage's file offers. normalize.c: normalizers;
+ * pretok.c: pre-tokenizers; wordpiece.c: the WordPiece model and the
+ * pipeline that runs them; postproc.c: post-processors; decoders.c:
+ * decoders. Not a public header.
+ *
+ * Text in flight is an array of code points, each with the byte span of
+ * the original input it came from (HF's alignments): a normalizer maps
+ * one such array to another, a pre-tokenizer cuts it into words (ranges),
+ * the model turns each word into tokens whose offsets are the spans of
+ * their first and last code points. The arrays live in the caller's
+ * tokvec_tok_state (tv_hf_buf), so encoding allocates only to grow them.
+ *
+ * Every parser returns 0 or TOKVEC_E_TOKENIZER with one line in err naming
+ * the component and its JSON path (or -ENOMEM).
+ */
+#ifndef TOKVEC_TOK_HF_H
+#define TOKVEC_TOK_HF_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tok_internal.h"
+
+/* Unicode classes (tools/gen_hfucd.awk) */
+enum {
+    TV_HF_WS = 1,     /* White_Space (Rust's char::is_whitespace) */
+    TV_HF_CTRL = 2,   /* Cc Cf Co (unicode_categories' is_other) */
+    TV_HF_MN = 4,     /* Mn (unicode_categories) */
+    TV_HF_PUNCT = 8,  /* P* (unicode_categories) */
+    TV_HF_DEC = 16,   /* has a canonical decomposition */
+    TV_HF_KDEC = 32,  /* has any decomposition */
+    TV_HF_LOWER = 64, /* has a lowercase mapping */
+    TV_HF_CCC = 128,  /* non-zero canonical combining class */
+    TV_HF_MARK = 256, /* M* (is_combining_mark, StripAccents) */
+    TV_HF_NUM = 512,  /* N* (Rust's char::is_numeric, Digits) */
+};
+unsigned tv_hf_class(uint32_t cp);
+
+/* A text in flight: n code points, each from original bytes a0..a1. */
+typedef struct tv_hf_text {
+    uint32_t *cp, *a0, *a1;
+    size_t n, cap;
+} tv_hf_text;
+
+typedef struct tv_hf_range {
+    size_t s, e;
+} tv_hf_range;
+
+/* Per-thread buffers (in tokvec_tok_state). */
+typedef struct tv_hf_buf {
+    tv_hf_text t[2];
+    tv_hf_range *w[2]; /* words: the current and the next list */
+    size_t wn[2], wcap[2];
+    unsigned char *u8; /* a word as UTF-8, ... */
+    uint32_t *u8ch;    /* ... and the code point each byte starts (or -1) */
+    uint64_t *ph;      /* ... and the hashes of its prefixes (wordpiece.c) */
+    size_t u8cap;
+} tv_hf_buf;
+void tv_hf_buf_free(tv_hf_buf *b);
+int tv_hf_text_reserve(tv_hf_text *x, size_t n);
+
+/* --- normalizers (normalize.c) --- */
+enum {
+    TV_N_BERT,
+    TV_N_NFD,
+    TV_N_NFKD,
+    TV_N_NFC,
+    TV_N_NFKC,
+    TV_N_LOWER,
+    TV_N_STRIP_ACCENTS,
+    TV_N_STRIP,
+    TV_N_REPLACE,
+    TV_N_PREPEND,
+};
+enum { /* TV_N_BERT flags */
+       TV_NB_CLEAN = 1,
+       TV_NB_CJK = 2,
+       TV_NB_STRIP = 4,
+       TV_NB_LOWER = 8,
+};
+typedef struct tv_norm {
+    int kind;
+    unsigned flags;      /* TV_N_BERT: TV_NB_*; TV_N_STRIP: 1 left 2 right */
+    uint32_t *pat, *rep; /* Replace: pattern and content; Prepend: rep */
+    size_t npat, nrep;
+} tv_norm;
+int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
+                  char *err, size_t errlen);
+void tv_norm_free(tv_norm *v, size_t n);
+/* Runs the steps over b->t[*cur]; *cur names the result. */
+int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur);
+
+/* --- pre-tokenizers (pretok.c) --- */
+enum {
+    TV_P_BERT,
+    TV_P_WHITESPACE_SPLIT,
+    TV_P_PUNCT,
+    TV_P_DIGITS,
+};
+enum { /* split behaviours */
+       TV_SB_REMOVED,
+       TV_SB_ISOLATED,
+       TV_SB_PREV,
+       TV_SB_NEXT,
+       TV_SB_CONTIG,
+};
+typedef struct tv_pretok {
+    int kind;
+    int behavior;   /* Punctuation */
+    int individual; /* Digits */
+} tv_pretok;
+int tv_pretok_parse(json_t *j, const char *where, tv_pretok **out, size_t *n,
+                    char *err, size_t errlen);
+/* Cuts text x (one word [0, n)) into b->w[*cur][0..b->wn[*cur]). */
+int tv_pretok_run(const tv_pretok *v, size_t n, const tv_hf_text *x,
+                  tv_hf_buf *b, int *cur);
+
+/* --- post-processors (postproc.c) --- */
+typedef tv_post_ids tv_post; /* tok_internal.h */
+int tv_post_parse(json_t *j, tv_post *p, char *err, size_t errlen);
+void tv_post_free(tv_post *p);
+
+/* --- decoders (decoders.c) --- */
+enum { TV_D_WORDPIECE, TV_D_BYTELEVEL, TV_D_STRIP, TV_D_REPLACE, TV_D_FUSE };
+typedef struct tv_dec {
+    int kind;
+    char *a, *b;        /* WordPiece: prefix; Replace: pattern, content;
+                         * Strip: content */
+    int cleanup;        /* WordPiece */
+    size_t left, right; /* Strip */
+} tv_dec;
+int tv_dec_parse(json_t *j, const char *where, tv_dec **out, size_t *n,
+                 char *err, size_t errlen);
+void tv_dec_free(tv_dec *v, size_t n);
+/* Decodes n ids with the decoder chain (no chain: tokens joined by one
+ * space, as HF does); skip: leave out special tokens. */
+int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
+               int skip, char **text, size_t *len);
+
+/* --- the WordPiece model and the pipeline (wordpiece.c) --- */
+#define TV_WP_INLINE 19
+typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
+    uint64_t hash;
+    int32_t id;  /* -1: empty */
+    uint8_t len; /* key bytes, when at most TV_WP_INLINE (else 255) */
+    unsigned char key[TV_WP_INLINE];
+} tv_wp_slot;
+
+typedef struct tv_hf {
+    tv_norm *norm;
+    size_t nnorm;
+    tv_pretok *pre;
+    size_t npre;
+    tv_dec *dec;
+    size_t ndec;
+    int has_decoder;
+    /* WordPiece */
+    char *prefix;
+    size_t nprefix;
+    int32_t unk;
+    size_t max_chars;
+    tv_wp_slot *whole; /* model.vocab's tokens by their bytes */
+    tv_wp_slot *cont;  /* those that start with the prefix, by the bytes
+                        * after it */
+    size_t wmask, cmask;
+    size_t max_len, max_cont; /* longest token, longest continuation */
+    uint64_t lens_w, lens_c;  /* bit n - 1: some token is n bytes (n <= 64) */
+} tv_hf;
+
+int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
+void tv_hf_free(tv_hf *h);
+/* Encodes one stretch (no added tokens in it) of u[i..end). */
+int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const unsigned char *u, size_t i, size_t end,
+                  tokvec_tok_ids *out, int offs);
+
+#endif

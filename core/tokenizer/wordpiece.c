@@ -1,0 +1,469 @@
+/* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
+ * BERT-family model) and the pipeline that runs a non-byte-level
+ * tokenizer: UTF-8 in, normalizers (normalize.c), pre-tokenizers
+ * (pretok.c), then WordPiece on each word.
+ *
+ * WordPiece, as HF's: a word of more than max_input_chars_per_word code
+ * points is unk_token whole; else greedy longest match from the left, the
+ * pieces after the first looked up with continuing_subword_prefix; when
+ * some position matches nothing the whole word is unk_token. Lookups are
+ * bounded by the longest token, so a word costs O(length x longest
+ * token) at worst, and a word past the limit O(length).
+ *
+ * Must hold: ids are HF's encode(text, add_special_tokens=False) for valid
+ * UTF-8 (bytes that are not are U+FFFD each, as one byte); token offsets
+ * are the original bytes HF's alignments give (start of the first code
+ * point, end of the last). Threads: the handle is read-only after open;
+ * working memory is the caller's tokvec_tok_state.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_hf.h"
+
+#define EMPTY_SLOT (-1)
+
+void tv_hf_buf_free(tv_hf_buf *b)
+{
+    if (!b)
+        return;
+    for (int k = 0; k < 2; k++) {
+        free(b->t[k].cp);
+        free(b->t[k].a0);
+        free(b->t[k].a1);
+        free(b->w[k]);
+    }
+    free(b->u8);
+    free(b->u8ch);
+    free(b->ph);
+    free(b);
+}
+
+void tv_hf_free(tv_hf *h)
+{
+    if (!h)
+        return;
+    tv_norm_free(h->norm, h->nnorm);
+    free(h->pre);
+    tv_dec_free(h->dec, h->ndec);
+    free(h->prefix);
+    free(h->whole);
+    free(h->cont);
+    free(h);
+}
+
+/* --- the maps: bytes -> id, hashed so that every prefix's hash comes out
+ * of one pass over a word (FNV-1a, then a mix for the slot) --- */
+
+#define FNV0 0xCBF29CE484222325ull
+
+static inline uint64_t fnv(uint64_t h, unsigned char c)
+{
+    return (h ^ c) * 0x100000001B3ull;
+}
+
+static inline size_t slot_of(uint64_t h, size_t mask)
+{
+    h ^= h >> 31;
+    h *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & mask;
+}
+
+/* The token of n bytes p with hash hv in map m; -1 if none. */
+static int32_t map_get(const tokvec_tokenizer *t, const tv_wp_slot *m,
+                       size_t mask, uint64_t hv, const unsigned char *p,
+                       size_t n)
+{
+    for (size_t k = slot_of(hv, mask);; k = (k + 1) & mask) {
+        const tv_wp_slot *e = &m[k];
+        int32_t id = e->id;
+        if (id == EMPTY_SLOT)
+            return -1;
+        if (e->hash != hv)
+            continue;
+        if (n <= TV_WP_INLINE) {
+            if (e->len == n && !memcmp(e->key, p, n))
+                return id;
+            continue;
+        }
+        uint32_t at, kl; /* a long key: where its bytes are in the blob */
+        memcpy(&at, e->key, 4);
+        memcpy(&kl, e->key + 4, 4);
+        if (e->len == 255 && kl == n && !memcmp(t->blob + at, p, n))
+            return id;
+    }
+}
+
+/* key: n bytes at blob offset at (a long key keeps its offset and size in
+ * the slot's key bytes instead of the bytes). */
+static void map_put(const tokvec_tokenizer *t, tv_wp_slot *m, size_t mask,
+                    uint64_t hv, int32_t id, uint32_t at, size_t n)
+{
+    size_t k = slot_of(hv, mask);
+    while (m[k].id != EMPTY_SLOT)
+        k = (k + 1) & mask;
+    m[k].hash = hv;
+    m[k].id = id;
+    m[k].len = n <= TV_WP_INLINE ? (uint8_t)n : 255;
+    if (n <= TV_WP_INLINE) {
+        memcpy(m[k].key, t->blob + at, n);
+    } else {
+        uint32_t kl = (uint32_t)n;
+        memcpy(m[k].key, &at, 4);
+        memcpy(m[k].key + 4, &kl, 4);
+    }
+}
+
+static uint64_t hash_of(const unsigned char *p, size_t n)
+{
+    uint64_t h = FNV0;
+    for (size_t i = 0; i < n; i++)
+        h = fnv(h, p[i]);
+    return h;
+}
+
+/* Both maps, from the tokens model.vocab gave (all of tok[] so far). */
+static int maps_build(tokvec_tokenizer *t, tv_hf *h)
+{
+    size_t count = t->n_tok, size = 16;
+    while (size < count * 2)
+        size *= 2;
+    h->whole = malloc(size * sizeof *h->whole);
+    h->cont = malloc(size * sizeof *h->cont);
+    if (!h->whole || !h->cont)
+        return -ENOMEM;
+    for (size_t k = 0; k < size; k++)
+        h->whole[k].id = h->cont[k].id = EMPTY_SLOT;
+    h->wmask = h->cmask = size - 1;
+    for (size_t i = 0; i < t->n_tok; i++) {
+        const tv_tok *o = &t->tok[i];
+        size_t n = o->len;
+        const unsigned char *b = t->blob + o->off;
+        map_put(t, h->whole, h->wmask, hash_of(b, n), o->id, o->off, n);
+        if (n > h->max_len)
+            h->max_len = n;
+        if (n <= 64)
+            h->lens_w |= 1ull << (n - 1);
+        if (n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
+            continue;
+        size_t m = n - h->nprefix;
+        map_put(t, h->cont, h->cmask, hash_of(b + h->nprefix, m), o->id,
+                o->off + (uint32_t)h->nprefix, m);
+        if (m > h->max_cont)
+            h->max_cont = m;
+        if (m <= 64)
+            h->lens_c |= 1ull << (m - 1);
+    }
+    return 0;
+}
+
+/* --- loading --- */
+
+static int bad(char *err, size_t errlen, const char *what)
+{
+    snprintf(err, errlen, "%s", what);
+    return TOKVEC_E_TOKENIZER;
+}
+
+/* model.vocab, then the added tokens (matched in the raw text, as HF's
+ * normalized: false tokens are). */
+static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
+                    size_t errlen)
+{
+    json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
+    json_t *added = json_object_get(root, "added_tokens"), *v;
+    const char *key;
+    if (!json_is_object(vocab) || !json_object_size(vocab))
+        return bad(err, errlen,
+                   "model.vocab: not a non-empty object of token -> id");
+    size_t k;
+    json_array_foreach(added, k, v) {
+        const char *c = json_string_value(json_object_get(v, "content"));
+        if (!c || !json_is_integer(json_object_get(v, "id"))) {
+            snprintf(err, errlen, "added_tokens[%zu]: no content or id", k);
+            return TOKVEC_E_TOKENIZER;
+        }
+        if (json_is_true(json_object_get(v, "lstrip")) ||
+            json_is_true(json_object_get(v, "rstrip")) ||
+            json_is_true(json_object_get(v, "single_word")) ||
+            (json_is_true(json_object_get(v, "normalized")) &&
+             !json_is_true(json_object_get(v, "special")))) {
+            snprintf(err, errlen,
+                     "added_tokens[%zu] (\"%.40s\"): lstrip, rstrip, "
+                     "single_word and normalized non-special added tokens "
+                     "are not supported",
+                     k, c);
+            return TOKVEC_E_TOKENIZER;
+        }
+    }
+    json_object_foreach(vocab, key, v) {
+        json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+        size_t kl = strlen(key);
+        if (id < 0 || id >= TV_TOK_MAX_ID || !kl) {
+            snprintf(err, errlen,
+                     "model.vocab: token \"%.40s\": empty, or its id is not "
+                     "an integer in [0, 2^24)",
+                     key);
+            return TOKVEC_E_TOKENIZER;
+        }
+        int rc = tv_tok_add(t, (const unsigned char *)key, kl, (int32_t)id, 0);
+        if (rc == TOKVEC_E_MISMATCH) {
+            snprintf(err, errlen, "model.vocab: id %lld is given twice",
+                     (long long)id);
+            return TOKVEC_E_TOKENIZER;
+        }
+        if (rc)
+            return rc;
+    }
+    int rc = maps_build(t, t->hf);
+    if (rc)
+        return rc;
+    json_array_foreach(added, k, v) {
+        const char *c = json_string_value(json_object_get(v, "content"));
+        json_int_t id = json_integer_value(json_object_get(v, "id"));
+        size_t cl = strlen(c);
+        if (id < 0 || id >= TV_TOK_MAX_ID || !cl) {
+            snprintf(err, errlen, "added_tokens[%zu]: bad id or content", k);
+            return TOKVEC_E_TOKENIZER;
+        }
+        unsigned char kind = json_is_false(json_object_get(v, "special")) ? 2
+                                                                          : 1;
+        tv_tok *o = (tv_tok *)tv_tok_get(t, (int32_t)id);
+        if (o) {
+            if (o->len != cl || memcmp(t->blob + o->off, c, cl)) {
+                snprintf(err, errlen,
+                         "added_tokens[%zu]: id %lld is another token", k,
+                         (long long)id);
+                return TOKVEC_E_TOKENIZER;
+            }
+            o->special = kind; /* also a model token */
+            continue;
+        }
+        rc = tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id, 1);
+        if (rc)
+            return rc == TOKVEC_E_MISMATCH ? TOKVEC_E_TOKENIZER : rc;
+        t->tok[t->n_tok - 1].special = kind; /* tv_tok_add appends */
+    }
+    return 0;
+}
+
+int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
+{
+    json_t *model = json_object_get(root, "model");
+    tv_hf *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    t->hf = h;
+    t->info.model = "WordPiece";
+    const char *unk = json_string_value(json_object_get(model, "unk_token"));
+    json_t *pfx = json_object_get(model, "continuing_subword_prefix");
+    json_t *mx = json_object_get(model, "max_input_chars_per_word");
+    const char *ps = pfx ? json_string_value(pfx) : "##";
+    if (!unk || !ps ||
+        (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0)))
+        return bad(err, errlen,
+                   "model: WordPiece needs unk_token, a string "
+                   "continuing_subword_prefix and a non-negative "
+                   "max_input_chars_per_word");
+    h->prefix = strdup(ps);
+    if (!h->prefix)
+        return -ENOMEM;
+    h->nprefix = strlen(ps);
+    h->max_chars = mx ? (size_t)json_integer_value(mx) : 100;
+    int rc = wp_vocab(t, root, err, errlen);
+    if (rc)
+        return rc;
+    json_t *uid = json_object_get(json_object_get(model, "vocab"), unk);
+    if (!json_is_integer(uid)) {
+        snprintf(err, errlen, "model.unk_token \"%.40s\" is not in the vocab",
+                 unk);
+        return TOKVEC_E_TOKENIZER;
+    }
+    h->unk = (int32_t)json_integer_value(uid);
+    rc = tv_norm_parse(json_object_get(root, "normalizer"), "normalizer",
+                       &h->norm, &h->nnorm, err, errlen);
+    if (rc == 0)
+        rc = tv_pretok_parse(json_object_get(root, "pre_tokenizer"),
+                             "pre_tokenizer", &h->pre, &h->npre, err, errlen);
+    if (rc == 0) {
+        json_t *d = json_object_get(root, "decoder");
+        h->has_decoder = d && !json_is_null(d);
+        rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
+    }
+    return rc;
+}
+
+/* Checks once the token table is final (tok_load.c). */
+int tv_wp_finish(tokvec_tokenizer *t)
+{
+    (void)t;
+    return 0;
+}
+
+/* --- encoding --- */
+
+static void utf8_in(const unsigned char *u, size_t i, size_t end,
+                    tv_hf_text *x)
+{
+    size_t n = 0;
+    while (i < end) {
+        unsigned c = u[i];
+        uint32_t cp = 0xFFFD;
+        size_t m = 1;
+        if (c < 0x80) {
+            cp = c;
+        } else {
+            size_t need = c >= 0xC2 && c <= 0xDF   ? 1
+                          : c >= 0xE0 && c <= 0xEF ? 2
+                          : c >= 0xF0 && c <= 0xF4 ? 3
+                                                   : 0;
+            unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+            unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+            uint32_t v = c & (0x3F >> need);
+            size_t j = 1;
+            for (; need && j <= need && i + j < end; j++) {
+                unsigned b = u[i + j];
+                if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF))
+                    break;
+                v = v << 6 | (b & 0x3F);
+            }
+            if (need && j == need + 1) {
+                cp = v;
+                m = need + 1;
+            }
+        }
+        x->cp[n] = cp;
+        x->a0[n] = (uint32_t)i;
+        x->a1[n] = (uint32_t)(i + m);
+        n++;
+        i += m;
+    }
+    x->n = n;
+}
+
+static int word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                      size_t *len)
+{
+    size_t need = 4 * (e - s) + 1;
+    if (need > b->u8cap) {
+        size_t cap = b->u8cap ? b->u8cap : 256;
+        while (cap < need)
+            cap *= 2;
+        unsigned char *u = realloc(b->u8, cap);
+        if (u)
+            b->u8 = u;
+        uint32_t *ch = u ? realloc(b->u8ch, cap * sizeof *ch) : NULL;
+        if (ch)
+            b->u8ch = ch;
+        uint64_t *ph = ch ? realloc(b->ph, (cap + 1) * sizeof *ph) : NULL;
+        if (!ph)
+            return -ENOMEM;
+        b->ph = ph;
+        b->u8cap = cap;
+    }
+    size_t n = 0;
+    for (size_t i = s; i < e; i++) {
+        uint32_t c = x->cp[i];
+        b->u8ch[n] = (uint32_t)i;
+        if (c < 0x80) {
+            b->u8[n++] = (unsigned char)c;
+            continue;
+        }
+        size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        for (size_t k = m; k-- > 1;) {
+            b->u8[n + k] = (unsigned char)(0x80 | (c & 0x3F));
+            b->u8ch[n + k] = UINT32_MAX;
+            c >>= 6;
+        }
+        b->u8[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+        n += m;
+    }
+    b->u8ch[n] = (uint32_t)e;
+    *len = n;
+    return 0;
+}
+
+static void put_tok(tokvec_tok_ids *out, int offs, int32_t id,
+                    const tv_hf_text *x, size_t s, size_t e)
+{
+    if (offs) {
+        out->offsets[out->n] = x->a0[s];
+        out->stops[out->n] = x->a1[e - 1];
+    }
+    out->ids[out->n++] = id;
+}
+
+static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
+                size_t s, size_t e, tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    if (e - s > h->max_chars) {
+        if (tv_ids_reserve(out, 1, offs) < 0)
+            return -ENOMEM;
+        put_tok(out, offs, h->unk, x, s, e);
+        return 0;
+    }
+    size_t len;
+    if (word_bytes(b, x, s, e, &len) < 0 ||
+        tv_ids_reserve(out, e - s, offs) < 0)
+        return -ENOMEM;
+    size_t n0 = out->n, start = 0;
+    const unsigned char *u = b->u8;
+    uint64_t *ph = b->ph;
+    while (start < len) {
+        size_t lim = start ? h->max_cont : h->max_len;
+        size_t end = len - start > lim ? start + lim : len;
+        uint64_t hv = FNV0, lens = start ? h->lens_c : h->lens_w;
+        for (size_t j = start; j < end; j++)
+            ph[j - start + 1] = hv = fnv(hv, u[j]);
+        int32_t id = -1;
+        for (; end > start; end--) {
+            size_t n = end - start;
+            if (b->u8ch[end] == UINT32_MAX ||
+                (n <= 64 && !(lens >> (n - 1) & 1)))
+                continue;
+            id = start ? map_get(t, h->cont, h->cmask, ph[n], u + start, n)
+                       : map_get(t, h->whole, h->wmask, ph[n], u, n);
+            if (id >= 0)
+                break;
+        }
+        if (id < 0) {
+            out->n = n0;
+            put_tok(out, offs, h->unk, x, s, e);
+            return 0;
+        }
+        put_tok(out, offs, id, x, b->u8ch[start], b->u8ch[end]);
+        start = end;
+    }
+    return 0;
+}
+
+int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const unsigned char *u, size_t i, size_t end,
+                  tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    if (i >= end)
+        return 0;
+    if (!s->hf) {
+        s->hf = calloc(1, sizeof *s->hf);
+        if (!s->hf)
+            return -ENOMEM;
+    }
+    tv_hf_buf *b = s->hf;
+    int cur = 0;
+    if (tv_hf_text_reserve(&b->t[0], end - i) < 0)
+        return -ENOMEM;
+    utf8_in(u, i, end, &b->t[0]);
+    int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
+    if (rc)
+        return rc;
+    const tv_hf_text *x = &b->t[cur];
+    int wc = 0;
+    rc = tv_pretok_run(h->pre, h->npre, x, b, &wc);
+    for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
+        rc = word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
+    return rc;
+}

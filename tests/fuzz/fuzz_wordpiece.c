@@ -1,0 +1,106 @@
+/* fuzz_wordpiece.c -- libFuzzer target for the WordPiece family of
+ * tokenizer.json (tok_hf.h): the loader of the pipeline and the model,
+ * and encoding and decoding through it.
+ *
+ * Input layout: a tokenizer.json, a 0x1E byte, then a text. Without the
+ * separator the whole input is a text for the bge tokenizer
+ * (tests/data/bge/tokenizer.json) and a small pipeline of every stage
+ * kind (tests/data/wordpiece/seq.json), opened once.
+ *
+ * Invariants: open returns 0 or a negative code with a message naming the
+ * file and no handle; encoding any bytes returns 0 with every id a token,
+ * every span inside the text (start <= stop <= length, or 0..0 for the
+ * tokens the post-processor adds), the same answer twice (the state's
+ * buffers are reused), exactly the post-processor's ids around the text
+ * with TOKVEC_TOK_ADD_SPECIAL; decoding the ids, with and without
+ * special tokens, succeeds.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tokvec_tokenizer.h"
+
+static char dir[] = "/tmp/tokvec-fuzz-wordpiece-XXXXXX";
+
+static void check(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const char *text, size_t n)
+{
+    tokvec_tokenizer_info in;
+    tokvec_tokenizer_get_info(t, &in);
+    tokvec_tok_ids a = {0}, b = {0};
+    unsigned f = TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS;
+    if (tokvec_tokenizer_encode(t, s, text, n, f, &a) ||
+        tokvec_tokenizer_encode(t, s, text, n, f | TOKVEC_TOK_ADD_SPECIAL, &b))
+        abort();
+    const int32_t *pre, *post;
+    size_t npre, npost;
+    tokvec_tokenizer_added(t, &pre, &npre, &post, &npost);
+    if (b.n != a.n + npre + npost ||
+        (npre && memcmp(b.ids, pre, npre * sizeof *pre)) ||
+        (a.n && memcmp(b.ids + npre, a.ids, a.n * sizeof *a.ids)) ||
+        (npost && memcmp(b.ids + npre + a.n, post, npost * sizeof *post)))
+        abort();
+    for (size_t k = 0; k < a.n; k++) {
+        const unsigned char *tb;
+        size_t tl;
+        if (tokvec_tokenizer_token(t, a.ids[k], &tb, &tl, NULL) ||
+            a.offsets[k] > a.stops[k] || a.stops[k] > n ||
+            b.offsets[npre + k] != a.offsets[k] ||
+            b.stops[npre + k] != a.stops[k])
+            abort();
+    }
+    for (size_t k = 0; k < npre; k++)
+        if (b.offsets[k] || b.stops[k])
+            abort();
+    for (unsigned sk = 0; sk < 2; sk++) {
+        char *out;
+        size_t ol;
+        if (tokvec_tokenizer_decode_flags(t, b.ids, b.n, sk, &out, &ol, NULL))
+            abort();
+        free(out);
+    }
+    tokvec_tok_ids_free(&a);
+    tokvec_tok_ids_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int made;
+    static tokvec_tokenizer *bge, *seq;
+    static tokvec_tok_state *s;
+    if (!made) {
+        made = mkdtemp(dir) != NULL;
+        s = tokvec_tok_state_new();
+        if (!made || !s ||
+            tokvec_tokenizer_open("tests/data/bge/tokenizer.json", NULL,
+                                  &bge) ||
+            tokvec_tokenizer_open("tests/data/wordpiece/seq.json", NULL, &seq))
+            abort();
+    }
+    const uint8_t *sep = memchr(data, 0x1E, size);
+    if (!sep) {
+        check(bge, s, (const char *)data, size);
+        check(seq, s, (const char *)data, size);
+        return 0;
+    }
+    char p[512], err[512] = "";
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    FILE *f = fopen(p, "wb");
+    size_t n1 = (size_t)(sep - data);
+    if (!f || (n1 && fwrite(data, 1, n1, f) != n1))
+        abort();
+    fclose(f);
+    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_tokenizer *t = NULL;
+    int rc = tokvec_tokenizer_open(p, &o, &t);
+    if (rc > 0 || (rc < 0 && (t || !strstr(err, dir))) || (rc == 0 && !t))
+        abort();
+    if (t) {
+        check(t, s, (const char *)sep + 1, size - n1 - 1);
+        tokvec_tokenizer_close(t);
+    }
+    return 0;
+}

@@ -1,0 +1,240 @@
+// hf.js -- tokvec's WordPiece tokenizers against Hugging Face tokenizers
+// (npm "tokenizers": HF's Rust library as a native Node module), text by
+// text: ids with add_special_tokens false and true, and offsets. Zero
+// differences allowed; HF wins.
+//
+//   node hf.js check --tokvec BIN --tokenizer FILE [--exhaustive 1] F...
+//       the built-in texts of oracle.js, Unicode edge cases (CJK blocks,
+//       marks in and out of canonical order, controls, format and
+//       zero-width characters, accents, words around
+//       max_input_chars_per_word), each file whole, by paragraphs and by
+//       lines; --exhaustive adds every Unicode scalar value c in
+//       "a"+c+"b", c+c and "É"+c+" x"
+//   node hf.js train --out FILE F...
+//       trains a WordPiece tokenizer on the files with HF's trainer (NFKC,
+//       Lowercase; WhitespaceSplit, Punctuation, Digits), adds [UNK],
+//       [CLS], [SEP], a template post-processor and a WordPiece decoder,
+//       and writes its tokenizer.json
+//
+// HF's Node binding reports offsets in code points; they are turned into
+// the UTF-8 byte offsets tokvec reports before comparing. Texts go to
+// `tokvec tokenize --jsonl --offsets` ([id, start, stop] per token).
+'use strict';
+const fs = require('fs');
+const { spawnSync } = require('child_process');
+const hf = require('tokenizers');
+const { builtins, rng, show } = require('./oracle.js');
+
+function args(argv) {
+    const o = { files: [] };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a.startsWith('--')) o[a.slice(2)] = argv[++i];
+        else o.files.push(a);
+    }
+    return o;
+}
+
+function tokvec(opt, texts, add) {
+    const input = texts.map((t) => JSON.stringify(t)).join('\n') + '\n';
+    const argv = ['tokenize', '--jsonl', '--offsets', '--tokenizer', opt.tokenizer];
+    if (add) argv.push('--add-special');
+    const r = spawnSync(opt.tokvec, argv, {
+        input, maxBuffer: 1 << 30, encoding: 'utf8',
+    });
+    if (r.status !== 0)
+        throw new Error(`tokvec exited ${r.status} (${r.signal || r.error}): ${r.stderr}`);
+    const lines = r.stdout.split('\n');
+    lines.pop();
+    if (lines.length !== texts.length)
+        throw new Error(`tokvec gave ${lines.length} answers for ${texts.length}`);
+    return lines;
+}
+
+// Byte offset of each code point index of t (and of its end).
+function byteAt(t) {
+    const at = [0];
+    let b = 0;
+    for (const c of t) {
+        const cp = c.codePointAt(0);
+        b += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        at.push(b);
+    }
+    return at;
+}
+
+async function compare(opt, tok, texts, add, report) {
+    const got = tokvec(opt, texts, add);
+    const encs = await tok.encodeBatch(texts, { addSpecialTokens: add });
+    let bad = 0;
+    for (let i = 0; i < texts.length; i++) {
+        const ids = encs[i].getIds(), offs = encs[i].getOffsets();
+        const at = byteAt(texts[i]);
+        const want = '[' + ids.map((id, k) =>
+            `[${id},${at[offs[k][0]]},${at[offs[k][1]]}]`).join(',') + ']';
+        if (got[i] !== want) {
+            bad++;
+            if (report.shown++ < 20)
+                console.log(`DIFF add_special=${add} ${show(texts[i])}\n` +
+                    `  hf     ${want}\n  tokvec ${got[i]}`);
+        }
+    }
+    return bad;
+}
+
+function edgeCases() {
+    const t = [];
+    const cjk = [[0x4e00, 0x9fff], [0x3400, 0x4dbf], [0x20000, 0x2a6df],
+        [0x2a700, 0x2b73f], [0x2b740, 0x2b81f], [0x2b820, 0x2b91f],
+        [0x2b920, 0x2ceaf], [0xf900, 0xfaff], [0x2f800, 0x2fa1f],
+        [0x30000, 0x3134f], [0x3040, 0x30ff], [0xac00, 0xd7a3]];
+    const r = rng(25);
+    for (const [lo, hi] of cjk) {
+        let s = '';
+        for (let k = 0; k < 200; k++)
+            s += String.fromCodePoint(lo + Math.floor(r() * (hi - lo + 1))) +
+                (r() < 0.2 ? ' ' : r() < 0.1 ? 'ab' : '');
+        t.push(s, String.fromCodePoint(lo) + 'x' + String.fromCodePoint(hi));
+    }
+    const marks = [0x300, 0x301, 0x308, 0x323, 0x327, 0x328, 0x31b, 0x345,
+        0x5b0, 0x5c4, 0x65f, 0x93c, 0x94d, 0x3099, 0x309a, 0x1dc0, 0x20d0,
+        0xfe20, 0x1d165, 0x1d16d, 0x302a, 0x1cf2, 0x111c9, 0x1734, 0xa9bd];
+    const bases = ['a', 'e', 'o', 'A', 'ı', 'i', 'ſ', 'ω', 'α', 'ü', 'k',
+        '\u1100', '\u1161', '\uac00', 'か', 'ا', 'क', ' ', '1', '.'];
+    for (let k = 0; k < 3000; k++) {
+        let s = '';
+        const n = 1 + Math.floor(r() * 8);
+        for (let i = 0; i < n; i++) {
+            s += bases[Math.floor(r() * bases.length)];
+            const m = Math.floor(r() * 4);
+            for (let j = 0; j < m; j++)
+                s += String.fromCodePoint(marks[Math.floor(r() * marks.length)]);
+            if (r() < 0.3) s += ' ';
+        }
+        t.push(s);
+    }
+    const ctl = ['\u0000', '\u0001', '\u0009', '\u000a', '\u000b', '\u000c',
+        '\u000d', '\u001f', '\u007f', '\u0085', '\u00ad', '\u061c', '\u180e',
+        '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u2028', '\u2029',
+        '\u202a', '\u202e', '\u2060', '\u2066', '\ufeff', '\ufff9', '\ufffd',
+        '\ue000', '\u{f0000}', '\u{e0001}', '\u{e0020}', '\u3000', '\u00a0',
+        '\u1680', '\u2007', '\u202f'];
+    for (let k = 0; k < 2000; k++) {
+        let s = '';
+        const n = 1 + Math.floor(r() * 12);
+        for (let i = 0; i < n; i++)
+            s += r() < 0.5 ? ctl[Math.floor(r() * ctl.length)]
+                : 'xÉé中,'[Math.floor(r() * 5)];
+        t.push(s);
+    }
+    t.push('Ça va? Élève, naïve café, Ångström, Œuvre, façade, São Paulo, ' +
+        'Dvořák, Łódź, İstanbul, ǅemal, ΆΈΉ, Ǻ, ḱ, ẞ ß ﬃ ① ㎏ ｶﾞ ﾊﾟ ™ ½',
+    'ÀÁÂÃÄÅàáâãäå ÈÉÊËèéêë ÌÍÎÏìíîï ÒÓÔÕÖòóôõö ÙÚÛÜùúûü Ññ Çç Ÿÿ',
+    'e\u0301 e\u0301\u0301 E\u0300\u0323 a\u0323\u0302 \u0301x',
+    '[CLS] [SEP] [UNK] [MASK] [PAD] [cls] [CLS][SEP]x[SEP] a[UNK]b',
+    // long runs of marks out of canonical order (linear time in tokvec)
+    'a' + '\u0301\u0323'.repeat(5000),
+    'e' + '\u0323\u0301\u0302\u0316'.repeat(2000) + ' x\u0345\u0300 y');
+    // words around max_input_chars_per_word (100 in both tokenizers)
+    for (const n of [1, 50, 98, 99, 100, 101, 102, 200, 5000]) {
+        t.push('a'.repeat(n), 'é'.repeat(n), 'x' + 'é'.repeat(n - 1),
+            'ab'.repeat(n).slice(0, n), '中'.repeat(n), 'q'.repeat(n) + ' end',
+            'the'.repeat(Math.ceil(n / 3)).slice(0, n), 'ǅ'.repeat(n),
+            'ﬃ'.repeat(Math.ceil(n / 3)), 'i\u0307'.repeat(n));
+    }
+    return t;
+}
+
+function exhaustive() {
+    const t = [];
+    for (let cp = 0; cp <= 0x10ffff; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) continue;
+        const c = String.fromCodePoint(cp);
+        t.push('a' + c + 'b', c + c, 'É' + c + ' x');
+    }
+    return t;
+}
+
+async function check(opt) {
+    const tok = hf.Tokenizer.fromFile(opt.tokenizer);
+    let texts = builtins().concat(edgeCases());
+    for (const f of opt.files) {
+        let s;
+        try {
+            s = fs.readFileSync(f);
+        } catch (e) {
+            continue;
+        }
+        if (f.endsWith('.gz')) s = require('zlib').gunzipSync(s);
+        s = s.toString('utf8');
+        texts.push(s);
+        for (const para of s.split('\n\n')) texts.push(para);
+        for (const line of s.split('\n')) if (line) texts.push(line);
+    }
+    if (opt.exhaustive) texts = texts.concat(exhaustive());
+    texts = texts.filter((t) => t.length < (1 << 22));
+    const report = { shown: 0 };
+    let bad = 0;
+    for (const add of [false, true])
+        for (let i = 0; i < texts.length; i += 50000)
+            bad += await compare(opt, tok, texts.slice(i, i + 50000), add, report);
+    const bytes = texts.reduce((a, t) => a + Buffer.byteLength(t), 0);
+    console.log(`hf ${opt.tokenizer}: ${texts.length} texts (${bytes} bytes) ` +
+        `x 2 (add_special_tokens false, true), ids and offsets, ${bad} differences`);
+    return bad;
+}
+
+function train(opt) {
+    const t = new hf.Tokenizer(hf.WordPiece.init({}, {
+        unkToken: '[UNK]', continuingSubwordPrefix: '##',
+    }));
+    t.setNormalizer(hf.sequenceNormalizer([hf.nfkcNormalizer(), hf.lowercase()]));
+    t.setPreTokenizer(hf.sequencePreTokenizer([hf.whitespaceSplitPreTokenizer(),
+        hf.punctuationPreTokenizer(), hf.digitsPreTokenizer(true)]));
+    const files = opt.files.filter((f) => {
+        try {
+            return fs.statSync(f).isFile() && !f.endsWith('.gz');
+        } catch (e) {
+            return false;
+        }
+    });
+    t.train(files);
+    const tmp = opt.out + '.tmp';
+    t.save(tmp);
+    const j = JSON.parse(fs.readFileSync(tmp, 'utf8'));
+    fs.unlinkSync(tmp);
+    const vocab = j.model.vocab;
+    let next = Object.keys(vocab).length;
+    j.added_tokens = [];
+    for (const s of ['[UNK]', '[CLS]', '[SEP]']) {
+        if (!(s in vocab)) vocab[s] = next++;
+        j.added_tokens.push({ id: vocab[s], content: s, single_word: false,
+            lstrip: false, rstrip: false, normalized: false, special: true });
+    }
+    j.post_processor = { type: 'TemplateProcessing',
+        single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } },
+            { Sequence: { id: 'A', type_id: 0 } },
+            { SpecialToken: { id: '[SEP]', type_id: 0 } }],
+        pair: [{ Sequence: { id: 'A', type_id: 0 } },
+            { Sequence: { id: 'B', type_id: 1 } }],
+        special_tokens: {
+            '[CLS]': { id: '[CLS]', ids: [vocab['[CLS]']], tokens: ['[CLS]'] },
+            '[SEP]': { id: '[SEP]', ids: [vocab['[SEP]']], tokens: ['[SEP]'] },
+        } };
+    j.decoder = { type: 'WordPiece', prefix: '##', cleanup: true };
+    fs.writeFileSync(opt.out, JSON.stringify(j));
+    console.log(`trained ${opt.out}: ${next} tokens from ${files.length} files`);
+}
+
+async function main() {
+    const mode = process.argv[2];
+    const opt = args(process.argv.slice(3));
+    if (mode === 'train') return train(opt);
+    const bad = await check(opt);
+    process.exit(bad ? 1 : 0);
+}
+
+main().catch((e) => {
+    console.error(e);
+    process.exit(2);
+});
