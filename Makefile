@@ -94,6 +94,7 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
         sanitize-test run lint data \
         oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
+        sentence-ids \
         browser-test \
         float-random valgrind \
         check-floats coverage clean help
@@ -113,6 +114,8 @@ help::
 	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
 	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
 	@echo "                  (part of test)"
+	@echo "make sentence-ids rewrite tests/data/model2vec-rs/hf-ids.json (HF's"
+	@echo "                  ids of the static-model tests' texts, npm tokenizers)"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -449,6 +452,18 @@ unigram-oracle: $(BUILD)/tools/uni_check $(ORACLE)/.installed \
 	  --out $(UNI)/m2v.oracle.jsonl $(UNI_CORPUS)
 	@$(BUILD)/tools/uni_check tests/data/unigram/model2vec-vocab-quantized.json \
 	  $(UNI)/m2v.oracle.jsonl
+
+# --- the static-model tests' reference ids: Hugging Face tokenizers -------
+# tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
+# tests need ids of; tests/oracle/hf/sentence-ids.js encodes them with the
+# npm tokenizers of tokenizer-oracle ($(ORACLE)); the answer, with the
+# SHA-256 of each tokenizer.json, is committed (the tests need no node).
+SENTENCE_IDS := tests/data/model2vec-rs/hf-ids.json
+sentence-ids: $(ORACLE)/.installed
+	$(PYTHON) tests/e2e/static_ref.py --requests | \
+	  NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf/sentence-ids.js \
+	  > $(SENTENCE_IDS).tmp
+	mv $(SENTENCE_IDS).tmp $(SENTENCE_IDS)
 
 # --- coverage -----------------------------------------------------------------
 # gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then
