@@ -31,7 +31,8 @@ TEST_LIBS := -lcmocka
 # sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
              nettle-dev unicode-data
-DEB_TEST  := libcmocka-dev python3 python3-numpy python3-httpx nodejs curl \
+DEB_TEST  := libcmocka-dev python3 python3-numpy python3-httpx python3-yaml \
+             nodejs curl \
              prometheus python3-torch
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined

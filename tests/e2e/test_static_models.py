@@ -19,6 +19,10 @@ Standard library + numpy.
 import base64
 import io
 import json
+import os
+import shlex
+import shutil
+import tempfile
 import unittest
 import zipfile
 
@@ -260,6 +264,83 @@ class VocabQuantizedSmallM(FixtureModel, unittest.TestCase):
     NAME = "vocab-quantized"
     M = ref.SMALL_M
     ARGS = ("--max-sentence-tokens", str(ref.SMALL_M))
+
+
+class DeployedSettings(unittest.TestCase):
+    """The settings the image and the deploy examples give tokvec, run by
+    the local binary on a fixture model copied to where they put it: the
+    Dockerfile's ENV with TOKVEC_MODEL (a TOKVEC_TABLE there would stop
+    start-up), deploy/compose-model.yaml's environment and
+    deploy/k8s-model/configmap.yaml's data (make manifest-check checks
+    their mounts offline; make container-test runs the image)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-deployed-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def serve_with(self, env, what):
+        """env's TOKVEC_* settings, /models/NAME moved under tmp, host and
+        port local: the server answers GET /v1/models with NAME."""
+        env = {k: v for k, v in env.items() if k.startswith("TOKVEC_")}
+        model = env["TOKVEC_MODEL"]
+        self.assertTrue(model.startswith("/models/"), (what, model))
+        here = os.path.join(self.tmp, what, model.lstrip("/"))
+        shutil.copytree(ref.Model("float32").path, here)
+        env.update(TOKVEC_MODEL=here, TOKVEC_HOST="127.0.0.1",
+                   TOKVEC_PORT=str(tc.free_port()), TOKVEC_TABLE=None,
+                   TOKVEC_TOKENIZER=None, TOKVEC_CONFIG=None)
+        srv = tc.Server(None, env=env)
+        try:
+            st, _, body = srv.get("/v1/models")
+            self.assertEqual(st, 200, what)
+            self.assertEqual(json.loads(body)["data"][0]["id"],
+                             os.path.basename(model), what)
+            st, _, body = srv.request(
+                "POST", "/v1/embeddings", json.dumps({"input": "hello"}),
+                {"Content-Type": "application/json"})
+            self.assertEqual(st, 200, (what, body))
+            return json.loads(srv.get("/info")[2])
+        finally:
+            srv.stop()
+
+    def test_the_images_env_with_tokvec_model_serves_the_model(self):
+        env = {}
+        with open(os.path.join(tc.TOP, "Dockerfile")) as f:
+            text = f.read().replace("\\\n", " ")
+        for line in text.splitlines():
+            if line.startswith("ENV "):
+                env.update(kv.split("=", 1) for kv in shlex.split(line[4:]))
+        self.assertIn("TOKVEC_PORT", env)
+        self.assertNotIn("TOKVEC_TABLE", env,
+                         "a TOKVEC_TABLE in the image stops --model")
+        env["TOKVEC_MODEL"] = "/models/potion-base-8M"
+        self.serve_with(env, "image")
+
+    def test_the_compose_and_k8s_model_examples_start_tokvec(self):
+        try:
+            import yaml
+        except ImportError:
+            self.fail("python3-yaml missing (make test-deps installs it)")
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "check_manifests", os.path.join(tc.TOP, "deploy",
+                                            "check-manifests.py"))
+        cm = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cm)
+        with open(os.path.join(tc.TOP, "deploy", "compose-model.yaml")) as f:
+            compose = cm.interpolate(yaml.safe_load(f))
+        env = cm.compose_env(compose["services"]["tokvec"])
+        self.serve_with(env, "compose")
+        with open(os.path.join(tc.TOP, "deploy", "k8s-model",
+                               "configmap.yaml")) as f:
+            data = yaml.safe_load(f)["data"]
+        info = self.serve_with(data, "k8s")
+        self.assertEqual(info["model"]["max_sentence_tokens"],
+                         int(data["TOKVEC_MAX_SENTENCE_TOKENS"]))
 
 
 if __name__ == "__main__":
