@@ -24,7 +24,7 @@ import unittest
 
 import numpy as np
 
-import static_ref as ref
+import static_ref as sref
 import support as tc
 
 TOP = tc.TOP
@@ -45,7 +45,7 @@ EOT = "Hello<|endoftext|> world"
 # (English, other scripts, empty after the unk drop, specials, past the
 # cut).
 SENTENCE_MODEL = "float32"
-SENTENCES = [ref.TEXTS[i] for i in (0, 3, 4, 7, 9, 12)]
+SENTENCES = [sref.TEXTS[i] for i in (0, 3, 4, 7, 9, 12)]
 
 
 def run_python(code, *args, python=None):
@@ -77,7 +77,7 @@ class ClientTests(unittest.TestCase):
         cls.server = tc.Server(cls.table, "--tokenizer", GPT2,
                                "--max-tokens", str(MAX_TOKENS))
         cls.key_server = tc.Server(cls.table, "--api-key", "s3cret")
-        cls.model = ref.Model(SENTENCE_MODEL)
+        cls.model = sref.Model(SENTENCE_MODEL)
         cls.model_server = tc.Server(None, "--model", cls.model.path,
                                      "--api-key", "m0del")
         # what the JS tests compare with (they have no numpy)
@@ -98,7 +98,7 @@ class ClientTests(unittest.TestCase):
 
     @classmethod
     def sentence_refs_of(cls, normalize=None, k=None):
-        return [ref.reference(cls.model, t, normalize=normalize,
+        return [sref.reference(cls.model, t, normalize=normalize,
                               k=k)[0].tolist() for t in SENTENCES]
 
     def model_client(self):
@@ -544,7 +544,7 @@ class ClientTests(unittest.TestCase):
             self.assertEqual((r.returncode, r.stdout.strip()),
                              (0, "(1, 2, 24) [[15496, 995]]"), r.stderr)
 
-    # -- sentence vectors (a served static model) ------------------------------
+    # -- sentence vectors (a served static model) -----------------------------
     def test_python_embed_sentences_are_static_model_encode(self):
         c = self.model_client()
         v = c.embed_sentences(SENTENCES)

@@ -116,7 +116,7 @@ class FixtureModel:
             ref.sha256_file(self.model.path + "/tokenizer.json"),
             ref.sha256_file(ref.TOKENIZERS[self.model.tokenizer]))
 
-    # -- POST /v1/embeddings ---------------------------------------------------
+    # -- POST /v1/embeddings --------------------------------------------------
     def test_openai_float_and_base64_are_the_reference(self):
         refs = self.refs()
         ans = json.loads(self.post("/v1/embeddings",
@@ -167,7 +167,18 @@ class FixtureModel:
         self.assertEqual(st, 400)
         self.assertEqual(json.loads(body)["error"]["param"], "dimensions")
 
-    # -- POST /embed, "pooling": "mean" ----------------------------------------
+    def test_id_lists_are_pooled_as_given(self):
+        """Ids in: every id, in order -- no cut to M, no unk drop."""
+        ids = [[1, 66, 67, 68, 69, 70, 2, 3], [1], [5, 6]]
+        ans = json.loads(self.post("/v1/embeddings", {"input": ids})[1])
+        for row, d in zip(ids, ans["data"]):
+            np.testing.assert_allclose(d["embedding"],
+                                       self.model.vector(row), atol=ATOL,
+                                       rtol=0, err_msg=str(row))
+        self.assertEqual(ans["usage"]["prompt_tokens"],
+                         sum(len(r) for r in ids))
+
+    # -- POST /embed, "pooling": "mean" ---------------------------------------
     def test_embed_mean_in_every_format(self):
         refs = self.refs()
         req = {"inputs": ref.TEXTS, "pooling": "mean"}
