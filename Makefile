@@ -95,7 +95,6 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
         sanitize-test run lint data \
         oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
-        sentence-ids \
         browser-test \
         float-random valgrind \
         check-floats coverage clean help
@@ -115,8 +114,6 @@ help::
 	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
 	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
 	@echo "                  (part of test)"
-	@echo "make sentence-ids rewrite tests/data/model2vec-rs/hf-ids.json (HF's"
-	@echo "                  ids of the static-model tests' texts, npm tokenizers)"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -248,6 +245,22 @@ E2E_TOOLS := $(BUILD)/tools/torchsave
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
 	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
+
+# The static-model tests' reference ids (tests/e2e/test_static_models.py):
+# tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
+# tests need ids of; tests/oracle/hf/sentence-ids.js encodes them with the
+# npm tokenizers of tokenizer-oracle ($(BUILD)/oracle); the answer, with
+# the SHA-256 of each tokenizer.json, is committed (the tests need no node).
+.PHONY: sentence-ids
+SENTENCE_IDS := tests/data/model2vec-rs/hf-ids.json
+help::
+	@echo "make sentence-ids rewrite $(SENTENCE_IDS): HF tokenizers'"
+	@echo "                  ids of the static-model tests' texts (npm tokenizers)"
+sentence-ids: $(BUILD)/oracle/.installed
+	$(PYTHON) tests/e2e/static_ref.py --requests | \
+	  NODE_PATH=$(BUILD)/oracle/node_modules \
+	  node tests/oracle/hf/sentence-ids.js > $(SENTENCE_IDS).tmp
+	mv $(SENTENCE_IDS).tmp $(SENTENCE_IDS)
 
 # The end-to-end suite with the server under valgrind memcheck (slow: ~20x;
 # deadlines scaled). Fails on any memcheck error or definite leak in any
@@ -453,18 +466,6 @@ unigram-oracle: $(BUILD)/tools/uni_check $(ORACLE)/.installed \
 	  --out $(UNI)/m2v.oracle.jsonl $(UNI_CORPUS)
 	@$(BUILD)/tools/uni_check tests/data/unigram/model2vec-vocab-quantized.json \
 	  $(UNI)/m2v.oracle.jsonl
-
-# --- the static-model tests' reference ids: Hugging Face tokenizers -------
-# tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
-# tests need ids of; tests/oracle/hf/sentence-ids.js encodes them with the
-# npm tokenizers of tokenizer-oracle ($(ORACLE)); the answer, with the
-# SHA-256 of each tokenizer.json, is committed (the tests need no node).
-SENTENCE_IDS := tests/data/model2vec-rs/hf-ids.json
-sentence-ids: $(ORACLE)/.installed
-	$(PYTHON) tests/e2e/static_ref.py --requests | \
-	  NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf/sentence-ids.js \
-	  > $(SENTENCE_IDS).tmp
-	mv $(SENTENCE_IDS).tmp $(SENTENCE_IDS)
 
 # --- coverage -----------------------------------------------------------------
 # gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then
