@@ -11,10 +11,16 @@ Hugging Face tokenizers' (precomputed: tests/data/model2vec-rs/hf-ids.json,
 `make sentence-ids`). Texts: English, other scripts, a text left empty by
 the unk drop, specials, white space alone, and one past the Model2Vec cut
 (M x median length code points, then the first M ids); a server with
---max-sentence-tokens 4 checks the cut at a small M.
+--max-sentence-tokens 4 checks the cut at a small M. The official OpenAI
+Node SDK (npm openai, installed as test_sentences.py does) is a client of
+each model too. DeployedSettings starts the settings of the image, of
+deploy/compose-model.yaml and of deploy/k8s-model/ with the local binary.
+
+The vocabulary-quantized model fails (never skips) while tokvec cannot
+load its Unigram tokenizer.json, saying so.
 
 Run: /usr/bin/python3 tests/e2e/test_static_models.py --binary build/tokvec
-Standard library + numpy.
+Standard library + numpy + python3-yaml; node and npm for the SDK.
 """
 import base64
 import io
@@ -22,6 +28,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import tempfile
 import unittest
 import zipfile
@@ -30,6 +37,7 @@ import numpy as np
 
 import static_ref as ref
 import support as tc
+from test_sentences import openai_sdk
 
 ATOL = 1e-5
 UNIGRAM_MISSING = (
@@ -177,6 +185,25 @@ class FixtureModel:
                                        rtol=0, err_msg=str(row))
         self.assertEqual(ans["usage"]["prompt_tokens"],
                          sum(len(r) for r in ids))
+
+    def test_the_openai_node_sdk_gets_the_reference(self):
+        """The official OpenAI Node SDK (npm openai, tests/e2e/openai/):
+        its default request (base64, decoded by the SDK) and "float"."""
+        sdk = openai_sdk()
+        if sdk is None:
+            self.skipTest("npm/node not found (Debian nodejs, npm)")
+        r = subprocess.run(
+            ["node", os.path.join(sdk, "embed.mjs"),
+             "http://127.0.0.1:%d/v1" % self.srv.port, "sk-unused",
+             json.dumps({"model": "any", "input": ref.TEXTS})],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        for form in ("default", "float"):
+            rows = [d["embedding"] for d in
+                    sorted(out[form]["data"], key=lambda d: d["index"])]
+            self.assertVectors(rows, self.refs(), "OpenAI SDK " + form)
+        self.assertEqual(out["empty"]["status"], 400)
 
     # -- POST /embed, "pooling": "mean" ---------------------------------------
     def test_embed_mean_in_every_format(self):
