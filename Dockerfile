@@ -3,6 +3,9 @@
 #
 #   podman build -t tokvec .        (or: docker build -t tokvec .)
 #   podman run --rm --read-only -p 8080:8080 tokvec
+#   podman run --rm --read-only -p 8080:8080 \
+#       -v /srv/models/potion-base-8M:/models/potion-base-8M:ro \
+#       -e TOKVEC_MODEL=/models/potion-base-8M tokvec    (a static model)
 #
 # Two stages on debian:bookworm-slim. The build stage compiles build/tokvec
 # and makes the default table (torch.manual_seed(123), 50257x256 token table
@@ -57,13 +60,15 @@ RUN mkdir -p /data \
 # ---- runtime ----------------------------------------------------------------
 FROM ${DEBIAN} AS runtime
 # Runtime libraries from the build stage's .debs (bind-mounted, so they leave
-# no bytes in the image), dpkg's logs dropped, one unprivileged user.
+# no bytes in the image), dpkg's logs dropped, one unprivileged user, and
+# /models: where a model directory is mounted (read-only, /models/NAME).
 RUN --mount=type=bind,from=build,source=/debs,target=/debs \
     dpkg -i /debs/*.deb \
  && rm -f /var/log/dpkg.log /var/log/apt/* \
  && groupadd --system --gid 10001 tokvec \
  && useradd --system --uid 10001 --gid tokvec --no-create-home \
-        --home-dir /nonexistent --shell /usr/sbin/nologin tokvec
+        --home-dir /nonexistent --shell /usr/sbin/nologin tokvec \
+ && mkdir -m 0755 /models
 # The table first: it changes less often than the binary.
 COPY --from=build /data/gpt2-256.safetensors /data/gpt2-256.safetensors
 COPY --from=build /data/gpt2 /data/gpt2
@@ -74,11 +79,13 @@ LABEL org.opencontainers.image.title="tokvec" \
 
 # No TOKVEC_TOKENIZER: the built-in default (/data/gpt2) serves text with
 # the default table and steps aside for a table it does not fit, where a
-# named tokenizer would stop start-up.
+# named tokenizer would stop start-up. No TOKVEC_TABLE either: the binary's
+# default table, data/gpt2-256.safetensors, resolves against WORKDIR / to
+# the table above, and a static model (a directory mounted read-only at
+# /models/NAME, TOKVEC_MODEL=/models/NAME or --model) replaces both defaults,
+# where a TOKVEC_TABLE set here would make it a start-up error.
 ENV TOKVEC_HOST=0.0.0.0 \
-    TOKVEC_PORT=8080 \
-    TOKVEC_TABLE=/data/gpt2-256.safetensors
-# WORKDIR / also makes the built-in default (data/gpt2-256.safetensors) resolve.
+    TOKVEC_PORT=8080
 WORKDIR /
 USER 10001:10001
 EXPOSE 8080

@@ -31,7 +31,8 @@ TEST_LIBS := -lcmocka
 # sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
              nettle-dev unicode-data
-DEB_TEST  := libcmocka-dev python3 python3-numpy python3-httpx nodejs curl \
+DEB_TEST  := libcmocka-dev python3 python3-numpy python3-httpx python3-yaml \
+             nodejs curl \
              prometheus python3-torch
 SAN       := -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
@@ -244,6 +245,22 @@ E2E_TOOLS := $(BUILD)/tools/torchsave
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
 	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
+
+# The static-model tests' reference ids (tests/e2e/test_static_models.py):
+# tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
+# tests need ids of; tests/oracle/hf/sentence-ids.js encodes them with the
+# npm tokenizers of tokenizer-oracle ($(BUILD)/oracle); the answer, with
+# the SHA-256 of each tokenizer.json, is committed (the tests need no node).
+.PHONY: sentence-ids
+SENTENCE_IDS := tests/data/model2vec-rs/hf-ids.json
+help::
+	@echo "make sentence-ids rewrite $(SENTENCE_IDS): HF tokenizers'"
+	@echo "                  ids of the static-model tests' texts (npm tokenizers)"
+sentence-ids: $(BUILD)/oracle/.installed
+	$(PYTHON) tests/e2e/static_ref.py --requests | \
+	  NODE_PATH=$(BUILD)/oracle/node_modules \
+	  node tests/oracle/hf/sentence-ids.js > $(SENTENCE_IDS).tmp
+	mv $(SENTENCE_IDS).tmp $(SENTENCE_IDS)
 
 # The end-to-end suite with the server under valgrind memcheck (slow: ~20x;
 # deadlines scaled). Fails on any memcheck error or definite leak in any

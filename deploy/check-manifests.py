@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""check-manifests.py -- offline validation of deploy/k8s/*.yaml (make deploy-check).
+"""check-manifests.py -- offline validation of deploy/k8s/*.yaml,
+deploy/k8s-model/*.yaml and the compose files (make manifest-check).
 
 No cluster and no kubectl: Debian's kubernetes-client (1.20) needs a server
 even for --dry-run=client. This checks the fields that matter for tokvec:
 the shape of each object, the cross-references between them (selectors,
 ConfigMap, volumes, HPA target, probe ports) and the service's own rules
 (probes on /ready and /health -- httpGet, or exec of `tokvec probe URL` --, grace period above the drain timeout,
-read-only table, non-root, resources set, every TOKVEC_* key a real setting).
+read-only table or model directory, a table or a model but not both, non-root, resources set, every TOKVEC_* key a real setting).
+A compose file (a mapping with "services") gets the same rules for each
+service that runs tokvec: settings, table or model on a read-only volume,
+not both, read-only root, capabilities dropped, health check on /ready.
 
   check-manifests.py FILE.yaml...        exit 0 = valid, 1 = errors listed
   check-manifests.py --self-test FILE... also checks that broken variants fail
@@ -249,8 +253,19 @@ def check(docs):
                 for m in holder:
                     if m.get("readOnly") is not True:
                         err(cw, "the table mount %s must be readOnly" % m.get("mountPath"))
-            if table is None:
-                err(cw, "TOKVEC_TABLE not set (the image default is /data/gpt2-256.safetensors)")
+            model = env.get("TOKVEC_MODEL")
+            for e in model_errors(env):
+                err(cw, e)
+            if model:
+                holder = [m for m in mounts if under(model, m.get("mountPath", "//"))]
+                if not holder:
+                    err(cw, "TOKVEC_MODEL %s is on no volumeMount" % model)
+                for m in holder:
+                    if m.get("readOnly") is not True:
+                        err(cw, "the model mount %s must be readOnly" % m.get("mountPath"))
+            if table is None and not model:
+                err(cw, "neither TOKVEC_TABLE nor TOKVEC_MODEL set (the image serves "
+                    "its default table, /data/gpt2-256.safetensors, when neither is)")
         grace = pod.get("terminationGracePeriodSeconds", 30)
         pre = 0.0
         for c in ctrs:
@@ -323,6 +338,123 @@ def check(docs):
     return errs
 
 
+def under(path, mount):
+    """path is the mount point or inside it."""
+    mount = str(mount).rstrip("/") or "/"
+    return path == mount or path.startswith(mount.rstrip("/") + "/")
+
+
+def model_errors(env):
+    """A model directory brings its own table and tokenizer: either beside
+    it stops start-up (exit 2). The directory must be an absolute path."""
+    model = env.get("TOKVEC_MODEL")
+    if not model:
+        return []
+    errs = []
+    for other in ("TOKVEC_TABLE", "TOKVEC_TOKENIZER"):
+        if env.get(other):
+            errs.append("TOKVEC_MODEL and %s are both set: tokvec serve refuses to start "
+                        "(a model directory brings its own table and tokenizer)" % other)
+    if not model.startswith("/"):
+        errs.append("TOKVEC_MODEL %s is not an absolute path" % model)
+    return errs
+
+
+def compose_env(svc):
+    env = svc.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(e.split("=", 1) if "=" in e else (e, None) for e in env)
+    return {k: (None if v is None else str(v)) for k, v in env.items()}
+
+
+def compose_mounts(svc):
+    """[(container path, read-only)] of a service's volumes, short
+    ("src:dst[:ro]") or long syntax."""
+    out = []
+    for v in svc.get("volumes") or []:
+        if isinstance(v, str):
+            parts = v.split(":")
+            dst = parts[1] if len(parts) > 1 else parts[0]
+            out.append((dst, len(parts) > 2 and "ro" in parts[2].split(",")))
+        elif isinstance(v, dict):
+            out.append((v.get("target", ""), v.get("read_only") is True))
+    return out
+
+
+def runs_tokvec(svc):
+    image = str(svc.get("image", ""))
+    repo = image.rsplit("/", 1)[-1].split(":")[0]
+    return repo == "tokvec" or any(k.startswith("TOKVEC_") for k in compose_env(svc))
+
+
+def check_compose(docs):
+    """docs: list of (file, compose mapping). Returns error strings."""
+    errs = []
+    env_names = settings()
+    for f, d in docs:
+        services = d.get("services")
+        if not isinstance(services, dict) or not services:
+            errs.append("%s: no services" % f)
+            continue
+        found = False
+        for name, svc in services.items():
+            if not isinstance(svc, dict) or not runs_tokvec(svc):
+                continue
+            found = True
+            where = "%s: service %s" % (f, name)
+            env = compose_env(svc)
+            for k in env:
+                if k.startswith("TOKVEC_") and k not in env_names:
+                    errs.append("%s: %s is not a tokvec setting" % (where, k))
+            if "TOKVEC_API_KEY" in env:
+                errs.append("%s: TOKVEC_API_KEY in plain text: use TOKVEC_API_KEY_FILE "
+                            "and a secret" % where)
+            errs.extend("%s: %s" % (where, e) for e in model_errors(env))
+            mounts = compose_mounts(svc)
+            for key, what in (("TOKVEC_MODEL", "model"), ("TOKVEC_TABLE", "table")):
+                path = env.get(key)
+                if not path or path.startswith("/data/"):  # /data: the image's own
+                    continue
+                holder = [ro for dst, ro in mounts if under(path, dst)]
+                if not holder:
+                    errs.append("%s: %s %s is on no volume" % (where, key, path))
+                elif not all(holder):
+                    errs.append("%s: the %s volume of %s must be mounted :ro" % (where, what, path))
+            if svc.get("read_only") is not True:
+                errs.append("%s: read_only should be true (tokvec writes nothing)" % where)
+            if "ALL" not in (svc.get("cap_drop") or []):
+                errs.append("%s: cap_drop should hold ALL" % where)
+            port = int(env.get("TOKVEC_PORT") or 8080)
+            test = get(svc, "healthcheck.test")
+            test = " ".join(test) if isinstance(test, list) else str(test or "")
+            if "tokvec probe http://127.0.0.1:%d/ready" % port not in test:
+                errs.append("%s: healthcheck must run `tokvec probe http://127.0.0.1:%d/ready`, "
+                            "not %r" % (where, port, test))
+        if not found:
+            errs.append("%s: no service runs tokvec" % f)
+    return errs
+
+
+def is_compose(d):
+    return isinstance(d, dict) and "services" in d and "kind" not in d
+
+
+COMPOSE_VAR = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
+
+
+def interpolate(x):
+    """A compose file's ${VAR:-default} / ${VAR-default} / ${VAR} / $VAR
+    with every variable unset: the file as its defaults make it (the check
+    does not depend on this machine's environment)."""
+    if isinstance(x, str):
+        return COMPOSE_VAR.sub(lambda m: m.group(2) or "", x.replace("$$", "\0")).replace("\0", "$")
+    if isinstance(x, list):
+        return [interpolate(v) for v in x]
+    if isinstance(x, dict):
+        return {k: interpolate(v) for k, v in x.items()}
+    return x
+
+
 def load(files):
     docs = []
     for f in files:
@@ -363,6 +495,54 @@ def self_test(docs):
         "port mismatch": lambda ds: cm(ds)["data"].update(TOKVEC_PORT="9090"),
         "api key in ConfigMap": lambda ds: cm(ds)["data"].update(TOKVEC_API_KEY="secret"),
     }
+    if any(d.get("kind") == "ConfigMap" and "TOKVEC_MODEL" in (d.get("data") or {}) for _, d in docs):
+        mutations["a table beside the model"] = lambda ds: cm(ds)["data"].update(
+            TOKVEC_TABLE="/models/t.safetensors")
+        mutations["a tokenizer beside the model"] = lambda ds: cm(ds)["data"].update(
+            TOKVEC_TOKENIZER="/models/potion-base-8M/tokenizer.json")
+        mutations["model outside the volume"] = lambda ds: cm(ds)["data"].update(
+            TOKVEC_MODEL="/srv/potion-base-8M")
+        mutations["no table and no model"] = lambda ds: cm(ds)["data"].pop("TOKVEC_MODEL")
+    else:
+        mutations["a model beside the table"] = lambda ds: cm(ds)["data"].update(
+            TOKVEC_MODEL="/table/potion-base-8M")
+    return run_mutations(docs, mutations, check)
+
+
+def compose_self_test(docs):
+    """Each mutation of the compose files must make check_compose() fail."""
+    def svc(ds):
+        for _, d in ds:
+            for s in d["services"].values():
+                if runs_tokvec(s):
+                    return s
+        raise KeyError("no tokvec service")
+
+    def env(ds):
+        s = svc(ds)
+        s["environment"] = compose_env(s)
+        return s["environment"]
+
+    def writable(ds):
+        s = svc(ds)
+        s["volumes"] = [v.rsplit(":ro", 1)[0] if isinstance(v, str) else dict(v, read_only=False)
+                        for v in s["volumes"]]
+
+    mutations = {
+        "unknown setting": lambda ds: env(ds).update(TOKVEC_NO_SUCH_SETTING="1"),
+        "volume writable": writable,
+        "root filesystem writable": lambda ds: svc(ds).update(read_only=False),
+        "capabilities kept": lambda ds: svc(ds).pop("cap_drop"),
+        "health check on /health": lambda ds: svc(ds)["healthcheck"].update(
+            test="/usr/local/bin/tokvec probe http://127.0.0.1:8080/health"),
+        "model and table both set": lambda ds: env(ds).update(
+            TOKVEC_MODEL="/models/m", TOKVEC_TABLE="/models/t.safetensors"),
+        "api key in plain text": lambda ds: env(ds).update(TOKVEC_API_KEY="secret"),
+    }
+    return run_mutations(docs, mutations, check_compose)
+
+
+def run_mutations(docs, mutations, checker):
     bad = 0
     for what, mutate in mutations.items():
         ds = copy.deepcopy(docs)
@@ -372,7 +552,7 @@ def self_test(docs):
             print("self-test: cannot apply %r (%r)" % (what, e))
             bad += 1
             continue
-        errs = check(ds)
+        errs = checker(ds)
         if errs:
             print("self-test: %-36s caught: %s" % (what, errs[0]))
         else:
@@ -386,17 +566,20 @@ def main(argv):
     files = [a for a in argv if a != "--self-test"]
     if not files:
         sys.exit(__doc__)
-    docs = load(files)
-    errs = check(docs)
+    everything = load(files)
+    compose = [(f, interpolate(d)) for f, d in everything if is_compose(d)]
+    docs = [(f, d) for f, d in everything if not is_compose(d)]
+    errs = (check(docs) if docs else []) + check_compose(compose)
     for e in errs:
         print("deploy-check: " + e)
     if errs:
-        print("deploy-check: FAIL, %d error(s) in %d object(s)" % (len(errs), len(docs)))
+        print("deploy-check: FAIL, %d error(s) in %d object(s)" % (len(errs), len(everything)))
         return 1
-    kinds = ", ".join("%s/%s" % (d["kind"], d["metadata"]["name"]) for _, d in docs)
-    print("deploy-check: OK, %d objects: %s" % (len(docs), kinds))
+    kinds = ", ".join(["%s/%s" % (d["kind"], d["metadata"]["name"]) for _, d in docs]
+                      + ["compose %s (%s)" % (f, ", ".join(d["services"])) for f, d in compose])
+    print("deploy-check: OK, %d objects: %s" % (len(everything), kinds))
     if st:
-        bad = self_test(docs)
+        bad = (self_test(docs) if docs else 0) + sum(compose_self_test([c]) for c in compose)
         if bad:
             print("deploy-check: FAIL, %d broken variant(s) not caught" % bad)
             return 1

@@ -20,7 +20,11 @@
 #    and /tokenize and a text /embed give the same bytes as the local build
 #    serving data/gpt2/. Your own table (README "Docker", the second
 #    command): a 6-row table mounted as TOKVEC_TABLE starts, the default
-#    tokenizer dropped with a warning.
+#    tokenizer dropped with a warning. A static model (docs/models.md): the
+#    model2vec-rs float32 fixture mounted read-only at /models/NAME and
+#    named by TOKVEC_MODEL, run hardened: its POST /v1/embeddings (float,
+#    base64) and pooled POST /embed answers are the local build's, byte for
+#    byte, and GET /v1/models names it.
 # 4. Image hygiene: non-root user, no compiler / headers / apt lists, size
 #    broken down into base, table, tokenizer and what tokvec adds (goal:
 #    < 5 MB).
@@ -28,7 +32,8 @@
 #
 # Needs root. Env: TOKVEC_BIN (default build/tokvec), TOKVEC_TABLE_FILE
 # (default data/gpt2-256.safetensors), TOKVEC_TOKENIZER_DIR (default
-# data/gpt2), CTR_PORT/LOCAL_PORT (18082/18181).
+# data/gpt2), CTR_PORT/LOCAL_PORT (18082/18181), MODEL_PORT/MLOCAL_PORT
+# (18083/18182).
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +47,8 @@ BIN=${TOKVEC_BIN:-$TOP/build/tokvec}
 TABLE=${TOKVEC_TABLE_FILE:-$TOP/data/gpt2-256.safetensors}
 TOKDIR=${TOKVEC_TOKENIZER_DIR:-$TOP/data/gpt2}
 CTR_PORT=${CTR_PORT:-18082}; LOCAL_PORT=${LOCAL_PORT:-18181}
+MODEL_PORT=${MODEL_PORT:-18083}; MLOCAL_PORT=${MLOCAL_PORT:-18182}
+MODEL_DIR=$TOP/tests/data/model2vec-rs/test-model-float32
 SEED=$TOP/examples/seed_8x4.json
 
 say()  { echo "[container-test] $*"; }
@@ -51,13 +58,17 @@ fail() { echo "container-test: FAIL: $*" >&2; exit 1; }
 [[ -f $TABLE ]] || fail "$TABLE missing: run make data/gpt2-256.safetensors first (make container-test does)"
 [[ -f $TOKDIR/encoder.json && -f $TOKDIR/vocab.bpe ]] || fail "$TOKDIR/encoder.json or vocab.bpe missing: run make data first (make container-test does)"
 [[ -f $SEED ]] || fail "$SEED missing"
+[[ -f $MODEL_DIR/model.safetensors ]] || fail "$MODEL_DIR missing"
 
 WORK=$(mktemp -d /tmp/container-test.XXXXXX)
 CTR=tokvec-container-test-$$
 LPID=""
+MPID=""
 cleanup() {
   [[ -n $LPID ]] && kill "$LPID" 2>/dev/null && wait "$LPID" 2>/dev/null
+  [[ -n $MPID ]] && kill "$MPID" 2>/dev/null && wait "$MPID" 2>/dev/null
   podman rm -f -t 0 "$CTR" >/dev/null 2>&1
+  podman rm -f -t 0 "$CTR-model" >/dev/null 2>&1
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -211,6 +222,44 @@ mine=$(timeout 20 podman run --rm --read-only -v "$WORK/my.safetensors:/t/my.saf
 grep -q 'warn default tokenizer not used' <<<"$mine" && grep -q ' started: ' <<<"$mine" ||
   { echo "$mine" | tail -n 5; fail "the image with a 6-row table of mine did not start with a warning"; }
 say "my 6-row table: started, default tokenizer dropped with a warning"
+
+# A static model (docs/models.md): a model directory mounted read-only at
+# /models/NAME, TOKVEC_MODEL naming it (the image sets no TOKVEC_TABLE, which
+# would stop start-up beside a model), the container hardened as above.
+MNAME=$(basename "$MODEL_DIR")
+podman run -d --name "$CTR-model" --read-only --cap-drop=ALL --security-opt no-new-privileges \
+  -p "127.0.0.1:$MODEL_PORT:8080" -v "$MODEL_DIR:/models/$MNAME:ro" \
+  -e "TOKVEC_MODEL=/models/$MNAME" "$IMG" >/dev/null 2> >(noise) || fail "podman run (model) $IMG"
+"$BIN" serve --model "$MODEL_DIR" --host 127.0.0.1 --port "$MLOCAL_PORT" 2> "$WORK/mlocal.log" &
+MPID=$!
+wait_health "http://127.0.0.1:$MODEL_PORT/health" ||
+  { podman logs "$CTR-model" 2>&1 | tail -n 20; fail "the model container never answered /health 200"; }
+wait_health "http://127.0.0.1:$MLOCAL_PORT/health" ||
+  { tail -n 20 "$WORK/mlocal.log"; fail "local $BIN serve --model never answered /health 200"; }
+texts='["A first sentence.","Une autre phrase, na\u00efve caf\u00e9.","\u6771\u4eac [CLS] x"]'
+printf '{"input":%s}' "$texts" > "$WORK/v1.json"
+printf '{"input":%s,"encoding_format":"base64","dimensions":1}' "$texts" > "$WORK/v1b64.json"
+printf '{"inputs":%s,"pooling":"mean","normalize":false}' "$texts" > "$WORK/pooled.json"
+for req in v1/embeddings:v1.json v1/embeddings:v1b64.json embed:pooled.json; do
+  route=${req%%:*}; body=$WORK/${req#*:}
+  for side in ctr local; do
+    port=$MODEL_PORT; [[ $side == local ]] && port=$MLOCAL_PORT
+    code=$(curl -s -m 30 -o "$WORK/$side.out" -w '%{http_code}' -H 'Content-Type: application/json' \
+      --data-binary "@$body" "http://127.0.0.1:$port/$route")
+    [[ $code == 200 ]] || { head -c 400 "$WORK/$side.out"; echo; fail "$side (model) POST /$route ($(basename "$body")) -> $code"; }
+  done
+  cmp -s "$WORK/ctr.out" "$WORK/local.out" ||
+    fail "model container and local answers differ: POST /$route $(basename "$body")"
+  say "model: same $(stat -c %s "$WORK/ctr.out") bytes: POST /$route $(basename "$body")"
+  n=$((n + 1))
+done
+id=$(curl -s -m 10 "http://127.0.0.1:$MODEL_PORT/v1/models" | jq -r '.data[0].id' 2>/dev/null)
+[[ $id == "$MNAME" ]] || fail "the model container's GET /v1/models names '${id:-?}', not $MNAME"
+say "model: GET /v1/models -> $id; /models/$MNAME mounted read-only, TOKVEC_MODEL"
+podman stop -t 40 "$CTR-model" >/dev/null 2> >(noise)
+rc=$(podman inspect -f '{{.State.ExitCode}}' "$CTR-model")
+[[ $rc == 0 ]] || { podman logs "$CTR-model" 2>&1 | tail -n 10; fail "model container exit code $rc after SIGTERM"; }
+kill "$MPID" 2>/dev/null; wait "$MPID" 2>/dev/null; MPID=""
 
 # --- 4. image hygiene and size ------------------------------------------------
 user=$(podman image inspect -f '{{.Config.User}}' "$IMG")

@@ -9,8 +9,9 @@
 #                        hardened run, SIGTERM), compare the image's /embed
 #                        bytes with the local build's
 #   make compose-test    N replicas behind nginx with podman-compose
-#   make deploy-check    validate deploy/k8s/*.yaml offline, then run them
-#                        with podman kube play (kube-test)
+#   make deploy-check    validate deploy/k8s/*.yaml, deploy/k8s-model/*.yaml
+#                        and the compose files offline (manifest-check),
+#                        then run deploy/k8s with podman kube play (kube-test)
 #   make kube-test       just the podman kube play run
 
 .PHONY: container-test compose-test deploy-check manifest-check kube-test image \
@@ -23,7 +24,8 @@ help::
 	@echo "make image        the container image, $(IMAGE) (podman, root)"
 	@echo "make container-test  build the image and check it against the local build"
 	@echo "make compose-test $(REPLICAS) replicas behind nginx with podman-compose"
-	@echo "make deploy-check deploy/k8s/*.yaml checked offline (make manifest-check)"
+	@echo "make deploy-check deploy/k8s*/*.yaml, compose files checked offline"
+	@echo "                  (make manifest-check)"
 	@echo "                  and run with podman kube play (make kube-test)"
 
 # The image takes the GPT-2 tokenizer from the build context, data/gpt2/
@@ -59,6 +61,9 @@ deploy-check: manifest-check kube-test
 manifest-check:
 	@tools/deps.sh python3 python3-yaml
 	$(PYTHON) deploy/check-manifests.py --self-test deploy/k8s/*.yaml
+	$(PYTHON) deploy/check-manifests.py --self-test deploy/k8s-model/*.yaml
+	$(PYTHON) deploy/check-manifests.py --self-test deploy/compose.yaml \
+	  deploy/compose-model.yaml
 
 # The manifests run for real: podman kube play on this machine (root, podman;
 # python3-torch for the reference answer).

@@ -10,6 +10,9 @@
 //   await c.embed([[40, 1101], [257]], { padId: 0 }); // ragged: padded
 //   await c.embed(text, { maxLength: 4, stride: 4 }); // + targetIds
 //   await c.tokenize("Hello"); await c.decode([15496]); await c.similar(3);
+//   const rows = await c.embedSentences(["a text", "another"]);
+//   // rows: one Float32Array of D values per text (a served static
+//   // model's sentence vectors)
 //
 // Every option of the server's requests is a camelCase option here
 // (startPosition, positions, padId, dtype, encodingFormat, truncate,
@@ -46,10 +49,7 @@ const DIRECTIONS = ["right", "left"];
 
 // Options of each request: option -> key of the JSON body (null: not a
 // body key). The body is built from these tables, so a new server option
-// is one line here. Extension point: pooled sentence vectors (`pooling`,
-// `/v1/embeddings`) are not in this client yet; a `pooling` option goes
-// into EMBED_OPTIONS, and its (B, D) answer is read like any other, since
-// the shape comes from the answer (X-Tokvec-Shape / "shape").
+// is one line here.
 const EMBED_OPTIONS = {
   startPosition: "start_position",
   positions: "positions",
@@ -71,6 +71,11 @@ const TOKENIZE_OPTIONS = {
   stride: "stride",
 };
 const SIMILAR_OPTIONS = { k: "k" };
+const SENTENCE_OPTIONS = {
+  normalize: "normalize",
+  dimensions: "dimensions",
+  model: "model",
+};
 
 function editDistance(a, b) {
   const d = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -300,6 +305,8 @@ export class Client {
       } catch {
         throw new TokvecError(resp.status, "http_error", text.slice(0, 200));
       }
+      if (err && typeof err.error === "object" && err.error) // /v1/
+        throw new TokvecError(resp.status, err.error.code, err.error.message);
       throw new TokvecError(resp.status, err.error_type, err.error);
     }
     return resp;
@@ -380,6 +387,54 @@ export class Client {
     if (reply.input_ids) out.inputIds = reply.input_ids;
     if (reply.target_ids) out.targetIds = reply.target_ids;
     return out;
+  }
+
+  // One sentence vector per text: an Array of N Float32Array rows of D
+  // values (views of one buffer). texts: a text or a list of texts (id
+  // lists are pooled as given). The served model's vectors, exactly as
+  // its library computes them (Model2Vec's StaticModel.encode,
+  // sentence-transformers' StaticEmbedding; a plain table: the mean of
+  // its rows). Options: dimensions (the first k components, renormalized
+  // when the vectors are normalized), normalize (true / false overrides
+  // the model's setting), model (sent as OpenAI's "model"; a server
+  // serves one model and accepts any name). The request is POST
+  // /v1/embeddings (base64 float32); with normalize it is POST /embed
+  // with "pooling": "mean", which gives the same vectors.
+  async embedSentences(texts, options = {}) {
+    checkOptions("embedSentences", options, SENTENCE_OPTIONS);
+    if (typeof texts !== "string" && !Array.isArray(texts))
+      throw new TypeError("embedSentences: texts must be a text or a list " +
+        "of texts");
+    const { normalize, dimensions, model } = options;
+    if (normalize !== undefined && normalize !== null &&
+        typeof normalize !== "boolean")
+      throw new TypeError("normalize must be true, false or null");
+    if (model !== undefined && model !== null && typeof model !== "string")
+      throw new TypeError("model must be a string");
+    let buf, n;
+    if (normalize === undefined || normalize === null) {
+      const body = bodyOf({ dimensions, model }, SENTENCE_OPTIONS,
+        { input: plain(texts), encoding_format: "base64" });
+      const reply = await (await this.#postJson("/v1/embeddings", body))
+        .json();
+      const parts = [...reply.data].sort((a, b) => a.index - b.index)
+        .map((d) => base64Bytes(d.embedding));
+      n = parts.length;
+      buf = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+      let o = 0;
+      for (const p of parts) { buf.set(p, o); o += p.length; }
+    } else {
+      const body = bodyOf({ normalize, dimensions }, SENTENCE_OPTIONS,
+        { inputs: plain(texts), pooling: "mean", encoding_format: "base64" });
+      const reply = await (await this.#postJson("/embed", body)).json();
+      n = reply.shape[0];
+      buf = base64Bytes(reply.embeddings);
+    }
+    if (n === 0 || buf.length % (4 * n))
+      throw new TokvecError(200, "bad_response", "rows of unequal size");
+    const d = buf.length / 4 / n;
+    const all = decodeFloats(buf.buffer, 0, n * d, "float32");
+    return Array.from({ length: n }, (_, i) => all.subarray(i * d, (i + 1) * d));
   }
 
   // POST /tokenize: a text -> its tokens [{id, text, special, start, stop}]

@@ -1,11 +1,14 @@
 """End-to-end tests of the Python and JavaScript clients (clients/) against a
 real `tokvec serve` on a loopback port, with GPT-2's tokenizer (data/gpt2,
 `make data`) and a small table made by `tokvec init` (50257 x 24, 64
-positions).
+positions), and a static model (the model2vec-rs float32 fixture,
+`--model`) for the sentence vectors.
 
 Every method and option of the clients is checked against the server's own
 JSON answer to the same request (decimal floats read as float32, narrowed
-by numpy for float16 / bfloat16), bit for bit.
+by numpy for float16 / bfloat16), bit for bit; the sentence vectors
+(embed_sentences / embedSentences) against the float64 reference of
+Model2Vec's StaticModel.encode (static_ref.py) within 1e-5.
 
 Run: /usr/bin/python3 tests/e2e/test_clients.py --binary build/tokvec
 Python standard library + numpy; the JS tests need `node` (Debian nodejs, 18+)
@@ -21,6 +24,7 @@ import unittest
 
 import numpy as np
 
+import static_ref as sref
 import support as tc
 
 TOP = tc.TOP
@@ -37,6 +41,11 @@ BOOK = ("I HAD always thought Jack Gisburn rather a cheap genius--though a "
         "rich widow, and established himself in a villa on the Riviera.")
 LONG = BOOK * 4  # over the 64 positions, under max_tokens
 EOT = "Hello<|endoftext|> world"
+# The sentence vectors: a served fixture model and texts of static_ref's
+# (English, other scripts, empty after the unk drop, specials, past the
+# cut).
+SENTENCE_MODEL = "float32"
+SENTENCES = [sref.TEXTS[i] for i in (0, 3, 4, 7, 9, 12)]
 
 
 def run_python(code, *args, python=None):
@@ -68,12 +77,34 @@ class ClientTests(unittest.TestCase):
         cls.server = tc.Server(cls.table, "--tokenizer", GPT2,
                                "--max-tokens", str(MAX_TOKENS))
         cls.key_server = tc.Server(cls.table, "--api-key", "s3cret")
+        cls.model = sref.Model(SENTENCE_MODEL)
+        cls.model_server = tc.Server(None, "--model", cls.model.path,
+                                     "--api-key", "m0del")
+        # what the JS tests compare with (they have no numpy)
+        cls.sentence_refs = os.path.join(cls.tmp, "sentences.json")
+        with open(cls.sentence_refs, "w") as f:
+            json.dump({"texts": SENTENCES, "dim": cls.model.dim,
+                       "name": cls.model.dirname,
+                       "vectors": cls.sentence_refs_of(),
+                       "raw": cls.sentence_refs_of(normalize=False),
+                       "first1": cls.sentence_refs_of(k=1)}, f)
 
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
         cls.key_server.stop()
+        cls.model_server.stop()
         shutil.rmtree(cls.tmp)
+
+    @classmethod
+    def sentence_refs_of(cls, normalize=None, k=None):
+        return [sref.reference(cls.model, t, normalize=normalize,
+                              k=k)[0].tolist() for t in SENTENCES]
+
+    def model_client(self):
+        c = tokvec.Client(self.model_server.url, api_key="m0del")
+        self.addCleanup(c.close)
+        return c
 
     def setUp(self):
         self.c = tokvec.Client(self.server.url)
@@ -513,6 +544,101 @@ class ClientTests(unittest.TestCase):
             self.assertEqual((r.returncode, r.stdout.strip()),
                              (0, "(1, 2, 24) [[15496, 995]]"), r.stderr)
 
+    # -- sentence vectors (a served static model) -----------------------------
+    def test_python_embed_sentences_are_static_model_encode(self):
+        c = self.model_client()
+        v = c.embed_sentences(SENTENCES)
+        self.assertEqual((v.shape, v.dtype),
+                         ((len(SENTENCES), self.model.dim), np.float32))
+        np.testing.assert_allclose(v, self.sentence_refs_of(), atol=1e-5,
+                                   rtol=0)
+        one = c.embed_sentences(SENTENCES[1])
+        self.assertEqual(one.tobytes(), v[1:2].tobytes())
+        self.assertEqual(c.embed_sentences(tuple(SENTENCES),
+                                           model="potion-whatever"
+                                           ).tobytes(), v.tobytes())
+
+    def test_python_embed_sentences_normalize_and_dimensions(self):
+        c = self.model_client()
+        for normalize in (None, True, False):
+            for k in (None, 1):
+                v = c.embed_sentences(SENTENCES, normalize=normalize,
+                                      dimensions=k)
+                self.assertEqual(v.shape,
+                                 (len(SENTENCES), k or self.model.dim))
+                np.testing.assert_allclose(
+                    v, self.sentence_refs_of(normalize, k), atol=1e-5,
+                    rtol=0, err_msg="normalize %s k %s" % (normalize, k))
+        # the model normalizes: /embed's pooled vectors (normalize=True)
+        # are /v1/embeddings' bit for bit
+        self.assertEqual(c.embed_sentences(SENTENCES).tobytes(),
+                         c.embed_sentences(SENTENCES,
+                                           normalize=True).tobytes())
+
+    def test_python_embed_sentences_refuses_unknown_options_and_errors(self):
+        c = self.model_client()
+        for kw, hint in (({"normalise": True}, "normalize"),
+                         ({"dimension": 1}, "dimensions"),
+                         ({"modle": "x"}, "model"),
+                         ({"pooling": "mean"}, None)):
+            with self.assertRaises(TypeError) as cm:
+                c.embed_sentences(["a"], **kw)
+            msg = str(cm.exception)
+            self.assertIn(repr(next(iter(kw))), msg)
+            self.assertIn("valid: dimensions, model, normalize, texts", msg)
+            if hint:
+                self.assertIn("did you mean %r?" % hint, msg)
+        for bad in (lambda: c.embed_sentences(3),
+                    lambda: c.embed_sentences(["a"], normalize="yes"),
+                    lambda: c.embed_sentences(["a"], model=1)):
+            with self.assertRaises(TypeError):
+                bad()
+        # the server's errors, /v1/'s OpenAI shape read as TokvecError
+        for call, status, etype in [
+                (lambda: c.embed_sentences(""), 400, "invalid_request"),
+                (lambda: c.embed_sentences([]), 400, "invalid_request"),
+                (lambda: c.embed_sentences(["a"], dimensions=3), 400,
+                 "invalid_request"),
+                (lambda: c.embed_sentences(["a"], normalize=False,
+                                           dimensions=3), 400,
+                 "invalid_request"),
+                (lambda: c.embed_sentences([[0, 29528]]), 422,
+                 "token_out_of_range"),
+                (lambda: tokvec.Client(self.model_server.url)
+                 .embed_sentences(["a"]), 401, "unauthorized")]:
+            with self.assertRaises(tokvec.TokvecError) as cm:
+                call()
+            e = cm.exception
+            self.assertEqual((e.status, e.error_type), (status, etype),
+                             e.message)
+            self.assertTrue(e.message)
+
+    def test_python_embed_sentences_without_numpy_returns_lists(self):
+        code = (
+            "import sys; sys.modules['numpy'] = None\n"
+            "sys.path.insert(0, %r)\n"
+            "import tokvec, json\n"
+            "c = tokvec.Client(%r, api_key='m0del')\n"
+            "print(json.dumps([c.embed_sentences(%r),\n"
+            "                  c.embed_sentences(%r, normalize=False)]))\n"
+            % (CLIENT_DIR, self.model_server.url, SENTENCES, SENTENCES))
+        out = subprocess.run([sys.executable, "-c", code], check=True,
+                             capture_output=True, text=True).stdout
+        v, raw = json.loads(out)
+        c = self.model_client()
+        self.assertEqual(np.array(v, dtype=np.float32).tobytes(),
+                         c.embed_sentences(SENTENCES).tobytes())
+        self.assertEqual(np.array(raw, dtype=np.float32).tobytes(),
+                         c.embed_sentences(SENTENCES,
+                                           normalize=False).tobytes())
+
+    def test_python_embed_sentences_of_a_plain_table_is_the_row_mean(self):
+        ids = [[3, 9, 27], [5]]
+        v = self.c.embed_sentences(ids)
+        rows = self.c.embed(ids[:1])[0].astype(np.float64)
+        np.testing.assert_allclose(v[0], rows.mean(axis=0), atol=1e-5)
+        self.assertEqual(v.shape, (2, DIM))
+
     # -- JavaScript ------------------------------------------------------------
     def node(self):
         node = shutil.which("node") or shutil.which("nodejs")
@@ -526,7 +652,10 @@ class ClientTests(unittest.TestCase):
                    TOKVEC_KEY_URL=self.key_server.url,
                    TOKVEC_DEAD_URL="http://127.0.0.1:%d" % tc.free_port(),
                    TOKVEC_VOCAB=str(VOCAB), TOKVEC_CTX=str(CTX),
-                   TOKVEC_MAX_TOKENS=str(MAX_TOKENS))
+                   TOKVEC_MAX_TOKENS=str(MAX_TOKENS),
+                   TOKVEC_MODEL_URL=self.model_server.url,
+                   TOKVEC_MODEL_KEY="m0del",
+                   TOKVEC_SENTENCE_REFS=self.sentence_refs)
         r = subprocess.run(
             [node, "--test", "--test-reporter=tap",
              os.path.join(JS_DIR, "test")],

@@ -9,6 +9,13 @@ back as nested lists of floats and ``npy`` answers cannot be read).
         x = c.embed([[40, 1101, 257]])        # ids in: (1, 3, D)
         x, inp, tgt = c.embed(text, max_length=4, stride=4)  # the book's
         c.tokenize("Hello"), c.decode([15496]), c.similar(3, k=5)
+        v = c.embed_sentences(["a text", "another"])  # (2, D) float32
+
+``embed_sentences`` gives one sentence vector per text (a served static
+model's: Model2Vec's StaticModel.encode, sentence-transformers'
+StaticEmbedding; a plain table's: the mean of its rows) through POST
+/v1/embeddings, or POST /embed with "pooling": "mean" when
+``normalize`` is given.
 
 ``embed`` takes a text, a list of texts (ids may be mixed in), one
 sequence of ids, a batch of them or a 2-D integer numpy array. Ids in:
@@ -52,7 +59,7 @@ except ImportError:  # pragma: no cover - exercised without numpy
     _np = None
 
 __all__ = ["Client", "TokvecError", "Embedded", "Windows", "TokenWindows"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _DTYPES = ("float32", "float16", "bfloat16")
 _ENCODINGS = ("float", "base64", "torch")
@@ -63,10 +70,6 @@ _DIRECTIONS = ("right", "left")
 # The options of each request: keyword -> key of the JSON body (None: not
 # a body key). Adding an option to the server means adding it here (and
 # to the method's signature, for help()); the body is built from these.
-# Extension point: pooled sentence vectors (`pooling`, `/v1/embeddings`)
-# are not in this client yet. A `pooling` keyword goes into _EMBED_KEYS;
-# its answer's shape (B, D) is read from the reply like any other, since
-# _embeddings() reshapes by the answer's "shape" / X-Tokvec-Shape.
 _EMBED_KEYS = {
     "start_position": "start_position", "positions": "positions",
     "pad_id": "pad_id", "dtype": "dtype",
@@ -81,6 +84,7 @@ _TOKENIZE_KEYS = {
     "max_length": "max_length", "stride": "stride",
 }
 _SIMILAR_KEYS = {"k": "k", "id": "id", "vector": "vector"}
+_SENTENCE_KEYS = ("normalize", "dimensions", "model")
 
 Embedded = collections.namedtuple("Embedded", "embeddings input_ids")
 Embedded.__doc__ = """embed() of text: the (B, S, D) embeddings and the
@@ -222,9 +226,13 @@ class Client:
         if resp.status != 200:
             try:
                 err = json.loads(data)
-                raise TokvecError(resp.status, err.get("error_type", "error"),
-                                  err.get("error", ""))
-            except ValueError:
+                if isinstance(err.get("error"), dict):  # OpenAI's, /v1/
+                    err = {"error_type": err["error"].get("code"),
+                           "error": err["error"].get("message")}
+                raise TokvecError(resp.status,
+                                  err.get("error_type") or "error",
+                                  err.get("error") or "")
+            except (ValueError, AttributeError):
                 raise TokvecError(resp.status, "http_error",
                                   data[:200].decode("utf-8", "replace"))
         return resp, data
@@ -430,6 +438,53 @@ class Client:
         if text:
             return Embedded(x, _ids_array(ids))
         return x
+
+    def embed_sentences(self, texts, *, normalize=None, dimensions=None,
+                        model=None, **unknown):
+        """One sentence vector per text: an ndarray (N, D) of float32
+        (nested lists without numpy). ``texts``: a text (N = 1) or a list
+        of texts (id lists are pooled as given).
+
+        The vectors of the served model, exactly as its library computes
+        them: Model2Vec's StaticModel.encode, sentence-transformers'
+        StaticEmbedding, the mean of the rows for a plain table.
+
+        ``dimensions``: the first k components (renormalized when the
+        vectors are normalized); ``normalize``: True / False overrides the
+        model's setting (default: the model's); ``model``: the name sent
+        as OpenAI's ``model`` (a server serves one model and accepts any
+        name). The request is POST /v1/embeddings (base64 float32); with
+        ``normalize`` it is POST /embed with "pooling": "mean", which
+        gives the same vectors."""
+        if unknown:
+            _refuse_unknown("embed_sentences", unknown,
+                            ("texts",) + _SENTENCE_KEYS)
+        if isinstance(texts, tuple):
+            texts = list(texts)
+        if not isinstance(texts, (str, list)):
+            raise TypeError("embed_sentences() takes a text or a list of "
+                            "texts, not %s" % type(texts).__name__)
+        if normalize is not None and not isinstance(normalize, bool):
+            raise TypeError("normalize must be True, False or None")
+        if model is not None and not isinstance(model, str):
+            raise TypeError("model must be a string")
+        if normalize is None:
+            body = {"input": texts, "encoding_format": "base64"}
+            if model is not None:
+                body["model"] = model
+            if dimensions is not None:
+                body["dimensions"] = dimensions
+            reply = self._post_json("/v1/embeddings", body)
+            rows = [base64.b64decode(d["embedding"]) for d in
+                    sorted(reply["data"], key=lambda d: d["index"])]
+            dim = len(rows[0]) // 4 if rows else 0
+            return _floats(b"".join(rows), "float32", (len(rows), dim))
+        body = {"inputs": texts, "pooling": "mean", "normalize": normalize,
+                "encoding_format": "base64"}
+        if dimensions is not None:
+            body["dimensions"] = dimensions
+        reply = self._post_json("/embed", body)
+        return _embeddings_json(reply, "base64")
 
     def _embed_binary(self, a, start_position, positions, dtype, accept):
         """Ids as a binary int32 body (no JSON at all), options in the
