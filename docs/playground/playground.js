@@ -364,7 +364,9 @@
     }
     og.putImageData(img, 0, 0);
     const w0 = Math.max(100, c.clientWidth || c.parentNode.clientWidth);
-    const font = 11, L = 16 + 7 * Math.max(...opts.rowLabels.map((t) => t.length), 1);
+    // room for 4-digit labels at least: the cells stay where they are when
+    // start_position changes the labels
+    const font = 11, L = 16 + 7 * Math.max(4, ...opts.rowLabels.map((t) => t.length));
     const B = 2 * font + 12, T = 4, R = 8;
     const plotW = Math.max(20, w0 - L - R);
     const rowH = opts.square ? Math.max(6, Math.min(40, Math.floor(plotW / S)))
@@ -413,6 +415,7 @@
     g.textAlign = 'start'; g.textBaseline = 'alphabetic';
     c.dataset.yTicks = ys.map((i) => opts.rowLabels[i]).join(',');
     c.dataset.xTicks = xs.map((i) => (opts.colLabels ? opts.colLabels[i] : String(i))).join(',');
+    c.dataset.plot = [L, T, pw, plotH].join(','); // CSS px, no axes
     c.dataset.yTitle = opts.yTitle;
     c.dataset.xTitle = opts.xTitle;
     return max;
@@ -578,7 +581,7 @@
     $('random').hidden = !(st.info && st.info.random_weights);
     for (const v of document.querySelectorAll('input[name="view"]'))
       if (v.value !== 'tok') v.disabled = !st.sum;
-    if (!st.sum) document.querySelector('input[name="view"][value="tok"]').checked = true;
+    if (st.tok && !st.sum) document.querySelector('input[name="view"][value="tok"]').checked = true;
     $('trail').disabled = !positionsOn();
     renderChips();
     renderHeat();
