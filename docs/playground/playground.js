@@ -369,7 +369,7 @@
     const font = 11, L = 16 + 7 * Math.max(4, ...opts.rowLabels.map((t) => t.length));
     const B = 2 * font + 12, T = 4, R = 8;
     const plotW = Math.max(20, w0 - L - R);
-    const rowH = opts.square ? Math.max(6, Math.min(40, Math.floor(plotW / S)))
+    const rowH = opts.square ? Math.max(6, Math.min(72, Math.floor(Math.min(plotW, 480) / S)))
       : Math.max(6, Math.min(28, Math.floor(360 / S)));
     const plotH = rowH * S;
     const pw = opts.square ? rowH * D : plotW;
@@ -495,45 +495,51 @@
         const [x, y] = pts[m.length + i];
         g.fillStyle = '#e8710a';
         g.beginPath(); g.arc(px(x), py(y), 3.5, 0, 2 * Math.PI); g.fill();
-        g.fillText(`p${start() + i}`, px(x) + 5, py(y) + 12);
       });
     }
-    // the dots first, then the labels where they overlap no label placed
-    // before them (the selected token's first): right or left of the dot,
-    // above or below; a label with no free place is left out (its token
-    // is in the chips above), and the count of those is shown.
-    const order = m.map((_, i) => i);
-    order.sort((a, b) => (b === st.selected) - (a === st.selected));
     m.forEach((_, i) => {
       const [x, y] = pts[i];
       g.fillStyle = i === st.selected ? '#0b57d0' : '#1d1d1f';
       g.beginPath(); g.arc(px(x), py(y), i === st.selected ? 5 : 4, 0, 2 * Math.PI); g.fill();
     });
+    // The labels, after the dots: each where it overlaps no dot and no
+    // label placed before it (the selected token's first, then the other
+    // tokens, then the trail's positions): right or left of its dot, above
+    // or below; one with no free place is left out (its token is in the
+    // chips above) and counted on the plot.
+    const order = m.map((_, i) => i);
+    order.sort((a, b) => (b === st.selected) - (a === st.selected));
+    const wanted = order.map((i) => ({ i, kind: 'token', text: label(st.tokens[i]).slice(0, 24),
+                                       color: i === st.selected ? '#0b57d0' : '#1d1d1f' }))
+      .concat(trail.map((_, i) => ({ i: m.length + i, kind: 'trail', text: `p${start() + i}`,
+                                     color: '#e8710a' })));
+    const dots = pts.slice(0, m.length + trail.length).map(([x, y]) =>
+      ({ x0: px(x) - 5, y0: py(y) - 5, x1: px(x) + 5, y1: py(y) + 5 }));
     const boxes = [];
     let hidden = 0;
     const H = 12; // the label's height in px
+    const apart = (b, o) => b.x1 <= o.x0 || o.x1 <= b.x0 || b.y1 <= o.y0 || o.y1 <= b.y0;
     const free = (b) => b.x0 >= 1 && b.y0 >= 1 && b.x1 <= w - 1 && b.y1 <= h - 1 &&
-      boxes.every((o) => b.x1 <= o.x0 || o.x1 <= b.x0 || b.y1 <= o.y0 || o.y1 <= b.y0);
-    for (const i of order) {
-      const [x, y] = pts[i];
+      boxes.every((o) => apart(b, o)) && dots.every((o) => apart(b, o));
+    g.textBaseline = 'top';
+    for (const lab of wanted) {
+      const [x, y] = pts[lab.i];
       const cx = px(x), cy = py(y);
-      const text = label(st.tokens[i]).slice(0, 24);
-      const tw = Math.ceil(g.measureText(text).width);
-      const spots = [[cx + 6, cy - 4 - H], [cx + 6, cy + 4], [cx - 6 - tw, cy - 4 - H],
-                     [cx - 6 - tw, cy + 4], [cx - tw / 2, cy - 7 - H], [cx - tw / 2, cy + 7]];
+      const tw = Math.ceil(g.measureText(lab.text).width);
+      const spots = [[cx + 6, cy - 3 - H], [cx + 6, cy + 3], [cx - 6 - tw, cy - 3 - H],
+                     [cx - 6 - tw, cy + 3], [cx - tw / 2, cy - 6 - H], [cx - tw / 2, cy + 6]];
       let put = null;
       for (const [x0, y0] of spots) {
         const b = { x0, y0, x1: x0 + tw, y1: y0 + H };
         if (free(b)) { put = b; break; }
       }
       if (!put) { hidden++; continue; }
-      put.i = i;
+      put.i = lab.i; put.kind = lab.kind;
       boxes.push(put);
-      g.fillStyle = i === st.selected ? '#0b57d0' : '#1d1d1f';
-      g.textBaseline = 'top';
-      g.fillText(text, put.x0, put.y0);
-      g.textBaseline = 'alphabetic';
+      g.fillStyle = lab.color;
+      g.fillText(lab.text, put.x0, put.y0);
     }
+    g.textBaseline = 'alphabetic';
     if (hidden) {
       g.fillStyle = '#6b6b70';
       g.fillText(`${hidden} label${hidden === 1 ? '' : 's'} left out (overlap)`, 6, h - 6);

@@ -318,6 +318,10 @@ for (const width of [360, 1920]) {
     const sw = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(sw <= width, `page is ${sw} px wide`);
     assert.ok(await inked(page, '#scatter') > 50);
+    // the six tokens' labels and the trail's 16 (p0 ... p15): none overlap
+    await page.waitForFunction(() => JSON.parse(document.getElementById('scatter').dataset.labels)
+      .some((b) => b.kind === 'trail'));
+    await checkLabels(page, 6 + 16);
     await page.screenshot({ path: join(SHOTS, `playground-${width}.png`), fullPage: true });
     assert.deepEqual(log.errors, []);
     await page.close();
