@@ -19,7 +19,7 @@ every sample is put in the step of the first frame, leaf upwards, that
 names one (bench/sentsplit.py). Writes bench/results/sentences.md and
 sentences.json.
 
-Env: BUILD (build), ORACLE (BUILD/oracle: node_modules), ROUNDS (5),
+Env: BUILD (build), ORACLE (BUILD/oracle: node_modules), ROUNDS (7),
 SECS (10), CONNS (4), PERF (1: the split; 0: none).
 """
 import json
@@ -34,7 +34,7 @@ import urllib.request
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD", "build")
 ORACLE = os.environ.get("ORACLE", os.path.join(BUILD, "oracle"))
-ROUNDS = int(os.environ.get("ROUNDS", "5"))
+ROUNDS = int(os.environ.get("ROUNDS", "7"))
 SECS = int(os.environ.get("SECS", "10"))
 CONNS = int(os.environ.get("CONNS", "4"))
 PERF = os.environ.get("PERF", "1") == "1"
