@@ -18,8 +18,8 @@
 # Env: BENCH_QUICK=1 (about 1 s a point, fewer sweep points),
 #      BENCH_ONLY=main,tokens,dim,conns,startup,serial,unix (sections of the
 #      HTTP part), BENCH_BASELINE=PATH (an older tokvec binary measured
-#      beside this one in the serial section),
-#      TOKVEC_SHARED (default ../shared beside the checkout: peers, load).
+#      beside this one in the serial section). Request bodies are in
+#      bench/load/, the PyTorch peer in bench/peers/.
 set -eu
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
