@@ -307,7 +307,8 @@ test-suites: unit e2e float-random tokenizer-oracle unigram-oracle \
 # The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
 # package playwright-core pinned in tests/browser/package-lock.json (npm ci
 # checks its sha512; it downloads no browser), against servers with GPT-2's
-# tokenizer ($(TOKENIZER_DIR), make data) and with --api-key. Screenshots
+# tokenizer ($(TOKENIZER_DIR), make data), with --api-key, and with --model
+# (tests/data/model2vec-rs: the sentences mode). Screenshots
 # at 360 and 1920 px go to $(BUILD)/browser/; docs/playground.png is the
 # 1920 one.
 BROWSER_DIR := tests/browser

@@ -10,8 +10,10 @@ BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
               $(BUILD)/bench/similarbench \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
-.PHONY: bench bench-tokenize bench-wordpiece bench-similar bench-specials
+.PHONY: bench bench-tokenize bench-wordpiece bench-similar bench-specials \
+        bench-sentences
 help::
+	@echo "make bench-sentences /v1/embeddings against a Node server (~4 min)"
 	@echo "make bench-tokenize  tokvec tokenize against tiktoken, gpt-tokenizer"
 	@echo "make bench-wordpiece tokvec tokenize (bge WordPiece) against HF tokenizers"
 	@echo "make bench-specials  special tokens at scale (~10 s)"
@@ -50,3 +52,13 @@ bench-similar: all data $(BUILD)/bench/similarbench
 bench-specials: all data
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TOKENIZER=$(TOKENIZER_DIR) \
 	  bench/specialbench.sh
+
+# Sentence vectors over HTTP (bench/sentbench.py, ~4 min): tokvec serve
+# --model against bench/sentpeer.js (Node, npm tokenizers from the oracle's
+# pinned lock file, Float32Array mean pooling) on a generated potion-shaped
+# model, POST /v1/embeddings of 256 short mixed-language lines with wrk;
+# same vectors checked first. Writes bench/results/sentences.md and .json.
+# ROUNDS=7 SECS=10 CONNS=4 PERF=1 (the CPU split with perf) by default.
+bench-sentences: $(BUILD)/tokvec $(ORACLE)/.installed
+	@tools/deps.sh wrk python3-numpy
+	@BUILD=$(BUILD) ORACLE=$(ORACLE) $(PYTHON) bench/sentbench.py

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <nettle/sha2.h>
 #include <stdarg.h>
@@ -317,7 +318,6 @@ static const char inspect_usage[] =
     "  --pos POS.npy          positions for a .npy token table\n"
     "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
     "  -h, --help             this text\n";
-
 
 /* A model directory (tokvec serve --model): holds a tokenizer.json. */
 static int is_model_dir(const char *path)
@@ -697,6 +697,7 @@ int cmd_convert(int argc, char **argv)
     tokvec_dtype dtype = TOKVEC_F32;
     tokvec_table *t = NULL;
     void *tok = NULL, *pos = NULL;
+    json_t *meta = NULL; /* the input's metadata, while it is written */
 
     for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         if (!o.name) {
@@ -747,16 +748,31 @@ int cmd_convert(int argc, char **argv)
     };
     char ctx_text[32];
     snprintf(ctx_text, sizeof ctx_text, "%" PRId64, in->context_length);
-    /* "context_length" (last) only means something with positions. */
-    const char *keys[] = {"format", "source", "positional", "tokvec_version",
-                          "context_length"};
-    const char *values[] = {"pt", in_path,
-                            tokvec_positional_name(in->positional),
-                            TOKVEC_VERSION, ctx_text};
+    const char *keys[7] = {"format", "source", "positional", "tokvec_version"};
+    const char *values[7] = {"pt", in_path,
+                             tokvec_positional_name(in->positional),
+                             TOKVEC_VERSION};
+    size_t n_meta = 4;
+    /* "context_length" only means something with positions. */
+    if (in->positional != TOKVEC_POS_NONE) {
+        keys[n_meta] = "context_length";
+        values[n_meta++] = ctx_text;
+    }
+    /* A table tokvec init made stays random when converted: its
+     * "generator" and "seed" go along (GET /info's random_weights). */
+    meta = in->metadata_json ? json_loads(in->metadata_json, 0, NULL) : NULL;
+    static const char *const carried[] = {"generator", "seed"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = json_string_value(json_object_get(meta, carried[i]));
+        if (v) {
+            keys[n_meta] = carried[i];
+            values[n_meta++] = v;
+        }
+    }
     tokvec_write_opts wo = {
         .metadata_keys = keys,
         .metadata_values = values,
-        .n_metadata = in->positional == TOKVEC_POS_NONE ? 4 : 5,
+        .n_metadata = n_meta,
         .progress = isatty(2) ? tv_cli_progress : NULL,
         .progress_ud = (void *)"convert",
     };
@@ -767,6 +783,7 @@ int cmd_convert(int argc, char **argv)
     }
     ret = 0;
 out:
+    json_decref(meta);
     free(tok);
     free(pos);
     tokvec_table_close(t);

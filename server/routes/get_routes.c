@@ -64,6 +64,24 @@ static json_t *info_model(const tv_server *s, const table_ref *ref)
         "max_sentence_tokens", (json_int_t)s->cfg->max_sentence_tokens);
 }
 
+/* What `tokvec init` writes as the "generator" of a table's metadata
+ * (server/cli/cli.c): a table that names it holds random rows. */
+#define INIT_GENERATOR "torch.manual_seed + nn.Embedding (normal_)"
+
+/* /info's "random_weights": the table's metadata (safetensors
+ * __metadata__) names tokvec init's generator, so its rows are random
+ * and its nearest neighbours mean nothing. */
+static int random_weights(const tokvec_table_info *in)
+{
+    if (!in->metadata_json)
+        return 0;
+    json_t *m = json_loads(in->metadata_json, 0, NULL);
+    const char *g = json_string_value(json_object_get(m, "generator"));
+    int yes = g && !strcmp(g, INIT_GENERATOR);
+    json_decref(m);
+    return yes;
+}
+
 /* GET /info: the table's shape and dtypes, and the limits. "dtype" is what
  * the rows are served as; tensors.token_dtype and position_dtype are what
  * the file stores, as it spells them ("F16", "Q4_K": a quantized GGUF
@@ -88,7 +106,9 @@ enum MHD_Result route_info(req_ctx *x)
         "max_queue", (json_int_t)c->max_queue, "max_connections",
         (json_int_t)c->max_connections, "max_inflight_bytes",
         (json_int_t)c->max_inflight_bytes);
-    if (j && (json_object_set_new(j, "tokenizer", info_tokenizer(ref)) < 0 ||
+    if (j && (json_object_set_new(j, "random_weights",
+                                  json_boolean(random_weights(in))) < 0 ||
+              json_object_set_new(j, "tokenizer", info_tokenizer(ref)) < 0 ||
               json_object_set_new(j, "model", info_model(x->s, ref)) < 0)) {
         json_decref(j);
         j = NULL;

@@ -135,6 +135,36 @@ class OpenAPI(unittest.TestCase):
         finally:
             any_srv.stop()
 
+    def test_info_says_random_weights_only_for_tables_tokvec_init_made(self):
+        """/info's random_weights (issue 27): true for a table `tokvec
+        init` made and for its conversion (still random rows), false for
+        a model directory and for a table written by anything else (a
+        safetensors file without init's metadata); the answer conforms."""
+        def info(srv):
+            resp = srv.get("/info")
+            self.conforms("/info", "GET", resp)
+            return json.loads(resp[2])
+        self.assertIs(info(self.srv)["random_weights"], True)
+        conv = os.path.join(self.tmp, "c.safetensors")
+        other = os.path.join(self.tmp, "o.safetensors")
+        tc.run("convert", self.table, "-o", conv, "--dtype", "f16")
+        # the same rows, written by hand with metadata of its own
+        head = json.dumps({"__metadata__": {"format": "pt", "generator":
+                                            "numpy"},
+                           "tok_emb.weight": {"dtype": "F32", "shape": [3, 2],
+                                 "data_offsets": [0, 24]}}).encode()
+        with open(other, "wb") as f:
+            f.write(len(head).to_bytes(8, "little") + head + bytes(24))
+        model = os.path.join(TOP, "tests", "data", "model2vec-rs",
+                             "test-model-float32")
+        for args, want in (((conv,), True), ((other,), False),
+                           ((None, "--model", model), False)):
+            srv = tc.Server(*args)
+            try:
+                self.assertIs(info(srv)["random_weights"], want, args)
+            finally:
+                srv.stop()
+
     def test_every_route_and_status_conforms(self):
         s = self.srv
         e = "/embed"
