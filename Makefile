@@ -256,7 +256,12 @@ unit: test-deps data $(TESTS)
 
 # End-to-end: the real binary on a loopback port (tests/e2e/).
 E2E := $(sort $(wildcard tests/e2e/test_*.py))
-E2E_CMDS = $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
+# The longest suite runs as two processes side by side (--part 1, 2).
+E2E_SPLIT := tests/e2e/test_hostile.py
+E2E_CMDS = $(foreach t,$(filter-out $(E2E_SPLIT),$(E2E)),\
+             "$(PYTHON) $(t) --binary $(BUILD)/tokvec") \
+           $(foreach t,$(E2E_SPLIT),$(foreach p,1 2,\
+             "$(PYTHON) $(t) --binary $(BUILD)/tokvec --part $(p)"))
 # test_torchsave.py runs $(BUILD)/tools/torchsave.
 E2E_TOOLS := $(BUILD)/tools/torchsave
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)

@@ -68,13 +68,16 @@ def counts(log, rc):
 
 
 def suite_name(cmd):
-    """test_server for ".../python3 tests/e2e/test_server.py --binary B";
-    a checker keeps its arguments: "check_floats --narrow"."""
+    """test_server for a cmocka program build/test_server,
+    test_server.py for ".../python3 tests/e2e/test_server.py --binary B"
+    (a unit test and an e2e suite may share a module's name); a checker
+    keeps its arguments: "check_floats --narrow"."""
     words = cmd.split()
     for i, word in enumerate(words):
-        base = os.path.splitext(os.path.basename(word))[0]
-        if base.startswith("test_"):
-            return base
+        base = os.path.basename(word)
+        if base.startswith("test_"):  # and a part of it: "--part 2"
+            part = re.search(r"--part (\S+)", cmd)
+            return base + (" part " + part.group(1) if part else "")
         if base.startswith("check_"):
             return " ".join([base] + words[i + 1:])
     return words[0]
