@@ -267,9 +267,10 @@ E2E_TOOLS := $(BUILD)/tools/torchsave
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" $(E2E_CMDS)
 
-# Both in one run, so that short suites fill the time of the long ones.
+# Both in one run, so that short suites fill the time of the long ones
+# (the end-to-end suites, longer, first when no earlier run timed them).
 suites: test-deps data $(TESTS) $(BUILD)/tokvec $(E2E_TOOLS)
-	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(TESTS) $(E2E_CMDS)
+	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(E2E_CMDS) $(TESTS)
 
 # The end-to-end suite with the server under valgrind memcheck (slow: ~20x;
 # deadlines scaled). Fails on any memcheck error or definite leak in any

@@ -7,7 +7,8 @@
         "passed failed" to FILE, prints "N passed, N failed" for these
         suites and the wall time, exits 1 if any failed. -j N: N suites at
         a time (default 1), the slowest of the last run (DIR/times.json)
-        started first; lines come as suites end. Suites must then not
+        started first (those it has no time for before them, in the order
+        given); lines come as suites end. Suites must then not
         share ports, files or directories (the e2e suites take free ports
         and temporary directories; the unit tests bind port 0).
     run.py --summary FILE --total [--steps-failed]   prints the line
@@ -128,8 +129,9 @@ def run(title, cmds, logs, summary, jobs=1):
             last = json.load(f)
     except (OSError, ValueError):
         last = {}
-    if jobs > 1:  # the slowest first, so that they overlap the rest
-        cmds = sorted(cmds, key=lambda c: -last.get(suite_name(c), 0.0))
+    if jobs > 1:  # the slowest first, so that they overlap the rest; a
+        # suite not timed yet before the others, as given
+        cmds = sorted(cmds, key=lambda c: -last.get(suite_name(c), 1e9))
     print("== " + title + (" (%d at a time)" % jobs if jobs > 1 else ""))
     sys.stdout.flush()
     t0 = time.time()

@@ -92,7 +92,7 @@ def serve_env(args=(), env=None):
     env (a value None unsets the variable), and TOKVEC_TOKENIZER="" (ids
     only) unless env, the environment or args name a tokenizer or a config
     file. Without it every server would load the built-in default
-    tokenizer (DATA_DIR/gpt2, README "Text"): slower, and a warning line
+    tokenizer (DATA_DIR/gpt2, docs/configuration.md): slower, and a warning line
     with every small table. A test of the default itself passes
     env={"TOKVEC_TOKENIZER": None}."""
     env = env or {}
