@@ -206,15 +206,18 @@ def python_blocks(text):
 
 
 def phony_targets():
-    """The .PHONY targets of every Makefile and the HELP_HIDDEN ones."""
-    phony, hidden = set(), set()
+    """The .PHONY targets of every Makefile, the HELP_HIDDEN ones, and
+    every target whose name is no file (no "/", ".", "$", "%")."""
+    phony, hidden, named = set(), set(), set()
     for mk in MAKEFILES:
         text = read(mk).replace("\\\n", " ")
+        for names in re.findall(r"^([a-z][a-z0-9 -]*):(?!=)", text, re.M):
+            named |= set(names.split())
         for names in re.findall(r"^\.PHONY:(.*)$", text, re.M):
             phony |= set(names.split())
         for names in re.findall(r"^HELP_HIDDEN\s*[:+]?=(.*)$", text, re.M):
             hidden |= set(names.split())
-    return phony, hidden
+    return phony, hidden, named
 
 
 def anchors(md):
@@ -533,11 +536,13 @@ class Readme(unittest.TestCase):
         self.assertEqual(named - listed, set(), out)
 
     def test_make_help_lists_every_public_target(self):
-        """Every .PHONY target of the Makefiles (Makefile, */*.mk) is in
-        make help but those HELP_HIDDEN names as steps of others; and
-        every name there is a target."""
+        """Every target of the Makefiles (Makefile, */*.mk) that is no
+        file is .PHONY, and every .PHONY one is in make help but those
+        HELP_HIDDEN names as steps of others; every name there is a
+        target."""
         out, listed = self.make_help()
-        phony, hidden = phony_targets()
+        phony, hidden, named = phony_targets()
+        self.assertEqual(named - phony, set(), "targets not in .PHONY")
         for target in ("image", "container-test", "compose-test",
                        "deploy-check", "kube-test", "bench-similar",
                        "fuzz", "soak", "coverage", "check-all", "test",
