@@ -3,7 +3,8 @@
 * Every command of README.md and docs/*.md (the lines of their code
   blocks that start with a command: curl, tokvec, python3, node, ...) runs
   as written, in document order, in one temporary directory where
-  `examples`, `tests`, `clients` and `data` point at the repository's:
+  links point at the repository's files and folders (examples/, data/,
+  tools/, ...):
   the address (localhost:8080 -> the test server's port, the Unix socket
   path -> a temporary one) and `build/tokvec` (-> the binary under test)
   rewritten, curl given `-sS --fail-with-body` so that an error status
@@ -74,6 +75,7 @@ MISSING_FILES = {
     "gpt2.Q8_0.gguf": "a GGUF of GPT-2",
     "gpt2.Q4_K_M.gguf": "a GGUF of GPT-2",
     "models/potion-base-8M": "a Model2Vec model (downloaded)",
+    "m.model": "your own SentencePiece model",
     "localhost:8000": "vLLM's own server",
 }
 # Each file of examples/ and the test that runs it.
@@ -237,12 +239,14 @@ class Readme(unittest.TestCase):
         cls.table = tc.init_table(
             os.path.join(cls.tmp, "gpt2-256.safetensors"), 50257, 256,
             "--context", "1024", "--positional", "learned", "--seed", "123")
-        # where the commands run: the repository's folders they name
+        # where the commands run: the repository's files and folders
+        # (data/, tools/, ...) as links, what the commands write beside them
         cls.cwd = os.path.join(cls.tmp, "cwd")
         os.mkdir(cls.cwd)
-        for name in ("examples", "tests", "clients", "data"):
-            os.symlink(os.path.join(tc.TOP, name),
-                       os.path.join(cls.cwd, name))
+        for name in os.listdir(tc.TOP):
+            if not name.startswith("."):
+                os.symlink(os.path.join(tc.TOP, name),
+                           os.path.join(cls.cwd, name))
         # what `npm install ./clients/js` makes: a link in node_modules
         os.makedirs(os.path.join(cls.cwd, "node_modules"))
         os.symlink(os.path.join(tc.TOP, "clients", "js"),
