@@ -52,9 +52,12 @@ endif
 # Test suites run through tests/run.py: one line each, the whole output in
 # $(BUILD)/test-logs/, a failing suite's output printed (passing lines
 # left out), then "N passed, N failed"; make test sums every run at the end.
+# TEST_JOBS suites at a time (the unit programs and the e2e suites use free
+# ports and their own temporary directories); TEST_JOBS=1 runs one by one.
 SUMMARY   := build/test-summary.txt
+TEST_JOBS ?= 3
 RUN_TESTS  = $(PYTHON) tests/run.py --summary $(SUMMARY) \
-             --logs $(BUILD)/test-logs --title
+             --logs $(BUILD)/test-logs -j $(TEST_JOBS) --title
 
 DEFAULT_TABLE := data/gpt2-256.safetensors
 # make run TABLE=FILE PORT=N HOST=ADDR: what to serve, where (empty: the
@@ -92,12 +95,16 @@ SERVER_LIB := $(filter-out $(BUILD)/server/cli/main.o,$(SERVER_OBJ))
 TESTS      := $(TEST_SRC:tests/%.c=$(BUILD)/%)
 TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
-.PHONY: all deps test-deps test test-suites unit e2e sanitize \
-        sanitize-test run lint data \
+.PHONY: all deps test-deps test test-suites unit e2e suites sanitize \
+        sanitize-test run lint data check-all check-long check-long-suites \
         oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
         browser-test \
         float-random valgrind \
         check-floats coverage clean help
+# Phony targets that are steps of others, not meant to be typed: every
+# other phony target of the Makefiles is listed by `make help`
+# (tests/e2e/test_readme.py checks it).
+HELP_HIDDEN := test-suites suites check-long-suites image-data fuzz-build
 .DEFAULT_GOAL := all
 
 all: deps $(BUILD)/tokvec
@@ -108,21 +115,31 @@ help::
 	@echo "make run          build, make data, serve the default table"
 	@echo "                  (TABLE=FILE PORT=N HOST=ADDR: serve FILE there)"
 	@echo "make data         $(DEFAULT_TABLE) + GPT-2 tokenizer in $(TOKENIZER_DIR)/"
-	@echo "make test         unit + end-to-end tests, then again under ASan+UBSan"
+	@echo "make test         unit + end-to-end tests, TEST_JOBS=$(TEST_JOBS) suites at a time"
+	@echo "make unit         the unit tests alone; make e2e the end-to-end suites alone"
+	@echo "make check-all    everything CI runs (.ci/run): test, check-long, lint,"
+	@echo "                  browser-test, fuzz, soak, valgrind, coverage and the"
+	@echo "                  container targets (root, ~1 hour on 2 cores)"
+	@echo "make check-long   the ASan+UBSan rerun (sanitize-test), float-random,"
+	@echo "                  tokenizer-oracle-all, unigram-oracle"
+	@echo "make deps         install the Debian packages the build needs (root)"
 	@echo "make test-deps    install the Debian packages the tests need (root)"
-	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken (part of test)"
-	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
-	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
-	@echo "                  (part of test)"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
+	@echo "make sanitize-test  unit + end-to-end tests on that build, leak-checked"
+	@echo "make float-random 10 million random floats through the formatter,"
+	@echo "                  all 2^32 through float16/bfloat16 narrowing"
+	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
+	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken and HF tokenizers"
+	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k, bge"
+	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
+	@echo "make oracle-deps  install the oracles' pinned npm packages"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
 	@echo "make browser-test the page at / and /docs in headless Chromium"
+	@echo "make valgrind     end-to-end suite with the server under memcheck"
+	@echo "make coverage     unit + end-to-end on a gcov build: NN% per file, totals"
 	@echo "make bench        benchmarks (not part of test)"
 	@echo "make bench-similar  POST /similar timings alone (~1 min)"
-	@echo "make valgrind     end-to-end suite with the server under memcheck"
-	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
-	@echo "make coverage     unit + end-to-end on a gcov build: NN% per file, totals"
 	@echo "make clean"
 	@echo "make help         this list"
 
@@ -240,11 +257,21 @@ unit: test-deps data $(TESTS)
 
 # End-to-end: the real binary on a loopback port (tests/e2e/).
 E2E := $(sort $(wildcard tests/e2e/test_*.py))
+# The longest suite runs as two processes side by side (--part 1, 2).
+E2E_SPLIT := tests/e2e/test_hostile.py
+E2E_CMDS = $(foreach t,$(filter-out $(E2E_SPLIT),$(E2E)),\
+             "$(PYTHON) $(t) --binary $(BUILD)/tokvec") \
+           $(foreach t,$(E2E_SPLIT),$(foreach p,1 2,\
+             "$(PYTHON) $(t) --binary $(BUILD)/tokvec --part $(p)"))
 # test_torchsave.py runs $(BUILD)/tools/torchsave.
 E2E_TOOLS := $(BUILD)/tools/torchsave
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
-	@$(RUN_TESTS) "end-to-end ($(BUILD))" \
-	  $(foreach t,$(E2E),"$(PYTHON) $(t) --binary $(BUILD)/tokvec")
+	@$(RUN_TESTS) "end-to-end ($(BUILD))" $(E2E_CMDS)
+
+# Both in one run, so that short suites fill the time of the long ones
+# (the end-to-end suites, longer, first when no earlier run timed them).
+suites: test-deps data $(TESTS) $(BUILD)/tokvec $(E2E_TOOLS)
+	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(E2E_CMDS) $(TESTS)
 
 # The static-model tests' reference ids (tests/e2e/test_static_models.py):
 # tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
@@ -295,14 +322,43 @@ float-random: $(BUILD)/tools/check_floats
 	  "$(BUILD)/tools/check_floats --narrow"
 
 # Every suite runs even after a failure (-k); the last line is the sum.
+# make test: the unit and end-to-end suites (a few minutes); make
+# check-long: the long ones (ASan+UBSan rerun, oracles, random floats).
 test:
 	@mkdir -p $(dir $(SUMMARY)); rm -f $(SUMMARY)
 	@$(MAKE) --no-print-directory -k QUIET=1 test-suites; rc=$$?; \
 	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total \
 	   $$([ $$rc -eq 0 ] || echo --steps-failed) || rc=1; exit $$rc
 
-test-suites: unit e2e float-random tokenizer-oracle unigram-oracle \
-             sanitize-test
+test-suites: suites
+
+check-long:
+	@mkdir -p $(dir $(SUMMARY)); rm -f $(SUMMARY)
+	@$(MAKE) --no-print-directory -k QUIET=1 check-long-suites; rc=$$?; \
+	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total \
+	   $$([ $$rc -eq 0 ] || echo --steps-failed) || rc=1; exit $$rc
+
+check-long-suites: float-random tokenizer-oracle-all unigram-oracle \
+                   sanitize-test
+
+# Everything CI runs, in its order, stopping at the first failure (root:
+# it installs clang for the fuzzers, podman for the container targets).
+CHECK_FUZZ_SECONDS ?= 60
+CHECK_SOAK_SECONDS ?= 60
+check-all:
+	$(MAKE) --no-print-directory test
+	$(MAKE) --no-print-directory check-long
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory browser-test
+	tools/deps.sh clang libclang-rt-14-dev
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS) \
+	  FUZZ_SEED=1
+	$(MAKE) --no-print-directory soak SOAK_SECONDS=$(CHECK_SOAK_SECONDS)
+	$(MAKE) --no-print-directory valgrind
+	$(MAKE) --no-print-directory coverage
+	$(MAKE) --no-print-directory container-test
+	$(MAKE) --no-print-directory deploy-check
+	$(MAKE) --no-print-directory compose-test
 
 # The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
 # package playwright-core pinned in tests/browser/package-lock.json (npm ci
@@ -328,7 +384,7 @@ sanitize-test: sanitize
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 $(MAKE) --no-print-directory BUILD=build-san SANFLAGS="$(SAN)" OPT=-O1 \
-	  unit e2e
+	  suites
 
 # --- lint ------------------------------------------------------------------
 # tools/lint.sh: cppcheck, clang-tidy (.clang-tidy), tools/lint_c.py (80
@@ -376,8 +432,8 @@ check-floats: $(BUILD)/tools/check_floats
 # --- tokenizer exactness: tiktoken (npm, the Rust core as WASM) and
 # Hugging Face tokenizers (npm, the Rust library as a native module) ------
 # Pinned by tests/oracle/package-lock.json (npm ci checks the integrity
-# hashes), installed into $(ORACLE)/ (ignored). tokenizer-oracle (part of
-# make test, a few minutes): corpora for gpt2, cl100k_base and o200k_base,
+# hashes), installed into $(ORACLE)/ (ignored). tokenizer-oracle (a few
+# minutes; tokenizer-oracle-all is part of make check-long): corpora for gpt2, cl100k_base and o200k_base,
 # and every Unicode scalar value in four contexts for gpt2; WordPiece
 # (tests/oracle/hf.js): ids with and without add_special_tokens and
 # offsets for bge (tests/data/bge) and for a WordPiece tokenizer trained
@@ -478,7 +534,7 @@ coverage: test-deps data
 	@tools/deps.sh lcov
 	@rm -rf $(COV_BUILD)
 	-@$(MAKE) --no-print-directory BUILD=$(COV_BUILD) OPT=-O0 \
-	  SANFLAGS=--coverage QUIET=1 unit e2e
+	  SANFLAGS=--coverage QUIET=1 TEST_JOBS=1 unit e2e
 	@lcov --quiet --capture --directory $(COV_BUILD) \
 	  --rc lcov_branch_coverage=1 --output-file $(COV_BUILD)/all.info \
 	  2>/dev/null

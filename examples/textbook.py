@@ -23,7 +23,9 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "clients", "python"))
 import tokvec  # noqa: E402
 
-BIN = os.path.join(TOP, "build", "tokvec")
+# TOKVEC_BINARY: another build (the tests run this file with theirs).
+BIN = (os.environ.get("TOKVEC_BINARY")
+       or os.path.join(TOP, "build", "tokvec"))
 np.set_printoptions(precision=4, suppress=True)
 
 

@@ -1,7 +1,8 @@
 /* datadir.c -- the data directory compiled in, and the default tokenizer
  * of every command (tokenize, lookup --text, serve): --tokenizer (serve:
  * or its config file key), else $TOKVEC_TOKENIZER, else DATA_DIR/gpt2 when
- * it is there, else none. README "Text: the tokenizer" documents the rule.
+ * it is there, else none. docs/configuration.md, "Text: the tokenizer",
+ * documents the rule.
  *
  * What must hold: a relative path is never a default (the working
  * directory would decide); only the Makefile's DATA_DIR (an absolute path)

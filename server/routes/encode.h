@@ -113,7 +113,8 @@ size_t tv_token_json(char *buf, int64_t id, const float *x, int64_t D);
 size_t tv_base64(char *dst, const void *src, size_t n);
 
 /* .npy v1.0 header for a C-order (B,S,D) array of dtype ('<f4', '<f2';
- * bfloat16 has no numpy dtype: written as '<u2' raw bits -- see README),
+ * bfloat16 has no numpy dtype: written as '<u2' raw bits -- see
+ * docs/decisions.md),
  * padded with spaces and '\n' so the data starts at a multiple of 64.
  * buf holds TV_NPY_HEADER_MAX bytes; returns the header length. */
 #define TV_NPY_HEADER_MAX 256

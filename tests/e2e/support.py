@@ -40,6 +40,12 @@ BINARY = os.path.join(TOP, "build", "tokvec")
 TIME_SCALE = float(os.environ.get("TOKVEC_TEST_TIME_SCALE", "1"))
 
 
+# A free port can be taken by another process (a suite running beside this
+# one, a client's ephemeral port) before the server binds it: a server that
+# cannot listen there is started again on another, this many times.
+PORT_TRIES = 5
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -86,7 +92,7 @@ def serve_env(args=(), env=None):
     env (a value None unsets the variable), and TOKVEC_TOKENIZER="" (ids
     only) unless env, the environment or args name a tokenizer or a config
     file. Without it every server would load the built-in default
-    tokenizer (DATA_DIR/gpt2, README "Text"): slower, and a warning line
+    tokenizer (DATA_DIR/gpt2, docs/configuration.md): slower, and a warning line
     with every small table. A test of the default itself passes
     env={"TOKVEC_TOKENIZER": None}."""
     env = env or {}
@@ -166,20 +172,33 @@ def start_server(tmp, serve_args, stderr, vocab=100, dim=8, ctx=8,
     Returns (proc, port, table); the caller stops the process."""
     table = init_table(os.path.join(tmp, "t.safetensors"), vocab, dim,
                        "--context", str(ctx), *init_args)
-    proc, port = spawn(table, serve_args, stderr)
-    wait_healthy(proc, port)
-    return proc, port, table
+    for attempt in range(PORT_TRIES):
+        proc, port = spawn(table, serve_args, stderr)
+        try:
+            wait_healthy(proc, port)
+            return proc, port, table
+        except RuntimeError:
+            if proc.returncode != 1 or attempt == PORT_TRIES - 1:
+                raise  # exit 1 is "cannot listen": the port was taken
 
 
 class Server:
     """`tokvec serve TABLE --port P ARGS...`; waits for /health."""
 
     def __init__(self, table, *args, env=None, port=None):
-        self.log = tempfile.NamedTemporaryFile(prefix="tokvec-serve-",
-                                               suffix=".log", delete=False)
-        self.proc, self.port = spawn(table, args, self.log, env, port)
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.wait_up()
+        for attempt in range(1 if port else PORT_TRIES):
+            self.log = tempfile.NamedTemporaryFile(
+                prefix="tokvec-serve-", suffix=".log", delete=False)
+            self.proc, self.port = spawn(table, args, self.log, env, port)
+            self.url = "http://127.0.0.1:%d" % self.port
+            try:
+                self.wait_up()
+                return
+            except RuntimeError as e:
+                if "cannot listen on" not in str(e) or \
+                        attempt == PORT_TRIES - 1:
+                    raise
+                os.unlink(self.log.name)
 
     def stderr(self):
         with open(self.log.name, "rb") as f:

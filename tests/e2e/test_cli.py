@@ -199,7 +199,7 @@ class CLI(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
 
     def test_tokenize_and_lookup_find_the_default_tokenizer_anywhere(self):
-        """One default for every command (README "Text"): --tokenizer,
+        """One default for every command (docs/configuration.md): --tokenizer,
         else $TOKVEC_TOKENIZER, else the built-in DATA_DIR/gpt2 -- from
         any working directory, not data/gpt2 of the current one. An empty
         one means none, as for serve: an error that says what to do."""

@@ -268,15 +268,21 @@ class Threads(unittest.TestCase):
             rc = s.proc.wait(timeout=300 * tc.TIME_SCALE)
             s.close_log()
             self.assertEqual(rc, 0, s.stderr())
+            # An answer equal, byte for byte, to one already compared is
+            # not parsed again (512 x 1024 floats of JSON each).
+            checked = set()
             for r in out:
                 self.assertIsInstance(r, tuple, r)
                 st, hdr, data = r
                 self.assertEqual(st, 200, data[:200])
                 self.assertEqual(len(data), int(hdr["Content-Length"]))
+                if data in checked:
+                    continue
                 # Each answer comes from the table its request started on.
                 got = np.array(json.loads(data)["embeddings"],
                                dtype=np.float32)
                 self.assertEqual(got.tobytes(), want.tobytes())
+                checked.add(data)
         finally:
             if s.proc.poll() is None:
                 s.stop()
