@@ -16,7 +16,7 @@
 #           socket vs TCP (bench/httpload); writes bench/results/
 #
 # Env: BENCH_QUICK=1 (about 1 s a point, fewer sweep points),
-#      BENCH_ONLY=main,tokens,dim,conns,startup,serial,unix (sections of the
+#      BENCH_ONLY=main,tokens,dim,conns,startup,serial,large,unix (sections of the
 #      HTTP part), BENCH_BASELINE=PATH (an older tokvec binary measured
 #      beside this one in the serial section),
 #      TOKVEC_SHARED (default ../shared beside the checkout: peers, load).
