@@ -319,12 +319,11 @@ static enum MHD_Result embed_start(req_ctx *x)
         return embed_reply(x);
     }
     j->chunked = embed_plan_chunked(&j->req, j->fmt) && !small_job(j);
-    /* A large reply made as it is sent needs no worker: admitted at once
-     * when its bytes fit and no job waits for them (FIFO kept), else it
-     * waits in the queue like any job. */
-    if (j->chunked && !tv_pool_waiting(s->pool) &&
-        tv_pool_try_inline(s->pool, j->plan.reserve)) {
-        tv_pool_inline_done(s->pool);
+    /* A large reply made as it is sent needs no worker, only admission:
+     * at once when a pushed job would start now, else it waits in the
+     * queue like any job (FIFO, max_queue, max_queue_wait, the budget),
+     * and the worker that takes it only hands it back. */
+    if (j->chunked && tv_pool_try_start(s->pool, j->plan.reserve)) {
         j->reserved = j->plan.reserve;
         j->inline_job = 1;
         j->t_start = j->t_end = now_ns();
