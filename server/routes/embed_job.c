@@ -424,7 +424,10 @@ static void binary_headers(const embed_job *j, struct MHD_Response *r)
  * (the socket took the last), written to the socket at once, while they
  * are still in the core's cache (1 MiB of L2 on the machine measured:
  * docs/performance.md, "Large replies"). */
-#define CHUNK_BYTES ((size_t)128 << 10)
+#ifndef TV_CHUNK_KIB /* (-DTV_CHUNK_KIB=N: another size, to measure) */
+#define TV_CHUNK_KIB 128
+#endif
+#define CHUNK_BYTES ((size_t)TV_CHUNK_KIB << 10)
 
 /* What a chunked response owns until MHD frees it (any MHD thread,
  * once): its bytes of max_inflight_bytes, the table reference, the ids
