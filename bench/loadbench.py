@@ -1089,8 +1089,10 @@ def section_large(a, run, res, bins, table, workdir, ngx, build, body, reply):
                   for s, n in zip(ss, ngx_r)
                   if n["server_cpu_us"] and s["server_cpu_us"]] \
             if lab != "nginx" else []
+        wcpu = [s["client_cpu_us"] for s in ss]
         pt = {"rps": median(rps), "rps_rounds": rps,
               "server_cpu_us": median(cpu), "cpu_rounds": cpu,
+              "client_cpu_us": median(wcpu), "client_cpu_rounds": wcpu,
               "vs_ceiling": median(vs_ceil), "vs_ceiling_rounds": vs_ceil,
               "cpu_vs_nginx": median(vs_ngx), "cpu_vs_nginx_rounds": vs_ngx,
               "errors": sum(s["errors"] for s in ss),
@@ -1099,7 +1101,7 @@ def section_large(a, run, res, bins, table, workdir, ngx, build, body, reply):
         res["points"]["large/32x128/raw/%s" % lab] = pt
         rows.append([lab, fmt_rps(pt["rps"]), spread(rps),
                      fmt_ms(pt["p99"]), fmt_us(pt["server_cpu_us"]),
-                     spread(cpu),
+                     spread(cpu), fmt_us(pt["client_cpu_us"]),
                      "%.2f" % pt["vs_ceiling"] if pt["vs_ceiling"] else "",
                      "%.2fx" % pt["cpu_vs_nginx"] if pt["cpu_vs_nginx"]
                      else "", str(pt["errors"]) if pt["errors"] else ""])
@@ -1109,14 +1111,19 @@ def section_large(a, run, res, bins, table, workdir, ngx, build, body, reply):
                SERIAL_THREADS, SERIAL_WRK_THREADS, SERIAL_CONNS, run.dur,
                rounds) +
            md_table(["server", "req/s", "req/s spread", "p99 ms",
-                     "server CPU us/req", "CPU spread", "x ceiling req/s",
+                     "server CPU us/req", "CPU spread", "wrk CPU us/req",
+                     "x ceiling req/s",
                      "CPU/req x nginx", "errors"], rows) +
            "\n\n`ceiling` is bench/ceiling: a C server (%d threads, epoll)"
            " answering every request with the same bytes from one reused"
            " buffer with send(); nginx sends them from a file (sendfile)."
            " Ratios are taken round by round (the servers ran one after the"
            " other) and their median shown; spread: (max - min) / median over"
-           " the rounds, the noise of this shared machine.\n" %
+           " the rounds, the noise of this shared machine. On loopback the"
+           " kernel's TCP work for a reply runs partly in the sender's and"
+           " partly in the reader's process (a sender whose socket is full"
+           " leaves the sending to the reader's ACKs): read server and wrk"
+           " CPU together.\n" %
            SERIAL_THREADS)
     if len(bins) > 1:
         sec += ("\n`%s` is env BENCH_BASELINE (%s).\n" % (bins[1][0],
