@@ -497,8 +497,7 @@ static enum MHD_Result chunk_reply(req_ctx *x)
     j->ref = NULL;
     j->reserved = 0; /* the response's now: chunk_free gives it back */
     binary_headers(j, r);
-    return reply_queue(x, 200, r, tv_content_type(j->fmt.kind),
-                       j->plan.body);
+    return reply_queue(x, 200, r, tv_content_type(j->fmt.kind), j->plan.body);
 bad:
     chunk_hold_free(h);
     tv_pool_release(s->pool, j->reserved); /* the table: embed_job_fini */

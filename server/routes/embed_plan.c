@@ -251,9 +251,8 @@ int embed_plan_chunked(const tv_request *q, tv_format fmt)
     return !q->pool && (fmt.kind == TV_OUT_RAW || fmt.kind == TV_OUT_NPY);
 }
 
-void embed_rows_init(embed_rows *r, const tokvec_table *t,
-                     const tv_request *q, tv_format fmt, const embed_plan *p,
-                     const int64_t *ids)
+void embed_rows_init(embed_rows *r, const tokvec_table *t, const tv_request *q,
+                     tv_format fmt, const embed_plan *p, const int64_t *ids)
 {
     int64_t D = tokvec_table_get_info(t)->dim;
     *r = (embed_rows){.t = t,

@@ -63,18 +63,17 @@ typedef struct embed_rows {
     const tokvec_table *t;
     const int64_t *ids;
     int64_t batch, seq, start;
-    unsigned flags;   /* the plan's (tokvec_embed) */
-    size_t row;       /* bytes of one (b, s) row in the answer's dtype */
-    size_t header;    /* npy: the header's bytes; raw: 0 */
-    size_t body;      /* the plan's body: header + rows */
+    unsigned flags; /* the plan's (tokvec_embed) */
+    size_t row;     /* bytes of one (b, s) row in the answer's dtype */
+    size_t header;  /* npy: the header's bytes; raw: 0 */
+    size_t body;    /* the plan's body: header + rows */
     char head[TV_NPY_HEADER_MAX];
 } embed_rows;
 
 /* Fills r for the reply to q (checked against t, planned as p for fmt,
  * embed_plan_chunked), ids being a copy of q->ids. Any thread. */
-void embed_rows_init(embed_rows *r, const tokvec_table *t,
-                     const tv_request *q, tv_format fmt, const embed_plan *p,
-                     const int64_t *ids);
+void embed_rows_init(embed_rows *r, const tokvec_table *t, const tv_request *q,
+                     tv_format fmt, const embed_plan *p, const int64_t *ids);
 
 /* Writes the body's bytes from offset pos on into out, at most max of
  * them: whole rows where one fits (the chunk then ends on a row's end),
