@@ -25,6 +25,17 @@
  * small-job lane, pool.h: tv_pool_try_inline). A reply that could not fit
  * max_inflight_bytes even alone is refused (413) before anything runs.
  *
+ * Large replies (raw and npy past the small-job lane, not pooled:
+ * embed_plan_chunked) are not built on a worker: the job only admits
+ * them (at once when a pushed job would start now, tv_pool_try_start,
+ * else through the queue, the worker doing nothing but resume), and the
+ * response is libmicrohttpd's content callback (chunk_fill), which makes
+ * each CHUNK_BYTES of the body on the connection's HTTP thread when the
+ * socket has taken the last (embed_write_range). The response owns the
+ * ids (a copy), the table reference and the reserved bytes (chunk_hold),
+ * so a client that stops reading holds no worker and no reply-sized
+ * buffer (docs/performance.md, "Large replies").
+ *
  * Ownership: the embed_job belongs to its connection's HTTP thread,
  * except while it is queued or running: from tv_pool_push until
  * embed_done() the worker (or, for a job that expired in the queue, the

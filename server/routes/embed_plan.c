@@ -1,7 +1,9 @@
 /* embed_plan.c -- the reply of POST /embed, sized then written
- * (embed_plan.h): pure functions of the table, the request and the format,
- * moved out of embed_job.c (which keeps the job: HTTP, pool, buffers) so
- * that the fuzz target tests/fuzz/fuzz_embed.c links them without MHD.
+ * (embed_plan.h), whole or a chunk at a time (embed_write_range: the
+ * large raw/npy replies made as they are sent): pure functions of the
+ * table, the request and the format, moved out of embed_job.c (which
+ * keeps the job: HTTP, pool, buffers) so that the fuzz target
+ * tests/fuzz/fuzz_embed.c links them without MHD.
  */
 #include <stdint.h>
 #include <string.h>
