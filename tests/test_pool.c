@@ -7,8 +7,8 @@
  * that now fits), tv_pool_unfinished, tv_pool_stop (running jobs finish,
  * waiting ones are dropped without done(), workers joined), the queue
  * depth gauge, admission without a hand-off (tv_pool_try_start: only
- * what would start at once), inline jobs (tv_pool_try_inline: the bytes, no worker's
- * slot, so a small job runs while every worker is busy and jobs wait;
+ * what would start at once), inline jobs (tv_pool_try_inline: the bytes, no
+ * worker's slot, so a small job runs while every worker is busy and jobs wait;
  * refused only when its own bytes do not fit) and charged replies
  * (tv_pool_charge: past the budget, nothing starts until released). The
  * response buffers are test_bufcache.c's.
