@@ -16,7 +16,10 @@ connections), the start-up time vs table size, the serial fraction (CPU of
 the server's one-of-a-kind threads, from /proc/PID/task, at --threads 2;
 env BENCH_BASELINE=/path/to/older/tokvec measures that binary alongside)
 and Unix socket vs TCP (bench/httpload, since wrk has no Unix sockets;
-env HTTPLOAD names another httpload binary than BUILD/bench/httpload).
+env HTTPLOAD names another httpload binary than BUILD/bench/httpload),
+and large replies: 32x128 raw against bench/ceiling (the loopback ceiling:
+the same bytes sent from one reused buffer) and nginx, medians of
+alternating rounds (env BENCH_BASELINE measured alongside too).
 
 Writes a table to stdout and bench/results/latest.md (+ latest.json, PNG
 plots by gnuplot). Exit status 1 if tokvec and the peer disagree.
