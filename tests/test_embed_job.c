@@ -383,11 +383,12 @@ static void a_reply_in_chunks_is_the_whole_replys_bytes(void **state)
                 for (size_t m = 0; m < sizeof maxes / sizeof *maxes; m++) {
                     size_t at = 0, n;
                     /* out + 1: a float32 row out of alignment too */
-                    while ((n = embed_write_range(&r, at, part + 1 + at,
-                                                  maxes[m], tmp)) > 0) {
+                    do {
+                        n = embed_write_range(&r, at, part + 1 + at, maxes[m],
+                                              tmp);
                         assert_true(n <= maxes[m]);
                         at += n;
-                    }
+                    } while (n > 0);
                     assert_int_equal(at, p.body);
                     assert_memory_equal(part + 1, whole, p.body);
                 }

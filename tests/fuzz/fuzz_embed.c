@@ -454,8 +454,10 @@ static void answer(const tokvec_table *t, const tv_request *q, tv_format fmt,
         if (!part || !tmp || !embed_plan_chunked(q, fmt))
             abort();
         embed_rows_init(&r, t, q, fmt, &p, q->ids);
-        while ((k = embed_write_range(&r, at, part + at, max, tmp)) > 0)
+        do {
+            k = embed_write_range(&r, at, part + at, max, tmp);
             at += k;
+        } while (k > 0);
         if (at != p.body || memcmp(part, out, p.body))
             abort();
         free(part);
