@@ -4,7 +4,7 @@ first and hands its output over with --core).
 
 Starts, on free loopback ports:
   tokvec   build/tokvec serve --table TABLE --access-log false
-  peer     the PyTorch + FastAPI peer (../shared/bench/peers/torch_fastapi.py,
+  peer     the PyTorch + FastAPI peer (bench/peers/torch_fastapi.py,
            python3 -m uvicorn --workers 2)
   nginx    nginx-light with its own temporary config, serving static files of
            exactly each response's bytes: the HTTP ceiling
@@ -46,10 +46,8 @@ import threading
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-SHARED = os.environ.get("TOKVEC_SHARED",
-                        os.path.join(TOP, "..", "shared"))
-LOAD = os.path.join(SHARED, "bench", "load")
-PEERS = os.path.join(SHARED, "bench", "peers")
+LOAD = os.path.join(TOP, "bench", "load")
+PEERS = os.path.join(TOP, "bench", "peers")
 POST_LUA = os.path.abspath(os.path.join(LOAD, "post.lua"))
 STATS_LUA = os.path.join(TOP, "bench", "stats.lua")
 PY = "/usr/bin/python3"

@@ -21,8 +21,8 @@
 #      BENCH_ONLY=main,tokens,dim,conns,startup,serial,large,unix
 #      (sections of the HTTP part), BENCH_BASELINE=PATH (an older tokvec
 #      binary measured beside this one in the serial and large sections:
-#      before and after in one run),
-#      TOKVEC_SHARED (default ../shared beside the checkout: peers, load).
+#      before and after in one run). Request bodies are in bench/load/,
+#      the PyTorch peer in bench/peers/.
 set -eu
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
