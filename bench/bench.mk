@@ -8,7 +8,7 @@
 #   make bench-similar                  POST /similar's timings alone
 BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
-              $(BUILD)/bench/similarbench \
+              $(BUILD)/bench/similarbench $(BUILD)/bench/ceiling \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
 .PHONY: bench bench-tokenize bench-wordpiece bench-similar bench-specials \
         bench-sentences
@@ -24,6 +24,12 @@ bench: all data $(BENCH_BINS) bench-tokenize
 # httpload: the HTTP load generator for Unix sockets (wrk has none), a
 # client only, so it links none of the server.
 $(BUILD)/bench/httpload: bench/httpload.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+# ceiling: the loopback ceiling for large replies (one reused buffer,
+# send on the socket), a server only, so it links none of tokvec either.
+$(BUILD)/bench/ceiling: bench/ceiling.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 

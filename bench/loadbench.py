@@ -16,7 +16,10 @@ connections), the start-up time vs table size, the serial fraction (CPU of
 the server's one-of-a-kind threads, from /proc/PID/task, at --threads 2;
 env BENCH_BASELINE=/path/to/older/tokvec measures that binary alongside)
 and Unix socket vs TCP (bench/httpload, since wrk has no Unix sockets;
-env HTTPLOAD names another httpload binary than BUILD/bench/httpload).
+env HTTPLOAD names another httpload binary than BUILD/bench/httpload),
+and large replies: 32x128 raw against bench/ceiling (the loopback ceiling:
+the same bytes sent from one reused buffer) and nginx, medians of
+alternating rounds (env BENCH_BASELINE measured alongside too).
 
 Writes a table to stdout and bench/results/latest.md (+ latest.json, PNG
 plots by gnuplot). Exit status 1 if tokvec and the peer disagree.
@@ -768,6 +771,7 @@ def gnuplot(path, title, xlabel, ylabel, series, logx=True, logy=True,
 
 # --------------------------------------------------------------- serial
 SERIAL_CONNS, SERIAL_WRK_THREADS, SERIAL_THREADS = 32, 2, 2
+LARGE_ROUNDS = 5
 
 
 def warm_up(port, wls, accepts, n=3):
@@ -988,6 +992,148 @@ def section_serial(a, run, res, bins, table, workdir, ngx, bodies, wls,
     return sec
 
 
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
+
+
+def section_large(a, run, res, bins, table, workdir, ngx, build, body, reply):
+    """Large replies: 32x128 raw (reply: tokvec's answer, 4 MiB) from tokvec
+    (bins: [(label, binary)], the current binary first, BENCH_BASELINE
+    next), from bench/ceiling (a C server sending the same bytes from one
+    reused buffer: the loopback ceiling) and from nginx (sendfile of the
+    same bytes), wrk -t2 -c32 against each in turn, LARGE_ROUNDS rounds
+    in alternating order. Medians over the rounds, and the spread. Returns
+    the markdown section."""
+    rounds = 3 if a.quick else LARGE_ROUNDS
+    log("\n== large replies: 32x128 raw vs the loopback ceiling and nginx"
+        " (wrk -t%d -c%d, %d rounds)" % (SERIAL_WRK_THREADS, SERIAL_CONNS,
+                                          rounds))
+    cbin = os.path.join(build, "bench", "ceiling")
+    rfile = os.path.join(workdir, "large-32x128.raw")
+    with open(rfile, "wb") as f:
+        f.write(reply)
+    procs, targets, notes = [], [], []
+    try:
+        port = free_port()
+        cp = Proc("ceiling", [cbin, "--port", str(port), "--threads",
+                              str(SERIAL_THREADS), "--body", rfile], port,
+                  logfile=os.path.join(workdir, "ceiling.log"))
+        if cp.wait_healthy(10) is not None:
+            procs.append(cp)
+            targets.append(("ceiling", "http://127.0.0.1:%d/embed" % port,
+                            cp.p.pid))
+        else:
+            notes.append("bench/ceiling did not start (%s)." % cbin)
+            cp.stop()
+        for lab, b in bins:
+            p = start_tokvec(b, table, workdir, "large-" + lab,
+                             ["--threads", str(SERIAL_THREADS)])
+            if not p:
+                notes.append("%s (%s) did not start." % (lab, b))
+                continue
+            procs.append(p)
+            st, _, r = post(p.port, open(body, "rb").read(),
+                            "application/octet-stream")
+            if st != 200 or r != reply:
+                notes.append("%s answers different bytes." % lab)
+            warm_up(p.port, [("32x128", "raw", body)],
+                    {"raw": "application/octet-stream"})
+            targets.append((lab, "http://127.0.0.1:%d/embed" % p.port,
+                            p.p.pid))
+        targets.append(("nginx", ngx.add("large-32x128.raw", reply),
+                        ngx.proc.p.pid))
+        pts = {}
+        for rnd in range(rounds):
+            order = targets[::-1] if rnd % 2 else targets
+            for lab, url, pg in order:
+                run.wait_idle()
+                s = wrk(url, body, "application/octet-stream", SERIAL_CONNS,
+                        run.dur, SERIAL_WRK_THREADS, pgid=pg)
+                if not s or s["errors"]:
+                    log("  %-8s wrk failed or errors: %s" % (
+                        lab, s and s["errors"]))
+                    if not s:
+                        continue
+                pts.setdefault(lab, []).append(s)
+                log("  round %d %-8s %8s req/s  %s us/req server CPU" % (
+                    rnd + 1, lab, fmt_rps(s["rps"]),
+                    fmt_us(s["server_cpu_us"])))
+    finally:
+        for p in procs:
+            p.stop()
+    out = res.setdefault("large", {})
+    rows = []
+
+    def spread(xs):
+        xs = [x for x in xs if x]
+        if len(xs) < 2:
+            return ""
+        m = median(xs)
+        return "%.0f%%" % (100 * (max(xs) - min(xs)) / m) if m else ""
+    ceil_r = pts.get("ceiling", [])
+    ngx_r = pts.get("nginx", [])
+    for lab, _, _ in targets:
+        ss = pts.get(lab)
+        if not ss:
+            continue
+        rps = [s["rps"] for s in ss]
+        cpu = [s["server_cpu_us"] for s in ss]
+        # ratios round by round (the targets ran next to each other)
+        vs_ceil = [s["rps"] / c["rps"] for s, c in zip(ss, ceil_r)
+                   if c["rps"]] if lab != "ceiling" else []
+        vs_ngx = [s["server_cpu_us"] / n["server_cpu_us"]
+                  for s, n in zip(ss, ngx_r)
+                  if n["server_cpu_us"] and s["server_cpu_us"]] \
+            if lab != "nginx" else []
+        wcpu = [s["client_cpu_us"] for s in ss]
+        pt = {"rps": median(rps), "rps_rounds": rps,
+              "server_cpu_us": median(cpu), "cpu_rounds": cpu,
+              "client_cpu_us": median(wcpu), "client_cpu_rounds": wcpu,
+              "vs_ceiling": median(vs_ceil), "vs_ceiling_rounds": vs_ceil,
+              "cpu_vs_nginx": median(vs_ngx), "cpu_vs_nginx_rounds": vs_ngx,
+              "errors": sum(s["errors"] for s in ss),
+              "p99": median([s["p99"] for s in ss])}
+        out[lab] = pt
+        res["points"]["large/32x128/raw/%s" % lab] = pt
+        rows.append([lab, fmt_rps(pt["rps"]), spread(rps),
+                     fmt_ms(pt["p99"]), fmt_us(pt["server_cpu_us"]),
+                     spread(cpu), fmt_us(pt["client_cpu_us"]),
+                     "%.2f" % pt["vs_ceiling"] if pt["vs_ceiling"] else "",
+                     "%.2fx" % pt["cpu_vs_nginx"] if pt["cpu_vs_nginx"]
+                     else "", str(pt["errors"]) if pt["errors"] else ""])
+    sec = ("## Large replies: 32x128 raw (4 MiB) vs the loopback ceiling and"
+           " nginx (--threads %d, wrk -t%d -c%d, %s s per point, median of"
+           " %d alternating rounds)\n\n" % (
+               SERIAL_THREADS, SERIAL_WRK_THREADS, SERIAL_CONNS, run.dur,
+               rounds) +
+           md_table(["server", "req/s", "req/s spread", "p99 ms",
+                     "server CPU us/req", "CPU spread", "wrk CPU us/req",
+                     "x ceiling req/s",
+                     "CPU/req x nginx", "errors"], rows) +
+           "\n\n`ceiling` is bench/ceiling: a C server (%d threads, epoll)"
+           " answering every request with the same bytes from one reused"
+           " buffer with send(); nginx sends them from a file (sendfile)."
+           " Ratios are taken round by round (the servers ran one after the"
+           " other) and their median shown; spread: (max - min) / median over"
+           " the rounds, the noise of this shared machine. On loopback the"
+           " kernel's TCP work for a reply runs partly in the sender's and"
+           " partly in the reader's process (a sender whose socket is full"
+           " leaves the sending to the reader's ACKs): read server and wrk"
+           " CPU together.\n" %
+           SERIAL_THREADS)
+    if len(bins) > 1:
+        sec += ("\n`%s` is env BENCH_BASELINE (%s).\n" % (bins[1][0],
+                                                          bins[1][1]))
+    if notes:
+        sec += "\n" + " ".join(notes) + "\n"
+    return sec
+
+
 def section_unix(a, run, res, binary, table, workdir, hl, wls, accepts):
     """Unix socket vs TCP, bench/httpload against one server listening on
     both. Returns the markdown section."""
@@ -1089,7 +1235,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(TOP, "bench", "results"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only",
-                    default="main,tokens,dim,conns,startup,serial,unix",
+                    default="main,tokens,dim,conns,startup,serial,large,unix",
                     help="comma list of sections")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -1491,6 +1637,24 @@ def main():
             md.append(sec)
             log(sec)
 
+        # ---- large replies vs the loopback ceiling ---------------------
+        if "large" in only:
+            bins = [("new", binary)]
+            base = os.environ.get("BENCH_BASELINE")
+            if base and os.access(os.path.abspath(base), os.X_OK):
+                bins.append(("baseline", os.path.abspath(base)))
+            reply = bodies.get(("32x128", "raw"))
+            if reply is None and tv:
+                st, _, reply = post(tv.port, open(b32, "rb").read(), RAW)
+                reply = reply if st == 200 else None
+            if reply is None:
+                log("!! large: no 32x128 raw reply to serve: skipped")
+            else:
+                sec = section_large(a, run, res, bins, table, workdir, ngx,
+                                    build, b32, reply)
+                md.append(sec)
+                log(sec)
+
         # ---- unix socket vs TCP ---------------------------------------
         if "unix" in only:
             hl = os.environ.get("HTTPLOAD") or os.path.join(build, "bench",
@@ -1744,6 +1908,21 @@ def main():
             br = b_ and b_.get("cpu_vs_nginx")
             val += " (baseline %s)" % ("%.1fx" % br if br else "n/a")
         G.append(goal(name, val, r <= 2 if r else None))
+    L = res.get("large", {})
+    ln, lb = L.get("new", {}), L.get("baseline")
+    for key, name, need, fm in (
+            ("vs_ceiling", "32x128 raw >= 0.9x the loopback ceiling req/s"
+             " (large)", lambda r: r >= 0.9, "%.2fx"),
+            ("cpu_vs_nginx", "32x128 raw server CPU/req <= 2x nginx (large)",
+             lambda r: r <= 2, "%.2fx")):
+        r = ln.get(key)
+        val = fm % r if r else "n/a"
+        if r and key == "cpu_vs_nginx":
+            val += " (%s vs %s us)" % (fmt_us(ln["server_cpu_us"]),
+                                       fmt_us(L["nginx"]["server_cpu_us"]))
+        if lb is not None:
+            val += " (baseline %s)" % (fm % lb[key] if lb.get(key) else "n/a")
+        G.append(goal(name, val, need(r) if r else None))
     s1 = res["points"].get("startup/1MiB")
     s2 = res["points"].get("startup/1024MiB")
     if s1 and s2 and s1["cold_s"] and s2["cold_s"]:

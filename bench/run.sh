@@ -12,14 +12,17 @@
 #           vs torch init of the default table
 #   http    bench/loadbench.py: tokvec vs the PyTorch peer vs nginx under
 #           wrk, scaling sweeps, start-up time, the serial fraction (CPU on
-#           one-of-a-kind threads) and CPU per request against nginx, Unix
-#           socket vs TCP (bench/httpload); writes bench/results/
+#           one-of-a-kind threads) and CPU per request against nginx,
+#           large replies (32x128 raw) against the loopback ceiling
+#           (bench/ceiling) and nginx, Unix socket vs TCP (bench/httpload);
+#           writes bench/results/
 #
 # Env: BENCH_QUICK=1 (about 1 s a point, fewer sweep points),
-#      BENCH_ONLY=main,tokens,dim,conns,startup,serial,unix (sections of the
-#      HTTP part), BENCH_BASELINE=PATH (an older tokvec binary measured
-#      beside this one in the serial section). Request bodies are in
-#      bench/load/, the PyTorch peer in bench/peers/.
+#      BENCH_ONLY=main,tokens,dim,conns,startup,serial,large,unix
+#      (sections of the HTTP part), BENCH_BASELINE=PATH (an older tokvec
+#      binary measured beside this one in the serial and large sections:
+#      before and after in one run). Request bodies are in bench/load/,
+#      the PyTorch peer in bench/peers/.
 set -eu
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}

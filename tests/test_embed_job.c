@@ -3,7 +3,8 @@
  * torch the rows in its dtype, one archive and its bound,
  * binary the npy header and the rows in the output dtype, npz the archive
  * with the rows inside it, sizes that do not fit are refused), a reply
- * exactly as large as planned, and
+ * exactly as large as planned, a large binary reply made in chunks of any
+ * size joining into the same bytes, and
  * allocation failures at every allocation of the request path: each is
  * answered 500 (or the connection closed, where no answer can be built),
  * the server keeps serving, and nothing is left reserved (nor leaked:
@@ -352,6 +353,76 @@ static void a_failed_allocation_in_a_worker_job_is_a_500(void **state)
     assert_true(fail_each_allocation(f, &q) >= 1);
 }
 
+/* A large raw/npy reply is made a chunk at a time (embed_write_range):
+ * whatever the chunks' sizes -- smaller than a row, not on a row, larger
+ * than the body -- they join into embed_write's bytes, for every output
+ * dtype, with and without positions and a start position. */
+static void a_reply_in_chunks_is_the_whole_replys_bytes(void **state)
+{
+    tokvec_table *t = open_fixture_table(*state);
+    int64_t ids[2 * 3] = {1, 15, 2, 0, 7, 7};
+    static const size_t maxes[] = {1, 3, 7, 16, 17, 64, 100, 4096};
+    static const tokvec_dtype dts[] = {TOKVEC_F32, TOKVEC_F16, TOKVEC_BF16};
+    char whole[1024], part[1024 + 8], tmp[FX_DIM * 4];
+    for (int kind = TV_OUT_RAW; kind <= TV_OUT_NPY; kind++)
+        for (size_t d = 0; d < 3; d++)
+            for (int pos = 0; pos < 2; pos++) {
+                tv_request q = request(2, 3);
+                q.ids = ids;
+                q.positions = pos;
+                q.start_position = pos ? 2 : 0;
+                tv_format fmt = {(tv_out_kind)kind, dts[d]};
+                embed_plan p;
+                embed_rows r;
+                assert_true(embed_plan_chunked(&q, fmt));
+                assert_int_equal(embed_plan_reply(t, &q, fmt, &p), 0);
+                assert_true(p.body <= sizeof whole);
+                assert_int_equal(embed_write(t, &q, fmt, &p, whole, NULL),
+                                 p.body);
+                embed_rows_init(&r, t, &q, fmt, &p, ids);
+                for (size_t m = 0; m < sizeof maxes / sizeof *maxes; m++) {
+                    size_t at = 0, n;
+                    /* out + 1: a float32 row out of alignment too */
+                    do {
+                        n = embed_write_range(&r, at, part + 1 + at, maxes[m],
+                                              tmp);
+                        assert_true(n <= maxes[m]);
+                        at += n;
+                    } while (n > 0);
+                    assert_int_equal(at, p.body);
+                    assert_memory_equal(part + 1, whole, p.body);
+                }
+            }
+    /* JSON, npz and pooled answers are built whole */
+    tv_request q = request(1, 1);
+    assert_false(embed_plan_chunked(&q, (tv_format){TV_OUT_JSON, 0}));
+    assert_false(embed_plan_chunked(&q, (tv_format){TV_OUT_NPZ, 0}));
+    q.pool = 1;
+    assert_false(embed_plan_chunked(&q, (tv_format){TV_OUT_RAW, 0}));
+    tokvec_table_close(t);
+}
+
+/* Every allocation of a reply made in chunks (more than the 256 KiB of
+ * the small-job lane: 16 x 1100 rows of 16 bytes) fails in turn: 500,
+ * nothing held. */
+static void a_failed_allocation_in_a_chunked_reply_is_a_500(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(fx_up(f, NULL), 0);
+    enum { N = 16 * 1100 };
+    static int32_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = i % FX_VOCAB;
+    http_req q = {"POST",
+                  "/embed?positions=false",
+                  "application/octet-stream",
+                  (const char *)ids,
+                  "X-Tokvec-Shape: 16,1100\r\n"
+                  "Accept: application/octet-stream\r\n",
+                  sizeof ids};
+    assert_true(fail_each_allocation(f, &q) >= 1);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, teardown)
@@ -366,6 +437,8 @@ int main(void)
         T(an_npz_reply_is_exactly_the_planned_archive),
         T(each_failed_allocation_on_the_request_path_is_a_500),
         T(a_failed_allocation_in_a_worker_job_is_a_500),
+        T(a_reply_in_chunks_is_the_whole_replys_bytes),
+        T(a_failed_allocation_in_a_chunked_reply_is_a_500),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,8 +6,9 @@
  * bytes do not fit, a lone job is let through, release starts every job
  * that now fits), tv_pool_unfinished, tv_pool_stop (running jobs finish,
  * waiting ones are dropped without done(), workers joined), the queue
- * depth gauge, inline jobs (tv_pool_try_inline: the bytes, no worker's
- * slot, so a small job runs while every worker is busy and jobs wait;
+ * depth gauge, admission without a hand-off (tv_pool_try_start: only
+ * what would start at once), inline jobs (tv_pool_try_inline: the bytes, no
+ * worker's slot, so a small job runs while every worker is busy and jobs wait;
  * refused only when its own bytes do not fit) and charged replies
  * (tv_pool_charge: past the budget, nothing starts until released). The
  * response buffers are test_bufcache.c's.
@@ -792,6 +793,35 @@ static void try_inline_runs_while_a_job_is_reserved_but_not_pushed(
     tv_pool_release(f->pool, 2);
 }
 
+/* A job that needs no worker (a large reply made as it is sent) skips
+ * the queue only when a pushed job would start at once: a worker free,
+ * nothing waiting, its bytes fit. It takes the bytes, no worker's slot. */
+static void try_start_admits_only_what_would_start_at_once(void **state)
+{
+    fixture *f = *state;
+    enum { THREADS = 2 };
+    start(f, THREADS, BIG_QUEUE, 100);
+    assert_int_equal(tv_pool_try_start(f->pool, 60), 1); /* idle pool */
+    assert_int_equal(tv_pool_try_start(f->pool, 41), 0); /* 60 + 41 */
+    submit_held(f, 0, 0);
+    must(f, started_is, 1);
+    assert_int_equal(tv_pool_try_start(f->pool, 40), 1); /* a worker free */
+    submit_held(f, 1, 0); /* every worker busy now */
+    must(f, started_is, 2);
+    assert_int_equal(tv_pool_try_start(f->pool, 0), 0);
+    submit_held(f, 2, 0); /* waits for a worker */
+    let_all_go(f);
+    must(f, finished_is, 3);
+    /* a job waiting for bytes is not overtaken */
+    submit_waits(f, 3, 50); /* 100 held: waits */
+    assert_int_equal(tv_pool_try_start(f->pool, 0), 0);
+    tv_pool_release(f->pool, 100);
+    must(f, job_done, 3);
+    assert_int_equal(tv_pool_try_start(f->pool, 50), 1);
+    tv_pool_release(f->pool, 100);
+    assert_int_equal(tv_pool_inflight(f->pool), 0);
+}
+
 /* Replies charged once built may take the total past max_inflight; then
  * no job starts, inline or queued, until enough is released. */
 static void charged_bytes_past_the_budget_hold_new_jobs_back(void **state)
@@ -862,6 +892,7 @@ int main(void)
         T(small_jobs_run_inline_while_every_worker_is_busy),
         T(try_inline_runs_while_a_job_waits_for_bytes_if_its_own_fit),
         T(try_inline_runs_while_a_job_is_reserved_but_not_pushed),
+        T(try_start_admits_only_what_would_start_at_once),
         T(charged_bytes_past_the_budget_hold_new_jobs_back),
         T(inline_bytes_count_against_max_inflight_like_queued_ones),
     };

@@ -25,6 +25,17 @@
  * small-job lane, pool.h: tv_pool_try_inline). A reply that could not fit
  * max_inflight_bytes even alone is refused (413) before anything runs.
  *
+ * Large replies (raw and npy past the small-job lane, not pooled:
+ * embed_plan_chunked) are not built on a worker: the job only admits
+ * them (at once when a pushed job would start now, tv_pool_try_start,
+ * else through the queue, the worker doing nothing but resume), and the
+ * response is libmicrohttpd's content callback (chunk_fill), which makes
+ * each CHUNK_BYTES of the body on the connection's HTTP thread when the
+ * socket has taken the last (embed_write_range). The response owns the
+ * ids (a copy), the table reference and the reserved bytes (chunk_hold),
+ * so a client that stops reading holds no worker and no reply-sized
+ * buffer (docs/performance.md, "Large replies").
+ *
  * Ownership: the embed_job belongs to its connection's HTTP thread,
  * except while it is queued or running: from tv_pool_push until
  * embed_done() the worker (or, for a job that expired in the queue, the
@@ -318,6 +329,17 @@ static enum MHD_Result embed_start(req_ctx *x)
         tv_pool_inline_done(s->pool);
         return embed_reply(x);
     }
+    j->chunked = embed_plan_chunked(&j->req, j->fmt) && !small_job(j);
+    /* A large reply made as it is sent needs no worker, only admission:
+     * at once when a pushed job would start now, else it waits in the
+     * queue like any job (FIFO, max_queue, max_queue_wait, the budget),
+     * and the worker that takes it only hands it back. */
+    if (j->chunked && tv_pool_try_start(s->pool, j->plan.reserve)) {
+        j->reserved = j->plan.reserve;
+        j->inline_job = 1;
+        j->t_start = j->t_end = now_ns();
+        return embed_reply(x);
+    }
     j->task = (tv_job){.work = embed_work,
                        .done = embed_done,
                        .bytes = j->plan.reserve};
@@ -375,7 +397,8 @@ static void embed_work(tv_job *task)
         return;
     }
     j->t_start = now_ns();
-    embed_compute(x);
+    if (!j->chunked) /* else made as it is sent, on the HTTP thread */
+        embed_compute(x);
     j->t_end = now_ns();
 }
 
@@ -388,6 +411,110 @@ static void embed_done(tv_job *task)
 }
 
 /* --- on the HTTP thread again: the reply -------------------------------- */
+
+/* A binary answer's shape and dtype headers (none for JSON). */
+static void binary_headers(const embed_job *j, struct MHD_Response *r)
+{
+    char shape[96];
+    if (j->fmt.kind == TV_OUT_JSON)
+        return;
+    if (j->req.pool)
+        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, j->req.batch,
+                 j->req.dims ? j->req.dims : j->dim);
+    else
+        snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
+                 j->req.batch, j->req.seq, j->dim);
+    MHD_add_response_header(r, "X-Tokvec-Shape", shape);
+    MHD_add_response_header(r, "X-Tokvec-Dtype",
+                            tokvec_dtype_numpy_name(j->fmt.dtype));
+}
+
+/* --- large replies, made as they are sent ------------------------------- */
+
+/* Bytes per chunk: made by the HTTP thread when MHD needs the next one
+ * (the socket took the last), written to the socket at once, while they
+ * are still in the core's cache (1 MiB of L2 on the machine measured:
+ * docs/performance.md, "Large replies"). */
+#ifndef TV_CHUNK_KIB /* (-DTV_CHUNK_KIB=N: another size, to measure) */
+#define TV_CHUNK_KIB 128
+#endif
+#define CHUNK_BYTES ((size_t)TV_CHUNK_KIB << 10)
+
+/* What a chunked response owns until MHD frees it (any MHD thread,
+ * once): its bytes of max_inflight_bytes, the table reference, the ids
+ * and a row's scratch. MHD calls chunk_fill and chunk_free under the
+ * response's own lock, on the connection's HTTP thread. */
+typedef struct chunk_hold {
+    tv_pool *pool;
+    size_t reserved;
+    table_ref *ref;
+    int64_t *ids;
+    char *tmp;
+    embed_rows rows;
+} chunk_hold;
+
+static ssize_t chunk_fill(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    chunk_hold *h = cls;
+    size_t n = embed_write_range(&h->rows, pos, buf, max, h->tmp);
+    return n ? (ssize_t)n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void chunk_hold_free(chunk_hold *h)
+{
+    if (!h)
+        return;
+    free(h->ids);
+    free(h->tmp);
+    free(h);
+}
+
+static void chunk_free(void *cls)
+{
+    chunk_hold *h = cls;
+    tv_pool_release(h->pool, h->reserved);
+    table_release(h->ref);
+    chunk_hold_free(h);
+}
+
+/* The HTTP thread, the job admitted: the response that makes the reply a
+ * chunk at a time (chunk_fill) as the client reads it. Owns the reserved
+ * bytes and the table reference from here (chunk_free gives them back); a
+ * client that stops reading holds no worker, only its connection and
+ * those bytes until the send deadline closes it. */
+static enum MHD_Result chunk_reply(req_ctx *x)
+{
+    embed_job *j = &x->job;
+    tv_server *s = x->s;
+    size_t nids = (size_t)(j->req.batch * j->req.seq);
+    struct MHD_Response *r = NULL;
+    chunk_hold *h = tv_calloc(1, sizeof *h);
+    if (h) {
+        h->ids = tv_malloc(nids * sizeof *h->ids);
+        embed_rows_init(&h->rows, j->ref->t, &j->req, j->fmt, &j->plan,
+                        h->ids);
+        h->tmp = tv_malloc(h->rows.row);
+    }
+    if (!h || !h->ids || !h->tmp)
+        goto bad;
+    memcpy(h->ids, j->req.ids, nids * sizeof *h->ids);
+    r = MHD_create_response_from_callback(j->plan.body, CHUNK_BYTES,
+                                          chunk_fill, h, chunk_free);
+    if (!r)
+        goto bad;
+    h->pool = s->pool;
+    h->reserved = j->reserved;
+    h->ref = j->ref;
+    j->ref = NULL;
+    j->reserved = 0; /* the response's now: chunk_free gives it back */
+    binary_headers(j, r);
+    return reply_queue(x, 200, r, tv_content_type(j->fmt.kind), j->plan.body);
+bad:
+    chunk_hold_free(h);
+    tv_pool_release(s->pool, j->reserved); /* the table: embed_job_fini */
+    j->reserved = 0;
+    return reply_fail(x, 500, "internal", "could not build the response");
+}
 
 /* MHD's thread, after the job: hands the buffer to MHD (no copy). From
  * here the response owns the buffer, the reserved bytes and the table
@@ -429,6 +556,8 @@ enum MHD_Result embed_reply(req_ctx *x)
         tv_metrics_job(0, (double)(j->t_start - j->t_push) * 1e-9,
                        (double)(j->t_end - j->t_start) * 1e-9,
                        (double)(now_ns() - j->t_end) * 1e-9);
+    if (j->chunked)
+        return chunk_reply(x);
     if (j->failed || !j->out)
         goto bad;
     /* Reserved: the plan (JSON: a bound, ~25 bytes a float, and the
@@ -455,18 +584,7 @@ enum MHD_Result embed_reply(req_ctx *x)
     j->out = NULL;
     j->ref = NULL;
     j->reserved = 0; /* the response's now: free_response gives it back */
-    if (j->fmt.kind != TV_OUT_JSON) {
-        char shape[96];
-        if (j->req.pool)
-            snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, j->req.batch,
-                     j->req.dims ? j->req.dims : j->dim);
-        else
-            snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64 ",%" PRId64,
-                     j->req.batch, j->req.seq, j->dim);
-        MHD_add_response_header(r, "X-Tokvec-Shape", shape);
-        MHD_add_response_header(r, "X-Tokvec-Dtype",
-                                tokvec_dtype_numpy_name(j->fmt.dtype));
-    }
+    binary_headers(j, r);
     return reply_queue(x, 200, r, tv_content_type(j->fmt.kind), j->out_len);
 bad:
     free(h);

@@ -32,6 +32,9 @@ typedef struct embed_job {
     int failed;      /* embedding or allocation failed: 500 */
     int gone;        /* the client left before its job ran: 499 */
     int inline_job;  /* ran on the HTTP thread: see small_job() */
+    int chunked;     /* a large raw/npy reply made as it is sent: the
+                      * job only admits it (embed_job.c, "Large
+                      * replies") */
     int text_stage;  /* text inputs: 1 while they are tokenized on a
                       * worker (embed_text.h), 2 after */
     int text_bad;    /* tokenizing answered text_err */

@@ -1,9 +1,12 @@
 /* embed_plan.c -- the reply of POST /embed, sized then written
- * (embed_plan.h): pure functions of the table, the request and the format,
- * moved out of embed_job.c (which keeps the job: HTTP, pool, buffers) so
- * that the fuzz target tests/fuzz/fuzz_embed.c links them without MHD.
+ * (embed_plan.h), whole or a chunk at a time (embed_write_range: the
+ * large raw/npy replies made as they are sent): pure functions of the
+ * table, the request and the format, moved out of embed_job.c (which
+ * keeps the job: HTTP, pool, buffers) so that the fuzz target
+ * tests/fuzz/fuzz_embed.c links them without MHD.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "embed_plan.h"
 #include "embed_text.h"
@@ -241,4 +244,77 @@ size_t embed_write(const tokvec_table *t, const tv_request *q, tv_format fmt,
     }
     TV_WROTE(len, p->body);
     return len;
+}
+
+/* --- large replies, a chunk at a time ----------------------------------- */
+
+int embed_plan_chunked(const tv_request *q, tv_format fmt)
+{
+    return !q->pool && (fmt.kind == TV_OUT_RAW || fmt.kind == TV_OUT_NPY);
+}
+
+void embed_rows_init(embed_rows *r, const tokvec_table *t, const tv_request *q,
+                     tv_format fmt, const embed_plan *p, const int64_t *ids)
+{
+    int64_t D = tokvec_table_get_info(t)->dim;
+    *r = (embed_rows){.t = t,
+                      .ids = ids,
+                      .batch = q->batch,
+                      .seq = q->seq,
+                      .start = q->start_position,
+                      .flags = p->flags,
+                      .row = (size_t)D * tokvec_dtype_size(fmt.dtype),
+                      .header = p->header,
+                      .body = p->body};
+    if (fmt.kind == TV_OUT_NPY)
+        tv_npy_header(r->head, fmt.dtype, q->batch, q->seq, D);
+}
+
+/* Rows k .. k + m - 1 of the flattened (batch, seq), all in one sequence,
+ * into out: tokvec_embed of that piece, its positions from start + s. */
+static int rows_at(const embed_rows *r, int64_t k, int64_t m, void *out)
+{
+    int64_t s = k % r->seq;
+    return tokvec_embed(r->t, r->ids + k, 1, m, r->start + s, r->flags, out);
+}
+
+size_t embed_write_range(const embed_rows *r, uint64_t pos, char *out,
+                         size_t max, char *tmp)
+{
+    size_t n = 0, rb = r->row;
+    int f32 = !(r->flags & (TOKVEC_EMBED_OUT_F16 | TOKVEC_EMBED_OUT_BF16));
+    if (pos >= r->body)
+        return 0;
+    if (max > r->body - pos)
+        max = (size_t)(r->body - pos);
+    if (pos < r->header) { /* npy: the header first */
+        n = (size_t)(r->header - pos) < max ? (size_t)(r->header - pos) : max;
+        memcpy(out, r->head + pos, n);
+    }
+    while (n < max) {
+        uint64_t off = pos + n - r->header;
+        int64_t k = (int64_t)(off / rb);
+        size_t in = (size_t)(off % rb), room = max - n;
+        if (!in && room >= rb && (!f32 || (uintptr_t)(out + n) % 4 == 0)) {
+            /* whole rows, in place, up to the sequence's end */
+            int64_t m = (int64_t)(room / rb), left = r->seq - k % r->seq;
+            if (m > left)
+                m = left;
+            if (rows_at(r, k, m, out + n) < 0)
+                return 0;
+            n += (size_t)m * rb;
+            continue;
+        }
+        if (!in && n > 0 && room < rb)
+            break; /* end on a row's end: the next chunk starts there */
+        /* part of a row (rows longer than a chunk, or a chunk that does
+         * not start on a row), or a float32 row out of alignment */
+        size_t c = rb - in < room ? rb - in : room;
+        if (rows_at(r, k, 1, tmp) < 0)
+            return 0;
+        memcpy(out + n, tmp + in, c);
+        n += c;
+    }
+    TV_WROTE((size_t)pos + n, r->body);
+    return n;
 }

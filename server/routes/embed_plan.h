@@ -50,4 +50,37 @@ int embed_plan_reply(const tokvec_table *t, const tv_request *q, tv_format fmt,
 size_t embed_write(const tokvec_table *t, const tv_request *q, tv_format fmt,
                    const embed_plan *p, char *out, void *scratch);
 
+/* Large replies written as they are sent (embed_job.c, "Large replies"):
+ * raw and npy answers to id or text requests (not pooled) are made a
+ * chunk at a time, each chunk right before it goes to the socket, instead
+ * of whole into a buffer first. The same bytes as embed_write. */
+int embed_plan_chunked(const tv_request *q, tv_format fmt);
+
+/* What a chunk of such a reply is made from, the request's own state left
+ * behind (the reply may outlive nothing of it): the ids (the caller's
+ * copy, batch*seq), the shape, the flags and the npy header. */
+typedef struct embed_rows {
+    const tokvec_table *t;
+    const int64_t *ids;
+    int64_t batch, seq, start;
+    unsigned flags; /* the plan's (tokvec_embed) */
+    size_t row;     /* bytes of one (b, s) row in the answer's dtype */
+    size_t header;  /* npy: the header's bytes; raw: 0 */
+    size_t body;    /* the plan's body: header + rows */
+    char head[TV_NPY_HEADER_MAX];
+} embed_rows;
+
+/* Fills r for the reply to q (checked against t, planned as p for fmt,
+ * embed_plan_chunked), ids being a copy of q->ids. Any thread. */
+void embed_rows_init(embed_rows *r, const tokvec_table *t, const tv_request *q,
+                     tv_format fmt, const embed_plan *p, const int64_t *ids);
+
+/* Writes the body's bytes from offset pos on into out, at most max of
+ * them: whole rows where one fits (the chunk then ends on a row's end),
+ * else part of one made in `tmp` (r->row bytes). Returns the bytes
+ * written, > 0 while pos < r->body (TV_WROTE: pos + them <= r->body), or
+ * 0 at the end or when tokvec_embed fails. Any thread; r is only read. */
+size_t embed_write_range(const embed_rows *r, uint64_t pos, char *out,
+                         size_t max, char *tmp);
+
 #endif

@@ -246,7 +246,8 @@ char *tv_metrics_render(size_t *len)
            (long long)LOAD(inflight_bytes));
     family(f, "tokvec_jobs_total", "counter",
            "/embed jobs, by where they ran: worker (the pool) or inline "
-           "(small, on the HTTP thread that parsed them).");
+           "(on the HTTP thread that parsed them: small jobs, and large "
+           "raw/npy replies admitted at once, made as they are sent).");
     fprintf(f,
             "tokvec_jobs_total{where=\"worker\"} %llu\n"
             "tokvec_jobs_total{where=\"inline\"} %llu\n",

@@ -231,6 +231,22 @@ int tv_pool_try_inline(tv_pool *p, size_t bytes)
     return ok;
 }
 
+int tv_pool_try_start(tv_pool *p, size_t bytes)
+{
+    int ok = 0;
+    atomic_fetch_add_explicit(&p->activity, 1, memory_order_relaxed);
+    pthread_mutex_lock(&p->lock);
+    /* Exactly when a pushed job would start now: FIFO order and the
+     * worker count hold as for any job, without the two hand-offs. */
+    if (!p->stopping && !p->head && fits(p, bytes)) {
+        p->inflight_bytes += bytes;
+        tv_metrics_inflight_bytes(p->inflight_bytes);
+        ok = 1;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
 void tv_pool_inline_done(tv_pool *p)
 {
     (void)p; /* the bytes stay until tv_pool_release; no slot was taken */

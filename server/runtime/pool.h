@@ -14,7 +14,8 @@
  * freed).
  *
  * Threads: tv_pool_reserve, tv_pool_push, tv_pool_release,
- * tv_pool_try_inline, tv_pool_inline_done, tv_pool_waiting,
+ * tv_pool_try_inline, tv_pool_inline_done, tv_pool_try_start,
+ * tv_pool_waiting,
  * tv_pool_unfinished and tv_pool_activity may be called from any thread;
  * tv_pool_start and tv_pool_stop from the main thread only.
  */
@@ -60,6 +61,13 @@ void tv_pool_push(tv_pool *p, tv_job *job);
  * lane; it takes no worker's slot). 0: queue it as usual. */
 int tv_pool_try_inline(tv_pool *p, size_t bytes);
 void tv_pool_inline_done(tv_pool *p);
+
+/* For a job that needs no worker (a large reply made as it is sent, on
+ * the HTTP thread): 1 if it would start at once if pushed -- no job
+ * waits, a worker is free, its bytes fit -- with the bytes taken (give
+ * them back with tv_pool_release); 0: push it as usual, and it waits its
+ * turn. Takes no worker's slot. */
+int tv_pool_try_start(tv_pool *p, size_t bytes);
 
 /* Counts bytes of a reply built without a reservation (its size known
  * only once built: /tokenize, /decode, /similar, GET /tokens) in the

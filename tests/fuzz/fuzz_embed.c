@@ -29,6 +29,8 @@
  * x3, npy x3, npz x3). Invariants (abort() -> a crash report):
  *  - a refused request is a 4xx with an error_type and a message;
  *  - the plan succeeds and embed_write writes at most its body (TV_WROTE);
+ *  - raw and npy made a chunk at a time (embed_write_range) are the same
+ *    bytes;
  *  - binary replies are the npy header (64-aligned) and the rows in the
  *    format's dtype: tokvec_embed's float32 rows narrowed (tokvec_narrow);
  *  - npz replies are a stored ZIP read back here (end record, central
@@ -444,6 +446,22 @@ static void answer(const tokvec_table *t, const tv_request *q, tv_format fmt,
             (p.header && memcmp(out, "\x93NUMPY", 6)) ||
             !same_values(fmt.dtype, out + p.header, narrow, n))
             abort();
+        /* ... and made a chunk at a time, the same bytes (any chunk
+         * size: here one the shape picks, rows cut included) */
+        embed_rows r;
+        size_t at = 0, k, max = (size_t)(q->batch * 7 + q->seq) % 97 + 1;
+        char *part = malloc(p.body), *tmp = malloc(D * 4);
+        if (!part || !tmp || !embed_plan_chunked(q, fmt))
+            abort();
+        embed_rows_init(&r, t, q, fmt, &p, q->ids);
+        do {
+            k = embed_write_range(&r, at, part + at, max, tmp);
+            at += k;
+        } while (k > 0);
+        if (at != p.body || memcmp(part, out, p.body))
+            abort();
+        free(part);
+        free(tmp);
     }
     free(out);
     free(scratch);
