@@ -14,6 +14,14 @@
  *                              (~1 hour of two cores for all 2^32)
  *   check_floats --diff [B E]  the same patterns against the reference
  *                              bytes only (~10 minutes of two cores)
+ *     ... --stride S           (after --all or --diff [B E]) one pattern of
+ *                              every S: the j-th is B + j S + j mod S, so
+ *                              the low bits take every value equally often
+ *   check_floats --slice S     a stratified slice, all checks: --stride S
+ *                              over all 2^32, then every pattern, both
+ *                              signs, of the binades at the edges of
+ *                              core/float.c's code paths (EDGES below;
+ *                              S = 64: ~6 minutes of two cores)
  *   check_floats --random N    N random patterns (xorshift, fixed seed;
  *                              every other block of 4096 drawn from the
  *                              fast path's range, 1e-4 <= |v| < 2^21, so
@@ -114,10 +122,19 @@ static int check_json(const uint32_t *bits, size_t n)
 }
 
 typedef struct {
-    uint64_t begin, end, step;
+    uint64_t begin, end, step; /* indices j (patterns: see pattern) */
     int random, report, narrow, full;
-    uint64_t origin; /* the range's first pattern (progress) */
+    uint64_t origin;             /* the range's first index (progress) */
+    unsigned long long checked0; /* checked before this range (progress) */
+    uint64_t base, stride;
 } range_t;
+
+/* The j-th pattern of a range: one of every stride, its place in the
+ * group of stride cycling (stride 1: base + j). */
+static uint32_t pattern(const range_t *r, uint64_t j)
+{
+    return (uint32_t)(r->base + j * r->stride + j % r->stride);
+}
 
 /* Thread t of nt: blocks of 2^16 consecutive patterns (every 2^16-th
  * block), each narrowed in bulk at an odd byte offset and compared with
@@ -152,7 +169,7 @@ static void *run_narrow(void *arg)
     return NULL;
 }
 
-/* Thread t of nt: blocks of BLK consecutive patterns of [begin, end)
+/* Thread t of nt: blocks of BLK consecutive indices of [begin, end)
  * (random: BLK random patterns per block, end - begin in all), every
  * nt-th block, each value checked alone (check) and the block in one
  * tokvec_f32_format_json call. */
@@ -177,7 +194,7 @@ static void *run(void *arg)
                               (0x38d1b718u + (uint32_t)(x >> 30) %
                                                  (0x4b189680u - 0x38d1b718u));
             } else {
-                bits[i] = (uint32_t)(b + i);
+                bits[i] = pattern(r, b + i);
             }
         }
         for (size_t i = 0; i < n; i++) {
@@ -186,7 +203,7 @@ static void *run(void *arg)
                 fprintf(stderr, "FAIL %08x \"%s\": %s\n", bits[i], got, why);
         }
         check_json(bits, n);
-        unsigned long long c = atomic_fetch_add(&checked, n) + n;
+        unsigned long long c = atomic_fetch_add(&checked, n) + n - r->checked0;
         if (r->report && (c >> 20) != ((c - n) >> 20) && (c >> 20) % 64 == 0)
             fprintf(stderr, "\r%llu M of %llu M checked, %llu failures",
                     c >> 20, (unsigned long long)((r->end - r->origin) >> 20),
@@ -277,90 +294,192 @@ static void *run_margin(void *arg)
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: check_floats --all [BEGIN END] | --diff [BEGIN END]"
-            " | --random N | --narrow | --margin\n");
+            "usage: check_floats --all [BEGIN END] [--stride S] | --diff "
+            "[BEGIN END] [--stride S] | --slice S | --random N | --narrow | "
+            "--margin\n");
     return 2;
 }
 
-int main(int argc, char **argv)
+static long nthreads(void)
 {
-    uint64_t begin = 0, total;
-    int random = 0, narrow = 0, full = 1, margin = 0;
-    const char *mode = argc > 1 ? argv[1] : "";
-    if (!strcmp(mode, "--all") || !strcmp(mode, "--diff")) {
-        total = UINT64_C(1) << 32;
-        full = !strcmp(mode, "--all");
-        if (argc == 4) {
-            char *e1, *e2;
-            begin = strtoull(argv[2], &e1, 0);
-            total = strtoull(argv[3], &e2, 0);
-            if (*e1 || *e2 || begin > total || total > UINT64_C(1) << 32)
-                return usage();
-        } else if (argc != 2) {
-            return usage();
-        }
-    } else if (argc == 2 && !strcmp(mode, "--margin")) {
-        total = 255; /* binades */
-        margin = 1;
-    } else if (argc == 2 && !strcmp(mode, "--narrow")) {
-        total = UINT64_C(1) << 16; /* blocks of 2^16 patterns */
-        narrow = 1;
-    } else if (argc == 3 && !strcmp(mode, "--random")) {
-        total = strtoull(argv[2], NULL, 10);
-        random = 1;
-    } else {
-        return usage();
-    }
     long nt = sysconf(_SC_NPROCESSORS_ONLN);
-    if (nt < 1)
-        nt = 1;
-    if (nt > 64)
-        nt = 64;
+    return nt < 1 ? 1 : nt > 64 ? 64 : nt;
+}
+
+/* Runs fn on nthreads() copies of proto, interleaved so every thread sees
+ * every magnitude: copy t starts at proto.begin + t (narrow, margin: one
+ * index a step) or + t BLK (patterns); 0, or 2 when a thread cannot start. */
+static int run_threads(range_t proto, void *(*fn)(void *), int by_blocks)
+{
+    long nt = nthreads();
     pthread_t th[64];
     range_t r[64];
     for (long t = 0; t < nt; t++) {
-        /* Interleaved so every thread sees every magnitude. */
-        uint64_t first = narrow || margin ? (uint64_t)t
-                                          : begin + (uint64_t)t * BLK;
-        r[t] = (range_t){
-            first,  total, (uint64_t)nt, random, isatty(2) && t == 0,
-            narrow, full,  begin};
-        if (pthread_create(&th[t], NULL,
-                           margin   ? run_margin
-                           : narrow ? run_narrow
-                                    : run,
-                           &r[t])) {
+        r[t] = proto;
+        r[t].begin += (uint64_t)t * (by_blocks ? BLK : 1);
+        r[t].step = (uint64_t)nt;
+        r[t].origin = proto.begin;
+        r[t].report = proto.report && t == 0;
+        if (pthread_create(&th[t], NULL, fn, &r[t])) {
             fprintf(stderr, "check_floats: cannot start a thread\n");
+            for (long u = 0; u < t; u++)
+                pthread_join(th[u], NULL);
             return 2;
         }
     }
     for (long t = 0; t < nt; t++)
         pthread_join(th[t], NULL);
-    if (margin) {
-        /* the fixed-point comparisons need more than 2 units of 2^-34
-         * (the fast path's x -+ dc is within 2 of the bounds) */
-        int worst = 0;
-        for (int ex = 0; ex < 255; ex++)
-            if (margins[ex] < margins[worst])
-                worst = ex;
-        double need = 0x1p-33;
-        printf("smallest distance of a non-integer X to an integer: 2^%.2f "
-               "(binade 2^%d), need more than 2^-33: %s\n",
-               log2(margins[worst]), (worst ? worst : 1) - 127,
-               margins[worst] > need ? "ok" : "FAIL");
-        return margins[worst] > need ? 0 : 1;
+    return 0;
+}
+
+/* Checks patterns base + j stride + j mod stride, 0 <= j < n; prints what
+ * ran (what: its name) and the failures. 0 when none, 1, 2. */
+static int check_patterns(const char *what, uint64_t base, uint64_t stride,
+                          uint64_t n, int full)
+{
+    unsigned long long c0 = atomic_load(&checked);
+    unsigned long long f0 = atomic_load(&failures);
+    range_t proto = {.end = n,
+                     .full = full,
+                     .report = isatty(2),
+                     .base = base,
+                     .stride = stride,
+                     .checked0 = c0};
+    if (run_threads(proto, run, 1))
+        return 2;
+    unsigned long long f = atomic_load(&failures) - f0;
+    printf("%s%s: %llu patterns checked (%s), %llu failures\n",
+           isatty(2) ? "\n" : "", what, atomic_load(&checked) - c0,
+           full ? "reference bytes, json blocks, independent check"
+                : "reference bytes, json blocks",
+           f);
+    fflush(stdout);
+    return f ? 1 : 0;
+}
+
+/* The binades (biased exponents) at the edges of core/float.c's code
+ * paths, checked whole by --slice: the subnormals and the smallest normals
+ * (the smallest power of two without a nearer lower bound); numpy's switch
+ * to positional text at 1e-4 (binade 2^-14) where the fast path begins;
+ * the fast path's last binades (up to 2^21), the general path's positional
+ * values above it and its ddd000.0 from 1e7 (binade 2^23); numpy's switch
+ * back to scientific at 1e16 (binade 2^53); the largest finite values (the
+ * last cached powers of ten), infinity and nan. */
+static const int EDGES[] = {0,   1,   2,   112, 113, 114, 146, 147, 148, 149,
+                            150, 151, 179, 180, 181, 252, 253, 254, 255};
+
+static int slice(uint64_t stride)
+{
+    char what[96];
+    int rc = 0, r;
+    snprintf(what, sizeof what,
+             "one of every %llu patterns of all 2^32 (j S + j mod S)",
+             (unsigned long long)stride);
+    rc = check_patterns(what, 0, stride, (UINT64_C(1) << 32) / stride, 1);
+    for (size_t i = 0; rc < 2 && i < sizeof EDGES / sizeof *EDGES; i++) {
+        for (uint64_t sign = 0; sign < 2 && rc < 2; sign++) {
+            uint64_t b = sign << 31 | (uint64_t)EDGES[i] << 23;
+            snprintf(what, sizeof what,
+                     "binade %d (exponent field), %s, [%08llx, %08llx)",
+                     EDGES[i], sign ? "negative" : "positive",
+                     (unsigned long long)b,
+                     (unsigned long long)(b + (1u << 23)));
+            r = check_patterns(what, b, 1, 1u << 23, 1);
+            rc = r > rc ? r : rc;
+        }
     }
+    return rc;
+}
+
+static int margin_report(void)
+{
+    if (run_threads((range_t){.end = 255}, run_margin, 0))
+        return 2;
+    /* the fixed-point comparisons need more than 2 units of 2^-34
+     * (the fast path's x -+ dc is within 2 of the bounds) */
+    int worst = 0;
+    for (int ex = 0; ex < 255; ex++)
+        if (margins[ex] < margins[worst])
+            worst = ex;
+    double need = 0x1p-33;
+    printf("smallest distance of a non-integer X to an integer: 2^%.2f "
+           "(binade 2^%d), need more than 2^-33: %s\n",
+           log2(margins[worst]), (worst ? worst : 1) - 127,
+           margins[worst] > need ? "ok" : "FAIL");
+    return margins[worst] > need ? 0 : 1;
+}
+
+static int narrow_report(void)
+{
+    /* blocks of 2^16 patterns */
+    if (run_threads((range_t){.end = UINT64_C(1) << 16}, run_narrow, 0))
+        return 2;
     unsigned long long f = atomic_load(&failures);
-    if (narrow)
-        printf("%s%llu patterns checked, %llu failures\n",
+    printf("%llu patterns checked, %llu failures\n",
+           (unsigned long long)atomic_load(&checked), f);
+    return f ? 1 : 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *e;
+    *out = strtoull(s, &e, 0);
+    return *s && !*e;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    uint64_t begin = 0, end = UINT64_C(1) << 32, stride = 1, n;
+    if (argc == 2 && !strcmp(mode, "--margin"))
+        return margin_report();
+    if (argc == 2 && !strcmp(mode, "--narrow"))
+        return narrow_report();
+    if (argc == 3 && !strcmp(mode, "--slice"))
+        return parse_u64(argv[2], &stride) && stride >= 1 &&
+                       stride <= UINT64_C(1) << 32
+                   ? slice(stride)
+                   : usage();
+    if (argc == 3 && !strcmp(mode, "--random")) {
+        if (!parse_u64(argv[2], &n))
+            return usage();
+        unsigned long long f0 = atomic_load(&failures);
+        range_t proto = {.end = n,
+                         .random = 1,
+                         .full = 1,
+                         .report = isatty(2),
+                         .stride = 1};
+        if (run_threads(proto, run, 1))
+            return 2;
+        unsigned long long f = atomic_load(&failures) - f0;
+        printf("%s%llu patterns checked (reference bytes, json blocks, "
+               "independent check), %llu failures\n",
                isatty(2) ? "\n" : "",
                (unsigned long long)atomic_load(&checked), f);
-    else
-        printf("%s%llu patterns checked (%s), %llu failures\n",
-               isatty(2) ? "\n" : "",
-               (unsigned long long)atomic_load(&checked),
-               full ? "reference bytes, json blocks, independent check"
-                    : "reference bytes, json blocks",
-               f);
-    return f ? 1 : 0;
+        return f ? 1 : 0;
+    }
+    if (strcmp(mode, "--all") && strcmp(mode, "--diff"))
+        return usage();
+    int a = 2;
+    if (argc - a >= 2 && strcmp(argv[a], "--stride")) {
+        if (!parse_u64(argv[a], &begin) || !parse_u64(argv[a + 1], &end))
+            return usage();
+        a += 2;
+    }
+    if (argc - a == 2 && !strcmp(argv[a], "--stride")) {
+        if (!parse_u64(argv[a + 1], &stride))
+            return usage();
+        a += 2;
+    }
+    if (a != argc || begin > end || end > UINT64_C(1) << 32 || stride < 1 ||
+        stride > UINT64_C(1) << 32)
+        return usage();
+    char what[96];
+    int w = snprintf(what, sizeof what, "[%08llx, %08llx)",
+                     (unsigned long long)begin, (unsigned long long)end);
+    if (stride > 1)
+        snprintf(what + w, sizeof what - (size_t)w, ", one of every %llu",
+                 (unsigned long long)stride);
+    return check_patterns(what, begin, stride, (end - begin) / stride,
+                          !strcmp(mode, "--all"));
 }
