@@ -21,7 +21,7 @@
  *                              over all 2^32, then every pattern, both
  *                              signs, of the binades at the edges of
  *                              core/float.c's code paths (EDGES below;
- *                              S = 64: ~6 minutes of two cores)
+ *                              S = 64: ~3 minutes of two cores)
  *   check_floats --random N    N random patterns (xorshift, fixed seed;
  *                              every other block of 4096 drawn from the
  *                              fast path's range, 1e-4 <= |v| < 2^21, so
