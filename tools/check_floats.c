@@ -393,7 +393,8 @@ static int slice(uint64_t stride)
 
 static int margin_report(void)
 {
-    if (run_threads((range_t){.end = 255}, run_margin, 0))
+    range_t binades = {.end = 255};
+    if (run_threads(binades, run_margin, 0))
         return 2;
     /* the fixed-point comparisons need more than 2 units of 2^-34
      * (the fast path's x -+ dc is within 2 of the bounds) */
@@ -412,7 +413,8 @@ static int margin_report(void)
 static int narrow_report(void)
 {
     /* blocks of 2^16 patterns */
-    if (run_threads((range_t){.end = UINT64_C(1) << 16}, run_narrow, 0))
+    range_t blocks = {.end = UINT64_C(1) << 16};
+    if (run_threads(blocks, run_narrow, 0))
         return 2;
     unsigned long long f = atomic_load(&failures);
     printf("%llu patterns checked, %llu failures\n",
