@@ -716,6 +716,16 @@ def parse_core(text):
     if m:
         tok, snp = float(m.group(1)), float(m.group(2))
     c["json_mfs"] = tok if tok is not None else c.get("json_mfs_embedbench")
+    # floatbench with the table: "json floats table<TAB>before N M/s<TAB>
+    # tokvec N M/s (Rx)<TAB>json rows of D N M/s (Rx)<TAB>scalar N M/s
+    # (Rx)": the formatter it replaced, per value, and the server's batch
+    # path (tokvec_f32_format_json) and its portable scalar form
+    m = re.search(r"^json floats table\s+before ([\d.]+) M/s\s+tokvec "
+                  r"([\d.]+) M/s \S+\s+json rows of \d+ ([\d.]+) M/s \S+"
+                  r"\s+scalar ([\d.]+) M/s", text, re.M)
+    for i, k in enumerate(("table_before_mfs", "table_tokvec_mfs",
+                           "table_json_mfs", "table_json_scalar_mfs")):
+        c[k] = float(m.group(i + 1)) if m else None
     # idbench: "id JSON parse fast 32x128<TAB>N MB/s<TAB>..."
     g(r"^id JSON parse fast 32x128\t([\d.]+) MB/s", "ids_fast_mbs")
     g(r"^id JSON parse jansson 32x128\t([\d.]+) MB/s", "ids_jansson_mbs")
@@ -1860,6 +1870,11 @@ def main():
     jm = core.get("json_mfs")
     G.append(goal("JSON writer >= 40 M floats/s/core",
                   "%.1f M/s" % jm if jm else "n/a", jm and jm >= 40))
+    tj, tb = core.get("table_json_mfs"), core.get("table_before_mfs")
+    ts = core.get("table_json_scalar_mfs")
+    G.append(goal("JSON floats >= 90 M/s/core (table's values, batch)",
+                  "%.1f M/s, scalar %.1f (before %.1f)" % (tj, ts, tb)
+                  if tj and ts and tb else "n/a", tj and tj >= 90))
     sn = core.get("snprintf_mfs")
     G.append(ratio_goal("JSON writer >= 5x snprintf %.9g", jm, sn, 5))
     im, ij = core.get("ids_fast_mbs"), core.get("ids_jansson_mbs")

@@ -67,7 +67,7 @@ echo "== GGUF rows by ggml type: dequantized (or widened) per lookup"
 echo
 echo "== JSON float formatting (one core)"
 if [ -x "$BUILD/bench/floatbench" ]; then
-    "$BUILD/bench/floatbench"
+    "$BUILD/bench/floatbench" 64 "$TABLE"
 else
     echo "floatbench: not built (bench/floatbench.c missing) -- skipped"
 fi

@@ -68,4 +68,13 @@ void tokvec_narrow(tokvec_dtype to, const float *src, void *dst, size_t n);
  * within those, may be overwritten as scratch. */
 size_t tokvec_f32_format(float v, char *buf);
 
+/* The n values of x as tokvec_f32_format writes them, separated by ',',
+ * non-finite values as "null" (a JSON array's inside); no NUL. Returns the
+ * length. buf must hold n * (TOKVEC_F32_MAXLEN + 1) bytes; bytes past the
+ * returned length, within those, may be overwritten as scratch. */
+size_t tokvec_f32_format_json(char *buf, const float *x, size_t n);
+/* The portable path of tokvec_f32_format_json (the same bytes), which it
+ * takes on CPUs without AVX-512; for tests and benchmarks. */
+size_t tokvec_f32_format_json_scalar(char *buf, const float *x, size_t n);
+
 #endif

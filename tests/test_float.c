@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "float_ref.h"
 #include "testutil.h"
 #include "tokvec_float.h"
 
@@ -333,6 +334,133 @@ static void format_round_trips_and_is_shortest_on_random_patterns(void **s)
     assert_true(checked > 1950000);
 }
 
+/* tokvec_f32_format against the formatter it replaced (float_ref.h, itself
+ * checked on all 2^32 patterns), byte for byte. */
+static void expect_as_before(uint32_t bits)
+{
+    char got[TOKVEC_F32_MAXLEN + 1], want[TOKVEC_F32_MAXLEN + 1];
+    size_t n = tokvec_f32_format(f_of(bits), got);
+    size_t m = ref_f32_format(f_of(bits), want);
+    assert_true(n <= TOKVEC_F32_MAXLEN);
+    got[n] = '\0';
+    want[m] = '\0';
+    if (n != m || memcmp(got, want, n))
+        fail_msg("%08x: got \"%s\", before \"%s\"", bits, got, want);
+}
+
+/* Both signs of bits and of its neighbours within r ulps (staying within
+ * the finite patterns and the infinities/NaNs next to them). */
+static void expect_around(uint32_t bits, uint32_t r)
+{
+    for (uint32_t s = 0; s < 2; s++) {
+        uint32_t a = bits & 0x7fffffffu;
+        uint32_t lo = a > r ? a - r : 0, hi = a + r;
+        if (hi > 0x7fffffffu)
+            hi = 0x7fffffffu;
+        for (uint32_t b = lo; b <= hi; b++)
+            expect_as_before(b | s << 31);
+    }
+}
+
+static void format_is_byte_for_byte_as_before_on_edge_classes(void **s)
+{
+    (void)s;
+    /* every subnormal, the smallest normals */
+    for (uint32_t b = 0; b <= 0x00800100u; b++) {
+        expect_as_before(b);
+        expect_as_before(b | 0x80000000u);
+    }
+    /* every power of two (lower bound nearer: the general path) and
+     * float32 power of ten, +-40 ulps */
+    for (uint32_t e = 1; e < 255; e++)
+        expect_around(e << 23, 40);
+    for (int e = -45; e <= 38; e++) {
+        char txt[16];
+        snprintf(txt, sizeof txt, "1e%d", e);
+        expect_around(b_of(strtof(txt, NULL)), 40);
+    }
+    /* numpy's switches (1e-4, 1e16), the fast path's ends (1e-4, 2^21),
+     * 1e7, the largest and smallest, inf and nan next to them */
+    static const uint32_t around[] = {0x38d1b717, 0x38d1b718, 0x5a0e1bca,
+                                      0x4a000000, 0x4b189680, 0x7f7fffff,
+                                      0x00000001, 0x7f800000, 0x7fc00000,
+                                      0x3f800000, 0x3dcccccd};
+    for (size_t i = 0; i < sizeof around / sizeof around[0]; i++)
+        expect_around(around[i], 2000);
+    /* ties: every float32 in [2^21, 2^24) has a halfway shortest pair, and
+     * from 2^23 the spacing is 1; [2^21, 2^21 + 2^16) in full */
+    for (uint32_t b = 0x4a000000u; b < 0x4a010000u; b++)
+        expect_as_before(b);
+}
+
+static void format_is_byte_for_byte_as_before_on_random_patterns(void **s)
+{
+    (void)s;
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    for (long i = 0; i < 4000000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint32_t b = (uint32_t)(x >> 20);
+        if (i % 2) /* the fast path's range: 1e-4 <= |v| < 2^21 */
+            b = (b & 0x80000000u) |
+                (0x38d1b718u +
+                 (uint32_t)(x >> 8) % (0x4a000000u - 0x38d1b718u));
+        expect_as_before(b);
+    }
+}
+
+/* tokvec_f32_format_json (AVX-512 where the CPU has it, else the scalar
+ * path) and tokvec_f32_format_json_scalar against the per-value texts
+ * joined by ',', "null" for non-finite values: rows of every length up to
+ * 70, at every alignment, of normal(0,1)-like values (the vector path),
+ * random patterns, and both mixed with NaN, inf and out-of-range values
+ * (groups the vector path hands to the scalar code), in a buffer of
+ * exactly n * (TOKVEC_F32_MAXLEN + 1) bytes (ASan: nothing past it). */
+static void format_json_equals_the_values_joined(void **s)
+{
+    (void)s;
+    enum { MAXN = 70 };
+    static float src[MAXN + 4];
+    static char want[MAXN * (TOKVEC_F32_MAXLEN + 1)];
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int round = 0; round < 6000; round++) {
+        size_t n = (size_t)round % (MAXN + 1), off = (size_t)round / 71 % 4;
+        float *v = src + off;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            double u1 = ((double)(x >> 11) + 1) * 0x1p-53;
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            double u2 = (double)(x >> 11) * 0x1p-53;
+            v[i] = (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+            if (round % 3 == 1)
+                v[i] = f_of((uint32_t)x);
+            if (round % 3 == 2 && x % 13 == 0)
+                v[i] = x % 2 ? NAN : x % 3 ? -INFINITY : f_of(0x33000001u);
+        }
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (isfinite(v[i])) {
+                m += tokvec_f32_format(v[i], want + m);
+            } else {
+                memcpy(want + m, "null", 4);
+                m += 4;
+            }
+            want[m++] = ',';
+        }
+        m -= n != 0;
+        for (int scalar = 0; scalar < 2; scalar++) {
+            size_t cap = n * (TOKVEC_F32_MAXLEN + 1);
+            char *got = malloc(cap ? cap : 1);
+            assert_non_null(got);
+            size_t g = scalar ? tokvec_f32_format_json_scalar(got, v, n)
+                              : tokvec_f32_format_json(got, v, n);
+            if (g != m || memcmp(got, want, m))
+                fail_msg("json%s of %zu values at offset %zu differs",
+                         scalar ? " (scalar)" : "", n, off);
+            free(got);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +477,9 @@ int main(void)
         cmocka_unit_test(verifier_rejects_long_far_and_misspelled_texts),
         cmocka_unit_test(
             format_round_trips_and_is_shortest_on_random_patterns),
+        cmocka_unit_test(format_is_byte_for_byte_as_before_on_edge_classes),
+        cmocka_unit_test(format_is_byte_for_byte_as_before_on_random_patterns),
+        cmocka_unit_test(format_json_equals_the_values_joined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -325,21 +325,12 @@ size_t tv_json_floats_bound(size_t n)
 
 size_t tv_json_floats(char *buf, const float *x, size_t n)
 {
-    char *p = buf;
-    *p++ = '[';
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            *p++ = ',';
-        float v = x[i];
-        if (v - v != 0) { /* NaN or infinity: JSON has neither */
-            memcpy(p, "null", 4);
-            p += 4;
-        } else {
-            p += tokvec_f32_format(v, p);
-        }
-    }
-    *p++ = ']';
-    return (size_t)(p - buf);
+    /* the values from buf + 1 take at most n * (TOKVEC_F32_MAXLEN + 1)
+     * bytes, scratch included: the bound's 2 + that holds the ']' */
+    size_t len = 1 + tokvec_f32_format_json(buf + 1, x, n);
+    buf[0] = '[';
+    buf[len] = ']';
+    return len + 1;
 }
 
 #define JSON_HEAD_MAX 128
