@@ -53,8 +53,8 @@ What is covered:
              truncated in place (one fatal log line, then death by SIGBUS),
              and a shard of a sharded checkpoint (the line names the shard).
 
-Slow requests are made slow honestly: a JSON response of 4096 x 1024
-floats takes a worker ~0.3 s to format, and --threads 1 serializes them.
+Slow requests are made slow honestly: a JSON response of 4096 x 2048
+floats takes a worker ~0.25 s to format, and --threads 1 serializes them.
 Waiting points poll /metrics (tokvec_queue_depth, tokvec_inflight_requests)
 instead of sleeping for fixed times.
 """
@@ -682,8 +682,10 @@ class Operations(Base):
         cls.tmp = tempfile.mkdtemp(prefix="tokvec-e2e-ops-")
         cls.small = init(os.path.join(cls.tmp, "small.safetensors"), 100, 8,
                          "--context", "8")
-        # 4096 x 1024: a JSON response of every row takes ~0.3 s to format.
-        cls.big = init(os.path.join(cls.tmp, "big.safetensors"), 4096, 1024,
+        # 4096 x 2048: a JSON response of every row takes ~0.25 s to format
+        # (8 Mi floats; 1024 columns became too quick to race reliably once
+        # the formatter went batch-wise).
+        cls.big = init(os.path.join(cls.tmp, "big.safetensors"), 4096, 2048,
                        "--context", "8", "--seed", "1")
         cls.slow_body = json.dumps({"inputs": [list(range(4096))],
                                     "positions": False})
@@ -709,7 +711,7 @@ class Operations(Base):
         st, hdr, body = r
         self.assertEqual(st, 200, body[:200])
         self.assertEqual(len(body), int(hdr["Content-Length"]))
-        self.assertTrue(body.startswith(b'{"shape":[1,4096,1024],'))
+        self.assertTrue(body.startswith(b'{"shape":[1,4096,2048],'))
         self.assertTrue(body.endswith(b"]]]}"))
 
     # -- auth, CORS, logs ----------------------------------------------------
@@ -1003,11 +1005,11 @@ class Operations(Base):
 
     def test_inflight_bytes_hold_work_in_the_queue(self):
         # Two workers, but one response is over the byte budget (its JSON
-        # bound, ~85 MB, though its shortest encoding fits: admitted
+        # bound, ~170 MB, though its shortest encoding fits: admitted
         # alone): the second job waits although a worker is free, then
         # runs.
         s = tc.Server(self.big, "--threads", "2", "--max-inflight-bytes",
-                      "64MiB")
+                      "128MiB")
         out = []
         try:
             a = self.slow(s, out)
@@ -1084,7 +1086,7 @@ class Operations(Base):
             b.start()
             wait_for(lambda: s.metric("tokvec_queue_depth") == 1,
                      what="the small job to wait")
-            init(path + ".tmp", 4096, 1024, "--context", "8", "--seed", "2")
+            init(path + ".tmp", 4096, 2048, "--context", "8", "--seed", "2")
             os.rename(path + ".tmp", path)
             s.proc.send_signal(signal.SIGHUP)
             wait_for(lambda: s.metric('tokvec_reloads_total{result="ok"}')
@@ -1189,7 +1191,7 @@ class Operations(Base):
         self.assertEqual(rc, 0)
         head, _, body = b"".join(data).partition(b"\r\n\r\n")
         self.assertIn(b" 200 ", head.split(b"\r\n")[0])
-        self.assertEqual(len(body), 4096 * 1024 * 4)
+        self.assertEqual(len(body), 4096 * 2048 * 4)
         self.assertEqual(at_exit, got[0], "bytes at the client when the "
                          "server exited, of all it sent")
         self.assertNotIn("not acknowledged", s.stderr())
