@@ -114,8 +114,8 @@ class Threads(unittest.TestCase):
         cls.table = init(os.path.join(cls.tmp, "t.safetensors"), 1000, 64,
                          "--context", "64", "--seed", "7")
         cls.t = load(cls.table)
-        # 4096 x 1024: a JSON reply of all 4096 rows takes a worker ~0.3 s
-        # to format; --threads 1 makes the others wait, suspended.
+        # 4096 x 1024: a JSON reply of all 4096 rows takes a worker ~0.1 s
+        # to format (tests hold the worker with 4 such rows); --threads 1 makes the others wait, suspended.
         cls.big = init(os.path.join(cls.tmp, "big.safetensors"), 4096, 1024,
                        "--context", "8", "--seed", "1")
 
@@ -372,7 +372,9 @@ class Threads(unittest.TestCase):
         sock = self.sock_path("drain.sock")
         s = tc.Server(self.big, "--unix-socket", sock, "--threads", "1")
         out = []
-        body = json.dumps({"inputs": [list(range(4096))],
+        # 4 x 4096 rows of JSON (~0.4 s): one row alone became too quick
+        # to be seen running once the float formatter went batch-wise.
+        body = json.dumps({"inputs": [list(range(4096))] * 4,
                            "positions": False})
         t = threading.Thread(target=lambda: out.append(unix_request(
             sock, "POST", "/embed", body, timeout=120)))
