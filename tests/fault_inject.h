@@ -1,6 +1,7 @@
 /* fault_inject.h -- system-call fault injection for unit tests: included by
  * one test file of a test program, it defines malloc, asprintf, mkstemp,
- * write, fchmod, fsync, close, rename, socket, bind and listen in the
+ * write, fchmod, fsync, close, rename, socket, bind, listen and
+ * epoll_create1 in the
  * program itself, so that the calls of the code under test (the core and
  * server objects linked in, and the shared libraries they use, such as
  * jansson's malloc and libmicrohttpd's socket calls) come here first. The C
@@ -8,9 +9,10 @@
  *
  * Unarmed, each one is the C library's. fi_arm(FI_X, n, err) makes the n-th
  * call of X from now (1: the next) fail once with errno err (malloc and
- * asprintf: no memory; malloc only where FI_HAVE_MALLOC); fi_write_cap(k) makes every write() write at most k
- * bytes (a short write); fi_reset() disarms all. fi_calls(FI_X) counts the
- * calls of X since the last fi_arm/fi_reset of it.
+ * asprintf: no memory; malloc only where FI_HAVE_MALLOC); fi_write_cap(k)
+ * makes every write() write at most k bytes (a short write); fi_reset()
+ * disarms all. fi_calls(FI_X) counts the calls of X since the last
+ * fi_arm/fi_reset of it.
  *
  * This is the allocation hook of server/runtime/alloc.h carried to the
  * system calls, without a hook in the code: tests arm it around one call.
@@ -26,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -43,6 +46,7 @@ enum {
     FI_SOCKET,
     FI_BIND,
     FI_LISTEN,
+    FI_EPOLL_CREATE1,
     FI_N
 };
 
@@ -191,6 +195,13 @@ int listen(int fd, int backlog)
     if (fi_fails(FI_LISTEN))
         return -1;
     return (int)syscall(SYS_listen, fd, backlog);
+}
+
+int epoll_create1(int flags)
+{
+    if (fi_fails(FI_EPOLL_CREATE1))
+        return -1;
+    return (int)syscall(SYS_epoll_create1, flags);
 }
 
 #endif

@@ -90,9 +90,13 @@ static void bytes_that_are_not_utf8_are_other_characters(void **state)
         const char *s;
         const char *gpt2, *cl100k, *o200k;
     } cases[] = {
-        {"a\x80" "b", "1,2,3", "1,3", "1,3"},
+        {"a\x80"
+         "b",
+         "1,2,3", "1,3", "1,3"},
         {"a\xE4\xB8", "1,3", "1,3", "1,3"},
-        {"\xC0\xAF" "x", "2,3", "2,3", "2,3"},
+        {"\xC0\xAF"
+         "x",
+         "2,3", "2,3", "2,3"},
         {"\xE0\x80\x80!", "4", "4", "4"},
         {"\xED\xA0\x80 a", "3,5", "3,5", "3,5"},
         {"\xF4\x90\x80\x80", "4", "4", "4"},
@@ -194,7 +198,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_pattern_cuts_where_its_regex_does),
         cmocka_unit_test(bytes_that_are_not_utf8_are_other_characters),
-        cmocka_unit_test(pattern_names_round_trip_and_unknown_ones_are_refused),
+        cmocka_unit_test(
+            pattern_names_round_trip_and_unknown_ones_are_refused),
         cmocka_unit_test(tiktoken_regex_strings_name_their_pattern),
         cmocka_unit_test(unicode_classes_of_code_points),
     };

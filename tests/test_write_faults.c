@@ -225,11 +225,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
-            each_failing_system_call_fails_the_write_cleanly, setup,
-            teardown),
+            each_failing_system_call_fails_the_write_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            every_failing_allocation_fails_the_write_cleanly, setup,
-            teardown),
+            every_failing_allocation_fails_the_write_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(
             interrupted_and_short_writes_still_write_every_byte, setup,
             teardown),
