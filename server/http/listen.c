@@ -204,9 +204,11 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
         }
         unlink(path); /* stale: left by a process that died */
     }
-    if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
-        listen(fd, 1024) < 0) {
+    int bound = bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+    if (!bound || listen(fd, 1024) < 0) {
         int e = errno;
+        if (bound)
+            unlink(path); /* the file bind() made: nobody will accept */
         snprintf(err, errlen, "cannot listen on the Unix socket %s: %s", path,
                  strerror(e));
         close(fd);
