@@ -3,7 +3,9 @@
  * missing folder are bad input; a refused socket(), bind(), listen() or
  * epoll_create1() (tests/fault_inject.h), on the TCP port or the Unix
  * socket, on the first HTTP thread's daemon or a later one, is a system
- * error naming the address; an allocation that fails is out of memory.
+ * error naming the address (and libmicrohttpd's own message is logged at
+ * --log-level debug, only there); an allocation that fails is out of
+ * memory.
  * Each failure leaves no descriptor open and no socket file, and the next
  * start succeeds. An IPv6 host serves. Single-threaded test; the server's
  * threads run between start and stop.
@@ -111,7 +113,8 @@ static void a_host_that_is_no_address_is_bad_input(void **state)
 static void an_ipv6_host_serves(void **state)
 {
     fixture *f = *state;
-    configure(f, "--host", "::1", NULL, NULL);
+    /* and a timeout in part seconds (MHD's whole seconds: rounded up) */
+    configure(f, "--host", "::1", "--request-timeout", "1.5s");
     int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in6 a = {.sin6_family = AF_INET6,
                              .sin6_addr = IN6ADDR_LOOPBACK_INIT};
@@ -186,6 +189,14 @@ static void refused_tcp_calls_are_system_errors(void **state)
     start_fails(f, TV_SERVER_E_SYSTEM, "cannot listen on 127.0.0.1:0", NULL);
     fi_arm(FI_BIND, 4, EADDRINUSE);
     start_fails(f, TV_SERVER_E_SYSTEM, "cannot listen on 127.0.0.1:0", NULL);
+    /* with a Unix socket beside: its socket goes too */
+    char path[100];
+    snprintf(path, sizeof path, "%s/s.sock", f->dir);
+    tv_config_free(&f->cfg);
+    f->cfg_loaded = 0;
+    configure(f, "--http-threads", "3", "--unix-socket", path);
+    fi_arm(FI_BIND, 4, EADDRINUSE); /* Unix, probe, daemons 1, 2 */
+    start_fails(f, TV_SERVER_E_SYSTEM, "cannot listen on 127.0.0.1:0", path);
     /* libmicrohttpd 0.9.75 loses its listening socket when epoll_create1
      * fails (MHD_start_daemon's own failure path): one descriptor */
     fi_arm(FI_EPOLL_CREATE1, 2, ENFILE);
@@ -193,7 +204,50 @@ static void refused_tcp_calls_are_system_errors(void **state)
                         NULL, 1);
 }
 
-/* The daemons' table: the only allocation of http_threads pointers. */
+/* stderr into a file while fn runs; what was written, in out. */
+static void capture_stderr(void (*fn)(fixture *), fixture *f, char *out,
+                           size_t cap)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/stderr", f->dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    fn(f);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, out, cap - 1, 0);
+    close(fd);
+    out[n > 0 ? n : 0] = '\0';
+}
+
+static void bind_fails(fixture *f)
+{
+    fi_arm(FI_BIND, 2, EADDRINUSE); /* the daemon's, after the probe's */
+    start_fails(f, TV_SERVER_E_SYSTEM, "cannot listen on", NULL);
+}
+
+/* libmicrohttpd's own messages go to the log at --log-level debug, and
+ * only there. */
+static void mhd_messages_are_logged_at_debug_only(void **state)
+{
+    fixture *f = *state;
+    char out[8192];
+    configure(f, "--log-level", "debug", NULL, NULL);
+    capture_stderr(bind_fails, f, out, sizeof out);
+    assert_non_null(strstr(out, "libmicrohttpd: "));
+    assert_null(strstr(out, "libmicrohttpd: \n")); /* trimmed */
+    tv_config_free(&f->cfg);
+    f->cfg_loaded = 0;
+    configure(f, "--log-level", "info", NULL, NULL);
+    capture_stderr(bind_fails, f, out, sizeof out);
+    assert_null(strstr(out, "libmicrohttpd"));
+}
+
+/* The daemons' table: the only allocation of http_threads pointers
+ * (37: a size nothing else asks for). */
 static size_t refuse_bytes;
 static int refuse_daemon_table(size_t n)
 {
@@ -205,8 +259,8 @@ static void no_memory_for_the_daemons_is_out_of_memory(void **state)
     fixture *f = *state;
     char path[100];
     snprintf(path, sizeof path, "%s/s.sock", f->dir);
-    configure(f, "--http-threads", "3", "--unix-socket", path);
-    refuse_bytes = 3 * sizeof(struct MHD_Daemon *);
+    configure(f, "--http-threads", "37", "--unix-socket", path);
+    refuse_bytes = 37 * sizeof(struct MHD_Daemon *);
     tv_alloc_fault = refuse_daemon_table;
     start_fails(f, TV_SERVER_E_NOMEM, "out of memory", path);
 }
@@ -225,6 +279,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             no_memory_for_the_daemons_is_out_of_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(mhd_messages_are_logged_at_debug_only,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
