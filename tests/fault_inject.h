@@ -1,5 +1,6 @@
 /* fault_inject.h -- system-call fault injection for unit tests: included by
- * one test file of a test program, it defines malloc, asprintf, mkstemp,
+ * one test file of a test program, it defines malloc, realloc, asprintf,
+ * mkstemp,
  * write, fchmod, fsync, close, rename, socket, bind, listen and
  * epoll_create1 in the
  * program itself, so that the calls of the code under test (the core and
@@ -8,8 +9,9 @@
  * library's own internal calls do not.
  *
  * Unarmed, each one is the C library's. fi_arm(FI_X, n, err) makes the n-th
- * call of X from now (1: the next) fail once with errno err (malloc and
- * asprintf: no memory; malloc only where FI_HAVE_MALLOC); fi_write_cap(k)
+ * call of X from now (1: the next) fail once with errno err (malloc,
+ * realloc and asprintf: no memory; malloc and realloc only where
+ * FI_HAVE_MALLOC); fi_write_cap(k)
  * makes every write() write at most k bytes (a short write); fi_reset()
  * disarms all. fi_calls(FI_X) counts the calls of X since the last
  * fi_arm/fi_reset of it.
@@ -36,6 +38,7 @@
 
 enum {
     FI_MALLOC,
+    FI_REALLOC,
     FI_ASPRINTF,
     FI_MKSTEMP,
     FI_WRITE,
@@ -112,6 +115,17 @@ void *malloc(size_t n)
         return NULL;
     }
     return __libc_malloc(n);
+}
+
+extern void *__libc_realloc(void *p, size_t n);
+
+void *realloc(void *p, size_t n)
+{
+    if (fi_fails(FI_REALLOC)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return __libc_realloc(p, n);
 }
 #endif
 
