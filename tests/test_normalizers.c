@@ -307,8 +307,13 @@ static void every_failing_allocation_is_no_memory(void **s)
     memcpy(text, "A", 1), n = 1;
     for (int k = 0; k < 40; k++) /* U+0345 U+0301: combining classes */
         memcpy(text + n, "\xcd\x85\xcc\x81", 4), n += 4;
-    while (n + 8 < sizeof text)
-        memcpy(text + n, " \xc3\x89\xe4\xb8\xad\xea\xb0\x81", 9), n += 9;
+    while (n + 16 < sizeof text) /* and texts that grow */
+        memcpy(text + n,
+               " \xc3\x89\xe4\xb8\xad\xea\xb0\x81"
+               "aa\xc4\xb0\xef\xac\x81",
+               16),
+            n += 16;
+    memcpy(text + n, "\xf0\x9d\x85\xa5", 4), n += 4; /* Mc, ccc 216 */
     json_error_t je;
     json_t *j = json_loads(all, 0, &je);
     assert_non_null(j);

@@ -117,6 +117,9 @@ HAND = [
     "\u3000\u3000x\u3000", "a" + "\u0301\u0323\u0345" * 14,
     "A" + "\u0345\u0301\u0323\u0308" * 10 + "b", "\u2160\u216b\u3392",
     "\u0041\u030a\u0301", "abab a b", "\u00e9\u00e9 ab\u00e9",
+    # a kept mark with a combining class (Mc): BertNormalizer's steps
+    "A\U0001d165\u0301 \u4e2d\t\u00c9\x01\u00a0",
+    "\U0001d15e\u0323\U0001d165 x\u3000\u4e2d\u0130", "\U0001d165",
 ]
 
 PALETTE = list("aAbBzZ \t\n\r.") + [
@@ -126,6 +129,7 @@ PALETTE = list("aAbBzZ \t\n\r.") + [
     "\uac00", "\uac01", "\u1100", "\u1161", "\u11a8", "\u4e2d", "\uf900",
     "\u0085", "\u00a0", "\u2028", "\u200b", "\ufffd", "\x00", "\x01",
     "\u3000", "\u01c4", "\u3392", "\u216b", "\u0390", "\u00c5",
+    "\U0001d165", "\U0001d15e",
 ]
 
 
