@@ -1,20 +1,20 @@
 /* fault_inject.h -- system-call fault injection for unit tests: included by
- * one test file of a test program, it defines malloc, realloc, asprintf,
- * mkstemp,
- * write, fchmod, fsync, close, rename, socket, bind, listen and
- * epoll_create1 in the
- * program itself, so that the calls of the code under test (the core and
- * server objects linked in, and the shared libraries they use, such as
- * jansson's malloc and libmicrohttpd's socket calls) come here first. The C
- * library's own internal calls do not.
+ * one test file of a test program, it defines malloc, calloc, realloc,
+ * asprintf, mkstemp, write, fchmod, fsync, close, rename, socket, bind,
+ * listen and epoll_create1 in the program itself, so that the calls of the
+ * code under test (the core and server objects linked in, and the shared
+ * libraries they use, such as jansson's malloc and libmicrohttpd's socket
+ * calls) come here first. The C library's own internal calls do not.
  *
  * Unarmed, each one is the C library's. fi_arm(FI_X, n, err) makes the n-th
- * call of X from now (1: the next) fail once with errno err (malloc,
- * realloc and asprintf: no memory; malloc and realloc only where
- * FI_HAVE_MALLOC); fi_write_cap(k)
+ * call of X from now (1: the next) fail once with errno err (the
+ * allocators and asprintf: no memory; FI_ALLOC is any of malloc, calloc
+ * and realloc; the allocators only where FI_HAVE_MALLOC); fi_write_cap(k)
  * makes every write() write at most k bytes (a short write); fi_reset()
  * disarms all. fi_calls(FI_X) counts the calls of X since the last
- * fi_arm/fi_reset of it.
+ * fi_arm/fi_reset of it. fi_spare_library(name) exempts the allocations
+ * a shared library makes itself (libjansson 2.14's json_loadb frees an
+ * uninitialised pointer when one of its allocations fails).
  *
  * This is the allocation hook of server/runtime/alloc.h carried to the
  * system calls, without a hook in the code: tests arm it around one call.
@@ -26,10 +26,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,7 +40,9 @@
 #include <unistd.h>
 
 enum {
+    FI_ALLOC, /* any of malloc, calloc, realloc */
     FI_MALLOC,
+    FI_CALLOC,
     FI_REALLOC,
     FI_ASPRINTF,
     FI_MKSTEMP,
@@ -56,6 +61,40 @@ enum {
 static _Atomic long fi_nth[FI_N], fi_count[FI_N];
 static _Atomic int fi_err[FI_N];
 static _Atomic size_t fi_cap;
+static uintptr_t fi_spared_lo, fi_spared_hi;
+
+static int fi_find_lib(struct dl_phdr_info *info, size_t size, void *name)
+{
+    (void)size;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, (const char *)name))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!fi_spared_lo || lo < fi_spared_lo)
+            fi_spared_lo = lo;
+        if (hi > fi_spared_hi)
+            fi_spared_hi = hi;
+    }
+    return 1;
+}
+
+/* Allocations called from the shared library whose file name contains
+ * name are never failed (until fi_reset): for a library that does not
+ * survive its own allocation failures. 0, or -1 when not loaded. */
+static inline int fi_spare_library(const char *name)
+{
+    fi_spared_lo = fi_spared_hi = 0;
+    return dl_iterate_phdr(fi_find_lib, (void *)name) ? 0 : -1;
+}
+
+static inline int fi_spared(const void *caller)
+{
+    uintptr_t a = (uintptr_t)caller;
+    return a >= fi_spared_lo && a < fi_spared_hi;
+}
 
 static inline void fi_arm(int call, long nth, int err)
 {
@@ -76,6 +115,7 @@ static inline void fi_reset(void)
         atomic_store(&fi_count[i], 0);
     }
     atomic_store(&fi_cap, 0);
+    fi_spared_lo = fi_spared_hi = 0;
 }
 
 static inline long fi_calls(int call)
@@ -110,18 +150,32 @@ extern void *__libc_malloc(size_t n);
 
 void *malloc(size_t n)
 {
-    if (fi_fails(FI_MALLOC)) {
+    if (!fi_spared(__builtin_return_address(0)) &&
+        (fi_fails(FI_ALLOC) || fi_fails(FI_MALLOC))) {
         errno = ENOMEM;
         return NULL;
     }
     return __libc_malloc(n);
 }
 
+extern void *__libc_calloc(size_t k, size_t n);
+
+void *calloc(size_t k, size_t n)
+{
+    if (!fi_spared(__builtin_return_address(0)) &&
+        (fi_fails(FI_ALLOC) || fi_fails(FI_CALLOC))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return __libc_calloc(k, n);
+}
+
 extern void *__libc_realloc(void *p, size_t n);
 
 void *realloc(void *p, size_t n)
 {
-    if (fi_fails(FI_REALLOC)) {
+    if (!fi_spared(__builtin_return_address(0)) &&
+        (fi_fails(FI_ALLOC) || fi_fails(FI_REALLOC))) {
         errno = ENOMEM;
         return NULL;
     }
