@@ -1,10 +1,10 @@
 /* fault_inject.h -- system-call fault injection for unit tests: included by
  * one test file of a test program, it defines malloc, calloc, realloc,
  * asprintf, mkstemp, write, fchmod, fsync, close, rename, socket, bind,
- * listen and epoll_create1 in the program itself, so that the calls of the
- * code under test (the core and server objects linked in, and the shared
- * libraries they use, such as jansson's malloc and libmicrohttpd's socket
- * calls) come here first. The C library's own internal calls do not.
+ * listen, epoll_create1, fstat and mmap in the program itself, so that the
+ * calls of the code under test (the core and server objects linked in, and the
+ * shared libraries they use, such as jansson's malloc and libmicrohttpd's
+ * socket calls) come here first. The C library's own internal calls do not.
  *
  * Unarmed, each one is the C library's. fi_arm(FI_X, n, err) makes the n-th
  * call of X from now (1: the next) fail once with errno err (the
@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -55,6 +56,8 @@ enum {
     FI_BIND,
     FI_LISTEN,
     FI_EPOLL_CREATE1,
+    FI_FSTAT,
+    FI_MMAP,
     FI_N
 };
 
@@ -270,6 +273,20 @@ int epoll_create1(int flags)
     if (fi_fails(FI_EPOLL_CREATE1))
         return -1;
     return (int)syscall(SYS_epoll_create1, flags);
+}
+
+int fstat(int fd, struct stat *st)
+{
+    if (fi_fails(FI_FSTAT))
+        return -1;
+    return (int)syscall(SYS_fstat, fd, st);
+}
+
+void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
+{
+    if (fi_fails(FI_MMAP))
+        return MAP_FAILED;
+    return (void *)syscall(SYS_mmap, addr, n, prot, flags, fd, off);
 }
 
 #endif
