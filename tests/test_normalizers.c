@@ -151,6 +151,15 @@ static size_t run(const tv_norm *v, size_t nv, tv_hf_buf *b,
     return to_utf8(t, out, cap);
 }
 
+static size_t norm_index(const char *name)
+{
+    for (size_t k = 0; k < NNORM; k++)
+        if (!strcmp(normalizers[k].name, name))
+            return k;
+    fail_msg("no normalizer named %s", name);
+    return 0;
+}
+
 static void each_normalizer_gives_the_characters_of_its_definition(void **s)
 {
     (void)s;
@@ -171,10 +180,7 @@ static void each_normalizer_gives_the_characters_of_its_definition(void **s)
         char *name = strtok(line, "\t"), *hin = strtok(NULL, "\t");
         char *hout = strtok(NULL, "\t");
         assert_non_null(hout);
-        size_t k = 0;
-        while (k < NNORM && strcmp(normalizers[k].name, name))
-            k++;
-        assert_true(k < NNORM);
+        size_t k = norm_index(name);
         size_t n = unhex(hin, in, sizeof in);
         size_t nw = unhex(hout, want, sizeof want);
         size_t ng = run(v[k], nv[k], b, in, n, got, sizeof got);
