@@ -4,7 +4,9 @@
  * given; each key's bad value is a 400 naming the key in param; more inputs
  * than max_batch, more ids than max_tokens and a body over max_body_bytes
  * are 413; an input that is neither text nor ids, an empty list, a bad id
- * are 400 with param "input"; null is as absent. Single-threaded.
+ * are 400 with param "input"; null is as absent. POST /embed's pooled
+ * options are checked the same way; an allocation the request path's hook
+ * (alloc.h) refuses is a 500. Single-threaded.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "request.h"
 
 static const tv_limits SMALL = {.max_body_bytes = 400,
@@ -129,11 +132,98 @@ static void bad_bodies_are_refused_with_status_and_param(void **s)
     assert_non_null(strstr(err.message, "over max_body_bytes 400"));
 }
 
+/* POST /embed's pooled and answer options take the same slow path. */
+static void embed_bodies_with_text_options_are_checked(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *body;
+        int status;
+        const char *says;
+    } bad[] = {
+        {"{\"inputs\":\"a\",\"pooling\":\"mean\",\"normalize\":\"yes\"}", 400,
+         "\"normalize\" must be true, false or null"},
+        {"{\"inputs\":\"a\",\"pooling\":\"mean\",\"dimensions\":0}", 400,
+         "\"dimensions\" must be a positive integer"},
+        {"{\"inputs\":7,\"pooling\":\"mean\"}", 400,
+         "\"inputs\" must be a text, a list of token ids"},
+        {"{\"inputs\":[],\"pooling\":\"mean\"}", 400,
+         "\"inputs\" must be a text, a list of token ids"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        tv_request r;
+        tv_error err = {0};
+        int rc = tv_request_parse_json(bad[k].body, strlen(bad[k].body),
+                                       &SMALL, &r, &err);
+        if (rc != -1 || err.status != bad[k].status ||
+            !strstr(err.message, bad[k].says))
+            fail_msg("%s: rc %d, %d '%s'", bad[k].body, rc, err.status,
+                     err.message);
+    }
+    tv_request r;
+    tv_error err = {0};
+    static const char ok[] = "{\"inputs\":[\"a\",[1,2]],\"pooling\":\"mean\","
+                             "\"normalize\":null,\"dimensions\":null}";
+    assert_int_equal(tv_request_parse_json(ok, strlen(ok), &SMALL, &r, &err),
+                     0);
+    assert_int_equal(r.nrows, 2);
+    assert_int_equal(r.normalize, -1);
+    assert_int_equal(r.dims, 0);
+    tv_request_free(&r);
+    /* nested deeper than the pre-scan allows: refused before jansson */
+    char deep[300];
+    size_t n = 0;
+    n += (size_t)snprintf(deep, sizeof deep, "{\"input\":");
+    for (int k = 0; k < 100; k++)
+        deep[n++] = '[';
+    deep[n] = '\0';
+    assert_int_equal(tv_request_parse_openai(deep, n, &SMALL, &r, &err), -1);
+    assert_int_equal(err.status / 100, 4);
+}
+
+/* The request path's allocation hook (alloc.h): the n-th allocation of a
+ * parse refused, for each n. */
+static long alloc_calls, alloc_fail_at;
+static int refuse_nth(size_t n)
+{
+    (void)n;
+    return ++alloc_calls == alloc_fail_at;
+}
+
+static void every_refused_allocation_is_a_500(void **s)
+{
+    (void)s;
+    static const char *const bodies[] = {
+        "{\"input\":[\"abc\",[1,2,3],\"de\"]}",
+    };
+    int failures = 0;
+    for (long nth = 1; nth < 50; nth++) {
+        tv_request r;
+        tv_error err = {0};
+        alloc_calls = 0;
+        alloc_fail_at = nth;
+        tv_alloc_fault = refuse_nth;
+        int rc = tv_request_parse_openai(bodies[0], strlen(bodies[0]), &SMALL,
+                                         &r, &err);
+        tv_alloc_fault = NULL;
+        if (rc == 0) {
+            tv_request_free(&r);
+            continue;
+        }
+        assert_int_equal(err.status, 500);
+        assert_string_equal(err.message, "out of memory");
+        failures++;
+    }
+    assert_true(failures >= 4); /* the rows, two texts, the ids */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_input_shape_gives_its_rows),
         cmocka_unit_test(bad_bodies_are_refused_with_status_and_param),
+        cmocka_unit_test(embed_bodies_with_text_options_are_checked),
+        cmocka_unit_test(every_refused_allocation_is_a_500),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
