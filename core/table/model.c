@@ -357,8 +357,8 @@ int tokvec_model_open(const char *dir, const tokvec_model_opts *opts,
                     "not a directory (a model is a directory holding "
                     "tokenizer.json and model.safetensors)");
     tokvec_model *m = calloc(1, sizeof *m);
-    if (!m)
-        return -ENOMEM;
+    if (!m) /* one line naming the directory, as every failure */
+        return fail(o, dir, -ENOMEM, "%s", tokvec_strerror(-ENOMEM));
     m->dir = strdup(dir);
     /* "DIR/" is DIR: the files are joined to it */
     for (size_t n = m->dir ? strlen(m->dir) : 0; n > 1 && m->dir[n - 1] == '/';

@@ -621,14 +621,18 @@ static int merge_long(const tokvec_tokenizer *t, tokvec_tok_state *s, size_t n)
     while ((t->max_rank >> shift) >= TV_NBUCKETS)
         shift++;
     size_t nb = (size_t)(t->max_rank >> shift) + 1;
-    if (!s->bhead) {
+    /* each on its own: after a failure the next piece allocates what is
+     * missing (the state stays usable) */
+    if (!s->bhead)
         s->bhead = calloc(TV_NBUCKETS, sizeof *s->bhead);
+    if (!s->btail)
         s->btail = calloc(TV_NBUCKETS, sizeof *s->btail);
+    if (!s->bmap)
         s->bmap = calloc(TV_NBUCKETS / 64, sizeof *s->bmap);
+    if (!s->bmess)
         s->bmess = calloc(TV_NBUCKETS / 64, sizeof *s->bmess);
-        if (!s->bhead || !s->btail || !s->bmap || !s->bmess)
-            return -ENOMEM;
-    }
+    if (!s->bhead || !s->btail || !s->bmap || !s->bmess)
+        return -ENOMEM;
     s->nused = s->nfree = 0;
     s->an = s->ai = s->sn = s->hn = 0;
     s->cb = 0;

@@ -6,7 +6,8 @@
  * (tv-http-N, tv-unix-N).
  *
  * Threads: listen_start runs on the main thread, from tv_server_start;
- * MHD's log callback (mhd_log) on any of MHD's threads.
+ * MHD's log callback (mhd_log) on any of MHD's threads, at --log-level
+ * debug only (MHD_USE_ERROR_LOG).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -204,9 +205,11 @@ static int unix_listen(const char *path, int *out, char *err, size_t errlen)
         }
         unlink(path); /* stale: left by a process that died */
     }
-    if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
-        listen(fd, 1024) < 0) {
+    int bound = bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+    if (!bound || listen(fd, 1024) < 0) {
         int e = errno;
+        if (bound)
+            unlink(path); /* the file bind() made: nobody will accept */
         snprintf(err, errlen, "cannot listen on the Unix socket %s: %s", path,
                  strerror(e));
         close(fd);
@@ -234,6 +237,8 @@ int listen_start(tv_server *s, char *err, size_t errlen)
     const struct sockaddr *sa;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (tv_log_enabled(TV_LOG_DEBUG))
+        flags |= MHD_USE_ERROR_LOG; /* else MHD never calls mhd_log */
     if (inet_pton(AF_INET, cfg->host, &sa4.sin_addr) == 1) {
         sa4.sin_port = htons((uint16_t)cfg->port);
         sa = (const struct sockaddr *)&sa4;

@@ -1,0 +1,168 @@
+"""End-to-end: what tokvec init, inspect, lookup, convert and tokenize
+refuse, and how (server/cli/cli.c, cli_text.c): each bad value of each
+option is exit 2 with one line naming the option and the value; a file
+that cannot be written (a missing folder, /dev/full) is exit 1 naming it,
+and leaves no file; inspect counts the non-finite values of every float
+dtype (F32, F16, BF16, F64: numbers written here with numpy) and says
+"scalar" for a tensor without dimensions and "sinusoidal" for computed
+positions.
+
+Run: python3 tests/e2e/test_cli_refusals.py --binary build/tokvec
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import support as tc
+
+GPT2 = os.path.join(tc.TOP, "data", "gpt2")
+
+
+def run(*args, stdout=subprocess.PIPE):
+    return subprocess.run([tc.BINARY] + list(args), stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+def write_safetensors(path, tensors):
+    """tensors: [(name, dtype name, shape, raw bytes)]."""
+    hdr, off, data = {}, 0, b""
+    for name, dtype, shape, raw in tensors:
+        hdr[name] = {"dtype": dtype, "shape": list(shape),
+                     "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        data += raw
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+
+
+class Refusals(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tokvec-cli-refusals-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def p(self, name):
+        return os.path.join(self.tmp, name)
+
+    def refused(self, args, says, code=2):
+        r = run(*args)
+        self.assertEqual(r.returncode, code, (args, r.stderr))
+        self.assertIn(says, r.stderr, args)
+        self.assertEqual(r.stdout, "", args)
+        return r
+
+    def table(self, name="t.st", *extra):
+        r = run("init", "--vocab", "10", "--dim", "4", "--context", "6",
+                "-o", self.p(name), *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return self.p(name)
+
+    def test_init_refuses_each_bad_value_naming_it(self):
+        out = self.p("x.st")
+        base = ["init", "--vocab", "10", "--dim", "4", "-o", out]
+        for extra, says in (
+                (["stray"], "init: unexpected argument 'stray'"),
+                (["--vocab", "0"], "--vocab '0' is not an integer"),
+                (["--dim", "2000000"], "--dim '2000000' is not an integer"),
+                (["--context", "-1"], "--context '-1' is not an integer"),
+                (["--positional", "rotary"], "--positional 'rotary' is not"),
+                (["--positional", "auto"], "--positional 'auto' is not"),
+                (["--seed", "x1"], "--seed 'x1' is not an integer"),
+                (["--padding-idx", "z"], "--padding-idx 'z' is not"),
+                (["--padding-idx", "10"],
+                 "--padding-idx 10 is outside [-10, 10)"),
+                (["--dtype", "f64"], "--dtype 'f64' is not f32, f16"),
+                (["--vocab", "2000000000", "--dim", "1048576"],
+                 "is too large")):
+            self.refused(base + extra, says)
+        self.refused(["init", "--vocab", "10", "-o", out],
+                     "--vocab, --dim and -o are required")
+        self.assertFalse(os.path.exists(out))
+
+    def test_files_that_cannot_be_written_are_runtime_errors(self):
+        missing = self.p("no/such/dir/t.st")
+        self.refused(["init", "--vocab", "4", "--dim", "2", "-o", missing],
+                     missing + ": cannot write", code=1)
+        t = self.table()
+        self.refused(["convert", t, "-o", missing],
+                     missing + ": cannot write", code=1)
+        self.assertFalse(os.path.exists(os.path.dirname(missing)))
+        with open("/dev/full", "w") as full:
+            r = run("lookup", "--table", t, "1", "2", stdout=full)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("lookup: write error", r.stderr)
+            if os.path.isfile(os.path.join(GPT2, "encoder.json")):
+                for args in ([], ["--jsonl"], ["--jsonl", "--offsets"]):
+                    r = subprocess.run(
+                        [tc.BINARY, "tokenize", "--tokenizer", GPT2] + args,
+                        input=b"\"hello\"\n", stdout=full,
+                        stderr=subprocess.PIPE, timeout=60)
+                    self.assertEqual(r.returncode, 1, args)
+                    self.assertIn(b"tokvec", r.stderr, args)
+
+    def test_lookup_convert_inspect_refuse_bad_arguments(self):
+        t = self.table()
+        for args, says in (
+                (["lookup", "--table", t, "1x"],
+                 "'1x' is not an integer token id"),
+                (["lookup", "--table", t, "--start-position", "-2", "1"],
+                 "--start-position '-2' is not a non-negative integer"),
+                (["lookup", "--table", t, "10"],
+                 "token id 10 at position 0 is out of range for "
+                 "vocab_size 10"),
+                (["lookup", "--table", t, "--start-position", "5", "1", "2"],
+                 "start_position 5 + sequence length 2 exceeds "
+                 "context_length 6"),
+                (["lookup", "--table", t, "--text", "hi", "3"],
+                 "give IDs or --text, not both"),
+                (["lookup", "--table", t], "need --table FILE and at least"),
+                (["inspect", t, t], "inspect: one FILE only"),
+                (["inspect"], "inspect: need FILE"),
+                (["convert", t, t, "-o", self.p("c.st")],
+                 "convert: one input file only"),
+                (["convert", t, "-o", self.p("c.st"), "--dtype", "i8"],
+                 "--dtype 'i8' is not f32, f16 or bf16"),
+                (["convert", t], "convert: need IN and -o OUT")):
+            self.refused(args, says)
+        self.assertFalse(os.path.exists(self.p("c.st")))
+
+    def test_inspect_counts_non_finite_values_of_every_float_dtype(self):
+        inf, nan = float("inf"), float("nan")
+        vals = [1.0, inf, -inf, nan, 0.5, -2.0]  # 3 non-finite
+        f32 = np.array(vals, dtype="<f4")
+        bf16 = (f32.view("<u4") >> 16).astype("<u2")  # exact for these
+        f64 = ("extra", "F64", [6], np.array(vals, "<f8").tobytes())
+        for dtype, raw in (("F32", f32.tobytes()),
+                           ("F16", np.array(vals, "<f2").tobytes()),
+                           ("BF16", bf16.tobytes())):
+            path = self.p(dtype + ".st")
+            write_safetensors(path, [  # F64 cannot be the token table
+                ("tok_emb.weight", dtype, [3, 2], raw), f64,
+                ("step", "I64", [], struct.pack("<q", 7)),
+            ])
+            r = run("inspect", path)
+            self.assertEqual(r.returncode, 0, (dtype, r.stderr))
+            rows = {l.split()[0]: l for l in r.stdout.splitlines()
+                    if l.startswith("  ")}
+            self.assertIn("non-finite 3", rows["tok_emb.weight"], dtype)
+            self.assertIn("<- token", rows["tok_emb.weight"], dtype)
+            self.assertIn("non-finite 3", rows["extra"], dtype)
+            self.assertIn("[scalar]", rows["step"], dtype)
+            self.assertNotIn("non-finite", rows["step"], dtype)
+            self.assertIn("position    none", r.stdout, dtype)
+        t = self.table("s.st", "--positional", "sinusoidal")
+        r = run("inspect", t)
+        self.assertIn("position    sinusoidal, context_length 6", r.stdout)
+
+
+if __name__ == "__main__":
+    tc.main()
