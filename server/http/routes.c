@@ -1,6 +1,9 @@
-/* routes.c -- the route table (routes.h): which path is which route, and
- * each route's label in the metrics. The routes themselves: get_routes.c
- * (GET, answered at once), embed_job.c (POST /embed), http.c (dispatch).
+/* routes.c -- the route table (routes.h) as plain data: which path is
+ * which route, and each route's label in the metrics. It calls nothing:
+ * the front end (http.c) dispatches on it, metrics.c labels by it,
+ * pages.c asks it which paths are pages. The routes themselves:
+ * get_routes.c (GET, answered at once), embed_job.c (POST /embed),
+ * text.c, pages.c.
  *
  * Pure functions; any thread. Needs nothing of HTTP (the fuzz targets
  * link it with metrics.c).
@@ -8,37 +11,39 @@
 #include <assert.h>
 #include <string.h>
 
-#include "pages.h"
 #include "routes.h"
+
+/* Every path of the contract; prefix: any path that starts with it (the
+ * {id} of /tokens/{id}, the NAME of /static/NAME). First match wins. */
+static const struct {
+    const char *path;
+    int prefix;
+    tv_route route;
+} table[] = {
+    {"/embed", 0, TV_ROUTE_EMBED},
+    {"/tokens/", 1, TV_ROUTE_TOKENS},
+    {"/info", 0, TV_ROUTE_INFO},
+    {"/health", 0, TV_ROUTE_HEALTH},
+    {"/ready", 0, TV_ROUTE_READY},
+    {"/metrics", 0, TV_ROUTE_METRICS},
+    {"/openapi.json", 0, TV_ROUTE_OPENAPI},
+    {"/similar", 0, TV_ROUTE_SIMILAR},
+    {"/tokenize", 0, TV_ROUTE_TOKENIZE},
+    {"/decode", 0, TV_ROUTE_DECODE},
+    {"/v1/embeddings", 0, TV_ROUTE_V1_EMBEDDINGS},
+    {"/v1/models", 0, TV_ROUTE_V1_MODELS},
+    {"/", 0, TV_ROUTE_PAGES},
+    {"/docs", 0, TV_ROUTE_PAGES},
+    {"/static/", 1, TV_ROUTE_PAGES},
+};
 
 tv_route tv_route_of(const char *url)
 {
-    if (!strcmp(url, "/embed"))
-        return TV_ROUTE_EMBED;
-    if (!strncmp(url, "/tokens/", 8))
-        return TV_ROUTE_TOKENS;
-    if (!strcmp(url, "/info"))
-        return TV_ROUTE_INFO;
-    if (!strcmp(url, "/health"))
-        return TV_ROUTE_HEALTH;
-    if (!strcmp(url, "/ready"))
-        return TV_ROUTE_READY;
-    if (!strcmp(url, "/metrics"))
-        return TV_ROUTE_METRICS;
-    if (!strcmp(url, "/openapi.json"))
-        return TV_ROUTE_OPENAPI;
-    if (!strcmp(url, "/similar"))
-        return TV_ROUTE_SIMILAR;
-    if (!strcmp(url, "/tokenize"))
-        return TV_ROUTE_TOKENIZE;
-    if (!strcmp(url, "/decode"))
-        return TV_ROUTE_DECODE;
-    if (!strcmp(url, "/v1/embeddings"))
-        return TV_ROUTE_V1_EMBEDDINGS;
-    if (!strcmp(url, "/v1/models"))
-        return TV_ROUTE_V1_MODELS;
-    if (tv_pages_match(url))
-        return TV_ROUTE_PAGES;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        const char *p = table[i].path;
+        if (table[i].prefix ? !strncmp(url, p, strlen(p)) : !strcmp(url, p))
+            return table[i].route;
+    }
     return TV_ROUTE_OTHER;
 }
 
