@@ -51,8 +51,8 @@ FUZZ_LIB_SRC := $(CORE_SRC) server/routes/request.c \
                 server/routes/encode.c server/routes/torchsave.c \
                 server/routes/npz.c server/routes/zipfmt.c \
                 server/runtime/config.c server/runtime/config_value.c \
-                server/cli/suggest.c server/runtime/log.c \
-                server/runtime/metrics.c server/http/routes.c \
+                server/runtime/suggest.c server/runtime/log.c \
+                server/runtime/metrics.c server/runtime/routes.c \
                 server/runtime/alloc.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
