@@ -48,7 +48,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config_internal.h"
+#include "config_value.h"
 #include "suggest.h"
 
 /* The one table. Order is the order of --help and of describe. */
