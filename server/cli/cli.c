@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_text.h"
 #include "cli_opts.h"
 #include "encode.h"
 #include "suggest.h"
@@ -317,7 +318,6 @@ static const char inspect_usage[] =
     "  --pos POS.npy          positions for a .npy token table\n"
     "  --token-tensor NAME, --position-tensor NAME   pick tensors by name\n"
     "  -h, --help             this text\n";
-
 
 /* A model directory (tokvec serve --model): holds a tokenizer.json. */
 static int is_model_dir(const char *path)

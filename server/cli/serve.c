@@ -49,7 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "serve.h"
 #include "cli_opts.h"
 #include "config.h"
 #include "datadir.h"
