@@ -146,15 +146,13 @@ static inline long long now_ms(void)
     return now_ns() / 1000000;
 }
 
-/* http.c: the MHD callbacks every daemon gets (listen.c), and the body
- * budget the /embed job gives back once it has parsed the body. */
+/* http.c: the MHD callbacks every daemon gets (listen.c). */
 enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                              const char *url, const char *method,
                              const char *version, const char *upload,
                              size_t *upload_size, void **con_cls);
 void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe);
-void http_body_drop(req_ctx *x);
 
 /* get_routes.c: the cheap routes, on the HTTP thread once the request is in;
  * idtext is what follows "/tokens/" in the path. */

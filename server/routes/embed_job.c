@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "body.h"
 #include "embed_job.h"
 #include "embed_text.h"
 #include "metrics.h"
