@@ -47,6 +47,7 @@
 #include "cpus.h"
 #include "embed_job.h"
 #include "framing.h"
+#include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "pages.h"

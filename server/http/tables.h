@@ -1,5 +1,7 @@
-/* tables.h -- private to the HTTP front end: references to the table being
- * served, and swapping it on reload. See tables.c.
+/* tables.h -- the table being served: references to it, swapping it on
+ * reload (tv_server_reload, tv_server_summary: public through http.h),
+ * the model's name. See tables.c. Below server.h, which only points at a
+ * table_ref.
  */
 #ifndef TV_TABLES_H
 #define TV_TABLES_H
@@ -13,6 +15,15 @@
 #include "tokvec_tokenizer.h"
 
 typedef struct tv_server tv_server;
+
+/* Re-opens the table path; on success swaps it in (requests in flight
+ * finish on the old one, closed when its last request ends). 0 or -1;
+ * logs either way and counts tokvec_reloads_total. */
+int tv_server_reload(tv_server *s);
+
+/* One line describing the current table (path, format, sizes, dtype,
+ * positions, tensor names) for the start-up log. Returns its length. */
+size_t tv_server_summary(tv_server *s, char *buf, size_t len);
 
 /* A table and the references to it: the server's own (while it is the
  * current table) and one per request that uses it. */
