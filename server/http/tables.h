@@ -34,9 +34,11 @@ typedef struct table_ref {
      * settings), closed with the last reference; NULL for --table. */
     tokvec_model *model;
     /* The tokenizer of this table: the model's (owned), or --tokenizer's
-     * (s->tok, borrowed: never changes), or NULL. Read-only: any thread. */
+     * (s->tok, borrowed, at start-up; read again by each reload, owned:
+     * tok_owned), or NULL. Read-only: any thread. */
     tokvec_tokenizer *tok;
     tokvec_tokenizer_info tok_info;
+    int tok_owned; /* --table: tok was opened by a reload (closed with r) */
     int normalize; /* sentence vectors' default (--normalize, the model) */
     atomic_int refs;
 } table_ref;
