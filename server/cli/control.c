@@ -238,7 +238,11 @@ static int drain_pause(control *c, double left, const char *what)
     if (left > 0.02)
         left = 0.02;
     c->waiting_for = what;
-    uv_timer_start(&c->pause, on_pause, (uint64_t)(left * 1e3), 0);
+    /* Repeating: one run may take a timer that is due at its start and
+     * then poll; the repeat bounds that poll too. */
+    uint64_t ms = (uint64_t)(left * 1e3);
+    ms = ms ? ms : 1;
+    uv_timer_start(&c->pause, on_pause, ms, ms);
     uv_run(&c->loop, UV_RUN_ONCE);
     uv_timer_stop(&c->pause);
     c->waiting_for = NULL;
