@@ -91,8 +91,8 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
 
-# Every target links server/routes/pages.c and the pool it submits jobs to:
-# routes.c (for metrics.c's route names) matches the pages' paths. The
+# Every target links server/routes/pages.c and the pool it submits jobs to
+# (metrics.c, for its route names and labels, reads the pool's gauges). The
 # compiled-in pages come from $(BUILD)/gen/pages_data.c, but for
 # fuzz_similar, whose fuzz_similar.c defines them as none.
 FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/routes/pages.o \
