@@ -119,7 +119,7 @@ static const setting settings[] = {
      "on SIGTERM/SIGINT, time to finish requests in flight"},
     {"watch", T_BOOL, OFF(watch), 0, 0, "false", NULL,
      "reload the table, model directory and tokenizer when their files "
-     "change, as SIGHUP does (a bare --watch is --watch true)"},
+     "change, as SIGHUP does"},
     {"api_key", T_STR, OFF(api_key), 0, 0, "", NULL,
      "require `Authorization: Bearer KEY` (\"\" = no auth; never logged)"},
     {"api_key_file", T_STR, OFF(api_key_file), 0, 0, "", NULL,
@@ -334,11 +334,6 @@ static int parse_argv(int argc, char **argv, argv_plan *plan, char *err,
             unknown_option(a, n + 2, err, errlen);
             return -1;
         }
-        /* A boolean flag last, or before another flag, means true
-         * (tokvec serve FILE --watch). */
-        if (!value && s && s->type == T_BOOL &&
-            (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)))
-            value = "true";
         if (!value) {
             if (i + 1 >= argc) {
                 set_err(err, errlen, "--%.*s: missing value", (int)n, name);

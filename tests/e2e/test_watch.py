@@ -96,7 +96,7 @@ class WatchTable(unittest.TestCase):
         for dtype in ("f32", "f16", "bf16"):
             with self.subTest(dtype=dtype):
                 init(self.path, 300, 1, dtype)
-                srv = tc.Server(self.path, "--watch")
+                srv = tc.Server(self.path, "--watch", "true")
                 try:
                     self.assertIn("watch: " + self.path, srv.stderr())
                     init(self.path, 400, 2, dtype)
@@ -132,7 +132,7 @@ class WatchTable(unittest.TestCase):
         init(other_dim, 300, 3, dim=16)
         with open(other_dim, "rb") as f:
             wide = f.read()
-        srv = tc.Server(self.path, "--watch")
+        srv = tc.Server(self.path, "--watch", "true")
         try:
             cases = [(data[:100], "beyond the file size"),
                      (b"not a table at all", self.path),
@@ -195,7 +195,7 @@ class WatchTokenizer(unittest.TestCase):
             replace(path, text.encode())
             srv = tc.Server(os.path.join(TOP, "data",
                                          "gpt2-256.safetensors"),
-                            "--tokenizer", path, "--watch")
+                            "--tokenizer", path, "--watch", "true")
             try:
                 def ids():
                     st, _, b = srv.request("POST", "/tokenize", json.dumps(
@@ -234,7 +234,7 @@ class WatchModel(unittest.TestCase):
                                  {"embeddings": ("F32", emb)})
             replace(os.path.join(d, "config.json"), json.dumps(
                 {"model_type": "model2vec", "normalize": False}).encode())
-            srv = tc.Server(None, "--model", d, "--watch")
+            srv = tc.Server(None, "--model", d, "--watch", "true")
             try:
                 self.assertIn("watch: %s (the directory)" % d, srv.stderr())
                 np.testing.assert_array_equal(row(srv, 7), emb[7])
