@@ -16,8 +16,8 @@
 # Debian's apt mirror, so no npm and no TLS interception problem inside it.
 # Run `make data` (or tools/fetch_gpt2.sh data/gpt2) before a bare
 # `podman build`; `make container-test` does. The runtime stage adds to the
-# base only the two shared libraries tokvec needs that bookworm-slim lacks
-# (libmicrohttpd12, libjansson4; libnettle8 and libgnutls30 are
+# base only the three shared libraries tokvec needs that bookworm-slim lacks
+# (libmicrohttpd12, libjansson4, libuv1; libnettle8 and libgnutls30 are
 # already in the base), the stripped binary and the table. No compiler, no
 # headers, no apt lists; runs as a non-root user; tokvec writes nothing at
 # run time, so a read-only root filesystem works.
@@ -32,9 +32,9 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
         gcc libc6-dev make pkg-config \
-        libmicrohttpd-dev libjansson-dev nettle-dev unicode-data \
+        libmicrohttpd-dev libjansson-dev libuv1-dev nettle-dev unicode-data \
  && mkdir -p /debs && cd /debs \
- && apt-get download libmicrohttpd12 libjansson4 \
+ && apt-get download libmicrohttpd12 libjansson4 libuv1 \
  && rm -rf /var/lib/apt/lists/*
 # The tokenizer first (it never changes), checked against the pinned sums:
 # a missing file fails the COPY (run `make data`), a wrong one the check.

@@ -20,7 +20,7 @@ SRC_INC     := -Iinclude $(addprefix -I,$(CORE_DIRS) $(SERVER_DIRS))
 CFLAGS    += -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) $(WARN) -MMD -MP \
              $(SRC_INC) -I$(BUILD)/gen $(SANFLAGS)
 LDFLAGS   += -pthread $(SANFLAGS)
-LIBS      := -lmicrohttpd -ljansson -lnettle -lm
+LIBS      := -lmicrohttpd -ljansson -luv -lnettle -lm
 TEST_LIBS := -lcmocka
 
 # Debian packages: build, tests (numpy for the end-to-end checks, promtool
@@ -30,6 +30,7 @@ TEST_LIBS := -lcmocka
 # the torch-exact checks: 148 MB download, 608 MB installed, ~1 min once),
 # sanitizers.
 DEB_BUILD := gcc libc6-dev make pkg-config libmicrohttpd-dev libjansson-dev \
+             libuv1-dev \
              nettle-dev unicode-data
 DEB_TEST  := libcmocka-dev python3 python3-numpy python3-httpx python3-yaml \
              nodejs curl \

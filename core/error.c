@@ -1,9 +1,14 @@
 /* error.c -- tokvec_strerror() and tokvec_errname() for the codes in
- * tokvec_error.h, plus the -errno codes system calls produce.
+ * tokvec_error.h, plus the -errno codes system calls produce; and
+ * tokvec__vnote (internal.h), the "path: what" line that table and
+ * tokenizer failures leave in their caller's error buffer.
  * Pure functions; any thread.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "tokvec_error.h"
 
 #define ERRORS(X)                                                            \
@@ -58,4 +63,12 @@ const char *tokvec_errname(int code)
 #undef X
     }
     return "errno";
+}
+
+void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,
+                   va_list ap)
+{
+    int n = snprintf(buf, len, "%s: ", path);
+    if (n >= 0 && (size_t)n < len)
+        vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 }

@@ -76,7 +76,7 @@ struct tokvec_table {
     const unsigned char *mapping;
 };
 
-/* The contract's tensor names, NULL-terminated (table.c). */
+/* The contract's tensor names, NULL-terminated (base.c). */
 extern const char *const tokvec__token_names[];
 extern const char *const tokvec__position_names[];
 
@@ -101,7 +101,7 @@ int tokvec__record_fail(const tokvec_table_opts *o, const char *path, int code,
  * out. code is evaluated twice: pass a constant or a variable. */
 #define tokvec__fail(o, path, code, ...) \
     (tokvec__record_fail((o), (path), (code), __VA_ARGS__), (code))
-/* "path: " fmt into buf (len > 0 bytes), cut to fit; for the error
+/* error.c: "path: " fmt into buf (len > 0 bytes), cut to fit; for the error
  * buffers of tables and tokenizers. */
 void tokvec__vnote(char *buf, size_t len, const char *path, const char *fmt,
                    va_list ap) __attribute__((format(printf, 4, 0)));

@@ -611,6 +611,36 @@ static void describe_shows_settings_but_never_the_key(void **state)
     tv_config_free(&c);
 }
 
+/* --watch (TOKVEC_WATCH, "watch"): off by default; a boolean like
+ * every other (a value always follows the flag). */
+static void watch_is_a_flag_env_var_and_key(void **state)
+{
+    (void)state;
+    tv_config c;
+    char err[256];
+    assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
+    assert_int_equal(c.watch, 0);
+    tv_config_free(&c);
+    assert_int_equal(load(&c, err, sizeof err, "t.safetensors", "--watch",
+                          "true", NULL),
+                     TV_CONFIG_OK);
+    assert_int_equal(c.watch, 1);
+    assert_string_equal(c.table, "t.safetensors");
+    tv_config_free(&c);
+    setenv("TOKVEC_WATCH", "true", 1);
+    assert_int_equal(load(&c, err, sizeof err, "--watch=off", NULL),
+                     TV_CONFIG_OK);
+    assert_int_equal(c.watch, 0); /* the flag beats the variable */
+    tv_config_free(&c);
+    assert_int_equal(load(&c, err, sizeof err, NULL), TV_CONFIG_OK);
+    assert_int_equal(c.watch, 1);
+    tv_config_free(&c);
+    unsetenv("TOKVEC_WATCH");
+    EXPECT_ERROR(MSGS("--watch", "missing value"), "--watch");
+    EXPECT_ERROR(MSGS("--watch", "'t.safetensors'", "not a boolean"),
+                 "--watch", "t.safetensors");
+}
+
 static void help_prints_every_setting_to_stdout(void **state)
 {
     (void)state;
@@ -652,7 +682,7 @@ static void help_prints_every_setting_to_stdout(void **state)
             fail_msg("--help lacks %s or %s", flag, env);
         count++;
     }
-    assert_int_equal(count, 33);
+    assert_int_equal(count, 34);
     assert_non_null(strstr(text, "TOKVEC_CONFIG"));
     assert_non_null(strstr(text, "ignored"));
     assert_non_null(strstr(text, "16MiB"));
@@ -700,6 +730,7 @@ int main(void)
         cmocka_unit_test_setup(api_key_file_errors, reset),
         cmocka_unit_test_setup(describe_shows_settings_but_never_the_key,
                                reset),
+        cmocka_unit_test_setup(watch_is_a_flag_env_var_and_key, reset),
         cmocka_unit_test_setup(help_prints_every_setting_to_stdout, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,7 +29,7 @@ static double value_of(const char *text, const char *series)
 static char *render(void)
 {
     size_t len = 0;
-    char *t = tv_metrics_render(&len);
+    char *t = tv_metrics_render(NULL, &len);
     assert_non_null(t);
     assert_int_equal(strlen(t), len);
     assert_int_equal(t[len - 1], '\n');
@@ -171,16 +171,15 @@ static void *hammer(void *arg)
     int id = (int)(intptr_t)arg;
     for (int i = 0; i < PER_THREAD; i++) {
         tv_metrics_inflight_add(1);
-        tv_metrics_queue_add(1);
         tv_metrics_request(TV_ROUTE_TOKENS, i % 2 ? 200 : 429,
                            (double)(i % 7) * 0.001, 2, 3);
-        tv_metrics_queue_add(-1);
         tv_metrics_inflight_add(-1);
         if (i % 1000 == 0)
             tv_metrics_reload(id % 2);
         if (i % 10000 == 0) {
             size_t len;
-            free(tv_metrics_render(&len)); /* renders race with updates */
+            free(
+                tv_metrics_render(NULL, &len)); /* renders race with updates */
         }
     }
     return NULL;
@@ -230,14 +229,11 @@ static void gauges_go_up_and_down(void **state)
 {
     (void)state;
     tv_metrics_inflight_add(3);
-    tv_metrics_queue_add(5);
-    tv_metrics_queue_add(-2);
     char *t = render();
     assert_true(value_of(t, "tokvec_inflight_requests") == 3);
-    assert_true(value_of(t, "tokvec_queue_depth") == 3);
+    assert_true(value_of(t, "tokvec_queue_depth") == 0); /* no pool */
     free(t);
     tv_metrics_inflight_add(-3);
-    tv_metrics_queue_add(-3);
 }
 
 static void table_info_has_escaped_labels_and_value_one(void **state)

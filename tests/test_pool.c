@@ -528,10 +528,10 @@ static void unfinished_counts_reserved_jobs_until_done_returns(void **state)
 }
 
 /* tokvec_queue_depth in the rendered metrics. */
-static double queue_depth(void)
+static double queue_depth(tv_pool *p)
 {
     size_t len;
-    char *t = tv_metrics_render(&len);
+    char *t = tv_metrics_render(p, &len);
     assert_non_null(t);
     const char *s = strstr(t, "\ntokvec_queue_depth ");
     assert_non_null(s);
@@ -544,18 +544,34 @@ static void queue_depth_gauge_counts_jobs_from_reserve_to_start(void **state)
 {
     fixture *f = *state;
     start(f, 1, BIG_QUEUE, NO_GATE);
-    double base = queue_depth();
+    double base = queue_depth(f->pool);
     submit_held(f, 0, 0);
     must(f, job_worked, 0);
-    assert_true(queue_depth() == base);
+    assert_true(queue_depth(f->pool) == base);
     assert_int_equal(tv_pool_reserve(f->pool), 0);
-    assert_true(queue_depth() == base + 1);
+    assert_true(queue_depth(f->pool) == base + 1);
     tv_pool_push(f->pool, &job(f, 1, 0)->job);
     submit(f, 2, 0);
-    assert_true(queue_depth() == base + 2);
+    assert_true(queue_depth(f->pool) == base + 2);
     let_go(f, 0);
     must(f, finished_is, 3);
-    assert_true(queue_depth() == base);
+    assert_true(queue_depth(f->pool) == base);
+}
+
+/* tokvec_inflight_reply_bytes: read from the pool as /metrics renders. */
+static void inflight_bytes_gauge_reads_the_pools_bytes(void **state)
+{
+    fixture *f = *state;
+    start(f, 1, BIG_QUEUE, NO_GATE);
+    size_t len;
+    char *t = tv_metrics_render(f->pool, &len);
+    assert_non_null(strstr(t, "\ntokvec_inflight_reply_bytes 0\n"));
+    free(t);
+    tv_pool_charge(f->pool, 1234);
+    t = tv_metrics_render(f->pool, &len);
+    assert_non_null(strstr(t, "\ntokvec_inflight_reply_bytes 1234\n"));
+    free(t);
+    tv_pool_release(f->pool, 1234);
 }
 
 /* --- max_inflight_bytes ----------------------------------------------- */
@@ -881,6 +897,7 @@ int main(void)
         T(jobs_start_in_fifo_order),
         T(unfinished_counts_reserved_jobs_until_done_returns),
         T(queue_depth_gauge_counts_jobs_from_reserve_to_start),
+        T(inflight_bytes_gauge_reads_the_pools_bytes),
         T(a_job_waits_while_its_bytes_do_not_fit_and_starts_after_release),
         T(a_job_whose_bytes_fit_exactly_starts_at_once),
         T(a_lone_job_larger_than_max_inflight_is_let_through),

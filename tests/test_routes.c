@@ -1,4 +1,4 @@
-/* test_routes.c -- server/http/routes.c: which path is which route (exact
+/* test_routes.c -- server/runtime/routes.c: which path is which route (exact
  * paths, /tokens/ as a prefix, everything else "other") and each route's
  * metrics label.
  */

@@ -13,7 +13,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "cli.h"
+#include "serve.h"
 #include "server_fixture.h"
 
 #define RESP 65536

@@ -1,5 +1,5 @@
-/* test_suggest.c -- "did you mean" (server/cli/suggest.c): the distance counts
- * a swap of neighbours as one edit, '-' and '_' and case are the same,
+/* test_suggest.c -- "did you mean" (server/runtime/suggest.c): the distance
+ * counts a swap of neighbours as one edit, '-' and '_' and case are the same,
  * only likely typos (or names cut short) are suggested, ties go to the first
  * name.
  * Single-threaded; no files.

@@ -1,4 +1,4 @@
-/* test_tables.c -- server/runtime/tables.c: a reload swaps in a table of the
+/* test_tables.c -- server/http/tables.c: a reload swaps in a table of the
  * same dim (new requests see it, a request holding the old one keeps it whole
  * until it lets go), keeps the old table when the new file has another
  * dim or is no table, and the summary line names the table.

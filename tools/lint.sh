@@ -63,7 +63,7 @@ report() {
 #  varFuncNullUB: NULL ends variadic argument lists; glibc's NULL is
 #    (void *)0 (POSIX requires it), so nothing is undefined here.
 #  invalidPointerCast: embed.c reads the float rows of an aligned, mapped
-#    table in place; config_internal.h reaches a field by offsetof.
+#    table in place; config_value.h reaches a field by offsetof.
 cppcheck_run() {
     [ $# -eq 0 ] && return 0
     cppcheck --quiet -j "$LINT_JOBS" --enable=warning,portability,performance --std=c11 \
@@ -71,7 +71,7 @@ cppcheck_run() {
         --library=tools/cppcheck-jansson.cfg \
         --suppress=varFuncNullUB \
         --suppress=invalidPointerCast:core/embed.c \
-        --suppress=invalidPointerCast:server/runtime/config_internal.h \
+        --suppress=invalidPointerCast:server/runtime/config_value.h \
         --template='{file}:{line}: {id}: {message}' "$@" 2>&1
 }
 cppcheck_run $(only_c $strict) > "$log/cs"

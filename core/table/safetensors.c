@@ -25,48 +25,6 @@ static const struct {
     {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8},
 };
 
-/* Data order: by begin, then end. */
-static int by_offsets(const void *a, const void *b)
-{
-    const tokvec__tensor *x = *(const tokvec__tensor *const *)a;
-    const tokvec__tensor *y = *(const tokvec__tensor *const *)b;
-    if (x->data != y->data)
-        return x->data < y->data ? -1 : 1;
-    return x->nbytes < y->nbytes ? -1 : x->nbytes > y->nbytes;
-}
-
-int tokvec__check_overlaps(const tokvec_table *t, const tokvec_table_opts *o,
-                           const char *path, const unsigned char *data,
-                           size_t first, const char *what)
-{
-    size_t count = t->ntensors - first;
-    const tokvec__tensor **v = malloc((count ? count : 1) * sizeof *v);
-    size_t n = 0;
-    int rc = 0;
-    if (!v)
-        return -ENOMEM;
-    for (size_t i = first; i < t->ntensors; i++)
-        if (t->tensors[i].nbytes)
-            v[n++] = &t->tensors[i];
-    qsort(v, n, sizeof *v, by_offsets);
-    for (size_t i = 1; i < n; i++) {
-        const tokvec__tensor *a = v[i - 1], *b = v[i];
-        uint64_t ab = (uint64_t)(a->data - data);
-        uint64_t bb = (uint64_t)(b->data - data);
-        if (bb < ab + a->nbytes) {
-            rc = tokvec__fail(o, path, TOKVEC_E_OFFSETS,
-                              "tensors '%s' [%" PRIu64 ", %" PRIu64
-                              "] and '%s' [%" PRIu64 ", %" PRIu64
-                              "] overlap (%s forbids tensors sharing bytes)",
-                              a->name, ab, ab + a->nbytes, b->name, bb,
-                              bb + b->nbytes, what);
-            break;
-        }
-    }
-    free(v);
-    return rc;
-}
-
 /* "__metadata__": an object of strings; "positional" and "context_length"
  * are read. The first file parsed gives the table its metadata. */
 static int st_metadata(tokvec_table *t, const tokvec_table_opts *o,

@@ -27,17 +27,10 @@
 #include "tok_hf.h"
 #include "tok_internal.h"
 
-#define HEAP_ABOVE 64       /* pieces longer than this use the heap */
-#define CACHE_SLOTS 8192    /* per state (about 2 MB) */
-#define CACHE_BYTES 40      /* longest piece cached */
+#define HEAP_ABOVE 64    /* pieces longer than this use the heap */
+#define CACHE_SLOTS 8192 /* per state (about 2 MB) */
+#define CACHE_BYTES TV_CACHE_BYTES
 #define TV_KEEP_PARTS 65536 /* longer pieces' memory is returned after */
-
-typedef struct tv_cache_ent {
-    uint8_t len, n;
-    unsigned char bytes[CACHE_BYTES];
-    uint8_t start[CACHE_BYTES];
-    int32_t ids[CACHE_BYTES];
-} tv_cache_ent;
 
 uint64_t tv_hash(const unsigned char *p, size_t n)
 {
@@ -56,25 +49,6 @@ uint64_t tv_hash(const unsigned char *p, size_t n)
     return h ^ (h >> 29);
 }
 
-static inline size_t islot(int32_t id, size_t mask)
-{
-    uint64_t h = (uint64_t)(uint32_t)id * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 32) & mask;
-}
-
-const tv_tok *tv_tok_find(const tokvec_tokenizer *t, int32_t id)
-{
-    if (id < 0 || !t->imap)
-        return NULL;
-    for (size_t k = islot(id, t->imask);; k = (k + 1) & t->imask) {
-        const tv_islot *s = &t->imap[k];
-        if (s->id == id)
-            return &t->tok[s->index];
-        if (s->id < 0)
-            return NULL;
-    }
-}
-
 /* Rebuilds the id map for tok[0..n_tok) in a table of at least twice as
  * many slots. */
 static int imap_build(tokvec_tokenizer *t)
@@ -88,7 +62,7 @@ static int imap_build(tokvec_tokenizer *t)
     for (size_t k = 0; k < size; k++)
         m[k].id = -1;
     for (size_t i = 0; i < t->n_tok; i++) {
-        size_t k = islot(t->tok[i].id, size - 1);
+        size_t k = tv_islot_of(t->tok[i].id, size - 1);
         while (m[k].id >= 0)
             k = (k + 1) & (size - 1);
         m[k] = (tv_islot){t->tok[i].id, (uint32_t)i};
@@ -132,7 +106,7 @@ int tv_tok_add(tokvec_tokenizer *t, const unsigned char *b, size_t n,
     t->blob_len += n;
     if (!t->imap || (t->n_tok + 1) * 2 > t->imask + 1)
         return imap_build(t);
-    size_t k = islot(id, t->imask);
+    size_t k = tv_islot_of(id, t->imask);
     while (t->imap[k].id >= 0)
         k = (k + 1) & t->imask;
     t->imap[k] = (tv_islot){id, (uint32_t)(t->n_tok - 1)};

@@ -59,7 +59,7 @@ typedef struct tv_hf_buf {
     uint64_t *ph;      /* ... and the hashes of its prefixes (wordpiece.c) */
     size_t u8cap;
 } tv_hf_buf;
-void tv_hf_buf_free(tv_hf_buf *b);
+void tv_hf_buf_free(tv_hf_buf *b); /* tok_hf.c */
 int tv_hf_text_reserve(tv_hf_text *x, size_t n);
 
 /* --- normalizers (normalize.c) --- */

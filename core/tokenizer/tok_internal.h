@@ -118,6 +118,15 @@ typedef struct tv_block { /* 128 bytes of one bucket's pending keys */
     uint32_t next, n; /* next block (1-based; 0: last), keys held */
 } tv_block;
 
+/* One entry of the per-state cache of recent pieces (tok_bpe.c). */
+#define TV_CACHE_BYTES 40 /* longest piece cached */
+typedef struct tv_cache_ent {
+    uint8_t len, n;
+    unsigned char bytes[TV_CACHE_BYTES];
+    uint8_t start[TV_CACHE_BYTES];
+    int32_t ids[TV_CACHE_BYTES];
+} tv_cache_ent;
+
 /* Per-thread working memory (tokenizer.c, tok_bpe.c). */
 struct tokvec_tok_state {
     int32_t *pid;    /* part ids */
@@ -156,7 +165,23 @@ int tv_tok_seal(tokvec_tokenizer *t);
  * below twice the tokens, plus 1024), an array by id for tv_tok_get. */
 int tv_tok_index(tokvec_tokenizer *t);
 /* The token of id, or NULL when no token has it. */
-const tv_tok *tv_tok_find(const tokvec_tokenizer *t, int32_t id);
+static inline size_t tv_islot_of(int32_t id, size_t mask)
+{
+    uint64_t h = (uint64_t)(uint32_t)id * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 32) & mask;
+}
+static inline const tv_tok *tv_tok_find(const tokvec_tokenizer *t, int32_t id)
+{
+    if (id < 0 || !t->imap)
+        return NULL;
+    for (size_t k = tv_islot_of(id, t->imask);; k = (k + 1) & t->imask) {
+        const tv_islot *s = &t->imap[k];
+        if (s->id == id)
+            return &t->tok[s->index];
+        if (s->id < 0)
+            return NULL;
+    }
+}
 static inline const tv_tok *tv_tok_get(const tokvec_tokenizer *t, int32_t id)
 {
     if (!t->dense)

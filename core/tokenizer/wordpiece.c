@@ -25,22 +25,6 @@
 
 #define EMPTY_SLOT (-1)
 
-void tv_hf_buf_free(tv_hf_buf *b)
-{
-    if (!b)
-        return;
-    for (int k = 0; k < 2; k++) {
-        free(b->t[k].cp);
-        free(b->t[k].a0);
-        free(b->t[k].a1);
-        free(b->w[k]);
-    }
-    free(b->u8);
-    free(b->u8ch);
-    free(b->ph);
-    free(b);
-}
-
 void tv_hf_free(tv_hf *h)
 {
     if (!h)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_text.h"
 #include "cli_opts.h"
 #include "encode.h"
 #include "suggest.h"

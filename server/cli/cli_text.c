@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli_text.h"
 #include "cli_opts.h"
 #include "datadir.h"
 #include "log.h"

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_text.h"
+#include "serve.h"
 #include "suggest.h"
 
 static const struct {

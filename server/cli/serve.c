@@ -10,10 +10,10 @@
  *
  * Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread starts
  * (so every thread -- MHD's HTTP threads, the workers, the reaper --
- * inherits the mask) and taken synchronously by the main thread with
- * sigwaitinfo / sigtimedwait. No code runs in a signal handler, so a
- * reload (which opens and validates a file, allocates and logs) is ordinary
- * main-thread code.
+ * inherits the mask); once the server runs, the main thread's control
+ * loop (control.c, libuv) takes them: libuv's handler only writes to its
+ * pipe, so a reload (which opens and validates a file, allocates and logs)
+ * is ordinary main-thread code, and so is --watch's.
  * SIGPIPE is ignored: a client that goes away is an error code, not a
  * death. The one handler is for SIGBUS (a table file truncated or rewritten
  * in place under the mapping, SECURITY.md; sigbus.c): it writes one
@@ -24,7 +24,8 @@
  *
  * Shutdown (SIGTERM/SIGINT): tv_server_drain_begin closes the listening
  * socket and turns /ready and new /embed work into 503; the main thread
- * then waits until every request begun has been answered completely, up to
+ * (control.c) then waits until every request begun has been answered
+ * completely, up to
  * drain_timeout seconds (a second SIGTERM/SIGINT stops waiting), then, in
  * the same time, until the peers have acknowledged what was sent on the
  * TCP port (/proc/net/tcp's tx_queue; answers MHD has handed to the kernel
@@ -49,138 +50,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "serve.h"
 #include "cli_opts.h"
 #include "config.h"
+#include "control.h"
 #include "datadir.h"
 #include "http.h"
 #include "log.h"
 #include "origin.h"
 #include "sigbus.h"
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static const char *signame(int sig)
-{
-    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
-}
-
-/* Bytes sent from TCP port `port` that the peers have not acknowledged
- * yet: the tx_queue of every connection of /proc/net/tcp and tcp6 with that
- * local port (closed ones still sending included), listeners left out. */
-static unsigned long long unacked_bytes(unsigned long port)
-{
-    static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-    unsigned long long sum = 0;
-    char line[512];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        FILE *f = fopen(files[i], "re");
-        if (!f)
-            continue;
-        /* "N: LOCALADDR:PORT REMADDR:PORT ST TXQ:RXQ ...", all hex; the
-         * header line has no ':' in its second field. */
-        while (fgets(line, sizeof line, f)) {
-            char *save = NULL, *tok[5];
-            int n = 0;
-            for (char *t = strtok_r(line, " \t", &save); t && n < 5;
-                 t = strtok_r(NULL, " \t", &save))
-                tok[n++] = t;
-            char *colon = n == 5 ? strrchr(tok[1], ':') : NULL;
-            if (!colon || strtoul(colon + 1, NULL, 16) != port ||
-                strtoul(tok[3], NULL, 16) == 0x0A) /* TCP_LISTEN */
-                continue;
-            sum += strtoull(tok[4], NULL, 16);
-        }
-        fclose(f);
-    }
-    return sum;
-}
-
-/* Sleeps up to 20 ms (less when `left` is less) for a signal; 1 when a
- * second SIGTERM/SIGINT says to stop waiting, else 0. */
-static int drain_pause(const sigset_t *set, double left, const char *what)
-{
-    if (left > 0.02)
-        left = 0.02;
-    struct timespec ts = {0, (long)(left * 1e9)};
-    int sig = sigtimedwait(set, NULL, &ts);
-    if (sig == SIGTERM || sig == SIGINT) {
-        tv_log(TV_LOG_WARN, "%s again: not waiting for %s", signame(sig),
-               what);
-        return 1;
-    }
-    if (sig == SIGHUP)
-        tv_log(TV_LOG_INFO, "SIGHUP ignored while draining");
-    return 0;
-}
-
-/* Waits, up to `timeout` after t0, until the peers of TCP port `port`
- * have acknowledged every byte sent (see the file comment). Gives up
- * early when nothing was acknowledged for 5 s: a peer that stopped reading
- * must not hold the exit for the whole drain_timeout (one that reads
- * slowly, with a large receive buffer, may open its window only every
- * second or so). */
-static void drain_sent(unsigned long port, const sigset_t *set, double t0,
-                       double timeout)
-{
-    unsigned long long left_bytes = unacked_bytes(port), was = left_bytes;
-    double moved = now_seconds();
-    while (left_bytes > 0) {
-        double now = now_seconds(), left = timeout - (now - t0);
-        if (left_bytes < was)
-            moved = now;
-        was = left_bytes;
-        if (left <= 0 || now - moved > 5.0) {
-            tv_log(TV_LOG_WARN,
-                   "drain: %llu bytes sent but not acknowledged by the "
-                   "clients at exit",
-                   left_bytes);
-            return;
-        }
-        if (drain_pause(set, left, "the clients to receive the answers"))
-            return;
-        left_bytes = unacked_bytes(port);
-    }
-}
-
-/* Waits for the requests in flight, then for the bytes sent on TCP port
- * `port` (0: not known, not waited for) to be acknowledged (see the file
- * comment). Returns the number of requests still open when it gave up
- * (0: all answered). */
-static size_t drain(tv_server *srv, const sigset_t *set, double timeout,
-                    unsigned long port)
-{
-    double t0 = now_seconds();
-    size_t jobs = 0;
-    for (size_t busy = tv_server_busy(srv, &jobs); busy > 0;
-         busy = tv_server_busy(srv, &jobs)) {
-        double left = timeout - (now_seconds() - t0);
-        if (left <= 0) {
-            tv_log(TV_LOG_WARN,
-                   "drain timeout: %zu requests unanswered (%zu jobs)", busy,
-                   jobs);
-            break;
-        }
-        char what[64];
-        snprintf(what, sizeof what, "%zu requests", busy);
-        if (drain_pause(set, left, what))
-            return tv_server_busy(srv, &jobs);
-    }
-    /* Requests, not jobs: a finished job's connection stays suspended
-     * until MHD's thread has processed the resume, and MHD aborts if it is
-     * stopped with a suspended connection (seen under valgrind after a
-     * second SIGTERM). Any request still open means exiting without
-     * stopping MHD. */
-    size_t open = tv_server_busy(srv, &jobs);
-    if (!open && port)
-        drain_sent(port, set, t0, timeout);
-    return open;
-}
 
 /* Whether this process runs in a container (docker's and podman's marks). */
 static int in_container(void)
@@ -288,25 +166,11 @@ int cmd_serve(int argc, char **argv)
            table);
     listening_hint(&cfg);
 
-    for (;;) {
-        int sig = sigwaitinfo(&set, NULL);
-        if (sig < 0)
-            continue; /* EINTR */
-        if (sig == SIGHUP) {
-            tv_log(TV_LOG_INFO, "SIGHUP: reloading %s%s",
-                   *cfg.model ? "model " : "",
-                   *cfg.model ? cfg.model : cfg.table);
-            if (tv_server_reload(srv) < 0)
-                tv_log(TV_LOG_WARN, "still serving the previous table");
-            continue;
-        }
-        tv_log(TV_LOG_INFO, "%s: draining (up to %g s)", signame(sig),
-               cfg.drain_timeout);
-        break;
+    size_t open_requests = 0;
+    if (tv_control_run(srv, &cfg, &open_requests) < 0) {
+        exit_code = 1;
+        goto out;
     }
-    tv_server_drain_begin(srv);
-    size_t open_requests = drain(srv, &set, cfg.drain_timeout,
-                                 (unsigned long)cfg.port);
     if (open_requests > 0) {
         tv_log(TV_LOG_WARN, "exiting with %zu requests unanswered",
                open_requests);

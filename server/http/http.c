@@ -43,9 +43,11 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "body.h"
 #include "cpus.h"
 #include "embed_job.h"
 #include "framing.h"
+#include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "pages.h"
@@ -59,35 +61,6 @@
 /* docs/openapi.json, compiled in by the Makefile (build/gen/openapi.c). */
 extern const char tv_openapi_json[];
 extern const unsigned long tv_openapi_len;
-
-/* --- request bodies: the max_buffered_bytes budget ---------------------- */
-
-/* Grows the body's share of the server-wide budget to `want` bytes. 0, or
- * -1 when the budget would be exceeded (nothing taken). Any HTTP thread. */
-static int body_reserve(req_ctx *x, size_t want)
-{
-    tv_server *s = x->s;
-    if (want <= x->held)
-        return 0;
-    size_t more = want - x->held, max = (size_t)s->cfg->max_buffered_bytes;
-    size_t cur = atomic_load(&s->buffered);
-    do {
-        if (cur > max || more > max - cur)
-            return -1;
-    } while (!atomic_compare_exchange_weak(&s->buffered, &cur, cur + more));
-    x->held = want;
-    return 0;
-}
-
-/* Frees the body and gives its share back (after parsing, or at the end). */
-void http_body_drop(req_ctx *x)
-{
-    free(x->body);
-    x->body = NULL;
-    x->len = x->cap = 0;
-    atomic_fetch_sub(&x->s->buffered, x->held);
-    x->held = 0;
-}
 
 /* Constant-time comparison of the Authorization header's credentials
  * with the key. The scheme "Bearer" compares in any case (RFC 9110,
@@ -250,7 +223,7 @@ static enum MHD_Result first_call(req_ctx *x, const char *url,
             x->expect = (size_t)n;
             if (n)
                 quick_ack(x->fd);
-            if (n && body_reserve(x, (size_t)n + 1) < 0)
+            if (n && http_body_reserve(x, (size_t)n + 1) < 0)
                 return reply_fail(x, 429, "overloaded",
                                   "request bodies being received hold "
                                   "max_buffered_bytes (%" PRId64 "); retry",
@@ -443,7 +416,7 @@ enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                                                  : 4096;
             while (cap < x->len + n + 1)
                 cap *= 2;
-            if (body_reserve(x, cap) < 0) {
+            if (http_body_reserve(x, cap) < 0) {
                 x->too_busy = 1;
                 http_body_drop(x);
                 return MHD_YES;

@@ -14,17 +14,10 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "server_codes.h"
+#include "tables.h" /* tv_server_reload, tv_server_summary */
 
 typedef struct tv_server tv_server;
-
-/* Why tv_server_start failed (it returns 0 or one of these). */
-enum {
-    TV_SERVER_E_SYSTEM = -1, /* the system refused: the port is in use or
-                              * not permitted, a thread cannot start */
-    TV_SERVER_E_INPUT = -2,  /* bad input: the table (missing, not a
-                              * table), --host, the --unix-socket path */
-    TV_SERVER_E_NOMEM = -3,  /* out of memory */
-};
 
 /* The exit status for a tv_server_start code: 2 for bad input (fix the
  * command line or the table), 1 for the rest (try again later). */
@@ -37,11 +30,6 @@ int tv_server_exit_status(int code);
 int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
                     size_t errlen);
 
-/* Re-opens the table path; on success swaps it in (requests in flight
- * finish on the old one, closed when its last request ends). 0 or -1;
- * logs either way and counts tokvec_reloads_total. */
-int tv_server_reload(tv_server *s);
-
 /* Starts the shutdown: /ready answers 503, new /embed work 503 draining,
  * and the listening socket is closed (new connections are refused;
  * connections already open are still served). Idempotent. */
@@ -51,10 +39,6 @@ void tv_server_drain_begin(tv_server *s);
  * over when this is 0); *jobs (if not NULL) gets the /embed jobs queued or
  * running. Any thread. */
 size_t tv_server_busy(tv_server *s, size_t *jobs);
-
-/* One line describing the current table (path, format, sizes, dtype,
- * positions, tensor names) for the start-up log. Returns its length. */
-size_t tv_server_summary(tv_server *s, char *buf, size_t len);
 
 /* Stops the daemon and the pool, closes the table, frees. Only once
  * tv_server_busy() reports no jobs: MHD cannot be stopped under a suspended

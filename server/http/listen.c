@@ -28,6 +28,7 @@
 #include "framing.h"
 #include "log.h"
 #include "server.h"
+#include "server_codes.h"
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {

@@ -39,16 +39,16 @@
 #include "deadline.h"
 #include "embed_job.h"
 #include "encode.h"
-#include "http.h"
 #include "origin.h"
 #include "pool.h"
 #include "request.h"
 #include "routes.h"
-#include "tables.h"
 #include "tokvec_table.h"
 #include "tokvec_tokenizer.h"
 
-struct ip_count; /* deadline.c */
+struct ip_count;  /* deadline.c */
+struct table_ref; /* tables.h */
+typedef struct tv_server tv_server;
 
 struct tv_server {
     const tv_config *cfg;
@@ -70,8 +70,8 @@ struct tv_server {
     unsigned workers;        /* tv-work-N */
     const char *workers_why; /* "--threads", "cores", "cgroup quota" */
     pthread_mutex_t table_lock;
-    table_ref *current;     /* guarded by table_lock */
-    atomic_int draining;    /* set once by tv_server_drain_begin */
+    struct table_ref *current; /* guarded by table_lock */
+    atomic_int draining;       /* set once by tv_server_drain_begin */
     atomic_long requests;   /* req_ctx alive: begun, response not yet sent */
     atomic_size_t buffered; /* request body bytes held, all connections */
     int raw_framing;        /* libmicrohttpd 0.9.75: see framing_check() */
@@ -146,15 +146,13 @@ static inline long long now_ms(void)
     return now_ns() / 1000000;
 }
 
-/* http.c: the MHD callbacks every daemon gets (listen.c), and the body
- * budget the /embed job gives back once it has parsed the body. */
+/* http.c: the MHD callbacks every daemon gets (listen.c). */
 enum MHD_Result http_handler(void *cls, struct MHD_Connection *c,
                              const char *url, const char *method,
                              const char *version, const char *upload,
                              size_t *upload_size, void **con_cls);
 void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                     enum MHD_RequestTerminationCode toe);
-void http_body_drop(req_ctx *x);
 
 /* get_routes.c: the cheap routes, on the HTTP thread once the request is in;
  * idtext is what follows "/tokens/" in the path. */

@@ -61,6 +61,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "body.h"
 #include "embed_job.h"
 #include "embed_text.h"
 #include "metrics.h"

@@ -179,7 +179,7 @@ out:
 enum MHD_Result route_metrics(req_ctx *x)
 {
     size_t n;
-    char *text = tv_metrics_render(&n);
+    char *text = tv_metrics_render(x->s->pool, &n);
     if (!text)
         return reply_fail(x, 500, "internal", "out of memory");
     struct MHD_Response *r = MHD_create_response_from_buffer(

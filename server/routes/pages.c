@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "pages.h"
+#include "routes.h"
 #include "tokvec_float.h"
 
 /* build/gen/pages_data.c */
@@ -41,8 +42,7 @@ extern const unsigned long tv_page_nfiles;
 
 int tv_pages_match(const char *path)
 {
-    return !strcmp(path, "/") || !strcmp(path, "/docs") ||
-           !strncmp(path, "/static/", 8);
+    return tv_route_of(path) == TV_ROUTE_PAGES; /* the route table's */
 }
 
 static const char *content_type(const char *name)

@@ -15,43 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "request_fast.h"
+#include "request_prescan.h"
+#include "request_types.h"
 #include "tokvec_table.h"
 
 struct json_t;
-
-typedef struct tv_limits {
-    size_t max_body_bytes;       /* 413 payload_too_large past it */
-    int64_t max_tokens;          /* B*S; 413 past it */
-    int64_t max_batch;           /* B; 413 past it */
-    int64_t max_sentence_tokens; /* Model2Vec pooling's M (0: 512) */
-} tv_limits;
-
-typedef struct tv_error {
-    int status;       /* HTTP status: 400, 404, 405, 406, 413, 415, 422, ... */
-    const char *type; /* "invalid_json", "invalid_request", ... (static) */
-    char message[320];
-    const char *param; /* /v1/ answers: the field at fault (static), or
-                        * NULL; tv_error_set clears it */
-} tv_error;
-
-/* Fills err (printf-style message) and returns -1, for one-line error paths.
- */
-int tv_error_set(tv_error *err, int status, const char *type, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
-
-/* The text options of /embed and /tokenize. */
-typedef struct tv_text_opts {
-    int special;        /* "special_tokens", default true */
-    int add_special;    /* "add_special_tokens": the tokenizer's
-                         * post-processor tokens ([CLS] ... [SEP]),
-                         * default false */
-    int truncate;       /* "truncate", default false */
-    int left;           /* "truncation_direction": "left" (keep the end) */
-    int64_t max_length; /* "max_length" L: windows; 0 = none */
-    int64_t stride;     /* "stride" T, default L */
-} tv_text_opts;
-
-void tv_text_opts_init(tv_text_opts *o);
 
 /* One key of a request object: 1 when key is a text option (its value
  * checked and stored), 0 when it is not one, -1 with *e filled (400
@@ -68,64 +37,6 @@ int tv_text_opts_check(tv_text_opts *o, int64_t max_tokens, tv_error *e);
 /* The book's GPTDatasetV1 windows of n ids: how many i are in
  * range(0, n - L, T). */
 int64_t tv_text_windows(int64_t n, int64_t max_length, int64_t stride);
-
-/* One input of /embed before tokenizing: a text (text != NULL, len bytes,
- * owned) or a list of ids (ids, n; owned). */
-typedef struct tv_text_row {
-    char *text;
-    size_t len;
-    int64_t *ids;
-    int64_t n;
-} tv_text_row;
-
-typedef struct tv_request {
-    int64_t *ids; /* batch*seq ids, row-major; owned, tv_request_free */
-    int64_t batch;
-    int64_t seq;
-    int64_t start_position; /* default 0 */
-    int positions;          /* default 1; 0 = token rows only */
-    int base64;             /* JSON "encoding_format": "base64" */
-    int torch;              /* JSON "encoding_format": "torch" */
-    int npz;                /* "encoding_format": "npz" (JSON body, or the
-                             * query of a binary one): see
-                             * tv_negotiate_embed */
-    const char *body_dtype; /* JSON "dtype": "float32", "float16" or
-                             * "bfloat16" (static strings), NULL if none:
-                             * a response option, see tv_negotiate_embed */
-    int single;             /* inputs was one flat sequence (shape 1,S) */
-    const char *dtype;      /* ?dtype= as given, NULL if none: a response
-                             * option for tv_negotiate; borrowed from the
-                             * caller of tv_request_set_option */
-    /* Text inputs (contract section 7): when has_text, ids/batch/seq are
-     * unset until tv_embed_text_resolve (embed_text.h) turns rows into
-     * them on a worker. */
-    int has_text;
-    tv_text_opts text;
-    tv_text_row *rows; /* nrows inputs, as given */
-    int64_t nrows;
-    int64_t pad_id; /* "pad_id" when has_pad */
-    int has_pad;
-    int64_t *targets; /* max_length windows: batch*seq target ids */
-    /* A padded batch (rows of different lengths, right-padded with
-     * pad_id; ids and texts alike): each row's real length, batch
-     * entries; NULL when no row is padded. The answer's attention_mask. */
-    int64_t *lens;
-    /* Sentence vectors ("pooling": "mean", and /v1/embeddings): every
-     * input is a row (texts and id lists alike) until resolved; then ids
-     * holds the rows' ids one after the other, offs[b]..offs[b+1] row b's
-     * (offs: batch + 1 entries), seq is the longest row, and the answer is
-     * (batch, dims). */
-    int pool;
-    int normalize;  /* -1: the model's default; 0 or 1 */
-    int64_t dims;   /* "dimensions": the first dims components; 0 = dim */
-    int64_t *offs;  /* pooled: batch + 1 offsets into ids */
-    int openai;     /* /v1/embeddings: OpenAI's answer and errors */
-    int64_t pooled; /* pooled: the ids averaged in all (usage) */
-    const char *model_name; /* openai: the answer's "model" (borrowed) */
-} tv_request;
-
-void tv_request_init(tv_request *r);
-void tv_request_free(tv_request *r); /* safe on an init'ed request */
 
 typedef enum {
     TV_BODY_JSON,        /* application/json (parameters allowed) */
@@ -152,7 +63,7 @@ int tv_body_kind_error(const char *content_type, int binary_ok, tv_error *err);
  * against a table.
  * 0, or -1 with *err filled; *out is valid only on 0.
  *
- * The fast path first (below); when it declines, the pre-scan
+ * The fast path first (request_fast.h); when it declines, the pre-scan
  * (tv_request_prescan_json), then jansson only for a body the pre-scan
  * found shallow and bounded. Which error a body gets, first that applies:
  *   1. over max_body_bytes: 413 payload_too_large;
@@ -172,30 +83,6 @@ int tv_body_kind_error(const char *content_type, int binary_ok, tv_error *err);
  * invalid_json there. */
 int tv_request_parse_json(const char *body, size_t len, const tv_limits *lim,
                           tv_request *out, tv_error *err);
-
-/* The pre-scan: one pass over the body, no allocation, before jansson
- * builds a tree (jansson allocates a json_t per value: 16 MiB of nested
- * "[" were 8 million lists, 1 GB). A valid request nests 3 levels (the
- * object, "inputs", its rows) and holds at most
- *   N = max_tokens ids + min(max_batch, max_tokens) rows + "inputs"
- *       + the object + 10 option values
- * JSON values. It refuses, at the first point reading from the start:
- *  - a list or object opened at level 5 (4 lists inside "inputs"): 400
- *    invalid_request, "\"inputs\" nests deeper than a list of lists of
- *    ids" when that is where, else "body nests lists or objects deeper
- *    than a request can (...)". A body one level too deep (a list where an
- *    id belongs, [[[true]]] for "positions") is left to jansson, whose
- *    messages name the key or the batch index and position;
- *  - the value past N: 413 payload_too_large, "body holds
- *    more than N JSON values, more than any request within max_tokens T
- *    and max_batch B can hold".
- * It stops without refusing (jansson answers) at the end of the body, at
- * the first syntax error it sees, and for a body over max_body_bytes or
- * with a NUL byte. 0 (jansson may parse it), or -1 with *err filled and
- * *at (when not NULL) the offset of the list, object or value refused.
- * Exposed for the tests and the differential fuzz target. */
-int tv_request_prescan_json(const char *body, size_t len, const tv_limits *lim,
-                            tv_error *err, size_t *at);
 
 /* The two halves of tv_request_parse_json, exposed for the differential
  * fuzz target (tests/fuzz/fuzz_ids.c) and the benchmark (bench/idbench.c);
@@ -217,12 +104,9 @@ int tv_request_prescan_json(const char *body, size_t len, const tv_limits *lim,
  * to the slow parser.
  * It never allocates per id; what it allocates is bounded by
  * lim->max_tokens ids and lim->max_batch rows. */
-enum { TV_FAST_FALLBACK = 1 };
 int tv_request_parse_json_slow(const char *body, size_t len,
                                const tv_limits *lim, tv_request *out,
                                tv_error *err);
-int tv_request_parse_json_fast(const char *body, size_t len,
-                               const tv_limits *lim, tv_request *out);
 
 /* Parses a binary body: shape "B,S" (X-Tokvec-Shape) and B*S int32 LE ids.
  */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "request.h"
+#include "request_fast.h"
 
 /* --- the fast path (issue 14) -------------------------------------------
  *

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "request.h"
+#include "request_prescan.h"
 
 /* --- the pre-scan (issue 15, finding 2) ---------------------------------
  *

@@ -48,7 +48,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config_internal.h"
+#include "config_value.h"
 #include "suggest.h"
 
 /* The one table. Order is the order of --help and of describe. */
@@ -117,6 +117,9 @@ static const setting settings[] = {
      "1GiB", NULL, "bytes of responses being built or sent at once"},
     {"drain_timeout", T_SECS, OFF(drain_timeout), 0, 86400, "30s", NULL,
      "on SIGTERM/SIGINT, time to finish requests in flight"},
+    {"watch", T_BOOL, OFF(watch), 0, 0, "false", NULL,
+     "reload the table, model directory and tokenizer when their files "
+     "change, as SIGHUP does"},
     {"api_key", T_STR, OFF(api_key), 0, 0, "", NULL,
      "require `Authorization: Bearer KEY` (\"\" = no auth; never logged)"},
     {"api_key_file", T_STR, OFF(api_key_file), 0, 0, "", NULL,

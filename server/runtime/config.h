@@ -43,13 +43,14 @@ typedef struct tv_config {
     double max_queue_wait;          /* 30 s: jobs waiting longer get 503 */
     int64_t max_inflight_bytes;     /* 1 GiB */
     double drain_timeout;           /* 30 s */
-    char *api_key;                  /* "" = no auth; never logged */
-    char *api_key_file;             /* read at load into api_key */
-    char *cors_origin;              /* "" = off; "a,b" or "*" (origin.h) */
-    char *log_format;               /* text|json */
-    char *log_level;                /* debug|info|warn|error */
-    int64_t access_log;             /* 1 = one line per request */
-    char *config_path;              /* the file read, "" if none */
+    int64_t watch;      /* 1 = reload when the served files change (serve.c) */
+    char *api_key;      /* "" = no auth; never logged */
+    char *api_key_file; /* read at load into api_key */
+    char *cors_origin;  /* "" = off; "a,b" or "*" (origin.h) */
+    char *log_format;   /* text|json */
+    char *log_level;    /* debug|info|warn|error */
+    int64_t access_log; /* 1 = one line per request */
+    char *config_path;  /* the file read, "" if none */
     /* 1 when a flag, env var or file key set tokenizer (even to "": none);
      * 0: no source did, and serve takes the built-in default (datadir.h),
      * which is dropped with a warning where it does not fit the table */

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config_internal.h"
+#include "config_value.h"
 
 static bool enum_has(const char *choices, const char *v)
 {

@@ -56,7 +56,7 @@ static atomic_uint_fast64_t requests[TV_ROUTE_COUNT][NCODES + 1];
 static atomic_uint_fast64_t buckets[TV_ROUTE_COUNT][NBOUNDS + 1];
 static atomic_uint_fast64_t sum_ns[TV_ROUTE_COUNT];
 static atomic_uint_fast64_t tokens_total, bytes_total, tokenized_total;
-static atomic_int_fast64_t inflight, queue_depth, inflight_bytes;
+static atomic_int_fast64_t inflight;
 static atomic_uint_fast64_t reloads_ok, reloads_failed;
 static atomic_uint_fast64_t jobs_total[2], job_ns[3]; /* worker, inline;
                                                        * queue, work, resume */
@@ -98,17 +98,6 @@ void tv_metrics_tokenized(uint64_t bytes)
 void tv_metrics_inflight_add(int delta)
 {
     ADD(inflight, delta);
-}
-
-void tv_metrics_queue_add(int delta)
-{
-    ADD(queue_depth, delta);
-}
-
-void tv_metrics_inflight_bytes(size_t bytes)
-{
-    atomic_store_explicit(&inflight_bytes, (int_fast64_t)bytes,
-                          memory_order_relaxed);
 }
 
 static uint_fast64_t to_ns(double s)
@@ -176,7 +165,7 @@ static void single(FILE *f, const char *name, const char *type,
     fprintf(f, "%s %lld\n", name, value);
 }
 
-char *tv_metrics_render(size_t *len)
+char *tv_metrics_render(tv_pool *pool, size_t *len)
 {
     char *buf = NULL;
     size_t size = 0;
@@ -239,11 +228,11 @@ char *tv_metrics_render(size_t *len)
     single(f, "tokvec_inflight_requests", "gauge",
            "Requests being served now.", (long long)LOAD(inflight));
     single(f, "tokvec_queue_depth", "gauge", "Jobs waiting for a worker.",
-           (long long)LOAD(queue_depth));
+           (long long)(pool ? tv_pool_waiting(pool) : 0));
     single(f, "tokvec_inflight_reply_bytes", "gauge",
            "Bytes of max_inflight_bytes held now: replies being built or "
            "sent, every route but /health, /ready, /metrics.",
-           (long long)LOAD(inflight_bytes));
+           (long long)(pool ? tv_pool_inflight(pool) : 0));
     family(f, "tokvec_jobs_total", "counter",
            "/embed jobs, by where they ran: worker (the pool) or inline "
            "(on the HTTP thread that parsed them: small jobs, and large "

@@ -18,14 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pool.h"
 #include "routes.h"
 
 void tv_metrics_request(tv_route r, int status, double seconds,
                         uint64_t tokens, uint64_t bytes);
 void tv_metrics_inflight_add(int delta);
-void tv_metrics_queue_add(int delta);
-/* The bytes of max_inflight_bytes held now (the pool sets it). */
-void tv_metrics_inflight_bytes(size_t bytes);
 /* One finished /embed job's three phases, in seconds: queue (pushed by
  * the HTTP thread until a worker takes it: the hand-off plus any wait),
  * work (lookup and encoding), resume (the worker resumes the connection
@@ -42,7 +40,10 @@ void tv_metrics_set_table(int64_t vocab_size, int64_t dim, const char *dtype,
                           const char *positional);
 
 /* Renders everything; returns a malloc'd NUL-terminated string (caller
- * frees) and its length in *len, or NULL on out of memory. */
-char *tv_metrics_render(size_t *len);
+ * frees) and its length in *len, or NULL on out of memory. The pool's
+ * gauges (tokvec_queue_depth: jobs reserved and not yet started;
+ * tokvec_inflight_reply_bytes) are read from pool as it renders (0 when
+ * pool is NULL): the pool knows nothing of metrics. */
+char *tv_metrics_render(tv_pool *pool, size_t *len);
 
 #endif

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "metrics.h"
 #include "pool.h"
 
 struct tv_pool {
@@ -96,13 +95,11 @@ static void *worker_main(void *arg)
         p->waiting--;
         p->busy++;
         p->inflight_bytes += job->bytes;
-        tv_metrics_inflight_bytes(p->inflight_bytes);
         /* More work may fit: pass the wake-up on rather than leave a
          * job waiting beside a sleeping worker. */
         if (p->idle && can_start(p))
             pthread_cond_signal(&p->ready);
         pthread_mutex_unlock(&p->lock);
-        tv_metrics_queue_add(-1);
         job->work(job);
         job->done(job); /* may free the job: not touched after */
         atomic_fetch_sub(&p->unfinished, 1);
@@ -161,7 +158,6 @@ int tv_pool_reserve(tv_pool *p)
     p->waiting++;
     atomic_fetch_add(&p->unfinished, 1);
     pthread_mutex_unlock(&p->lock);
-    tv_metrics_queue_add(1);
     return 0;
 }
 
@@ -205,7 +201,6 @@ size_t tv_pool_expire(tv_pool *p, long long now_ms, long long max_wait_ms)
     pthread_mutex_unlock(&p->lock);
     for (tv_job *job = first, *next; job; job = next) {
         next = job->next;
-        tv_metrics_queue_add(-1);
         job->expired = 1;
         job->done(job); /* may free the job */
         atomic_fetch_sub(&p->unfinished, 1);
@@ -224,7 +219,6 @@ int tv_pool_try_inline(tv_pool *p, size_t bytes)
      * hold a moment longer still ends at max_queue_wait. */
     if (!p->stopping && bytes_fit(p, bytes)) {
         p->inflight_bytes += bytes;
-        tv_metrics_inflight_bytes(p->inflight_bytes);
         ok = 1;
     }
     pthread_mutex_unlock(&p->lock);
@@ -258,7 +252,6 @@ void tv_pool_charge(tv_pool *p, size_t bytes)
     p->inflight_bytes = bytes > SIZE_MAX - p->inflight_bytes
                             ? SIZE_MAX
                             : p->inflight_bytes + bytes;
-    tv_metrics_inflight_bytes(p->inflight_bytes);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -279,7 +272,6 @@ void tv_pool_release(tv_pool *p, size_t bytes)
 {
     pthread_mutex_lock(&p->lock);
     p->inflight_bytes -= bytes < p->inflight_bytes ? bytes : p->inflight_bytes;
-    tv_metrics_inflight_bytes(p->inflight_bytes);
     if (p->idle && can_start(p))
         pthread_cond_signal(&p->ready);
     pthread_mutex_unlock(&p->lock);
@@ -309,10 +301,8 @@ void tv_pool_stop(tv_pool *p)
         return;
     pthread_mutex_lock(&p->lock);
     p->stopping = 1;
-    size_t dropped = p->waiting;
     pthread_cond_broadcast(&p->ready);
     pthread_mutex_unlock(&p->lock);
-    tv_metrics_queue_add(-(int)dropped); /* the gauge counted them */
     for (size_t i = 0; i < p->started; i++)
         pthread_join(p->tids[i], NULL);
     free(p->tids);

@@ -48,11 +48,12 @@ FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
                 $(SRC_INC) -I$(BUILD)/gen -MMD -MP $(FUZZ_SAN)
 FUZZ_LIB_SRC := $(CORE_SRC) server/routes/request.c \
                 server/routes/request_fast.c server/routes/request_prescan.c \
+                server/routes/request_types.c \
                 server/routes/encode.c server/routes/torchsave.c \
                 server/routes/npz.c server/routes/zipfmt.c \
                 server/runtime/config.c server/runtime/config_value.c \
-                server/cli/suggest.c server/runtime/log.c \
-                server/runtime/metrics.c server/http/routes.c \
+                server/runtime/suggest.c server/runtime/log.c \
+                server/runtime/metrics.c server/runtime/routes.c \
                 server/runtime/alloc.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
@@ -90,8 +91,8 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LIBS)
 
-# Every target links server/routes/pages.c and the pool it submits jobs to:
-# routes.c (for metrics.c's route names) matches the pages' paths. The
+# Every target links server/routes/pages.c and the pool it submits jobs to
+# (metrics.c, for its route names and labels, reads the pool's gauges). The
 # compiled-in pages come from $(BUILD)/gen/pages_data.c, but for
 # fuzz_similar, whose fuzz_similar.c defines them as none.
 FUZZ_SIMILAR_OBJ := $(FUZZ_BUILD)/server/routes/pages.o \

@@ -16,15 +16,16 @@
  * table's mappings are registered with the SIGBUS handler (sigbus.h) until
  * its last reference goes.
  *
- * The tokenizer (--tokenizer) is opened once at start-up, after the table,
- * and never changes (a reload keeps it, and refuses a table whose
- * vocab_size is below the tokenizer's). It is read-only: any thread. The
- * built-in default (config.h: tokenizer_given 0) that does not open or
- * does not fit the table is a warning and no tokenizer; a named one is an
- * error whose message says how to name none.
- * With --model the whole directory is one generation: table, tokenizer and
- * normalization are opened together into one table_ref (its tok owned)
- * and a reload swaps them together, or keeps the old ones.
+ * The tokenizer (--tokenizer) is opened at start-up, after the table
+ * (s->tok), and read again by each reload into the fresh reference, which
+ * owns it (tok_owned): a reload that cannot open it, or whose table's
+ * vocab_size is below the tokenizer's, keeps the old table and tokenizer. It
+ * is read-only: any thread. The built-in default (config.h: tokenizer_given 0)
+ * that does not open or does not fit the table is a warning and no tokenizer;
+ * a named one is an error whose message says how to name none. With --model
+ * the whole directory is one generation: table, tokenizer and normalization
+ * are opened together into one table_ref (its tok owned) and a reload swaps
+ * them together, or keeps the old ones.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,6 +59,8 @@ void table_release(table_ref *r)
             tokvec_tokenizer_close(r->tok);
             tokvec_model_close(r->model); /* and its table */
         } else {
+            if (r->tok_owned)
+                tokvec_tokenizer_close(r->tok);
             tokvec_table_close(r->t);
         }
         free(r);
@@ -211,6 +214,25 @@ void table_publish(const tokvec_table *t)
                          tokvec_positional_name(in->positional));
 }
 
+/* --tokenizer's file, read again for a reload (it may have changed too:
+ * --watch, SIGHUP): the fresh reference owns what it opened. 0, or a
+ * negative code with err filled (the old table and tokenizer stay). */
+static int reopen_tokenizer(tv_server *s, table_ref *fresh, char *err,
+                            size_t len)
+{
+    char why[512] = "";
+    tokvec_tokenizer_opts o = {.errbuf = why, .errlen = sizeof why};
+    int rc = tokvec_tokenizer_open(s->cfg->tokenizer, &o, &fresh->tok);
+    if (rc < 0) {
+        fresh->tok = NULL;
+        snprintf(err, len, "tokenizer: %s", *why ? why : tokvec_strerror(rc));
+        return rc;
+    }
+    fresh->tok_owned = 1;
+    tokvec_tokenizer_get_info(fresh->tok, &fresh->tok_info);
+    return 0;
+}
+
 int tv_server_reload(tv_server *s)
 {
     char err[512] = "";
@@ -237,9 +259,13 @@ int tv_server_reload(tv_server *s)
         table_release(fresh);
         return -1;
     }
-    if (!fresh->model) { /* --tokenizer's, which a reload keeps */
-        fresh->tok = s->tok;
-        fresh->tok_info = s->tok_info;
+    if (!fresh->model && s->tok &&
+        reopen_tokenizer(s, fresh, err, sizeof err) < 0) {
+        tv_metrics_reload(0);
+        tv_log(TV_LOG_ERROR, "reload failed, still serving the old table: %s",
+               err);
+        table_release(fresh);
+        return -1;
     }
     if (!fresh->model &&
         tokenizer_fits(fresh, s->cfg->tokenizer, err, sizeof err) < 0) {

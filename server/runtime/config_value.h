@@ -1,12 +1,13 @@
-/* config_internal.h -- what the two files of the config module share:
- * config.c (the table of settings, loading them from defaults, file, env
- * and flags, --help, describe) and config_value.c (one value from text or
- * JSON into tv_config, with its bounds; the API key file). Not for other
+/* config_value.h -- one setting and its value (config_value.c): the
+ * setting's description, the field of tv_config it lives in, a value from
+ * text or JSON into tv_config with its bounds, the API key file. config.c
+ * (the table of settings, loading them from defaults, file, env and flags,
+ * --help, describe) stands above it and includes it. Not for other
  * modules: they use config.h. Same threads as config.h: the main thread,
  * before any other starts.
  */
-#ifndef TV_CONFIG_INTERNAL_H
-#define TV_CONFIG_INTERNAL_H
+#ifndef TV_CONFIG_VALUE_H
+#define TV_CONFIG_VALUE_H
 
 #include <jansson.h>
 #include <stdarg.h>

@@ -1,5 +1,7 @@
-/* tables.h -- private to the HTTP front end: references to the table being
- * served, and swapping it on reload. See tables.c.
+/* tables.h -- the table being served: references to it, swapping it on
+ * reload (tv_server_reload, tv_server_summary: public through http.h),
+ * the model's name. See tables.c. Below server.h, which only points at a
+ * table_ref.
  */
 #ifndef TV_TABLES_H
 #define TV_TABLES_H
@@ -14,6 +16,15 @@
 
 typedef struct tv_server tv_server;
 
+/* Re-opens the table path; on success swaps it in (requests in flight
+ * finish on the old one, closed when its last request ends). 0 or -1;
+ * logs either way and counts tokvec_reloads_total. */
+int tv_server_reload(tv_server *s);
+
+/* One line describing the current table (path, format, sizes, dtype,
+ * positions, tensor names) for the start-up log. Returns its length. */
+size_t tv_server_summary(tv_server *s, char *buf, size_t len);
+
 /* A table and the references to it: the server's own (while it is the
  * current table) and one per request that uses it. */
 typedef struct table_ref {
@@ -23,9 +34,11 @@ typedef struct table_ref {
      * settings), closed with the last reference; NULL for --table. */
     tokvec_model *model;
     /* The tokenizer of this table: the model's (owned), or --tokenizer's
-     * (s->tok, borrowed: never changes), or NULL. Read-only: any thread. */
+     * (s->tok, borrowed, at start-up; read again by each reload, owned:
+     * tok_owned), or NULL. Read-only: any thread. */
     tokvec_tokenizer *tok;
     tokvec_tokenizer_info tok_info;
+    int tok_owned; /* --table: tok was opened by a reload (closed with r) */
     int normalize; /* sentence vectors' default (--normalize, the model) */
     atomic_int refs;
 } table_ref;
