@@ -234,7 +234,6 @@ int tv_pool_try_start(tv_pool *p, size_t bytes)
      * worker count hold as for any job, without the two hand-offs. */
     if (!p->stopping && !p->head && fits(p, bytes)) {
         p->inflight_bytes += bytes;
-        tv_metrics_inflight_bytes(p->inflight_bytes);
         ok = 1;
     }
     pthread_mutex_unlock(&p->lock);
