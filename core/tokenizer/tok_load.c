@@ -483,12 +483,14 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
     return 0;
 }
 
-/* tokenizer.json with model.type WordPiece: wordpiece.c reads the model
- * and the pipeline (tok_hf.h); the lookups follow. */
-static int load_wp(ld *l, json_t *root)
+/* tokenizer.json with model.type WordPiece or Unigram: wordpiece.c or
+ * unigram.c reads the model, wordpiece.c the pipeline (tok_hf.h); the
+ * lookups follow. */
+static int load_wp(ld *l, json_t *root, int unigram)
 {
     char why[320] = "";
-    int rc = tv_wp_load(l->t, root, why, sizeof why);
+    int rc = unigram ? tv_uni_load(l->t, root, why, sizeof why)
+                     : tv_wp_load(l->t, root, why, sizeof why);
     if (rc == TOKVEC_E_TOKENIZER)
         return fail(l, rc, "%s", why);
     int32_t dup = -1;
@@ -513,11 +515,13 @@ static int load_hf(ld *l, json_t *root)
         return fail(l, rc, "%s", why);
     const char *mty = json_string_value(
         json_object_get(json_object_get(root, "model"), "type"));
-    if (rc == 0 && mty && !strcmp(mty, "WordPiece"))
-        return load_wp(l, root);
+    if (rc == 0 && mty &&
+        (!strcmp(mty, "WordPiece") || !strcmp(mty, "Unigram")))
+        return load_wp(l, root, !strcmp(mty, "Unigram"));
     if (rc == 0 && mty && strcmp(mty, "BPE"))
         return fail(l, TOKVEC_E_TOKENIZER,
-                    "model: type %.40s is not supported (BPE, WordPiece)",
+                    "model: type %.40s is not supported (BPE, WordPiece, "
+                    "Unigram)",
                     mty);
     if (rc == 0)
         rc = hf_pipeline(l, root);
