@@ -93,7 +93,7 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
         sanitize-test run lint data \
-        oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
+        oracle-deps tokenizer-oracle tokenizer-oracle-all \
         browser-test \
         float-random valgrind \
         check-floats coverage clean help
@@ -111,8 +111,7 @@ help::
 	@echo "make test-deps    install the Debian packages the tests need (root)"
 	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken (part of test)"
 	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
-	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
-	@echo "                  (part of test)"
+	@echo "                  and WordPiece/Unigram against HF tokenizers"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -284,8 +283,7 @@ test:
 	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total \
 	   $$([ $$rc -eq 0 ] || echo --steps-failed) || rc=1; exit $$rc
 
-test-suites: unit e2e float-random tokenizer-oracle unigram-oracle \
-             sanitize-test
+test-suites: unit e2e float-random tokenizer-oracle sanitize-test
 
 # The page (GET /, /docs) in Debian's headless Chromium, driven by the npm
 # package playwright-core pinned in tests/browser/package-lock.json (npm ci
@@ -363,13 +361,21 @@ check-floats: $(BUILD)/tools/check_floats
 # and every Unicode scalar value in four contexts for gpt2; WordPiece
 # (tests/oracle/hf.js): ids with and without add_special_tokens and
 # offsets for bge (tests/data/bge) and for a WordPiece tokenizer trained
-# on this machine's Debian texts, on the same corpora and Unicode edge
-# cases; tokenizer-oracle-all adds the exhaustive checks for
-# cl100k_base, o200k_base and bge (every scalar value in three contexts).
+# on this machine's Debian texts; Unigram (SentencePiece) the same way:
+# model2vec's Unigram fixture (tests/data/unigram/, BertNormalizer, Replace,
+# Strip, Metaspace), SentencePiece's test model converted by
+# tools/spm2json.py, and a Unigram with byte fallback trained by Debian's
+# spm_train (tests/data/unigram/debian-unigram.json, see README there),
+# also with each Metaspace prepend_scheme and split; on the same corpora
+# and Unicode edge cases. tokenizer-oracle-all adds the exhaustive checks
+# for cl100k_base, o200k_base, bge and the Unigrams (every scalar value in
+# three contexts).
 ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
 ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
 HF_BGE      := tests/data/bge/tokenizer.json
+HF_UNI      := tests/data/unigram/model2vec-vocab-quantized.json \
+  $(ORACLE)/spm-test_model.json tests/data/unigram/debian-unigram.json
 # The WordPiece trained by HF's trainer on Debian's license texts.
 HF_TRAIN    := /usr/share/common-licenses/* \
   $(wildcard /usr/share/doc/*/copyright)
@@ -387,9 +393,14 @@ $(ORACLE)/%.tiktoken: $(ORACLE)/.installed
 	$(ORACLE_NODE) tiktoken-file $* $@
 $(ORACLE)/wp-trained.json: $(ORACLE)/.installed tests/oracle/hf.js
 	$(ORACLE_HF) train --out $@ $(HF_TRAIN)
+$(ORACLE)/spm-test_model.json: tests/data/sentencepiece/test_model.model \
+                               tools/spm2json.py
+	@mkdir -p $(@D)
+	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
-                  $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json
+                  $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json \
+                  $(ORACLE)/spm-test_model.json
 	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
 	@set -e; for e in cl100k_base o200k_base; do \
@@ -397,58 +408,19 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	    --tokenizer $(ORACLE)/$$e.tiktoken $(ORACLE_CORPUS); done
 	$(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR)
-	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
+	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json $(HF_UNI); do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
+	@$(ORACLE_HF) check --metaspace-variants 1 --tokvec $(BUILD)/tokvec \
+	  --tokenizer tests/data/unigram/debian-unigram.json $(ORACLE_CORPUS)
 
 tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for e in cl100k_base o200k_base; do \
 	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
 	    --tokenizer $(ORACLE)/$$e.tiktoken; done
-	$(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
-	  --tokenizer $(HF_BGE)
-
-# --- Unigram, Metaspace, Precompiled: Hugging Face tokenizers (npm) ------
-# The npm package tokenizers (HF's Rust library, native Node binding), the
-# one tokenizer-oracle's hf.js uses (tests/oracle/package-lock.json, in
-# $(ORACLE)), computes each stage for built-in edge cases and the corpus
-# (tests/oracle/hf/unigram.js); $(BUILD)/tools/uni_check runs
-# core/tokenizer/unigram.c, metaspace.c and precompiled.c on the same
-# input: zero differences allowed. Tokenizers: model2vec's Unigram fixture
-# (its model, with HF's own normalized and pre-tokenized pieces),
-# SentencePiece's test_model.model and a model with byte fallback trained
-# here by Debian's spm_train on the licence texts, both through
-# tools/spm2json.py (whole pipeline too). SentencePiece's own ids
-# (spm_encode) are compared with HF's for information. ~1 min.
-UNI        := $(BUILD)/uni
-UNI_NODE    = NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf/unigram.js
-UNI_CORPUS := /usr/share/common-licenses/* $(wildcard tests/data/*.txt)
-$(UNI)/test_model.model: tests/data/sentencepiece/test_model.model
-	@mkdir -p $(@D)
-	cp $< $@
-$(UNI)/debian_bf.model:
-	@tools/deps.sh sentencepiece
-	@mkdir -p $(@D)
-	cat /usr/share/common-licenses/* > $(UNI)/debian.txt
-	spm_train --input=$(UNI)/debian.txt --model_prefix=$(UNI)/debian_bf \
-	  --vocab_size=2000 --model_type=unigram --byte_fallback=true \
-	  --num_threads=1 --minloglevel=2 > $(UNI)/train.log 2>&1
-$(UNI)/%.json: $(UNI)/%.model tools/spm2json.py
-	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
-unigram-oracle: $(BUILD)/tools/uni_check $(ORACLE)/.installed \
-                $(UNI)/test_model.json $(UNI)/debian_bf.json
-	@tools/deps.sh sentencepiece
-	@set -e; for m in test_model debian_bf; do \
-	  echo "== $$m (spm2json)"; \
-	  $(UNI_NODE) --tokenizer $(UNI)/$$m.json --spm $(UNI)/$$m.model \
-	    --out $(UNI)/$$m.oracle.jsonl $(UNI_CORPUS); \
-	  $(BUILD)/tools/uni_check $(UNI)/$$m.json $(UNI)/$$m.oracle.jsonl \
-	    --pipeline; done
-	@echo "== model2vec test-model-vocab-quantized (model, stages)"
-	@$(UNI_NODE) --tokenizer tests/data/unigram/model2vec-vocab-quantized.json \
-	  --out $(UNI)/m2v.oracle.jsonl $(UNI_CORPUS)
-	@$(BUILD)/tools/uni_check tests/data/unigram/model2vec-vocab-quantized.json \
-	  $(UNI)/m2v.oracle.jsonl
+	@set -e; for t in $(HF_BGE) $(HF_UNI); do \
+	  $(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
+	    --tokenizer $$t; done
 
 # --- coverage -----------------------------------------------------------------
 # gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then

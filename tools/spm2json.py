@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """spm2json.py -- a SentencePiece .model (protobuf) as a tokenizer.json.
 
-    python3 tools/spm2json.py MODEL.model > tokenizer.json
+    python3 tools/spm2json.py [--template bos|eos|both] MODEL.model \
+        > tokenizer.json
 
 Laid out as Hugging Face transformers' SpmConverter lays out a plain
 Unigram model (convert_slow_tokenizer.py, today's version):
@@ -15,11 +16,15 @@ Unigram model (convert_slow_tokenizer.py, today's version):
   model         Unigram(vocab [[piece, score]...], unk_id from trainer_spec,
                 byte_fallback from trainer_spec);
   decoder       Metaspace, after ByteFallback when byte_fallback is on;
-  added_tokens  CONTROL (special) and USER_DEFINED pieces, normalized false.
+  added_tokens  CONTROL (special) and USER_DEFINED pieces, normalized false;
+  post_processor none, or with --template a TemplateProcessing that puts
+                the bos piece before ("<s> $A", Llama's converter), the eos
+                piece after ("$A </s>", T5's) or both around the text.
 Only the standard library: the protobuf wire format is read by hand
 (fields of sentencepiece_model.proto: ModelProto 1 pieces, 2 trainer_spec,
 3 normalizer_spec; SentencePiece 1 piece, 2 score (float), 3 type;
-TrainerSpec 3 model_type, 35 byte_fallback, 40 unk_id; NormalizerSpec 2
+TrainerSpec 3 model_type, 35 byte_fallback, 40 unk_id, 41 bos_id, 42
+eos_id; NormalizerSpec 2
 precompiled_charsmap, 3 add_dummy_prefix, 4 remove_extra_whitespaces).
 Exit 1 with a message for a file that is not such a model, or for a model
 type other than Unigram.
@@ -92,7 +97,33 @@ def parse(data):
     return pieces, trainer, norm
 
 
-def convert(data):
+def template(pieces, trainer, which):
+    """TemplateProcessing with the bos and/or eos piece around $A."""
+    ids = {"bos": signed(trainer.get(41, 1)), "eos": signed(trainer.get(42, 2))}
+    single, special = [{"Sequence": {"id": "A", "type_id": 0}}], {}
+    for k in ("bos", "eos"):
+        if which not in (k, "both"):
+            continue
+        i = ids[k]
+        if not 0 <= i < len(pieces):
+            raise ValueError("--template %s: the model has no %s piece" % (k, k))
+        name = pieces[i]["piece"]
+        st = {"SpecialToken": {"id": name, "type_id": 0}}
+        if k == "bos":
+            single.insert(0, st)
+        else:
+            single.append(st)
+        special[name] = {"id": name, "ids": [i], "tokens": [name]}
+    pair = single + [dict(x) for x in single]
+    return {"type": "TemplateProcessing", "single": single,
+            "pair": [x if "Sequence" not in x else
+                     {"Sequence": {"id": "A" if n < len(single) else "B",
+                                   "type_id": 0}}
+                     for n, x in enumerate(pair)],
+            "special_tokens": special}
+
+
+def convert(data, which=None):
     pieces, trainer, norm = parse(data)
     if trainer.get(3, 1) != 1:
         raise ValueError("model_type %d: only Unigram (1) is converted"
@@ -130,7 +161,7 @@ def convert(data):
         "added_tokens": added,
         "normalizer": {"type": "Sequence", "normalizers": seq},
         "pre_tokenizer": meta,
-        "post_processor": None,
+        "post_processor": template(pieces, trainer, which) if which else None,
         "decoder": decoder,
         "model": {"type": "Unigram",
                   "unk_id": unk_id if unk_id >= 0 else None,
@@ -140,14 +171,21 @@ def convert(data):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.stderr.write("usage: spm2json.py MODEL.model > tokenizer.json\n")
+    args = sys.argv[1:]
+    which = None
+    if len(args) == 3 and args[0] == "--template" and \
+            args[1] in ("bos", "eos", "both"):
+        which = args[1]
+        args = args[2:]
+    if len(args) != 1:
+        sys.stderr.write("usage: spm2json.py [--template bos|eos|both] "
+                         "MODEL.model > tokenizer.json\n")
         return 2
     try:
-        with open(sys.argv[1], "rb") as f:
-            tj = convert(f.read())
+        with open(args[0], "rb") as f:
+            tj = convert(f.read(), which)
     except (OSError, ValueError, UnicodeDecodeError) as e:
-        sys.stderr.write("spm2json: %s: %s\n" % (sys.argv[1], e))
+        sys.stderr.write("spm2json: %s: %s\n" % (args[0], e))
         return 1
     json.dump(tj, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
