@@ -365,8 +365,10 @@ check-floats: $(BUILD)/tools/check_floats
 # model2vec's Unigram fixture (tests/data/unigram/, BertNormalizer, Replace,
 # Strip, Metaspace), SentencePiece's test model converted by
 # tools/spm2json.py, and a Unigram with byte fallback trained by Debian's
-# spm_train (tests/data/unigram/debian-unigram.json, see README there),
-# also with each Metaspace prepend_scheme and split; on the same corpora
+# spm_train (tests/data/unigram/debian-unigram.json, see README there)
+# and a small pipeline of every stage kind (tests/data/unigram/seq.json),
+# the last two also with each Metaspace prepend_scheme and split; on the
+# same corpora
 # and Unicode edge cases. tokenizer-oracle-all adds the exhaustive checks
 # for cl100k_base, o200k_base, bge and the Unigrams (every scalar value in
 # three contexts).
@@ -374,8 +376,10 @@ ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
 ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
 HF_BGE      := tests/data/bge/tokenizer.json
+HF_UNI_MS   := tests/data/unigram/debian-unigram.json \
+  tests/data/unigram/seq.json
 HF_UNI      := tests/data/unigram/model2vec-vocab-quantized.json \
-  $(ORACLE)/spm-test_model.json tests/data/unigram/debian-unigram.json
+  $(ORACLE)/spm-test_model.json $(HF_UNI_MS)
 # The WordPiece trained by HF's trainer on Debian's license texts.
 HF_TRAIN    := /usr/share/common-licenses/* \
   $(wildcard /usr/share/doc/*/copyright)
@@ -411,8 +415,9 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json $(HF_UNI); do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
-	@$(ORACLE_HF) check --metaspace-variants 1 --tokvec $(BUILD)/tokvec \
-	  --tokenizer tests/data/unigram/debian-unigram.json $(ORACLE_CORPUS)
+	@set -e; for t in $(HF_UNI_MS); do \
+	  $(ORACLE_HF) check --metaspace-variants 1 --tokvec $(BUILD)/tokvec \
+	    --tokenizer $$t $(ORACLE_CORPUS); done
 
 tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for e in cl100k_base o200k_base; do \

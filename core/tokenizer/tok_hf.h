@@ -133,8 +133,10 @@ int tv_pretok_parse(json_t *j, const char *where, tv_pretok **out, size_t *n,
 int tv_pretok_run(const tv_pretok *v, size_t n, const tv_hf_text *x,
                   tv_hf_buf *b, int *cur);
 /* Metaspace's text change (spaces to the replacement, the prepended one)
- * from b->t[*cur] to the other text; first: the stretch starts the input
- * (prepend_scheme first). */
+ * from b->t[*cur] to the other text; first: the normalized text starts at
+ * byte 0 of the input (prepend_scheme first: HF asks the original offset
+ * of the normalized split, so a stripped first character makes it not
+ * first). */
 int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur,
                       int first);
 

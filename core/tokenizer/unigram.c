@@ -609,5 +609,13 @@ int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
         }
         rc = tv_tok_add(t, p, len, (int32_t)i, 0);
     }
+    /* Without unk_id HF fails the whole encode on a character no piece
+     * spells (MissingUnkId, byte fallback or not); tokvec's never fails. */
+    if (rc == 0 && tv_unigram_unk(h->uni) < 0) {
+        say(err, errlen,
+            "model.unk_id: null is not supported (HF fails the whole "
+            "encode on a character no piece spells)");
+        return TOKVEC_E_TOKENIZER;
+    }
     return rc ? rc : tv_hf_load_rest(t, root, err, errlen);
 }

@@ -499,7 +499,8 @@ int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
     utf8_in(u, i, end, &b->t[0]);
     int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
     if (rc == 0 && h->npre && h->pre[0].kind == TV_P_METASPACE)
-        rc = tv_metaspace_text(&h->pre[0].ms, b, &cur, i == 0);
+        rc = tv_metaspace_text(&h->pre[0].ms, b, &cur,
+                               b->t[cur].n && b->t[cur].a0[0] == 0);
     if (rc)
         return rc;
     const tv_hf_text *x = &b->t[cur];
