@@ -93,7 +93,7 @@ TOOLS      := $(patsubst %.c,$(BUILD)/%,$(wildcard tools/*.c bench/*.c))
 
 .PHONY: all deps test-deps test test-suites unit e2e sanitize \
         sanitize-test run lint data \
-        oracle-deps tokenizer-oracle tokenizer-oracle-all \
+        oracle-deps tokenizer-oracle tokenizer-oracle-all unigram-oracle \
         browser-test \
         float-random valgrind \
         check-floats coverage clean help
@@ -112,6 +112,7 @@ help::
 	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken (part of test)"
 	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
 	@echo "                  and WordPiece/Unigram against HF tokenizers"
+	@echo "make unigram-oracle  only the Unigram (SentencePiece) part of it"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -412,7 +413,15 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	    --tokenizer $(ORACLE)/$$e.tiktoken $(ORACLE_CORPUS); done
 	$(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR)
-	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json $(HF_UNI); do \
+	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
+	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
+	    $(ORACLE_CORPUS); done
+	@$(MAKE) --no-print-directory unigram-oracle
+
+# The Unigram part of tokenizer-oracle alone.
+unigram-oracle: $(BUILD)/tokvec $(ORACLE)/.installed \
+                $(ORACLE)/spm-test_model.json
+	@set -e; for t in $(HF_UNI); do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
 	@set -e; for t in $(HF_UNI_MS); do \
