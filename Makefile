@@ -112,7 +112,7 @@ help::
 	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken (part of test)"
 	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k"
 	@echo "                  and WordPiece/Unigram against HF tokenizers"
-	@echo "make unigram-oracle  only the Unigram (SentencePiece) part of it"
+	@echo "make unigram-oracle  only its SentencePiece (Unigram, BPE) part"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -368,8 +368,10 @@ check-floats: $(BUILD)/tools/check_floats
 # tools/spm2json.py, and a Unigram with byte fallback trained by Debian's
 # spm_train (tests/data/unigram/debian-unigram.json, see README there)
 # and a small pipeline of every stage kind (tests/data/unigram/seq.json),
-# the last two also with each Metaspace prepend_scheme and split; on the
-# same corpora
+# the last two also with each Metaspace prepend_scheme and split; BPE
+# without ByteLevel: a SentencePiece BPE trained the same way
+# (tests/data/bpe-spm/, README there) in SpmConverter's and Llama's
+# layouts, and a BPE with affixes and fuse_unk; on the same corpora
 # and Unicode edge cases. tokenizer-oracle-all adds the exhaustive checks
 # for cl100k_base, o200k_base, bge and the Unigrams (every scalar value in
 # three contexts).
@@ -380,7 +382,9 @@ HF_BGE      := tests/data/bge/tokenizer.json
 HF_UNI_MS   := tests/data/unigram/debian-unigram.json \
   tests/data/unigram/seq.json
 HF_UNI      := tests/data/unigram/model2vec-vocab-quantized.json \
-  $(ORACLE)/spm-test_model.json $(HF_UNI_MS)
+  $(ORACLE)/spm-test_model.json $(HF_UNI_MS) \
+  tests/data/bpe-spm/debian-bpe.json $(ORACLE)/spm-debian-bpe-llama.json \
+  tests/data/bpe-spm/affix.json
 # The WordPiece trained by HF's trainer on Debian's license texts.
 HF_TRAIN    := /usr/share/common-licenses/* \
   $(wildcard /usr/share/doc/*/copyright)
@@ -402,10 +406,16 @@ $(ORACLE)/spm-test_model.json: tests/data/sentencepiece/test_model.model \
                                tools/spm2json.py
 	@mkdir -p $(@D)
 	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
+$(ORACLE)/spm-debian-bpe-llama.json: tests/data/bpe-spm/debian-bpe.model \
+                                     tools/spm2json.py
+	@mkdir -p $(@D)
+	$(PYTHON) tools/spm2json.py --template bos --llama $< > $@.tmp
+	@mv $@.tmp $@
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
                   $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json \
-                  $(ORACLE)/spm-test_model.json
+                  $(ORACLE)/spm-test_model.json \
+                  $(ORACLE)/spm-debian-bpe-llama.json
 	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
 	@set -e; for e in cl100k_base o200k_base; do \
@@ -418,9 +428,10 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	    $(ORACLE_CORPUS); done
 	@$(MAKE) --no-print-directory unigram-oracle
 
-# The Unigram part of tokenizer-oracle alone.
+# The SentencePiece part of tokenizer-oracle alone (Unigram, and BPE
+# without ByteLevel).
 unigram-oracle: $(BUILD)/tokvec $(ORACLE)/.installed \
-                $(ORACLE)/spm-test_model.json
+                $(ORACLE)/spm-test_model.json $(ORACLE)/spm-debian-bpe-llama.json
 	@set -e; for t in $(HF_UNI); do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done

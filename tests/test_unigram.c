@@ -6,7 +6,9 @@
  * benchmark, never a timed unit test).
  * Through the tokenizer.json loader: a SentencePiece-style pipeline
  * (Strip, Replace with a regex, Metaspace) gives HF's ids, byte spans
- * and decode, and what tokvec does not run is refused by its JSON path.
+ * and decode, and what tokvec does not run is refused by its JSON path;
+ * a BPE without ByteLevel (spbpe.c) falls back to bytes and fuses
+ * unknowns as HF does.
  * Exactness against Hugging Face tokenizers itself is make
  * tokenizer-oracle.
  */
@@ -387,6 +389,57 @@ static void what_tokvec_does_not_run_is_refused_by_json_path(void **s)
                    "decoder: Metaspace.prepend_scheme");
 }
 
+/* BPE without ByteLevel (spbpe.c); expected values: npm tokenizers
+ * 0.23.2 on the same file, its quirk included: an unknown character waits
+ * for the next known one, so it can follow byte tokens that came after it,
+ * and spans are the symbols' lengths laid end to end. */
+static void a_sentencepiece_bpe_falls_back_and_fuses_as_hf(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *t = NULL;
+    char err[256] = "";
+    assert_int_equal(open_json("{\"model\":{\"type\":\"BPE\",\"unk_token\":"
+                               "\"<unk>\",\"fuse_unk\":true,\"byte_fallback\":"
+                               "true,\"vocab\":{\"<unk>\":0,\"a\":1,\"b\":2,"
+                               "\"ab\":3,\"<0x63>\":4},\"merges\":[\"a b\"]}}",
+                               &t, err, sizeof err),
+                     0);
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    tokvec_tok_ids ids = {0};
+    static const char *const text[] = {"abcd", "dab", "dcab", "ddcb"};
+    static const int32_t want[4][3][3] = {
+        {{3, 0, 2}, {4, 2, 3}, {0, 3, 4}},
+        {{0, 0, 1}, {3, 1, 3}},
+        {{4, 0, 1}, {0, 1, 2}, {3, 2, 4}},
+        {{4, 0, 1}, {0, 1, 3}, {2, 3, 4}}};
+    static const size_t nwant[4] = {3, 2, 3, 3};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(tokvec_tokenizer_encode(t, st, text[k],
+                                                 strlen(text[k]),
+                                                 TOKVEC_TOK_OFFSETS, &ids),
+                         0);
+        assert_int_equal(ids.n, nwant[k]);
+        for (size_t j = 0; j < ids.n; j++) {
+            assert_int_equal(ids.ids[j], want[k][j][0]);
+            assert_int_equal(ids.offsets[j], want[k][j][1]);
+            assert_int_equal(ids.stops[j], want[k][j][2]);
+        }
+    }
+    tokvec_tokenizer_info info;
+    tokvec_tokenizer_get_info(t, &info);
+    assert_string_equal(info.model, "BPE");
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+    expect_refused("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},"
+                   "\"merges\":[\"a b\"]}}",
+                   "model.merges[0]: the right token is not in the "
+                   "vocabulary");
+    expect_refused("{\"model\":{\"type\":\"BPE\",\"unk_token\":\"?\","
+                   "\"vocab\":{\"a\":0},\"merges\":[]}}",
+                   "model.unk_token");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +453,7 @@ int main(void)
         cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
         cmocka_unit_test(a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
         cmocka_unit_test(what_tokvec_does_not_run_is_refused_by_json_path),
+        cmocka_unit_test(a_sentencepiece_bpe_falls_back_and_fuses_as_hf),
     };
     return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -247,6 +247,11 @@ static inline const tv_pslot *pair_get(const tokvec_tokenizer *t, int32_t a,
     }
 }
 
+const tv_pslot *tv_pmap_get(const tokvec_tokenizer *t, int32_t a, int32_t b)
+{
+    return t->pmap ? pair_get(t, a, b) : NULL;
+}
+
 int tv_pmap_init(tokvec_tokenizer *t, size_t expect)
 {
     size_t size = 16;

@@ -172,7 +172,7 @@ int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
                int skip, char **text, size_t *len);
 
 /* --- the models and the pipeline (wordpiece.c, unigram.c) --- */
-enum { TV_M_WORDPIECE, TV_M_UNIGRAM };
+enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
 #define TV_WP_INLINE 19
 typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
     uint64_t hash;
@@ -184,6 +184,11 @@ typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
 typedef struct tv_hf {
     int model; /* TV_M_* */
     tv_unigram *uni;
+    /* BPE without ByteLevel (spbpe.c): merges in the tokenizer's pmap */
+    char *suffix; /* end_of_word_suffix ("" none) */
+    size_t nsuffix;
+    int byte_fallback, fuse_unk, ignore_merges;
+    int32_t bfid[256]; /* <0xXX> ids, -1 where missing */
     tv_norm *norm;
     size_t nnorm;
     tv_pretok *pre;
@@ -205,6 +210,18 @@ typedef struct tv_hf {
 } tv_hf;
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
+/* BPE without ByteLevel (SentencePiece style: Llama 2, Mistral) from
+ * root.model into t (spbpe.c). */
+int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err,
+                  size_t errlen);
+/* One word x[s, e) through it, appended to out. */
+int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b,
+                  const tv_hf_text *x, size_t s, size_t e,
+                  tokvec_tok_ids *out, int offs);
+/* A word's UTF-8 into b->u8 (*len bytes), b->u8ch[j] the character byte j
+ * starts (UINT32_MAX inside one), b->u8ch[len] = e (wordpiece.c). */
+int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                     size_t *len);
 /* The Unigram model of root.model into t (its pieces, ids 0..n-1). */
 int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* After the model's tokens: root.added_tokens, then the normalizer,

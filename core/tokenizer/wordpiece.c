@@ -52,6 +52,7 @@ void tv_hf_free(tv_hf *h)
     tv_unigram_free(h->uni);
     tv_dec_free(h->dec, h->ndec);
     free(h->prefix);
+    free(h->suffix);
     free(h->whole);
     free(h->cont);
     free(h);
@@ -360,8 +361,8 @@ static void utf8_in(const unsigned char *u, size_t i, size_t end,
     x->n = n;
 }
 
-static int word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
-                      size_t *len)
+int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                     size_t *len)
 {
     size_t need = 4 * (e - s) + 1;
     if (need > b->u8cap) {
@@ -423,7 +424,7 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         return 0;
     }
     size_t len;
-    if (word_bytes(b, x, s, e, &len) < 0 ||
+    if (tv_hf_word_bytes(b, x, s, e, &len) < 0 ||
         tv_ids_reserve(out, e - s, offs) < 0)
         return -ENOMEM;
     size_t n0 = out->n, start = 0;
@@ -466,7 +467,7 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
     size_t len;
     if (!b->uw && !(b->uw = tv_uni_work_new()))
         return -ENOMEM;
-    if (word_bytes(b, x, s, e, &len) < 0)
+    if (tv_hf_word_bytes(b, x, s, e, &len) < 0)
         return -ENOMEM;
     b->ut.n = 0;
     int rc = tv_unigram_encode(t->hf->uni, b->uw, b->u8, len, 0, &b->ut);
@@ -509,6 +510,9 @@ int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
     for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
         rc = h->model == TV_M_UNIGRAM
                  ? uni_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs)
+             : h->model == TV_M_BPE
+                 ? tv_spbpe_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out,
+                                 offs)
                  : word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
     return rc;
 }

@@ -1,17 +1,19 @@
-/* fuzz_unigram.c -- libFuzzer target for the Unigram family of
- * tokenizer.json (tok_hf.h): the loader of the Unigram model (unigram.c)
- * and of its pipeline (Precompiled, Replace with regexes, Strip, Prepend,
- * Metaspace, ByteFallback, TemplateProcessing), and encoding and decoding
- * through it.
+/* fuzz_unigram.c -- libFuzzer target for the SentencePiece family of
+ * tokenizer.json (tok_hf.h): the loaders of the Unigram model (unigram.c)
+ * and of BPE without ByteLevel (spbpe.c) and of their pipeline
+ * (Precompiled, Replace with regexes, Strip, Prepend, Metaspace,
+ * ByteFallback, TemplateProcessing), and encoding and decoding through
+ * it.
  *
  * Input layout: a tokenizer.json, a 0x1E byte, then a text. Without the
  * separator the whole input is a text for three tokenizers opened once:
  * model2vec's Unigram fixture (tests/data/unigram/, BertNormalizer,
  * Replace, Strip, Metaspace split false), the Unigram trained by spm_train
  * (Precompiled charsmap, byte fallback, user-defined pieces, a template)
- * and tests/data/unigram/seq.json (a small model with byte fallback and a
- * pipeline of every other stage kind). The fuzzer runs from the
- * repository root.
+ * tests/data/unigram/seq.json (a small model with byte fallback and a
+ * pipeline of every other stage kind), and two BPEs: the one trained by
+ * spm_train (tests/data/bpe-spm/debian-bpe.json) and one with affixes and
+ * fuse_unk (affix.json). The fuzzer runs from the repository root.
  *
  * Invariants: open returns 0 or a negative code with a message naming the
  * file and no handle; encoding any bytes returns 0 with every id a token,
@@ -87,16 +89,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         "tests/data/unigram/model2vec-vocab-quantized.json",
         "tests/data/unigram/debian-unigram.json",
         "tests/data/unigram/seq.json",
+        "tests/data/bpe-spm/debian-bpe.json",
+        "tests/data/bpe-spm/affix.json",
     };
+    enum { NFIX = sizeof fixed / sizeof *fixed };
     static int made;
-    static tokvec_tokenizer *tk[3];
+    static tokvec_tokenizer *tk[NFIX];
     static tokvec_tok_state *s;
     if (!made) {
         made = mkdtemp(dir) != NULL;
         s = tokvec_tok_state_new();
         if (!made || !s)
             abort();
-        for (int k = 0; k < 3; k++)
+        for (size_t k = 0; k < NFIX; k++)
             if (tokvec_tokenizer_open(fixed[k], NULL, &tk[k])) {
                 fprintf(stderr, "fuzz_unigram: cannot open %s\n", fixed[k]);
                 abort();
@@ -104,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     const uint8_t *sep = memchr(data, 0x1E, size);
     if (!sep) {
-        for (int k = 0; k < 3; k++)
+        for (size_t k = 0; k < NFIX; k++)
             check(tk[k], s, (const char *)data, size);
         return 0;
     }
