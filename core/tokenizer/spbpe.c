@@ -79,7 +79,9 @@ static int merges(tokvec_tokenizer *t, json_t *vocab, json_t *arr,
         size_t lb = b ? strlen(b) : 0;
         if (!a || !b || lb < nprefix) {
             snprintf(err, errlen,
-                     "model.merges[%zu]: not \"a b\" or [\"a\", \"b\"]", k);
+                     "model.merges[%zu]: not \"a b\" or [\"a\", \"b\"] with b "
+                     "at least as long as continuing_subword_prefix",
+                     k);
             rc = TOKVEC_E_TOKENIZER;
             break;
         }
