@@ -984,6 +984,76 @@ class Unigram(unittest.TestCase):
         self.assertEqual(body, [DEB_DECODED[0]])
 
 
+# BPE without ByteLevel: the SentencePiece BPE of tests/data/bpe-spm/
+# converted in Llama 2's layout (tools/spm2json.py --llama --template
+# bos); expected values from npm tokenizers 0.23.2 as above.
+DEB_BPE = os.path.join(tc.TOP, "tests", "data", "bpe-spm",
+                       "debian-bpe.model")
+BPE_TEXTS = ["Hello world, na\u00efve caf\u00e9!",
+             "  GNU  General\tPublic \u4e2d\u6587 \U0001f600",
+             "<s>x</s> <sep>y"]
+BPE_IDS = [[588, 2100, 2928, 1800, 2946, 302, 2932, 200, 180, 326, 272,
+            2932, 2939, 200, 174, 38],
+           [2925, 2925, 521, 2925, 530, 14, 2960, 442, 2925, 233, 189, 178,
+            235, 155, 140, 2925, 245, 164, 157, 133],
+           [1, 2925, 2965, 2, 2925, 2925, 3, 311]]
+BPE_OFFSETS = [[[0, 1], [1, 4], [4, 5], [5, 11], [11, 12], [12, 14],
+                [14, 15], [15, 16], [15, 16], [16, 18], [18, 20], [20, 21],
+                [21, 22], [22, 23], [22, 23], [23, 24]],
+               [[0, 1], [0, 1], [1, 5], [5, 6], [6, 14], [14, 15], [15, 16],
+                [16, 21], [21, 22], [22, 23], [22, 23], [22, 23], [23, 24],
+                [23, 24], [23, 24], [24, 25], [25, 26], [25, 26], [25, 26],
+                [25, 26]],
+               [[0, 3], [3, 4], [3, 4], [4, 8], [8, 9], [8, 9], [9, 14],
+                [14, 15]]]
+BPE_DECODED = [BPE_TEXTS[0], BPE_TEXTS[1], "<s> x</s>  <sep> y"]
+
+
+class SentencePieceBPE(unittest.TestCase):
+    """A Llama-2-style BPE (no ByteLevel: Prepend and Replace normalizers,
+    byte fallback, fuse_unk; Replace/ByteFallback/Fuse/Strip decoders)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-spbpe-")
+        tok = os.path.join(cls.tmp, "tokenizer.json")
+        with open(tok, "w", encoding="utf-8") as f:
+            subprocess.run([sys.executable,
+                            os.path.join(tc.TOP, "tools", "spm2json.py"),
+                            "--template", "bos", "--llama", DEB_BPE],
+                           stdout=f, check=True)
+        table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                              3000, 8, "--context", "64")
+        cls.srv = tc.Server(table, "--tokenizer", tok)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        subprocess.run(["rm", "-rf", cls.tmp], check=False)
+
+    def test_tokenize_is_hfs_ids_and_offsets(self):
+        info = json.loads(self.srv.get("/info")[2])["tokenizer"]
+        self.assertEqual(info["model"], "BPE")
+        st, body = post(self.srv, "/tokenize", {"inputs": BPE_TEXTS})
+        self.assertEqual(st, 200)
+        for text, toks, ids, offs in zip(BPE_TEXTS, body, BPE_IDS,
+                                         BPE_OFFSETS):
+            self.assertEqual([t["id"] for t in toks], ids, text)
+            self.assertEqual([[t["start"], t["stop"]] for t in toks],
+                             byte_spans(text, offs), text)
+        st, body = post(self.srv, "/tokenize", {
+            "inputs": BPE_TEXTS, "add_special_tokens": True})
+        self.assertEqual([[t["id"] for t in toks] for toks in body],
+                         [[1] + i for i in BPE_IDS])
+
+    def test_decode_is_hfs(self):
+        st, body = post(self.srv, "/decode", {"ids": BPE_IDS})
+        self.assertEqual((st, body), (200, BPE_DECODED))
+        st, body = post(self.srv, "/decode", {
+            "ids": [[1] + BPE_IDS[2]], "skip_special_tokens": True})
+        self.assertEqual(body, ["x  <sep> y"])
+
+
 class NoTokenizer(unittest.TestCase):
     def test_text_routes_answer_400_naming_the_flag(self):
         srv = tc.Server(TABLE)
