@@ -276,15 +276,15 @@ static void long_runs_give_the_longest_pieces_and_one_fused_unk(void **state)
 
 /* A SentencePiece layout (tools/spm2json.py) around a five-piece model;
  * extra: more top-level keys. */
-#define SPM_JSON(norm, pre, extra)                                         \
-    "{\"added_tokens\":[{\"id\":0,\"content\":\"<unk>\",\"special\":true," \
-    "\"normalized\":false}],\"normalizer\":" norm ",\"pre_tokenizer\":" pre  \
-    ",\"decoder\":" SPM_PRE ",\"model\":{\"type\":"            \
-    "\"Unigram\",\"unk_id\":0,\"vocab\":[[\"<unk>\",0],[\"\u2581a\",-1],"      \
+#define SPM_JSON(norm, pre, extra)                                          \
+    "{\"added_tokens\":[{\"id\":0,\"content\":\"<unk>\",\"special\":true,"  \
+    "\"normalized\":false}],\"normalizer\":" norm ",\"pre_tokenizer\":" pre \
+    ",\"decoder\":" SPM_PRE ",\"model\":{\"type\":"                         \
+    "\"Unigram\",\"unk_id\":0,\"vocab\":[[\"<unk>\",0],[\"\u2581a\",-1],"   \
     "[\"b\",-2],[\"\u2581\",-3],[\"a\",-4]]}" extra "}"
-#define SPM_NORM                                                            \
-    "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Strip\","          \
-    "\"strip_left\":false,\"strip_right\":true},{\"type\":\"Replace\","      \
+#define SPM_NORM                                                        \
+    "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Strip\","      \
+    "\"strip_left\":false,\"strip_right\":true},{\"type\":\"Replace\"," \
     "\"pattern\":{\"Regex\":\" {2,}\"},\"content\":\"\u2581\"}]}"
 #define SPM_PRE "{\"type\":\"Metaspace\",\"replacement\":\"\u2581\"}"
 
@@ -307,9 +307,8 @@ static void a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode(void **s)
     (void)s;
     tokvec_tokenizer *t = NULL;
     char err[256] = "";
-    assert_int_equal(open_json(SPM_JSON(SPM_NORM, SPM_PRE, ""), &t, err,
-                               sizeof err),
-                     0);
+    assert_int_equal(
+        open_json(SPM_JSON(SPM_NORM, SPM_PRE, ""), &t, err, sizeof err), 0);
     tokvec_tok_state *st = tokvec_tok_state_new();
     tokvec_tok_ids ids = {0};
     /* "a  b " -> "a  b" -> "a\u2581b" -> "\u2581a\u2581b": the replaced
@@ -320,11 +319,9 @@ static void a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode(void **s)
         {{0, 0, 5}, {1, 5, 6}, {3, 6, 7}, {0, 7, 8}}};
     static const size_t nwant[2] = {3, 4};
     for (int k = 0; k < 2; k++) {
-        assert_int_equal(tokvec_tokenizer_encode(t, st, text[k],
-                                                 strlen(text[k]),
-                                                 TOKVEC_TOK_SPECIAL |
-                                                     TOKVEC_TOK_OFFSETS,
-                                                 &ids),
+        assert_int_equal(tokvec_tokenizer_encode(
+                             t, st, text[k], strlen(text[k]),
+                             TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids),
                          0);
         assert_int_equal(ids.n, nwant[k]);
         for (size_t j = 0; j < ids.n; j++) {
@@ -407,11 +404,10 @@ static void a_sentencepiece_bpe_falls_back_and_fuses_as_hf(void **s)
     tokvec_tok_state *st = tokvec_tok_state_new();
     tokvec_tok_ids ids = {0};
     static const char *const text[] = {"abcd", "dab", "dcab", "ddcb"};
-    static const int32_t want[4][3][3] = {
-        {{3, 0, 2}, {4, 2, 3}, {0, 3, 4}},
-        {{0, 0, 1}, {3, 1, 3}},
-        {{4, 0, 1}, {0, 1, 2}, {3, 2, 4}},
-        {{4, 0, 1}, {0, 1, 3}, {2, 3, 4}}};
+    static const int32_t want[4][3][3] = {{{3, 0, 2}, {4, 2, 3}, {0, 3, 4}},
+                                          {{0, 0, 1}, {3, 1, 3}},
+                                          {{4, 0, 1}, {0, 1, 2}, {3, 2, 4}},
+                                          {{4, 0, 1}, {0, 1, 3}, {2, 3, 4}}};
     static const size_t nwant[4] = {3, 2, 3, 3};
     for (int k = 0; k < 4; k++) {
         assert_int_equal(tokvec_tokenizer_encode(t, st, text[k],
@@ -451,7 +447,8 @@ int main(void)
         cmocka_unit_test(model_object_rules_are_tokenizers),
         cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
         cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
-        cmocka_unit_test(a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
+        cmocka_unit_test(
+            a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
         cmocka_unit_test(what_tokvec_does_not_run_is_refused_by_json_path),
         cmocka_unit_test(a_sentencepiece_bpe_falls_back_and_fuses_as_hf),
     };

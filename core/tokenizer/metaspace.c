@@ -82,8 +82,7 @@ static int at_rep(const tv_metaspace *m, const unsigned char *s, size_t i,
     return n - i >= m->rep_len && memcmp(s + i, m->rep, m->rep_len) == 0;
 }
 
-int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur,
-                      int first)
+int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur, int first)
 {
     const tv_hf_text *in = &b->t[*cur];
     tv_hf_text *o = &b->t[!*cur];

@@ -435,8 +435,7 @@ static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 }
 
 /* SentencePiece's charsmap (precompiled.c gives HF's change list). */
-static int precompiled(const tv_norm *r, const tv_hf_text *in,
-                       tv_hf_text *out)
+static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
     unsigned char *u = malloc(4 * in->n + 1);
     if (!u)

@@ -114,8 +114,7 @@ static int merges(tokvec_tokenizer *t, json_t *vocab, json_t *arr,
     return rc;
 }
 
-int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err,
-                  size_t errlen)
+int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
 {
     json_t *model = json_object_get(root, "model");
     json_t *vocab = json_object_get(model, "vocab"), *v;
@@ -350,9 +349,8 @@ static uint32_t char_at(const tv_hf_buf *b, size_t p, size_t len)
     return b->u8ch[p];
 }
 
-int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b,
-                  const tv_hf_text *x, size_t s, size_t e,
-                  tokvec_tok_ids *out, int offs)
+int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
+                  size_t s, size_t e, tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
     size_t len;

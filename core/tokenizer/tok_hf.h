@@ -212,12 +212,10 @@ typedef struct tv_hf {
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* BPE without ByteLevel (SentencePiece style: Llama 2, Mistral) from
  * root.model into t (spbpe.c). */
-int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err,
-                  size_t errlen);
+int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* One word x[s, e) through it, appended to out. */
-int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b,
-                  const tv_hf_text *x, size_t s, size_t e,
-                  tokvec_tok_ids *out, int offs);
+int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
+                  size_t s, size_t e, tokvec_tok_ids *out, int offs);
 /* A word's UTF-8 into b->u8 (*len bytes), b->u8ch[j] the character byte j
  * starts (UINT32_MAX inside one), b->u8ch[len] = e (wordpiece.c). */
 int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,

@@ -596,8 +596,8 @@ int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
     t->hf = h;
     h->model = TV_M_UNIGRAM;
     t->info.model = "Unigram";
-    int rc = tv_unigram_from_json(json_object_get(root, "model"), &h->uni,
-                                  err, errlen);
+    int rc = tv_unigram_from_json(json_object_get(root, "model"), &h->uni, err,
+                                  errlen);
     size_t n = rc ? 0 : tv_unigram_size(h->uni);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         size_t len = 0;

@@ -44,11 +44,10 @@ static void check(const tokvec_tokenizer *t, tokvec_tok_state *s,
                                 &b) ||
         tokvec_tokenizer_encode(t, s, text, n, f, &c))
         abort();
-    if (c.n != a.n || (a.n && (memcmp(c.ids, a.ids, a.n * sizeof *a.ids) ||
-                               memcmp(c.offsets, a.offsets,
-                                      a.n * sizeof *a.offsets) ||
-                               memcmp(c.stops, a.stops,
-                                      a.n * sizeof *a.stops))))
+    if (c.n != a.n ||
+        (a.n && (memcmp(c.ids, a.ids, a.n * sizeof *a.ids) ||
+                 memcmp(c.offsets, a.offsets, a.n * sizeof *a.offsets) ||
+                 memcmp(c.stops, a.stops, a.n * sizeof *a.stops))))
         abort();
     const int32_t *pre, *post;
     size_t npre, npost;
