@@ -216,42 +216,57 @@ static int byte_tok(const char *s)
 }
 
 /* ByteFallback: runs of byte tokens become their text when it is UTF-8,
- * else one U+FFFD per byte. Rewrites t in place. */
+ * else one U+FFFD per byte. Builds the new list beside the old one; on
+ * failure t is left as it was. */
 static int byte_fallback(toks *t)
 {
-    size_t w = 0, i = 0;
-    while (i < t->n) {
-        if (byte_tok(t->s[i]) < 0) {
-            t->s[w++] = t->s[i++];
+    size_t n = t->n, w = 0;
+    char **ns = calloc(n ? n : 1, sizeof *ns);
+    unsigned char *fresh = calloc(n ? n : 1, 1); /* ns[k] is new */
+    int *val = malloc((n ? n : 1) * sizeof *val);
+    unsigned char *run = malloc(n + 1);
+    int rc = ns && fresh && val && run ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        val[i] = byte_tok(t->s[i]);
+    for (size_t i = 0; rc == 0 && i < n;) {
+        if (val[i] < 0) {
+            ns[w++] = t->s[i++];
             continue;
         }
         size_t j = i;
-        while (j < t->n && byte_tok(t->s[j]) >= 0)
+        while (j < n && val[j] >= 0) {
+            run[j - i] = (unsigned char)val[j];
             j++;
-        unsigned char *b = malloc(j - i + 1);
-        if (!b)
-            return -ENOMEM;
-        for (size_t k = i; k < j; k++)
-            b[k - i] = (unsigned char)byte_tok(t->s[k]);
-        if (tv_u8_valid(b, j - i) && !memchr(b, 0, j - i)) {
-            b[j - i] = '\0';
-            for (size_t k = i; k < j; k++)
-                free(t->s[k]);
-            t->s[w++] = (char *)b;
+        }
+        if (tv_u8_valid(run, j - i) && !memchr(run, 0, j - i)) {
+            ns[w] = strndup((const char *)run, j - i);
+            fresh[w] = 1;
+            rc = ns[w++] ? 0 : -ENOMEM;
         } else {
-            free(b);
-            for (size_t k = i; k < j; k++) {
-                char *r = strdup("\xEF\xBF\xBD");
-                if (!r)
-                    return -ENOMEM;
-                free(t->s[k]);
-                t->s[w++] = r;
+            for (size_t k = i; rc == 0 && k < j; k++) {
+                ns[w] = strdup("\xEF\xBF\xBD");
+                fresh[w] = 1;
+                rc = ns[w++] ? 0 : -ENOMEM;
             }
         }
         i = j;
     }
-    t->n = w;
-    return 0;
+    if (rc == 0) { /* the byte tokens' strings are replaced */
+        for (size_t i = 0; i < n; i++)
+            if (val[i] >= 0)
+                free(t->s[i]);
+        memcpy(t->s, ns, w * sizeof *ns);
+        t->n = w;
+    } else {
+        for (size_t k = 0; ns && fresh && k < w; k++)
+            if (fresh[k])
+                free(ns[k]);
+    }
+    free(ns);
+    free(fresh);
+    free(val);
+    free(run);
+    return rc;
 }
 
 static int apply(const tv_dec *d, toks *t)

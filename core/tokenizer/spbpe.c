@@ -58,8 +58,10 @@ static int merges(tokvec_tokenizer *t, json_t *vocab, json_t *arr,
         return bad(err, errlen, "model.merges: not an array");
     size_t n = json_array_size(arr);
     int rc = tv_pmap_init(t, n + 16);
-    char *buf = NULL;
-    size_t cap = 0;
+    size_t cap = 256;
+    char *buf = malloc(cap);
+    if (!buf)
+        rc = -ENOMEM;
     for (size_t k = n; rc == 0 && k-- > 0;) {
         json_t *v = json_array_get(arr, k);
         const char *a = NULL, *b = NULL, *s = json_string_value(v);
@@ -362,7 +364,7 @@ int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
     /* at most one symbol per byte (+ affix bytes for byte fallback) */
     size_t cap = len * (1 + h->nprefix + h->nsuffix) + 1;
     sym *v = whole >= 0 ? NULL : malloc(cap * sizeof *v);
-    mrg *hp = v ? malloc(3 * cap * sizeof *hp) : NULL;
+    mrg *hp = v ? calloc(3 * cap, sizeof *hp) : NULL;
     unsigned char *tmp = hp ? malloc(4 + h->nprefix + h->nsuffix) : NULL;
     int rc = 0;
     if (whole < 0 && !tmp) {

@@ -261,7 +261,7 @@ int tv_pmap_init(tokvec_tokenizer *t, size_t expect)
     if (!t->pmap)
         return -ENOMEM;
     for (size_t k = 0; k < size; k++)
-        t->pmap[k].key = UINT64_MAX;
+        t->pmap[k] = (tv_pslot){UINT64_MAX, 0, -1};
     t->pmask = size - 1;
     t->pcount = 0;
     return 0;

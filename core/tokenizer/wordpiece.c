@@ -465,7 +465,9 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
                     tokvec_tok_ids *out, int offs)
 {
     size_t len;
-    if (!b->uw && !(b->uw = tv_uni_work_new()))
+    if (!b->uw)
+        b->uw = tv_uni_work_new();
+    if (!b->uw)
         return -ENOMEM;
     if (tv_hf_word_bytes(b, x, s, e, &len) < 0)
         return -ENOMEM;
