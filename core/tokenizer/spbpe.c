@@ -363,7 +363,7 @@ int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
     int32_t whole = h->ignore_merges ? tv_vmap_get(t, b->u8, len) : -1;
     /* at most one symbol per byte (+ affix bytes for byte fallback) */
     size_t cap = len * (1 + h->nprefix + h->nsuffix) + 1;
-    sym *v = whole >= 0 ? NULL : malloc(cap * sizeof *v);
+    sym *v = whole >= 0 ? NULL : calloc(cap, sizeof *v);
     mrg *hp = v ? calloc(3 * cap, sizeof *hp) : NULL;
     unsigned char *tmp = hp ? malloc(4 + h->nprefix + h->nsuffix) : NULL;
     int rc = 0;
