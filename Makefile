@@ -122,7 +122,7 @@ help::
 	@echo "                  browser-test, fuzz, soak, valgrind, coverage and the"
 	@echo "                  container targets (root, ~1 hour on 2 cores)"
 	@echo "make check-long   the ASan+UBSan rerun (sanitize-test), float-random,"
-	@echo "                  tokenizer-oracle-all, unigram-oracle"
+	@echo "                  tokenizer-oracle-all"
 	@echo "make deps         install the Debian packages the build needs (root)"
 	@echo "make test-deps    install the Debian packages the tests need (root)"
 	@echo "make sanitize     ASan+UBSan build in build-san/"
@@ -132,8 +132,10 @@ help::
 	@echo "make check-floats all 2^32 float32 patterns through the formatter and narrowing"
 	@echo "make check-floats-slice  a stratified slice of it (~4 minutes)"
 	@echo "make tokenizer-oracle  tokvec's ids against npm tiktoken and HF tokenizers"
-	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k, bge"
-	@echo "make unigram-oracle  Unigram/Metaspace/Precompiled against HF tokenizers"
+	@echo "                  (BPE, WordPiece, Unigram, SentencePiece BPE)"
+	@echo "make tokenizer-oracle-all  that, plus every code point for cl100k, o200k,"
+	@echo "                  WordPiece and Unigram"
+	@echo "make unigram-oracle  only its SentencePiece (Unigram, BPE) part"
 	@echo "make oracle-deps  install the oracles' pinned npm packages"
 	@echo "make lint         cppcheck, clang-tidy, 80 columns, no assignment in"
 	@echo "                  a condition, clang-format (tools/lint.sh)"
@@ -340,8 +342,7 @@ check-long:
 	 $(PYTHON) tests/run.py --summary $(SUMMARY) --total \
 	   $$([ $$rc -eq 0 ] || echo --steps-failed) || rc=1; exit $$rc
 
-check-long-suites: float-random tokenizer-oracle-all unigram-oracle \
-                   sanitize-test
+check-long-suites: float-random tokenizer-oracle-all sanitize-test
 
 # Everything CI runs, in its order, stopping at the first failure (root:
 # it installs clang for the fuzzers, podman for the container targets).
@@ -449,13 +450,29 @@ check-floats-slice: $(BUILD)/tools/check_floats
 # and every Unicode scalar value in four contexts for gpt2; WordPiece
 # (tests/oracle/hf.js): ids with and without add_special_tokens and
 # offsets for bge (tests/data/bge) and for a WordPiece tokenizer trained
-# on this machine's Debian texts, on the same corpora and Unicode edge
-# cases; tokenizer-oracle-all adds the exhaustive checks for
-# cl100k_base, o200k_base and bge (every scalar value in three contexts).
+# on this machine's Debian texts; Unigram (SentencePiece) the same way:
+# model2vec's Unigram fixture (tests/data/unigram/, BertNormalizer, Replace,
+# Strip, Metaspace), SentencePiece's test model converted by
+# tools/spm2json.py, and a Unigram with byte fallback trained by Debian's
+# spm_train (tests/data/unigram/debian-unigram.json, see README there)
+# and a small pipeline of every stage kind (tests/data/unigram/seq.json),
+# the last two also with each Metaspace prepend_scheme and split; BPE
+# without ByteLevel: a SentencePiece BPE trained the same way
+# (tests/data/bpe-spm/, README there) in SpmConverter's and Llama's
+# layouts, and a BPE with affixes and fuse_unk; on the same corpora
+# and Unicode edge cases. tokenizer-oracle-all adds the exhaustive checks
+# for cl100k_base, o200k_base, bge and the Unigrams (every scalar value in
+# three contexts).
 ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
 ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
 HF_BGE      := tests/data/bge/tokenizer.json
+HF_UNI_MS   := tests/data/unigram/debian-unigram.json \
+  tests/data/unigram/seq.json
+HF_UNI      := tests/data/unigram/model2vec-vocab-quantized.json \
+  $(ORACLE)/spm-test_model.json $(HF_UNI_MS) \
+  tests/data/bpe-spm/debian-bpe.json $(ORACLE)/spm-debian-bpe-llama.json \
+  tests/data/bpe-spm/affix.json
 # The WordPiece trained by HF's trainer on Debian's license texts.
 HF_TRAIN    := /usr/share/common-licenses/* \
   $(wildcard /usr/share/doc/*/copyright)
@@ -473,9 +490,20 @@ $(ORACLE)/%.tiktoken: $(ORACLE)/.installed
 	$(ORACLE_NODE) tiktoken-file $* $@
 $(ORACLE)/wp-trained.json: $(ORACLE)/.installed tests/oracle/hf.js
 	$(ORACLE_HF) train --out $@ $(HF_TRAIN)
+$(ORACLE)/spm-test_model.json: tests/data/sentencepiece/test_model.model \
+                               tools/spm2json.py
+	@mkdir -p $(@D)
+	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
+$(ORACLE)/spm-debian-bpe-llama.json: tests/data/bpe-spm/debian-bpe.model \
+                                     tools/spm2json.py
+	@mkdir -p $(@D)
+	$(PYTHON) tools/spm2json.py --template bos --llama $< > $@.tmp
+	@mv $@.tmp $@
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
-                  $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json
+                  $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json \
+                  $(ORACLE)/spm-test_model.json \
+                  $(ORACLE)/spm-debian-bpe-llama.json
 	@$(ORACLE_NODE) corpus --tokvec $(BUILD)/tokvec --encoding gpt2 \
 	  --tokenizer $(TOKENIZER_DIR) $(ORACLE_CORPUS)
 	@set -e; for e in cl100k_base o200k_base; do \
@@ -486,55 +514,26 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
+	@$(MAKE) --no-print-directory unigram-oracle
+
+# The SentencePiece part of tokenizer-oracle alone (Unigram, and BPE
+# without ByteLevel).
+unigram-oracle: $(BUILD)/tokvec $(ORACLE)/.installed \
+                $(ORACLE)/spm-test_model.json $(ORACLE)/spm-debian-bpe-llama.json
+	@set -e; for t in $(HF_UNI); do \
+	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
+	    $(ORACLE_CORPUS); done
+	@set -e; for t in $(HF_UNI_MS); do \
+	  $(ORACLE_HF) check --metaspace-variants 1 --tokvec $(BUILD)/tokvec \
+	    --tokenizer $$t $(ORACLE_CORPUS); done
 
 tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for e in cl100k_base o200k_base; do \
 	  $(ORACLE_NODE) exhaustive --tokvec $(BUILD)/tokvec --encoding $$e \
 	    --tokenizer $(ORACLE)/$$e.tiktoken; done
-	$(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
-	  --tokenizer $(HF_BGE)
-
-# --- Unigram, Metaspace, Precompiled: Hugging Face tokenizers (npm) ------
-# The npm package tokenizers (HF's Rust library, native Node binding), the
-# one tokenizer-oracle's hf.js uses (tests/oracle/package-lock.json, in
-# $(ORACLE)), computes each stage for built-in edge cases and the corpus
-# (tests/oracle/hf/unigram.js); $(BUILD)/tools/uni_check runs
-# core/tokenizer/unigram.c, metaspace.c and precompiled.c on the same
-# input: zero differences allowed. Tokenizers: model2vec's Unigram fixture
-# (its model, with HF's own normalized and pre-tokenized pieces),
-# SentencePiece's test_model.model and a model with byte fallback trained
-# here by Debian's spm_train on the licence texts, both through
-# tools/spm2json.py (whole pipeline too). SentencePiece's own ids
-# (spm_encode) are compared with HF's for information. ~1 min.
-UNI        := $(BUILD)/uni
-UNI_NODE    = NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf/unigram.js
-UNI_CORPUS := /usr/share/common-licenses/* $(wildcard tests/data/*.txt)
-$(UNI)/test_model.model: tests/data/sentencepiece/test_model.model
-	@mkdir -p $(@D)
-	cp $< $@
-$(UNI)/debian_bf.model:
-	@tools/deps.sh sentencepiece
-	@mkdir -p $(@D)
-	cat /usr/share/common-licenses/* > $(UNI)/debian.txt
-	spm_train --input=$(UNI)/debian.txt --model_prefix=$(UNI)/debian_bf \
-	  --vocab_size=2000 --model_type=unigram --byte_fallback=true \
-	  --num_threads=1 --minloglevel=2 > $(UNI)/train.log 2>&1
-$(UNI)/%.json: $(UNI)/%.model tools/spm2json.py
-	$(PYTHON) tools/spm2json.py $< > $@.tmp && mv $@.tmp $@
-unigram-oracle: $(BUILD)/tools/uni_check $(ORACLE)/.installed \
-                $(UNI)/test_model.json $(UNI)/debian_bf.json
-	@tools/deps.sh sentencepiece
-	@set -e; for m in test_model debian_bf; do \
-	  echo "== $$m (spm2json)"; \
-	  $(UNI_NODE) --tokenizer $(UNI)/$$m.json --spm $(UNI)/$$m.model \
-	    --out $(UNI)/$$m.oracle.jsonl $(UNI_CORPUS); \
-	  $(BUILD)/tools/uni_check $(UNI)/$$m.json $(UNI)/$$m.oracle.jsonl \
-	    --pipeline; done
-	@echo "== model2vec test-model-vocab-quantized (model, stages)"
-	@$(UNI_NODE) --tokenizer tests/data/unigram/model2vec-vocab-quantized.json \
-	  --out $(UNI)/m2v.oracle.jsonl $(UNI_CORPUS)
-	@$(BUILD)/tools/uni_check tests/data/unigram/model2vec-vocab-quantized.json \
-	  $(UNI)/m2v.oracle.jsonl
+	@set -e; for t in $(HF_BGE) $(HF_UNI); do \
+	  $(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
+	    --tokenizer $$t; done
 
 # --- coverage -----------------------------------------------------------------
 # gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then

@@ -4,7 +4,13 @@
  * scores read as serde_json reads them, and long runs of one letter or
  * of unknown characters (what they cost per byte is a measurement for a
  * benchmark, never a timed unit test).
- * Exactness against Hugging Face tokenizers itself is make unigram-oracle.
+ * Through the tokenizer.json loader: a SentencePiece-style pipeline
+ * (Strip, Replace with a regex, Metaspace) gives HF's ids, byte spans
+ * and decode, and what tokvec does not run is refused by its JSON path;
+ * a BPE without ByteLevel (spbpe.c) falls back to bytes and fuses
+ * unknowns as HF does.
+ * Exactness against Hugging Face tokenizers itself is make
+ * tokenizer-oracle.
  */
 #include <jansson.h>
 #include <setjmp.h>
@@ -17,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+#include "tokvec_tokenizer.h"
 #include "unigram.h"
 
 static tv_unigram *make(const char **p, const double *s, size_t n, int64_t unk,
@@ -266,6 +274,168 @@ static void long_runs_give_the_longest_pieces_and_one_fused_unk(void **state)
     tv_unigram_free(u);
 }
 
+/* A SentencePiece layout (tools/spm2json.py) around a five-piece model;
+ * extra: more top-level keys. */
+#define SPM_JSON(norm, pre, extra)                                          \
+    "{\"added_tokens\":[{\"id\":0,\"content\":\"<unk>\",\"special\":true,"  \
+    "\"normalized\":false}],\"normalizer\":" norm ",\"pre_tokenizer\":" pre \
+    ",\"decoder\":" SPM_PRE ",\"model\":{\"type\":"                         \
+    "\"Unigram\",\"unk_id\":0,\"vocab\":[[\"<unk>\",0],[\"\u2581a\",-1],"   \
+    "[\"b\",-2],[\"\u2581\",-3],[\"a\",-4]]}" extra "}"
+#define SPM_NORM                                                        \
+    "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Strip\","      \
+    "\"strip_left\":false,\"strip_right\":true},{\"type\":\"Replace\"," \
+    "\"pattern\":{\"Regex\":\" {2,}\"},\"content\":\"\u2581\"}]}"
+#define SPM_PRE "{\"type\":\"Metaspace\",\"replacement\":\"\u2581\"}"
+
+static int open_json(const char *json, tokvec_tokenizer **t, char *err,
+                     size_t errlen)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/tokenizer.json", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = errlen};
+    return tokvec_tokenizer_open(path, &o, t);
+}
+
+/* Expected values: npm tokenizers 0.23.2 on the same file. */
+static void a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *t = NULL;
+    char err[256] = "";
+    assert_int_equal(
+        open_json(SPM_JSON(SPM_NORM, SPM_PRE, ""), &t, err, sizeof err), 0);
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    tokvec_tok_ids ids = {0};
+    /* "a  b " -> "a  b" -> "a\u2581b" -> "\u2581a\u2581b": the replaced
+     * run's character takes its last space's span */
+    static const char *const text[] = {"a  b ", "<unk>a c"};
+    static const int32_t want[2][4][3] = {
+        {{1, 0, 1}, {3, 2, 3}, {2, 3, 4}},
+        {{0, 0, 5}, {1, 5, 6}, {3, 6, 7}, {0, 7, 8}}};
+    static const size_t nwant[2] = {3, 4};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(tokvec_tokenizer_encode(
+                             t, st, text[k], strlen(text[k]),
+                             TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids),
+                         0);
+        assert_int_equal(ids.n, nwant[k]);
+        for (size_t j = 0; j < ids.n; j++) {
+            assert_int_equal(ids.ids[j], want[k][j][0]);
+            assert_int_equal(ids.offsets[j], want[k][j][1]);
+            assert_int_equal(ids.stops[j], want[k][j][2]);
+        }
+    }
+    char *out = NULL;
+    size_t ol = 0;
+    assert_int_equal(tokvec_tokenizer_decode_flags(t, ids.ids, ids.n, 0, &out,
+                                                   &ol, NULL),
+                     0);
+    assert_string_equal(out, "<unk> a <unk>");
+    free(out);
+    tokvec_tokenizer_info info;
+    tokvec_tokenizer_get_info(t, &info);
+    assert_string_equal(info.model, "Unigram");
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+}
+
+static void expect_refused(const char *json, const char *want)
+{
+    tokvec_tokenizer *t = NULL;
+    char err[512] = "";
+    assert_int_equal(open_json(json, &t, err, sizeof err), TOKVEC_E_TOKENIZER);
+    assert_null(t);
+    if (!strstr(err, want) || !strstr(err, tu_dir))
+        fail_msg("message '%s' lacks '%s' or the file", err, want);
+}
+
+static void what_tokvec_does_not_run_is_refused_by_json_path(void **s)
+{
+    (void)s;
+    expect_refused(SPM_JSON("{\"type\":\"Replace\",\"pattern\":{\"Regex\":"
+                            "\"a|b\"},\"content\":\"\"}",
+                            SPM_PRE, ""),
+                   "normalizer: Replace: the pattern is not");
+    expect_refused(SPM_JSON("{\"type\":\"Replace\",\"pattern\":{\"Regex\":"
+                            "\"a{0,}\"},\"content\":\"\"}",
+                            SPM_PRE, ""),
+                   "normalizer: Replace");
+    expect_refused(SPM_JSON(SPM_NORM,
+                            "{\"type\":\"Sequence\",\"pretokenizers\":[{"
+                            "\"type\":\"Digits\"}," SPM_PRE "]}",
+                            ""),
+                   "pre_tokenizer.pretokenizers[1]: Metaspace is supported "
+                   "only as the first");
+    expect_refused("{\"model\":{\"type\":\"Unigram\",\"unk_id\":null,"
+                   "\"vocab\":[[\"a\",-1]]}}",
+                   "model.unk_id: null is not supported");
+    expect_refused(SPM_JSON("{\"type\":\"Precompiled\","
+                            "\"precompiled_charsmap\":\"AAAA\"}",
+                            SPM_PRE, ""),
+                   "normalizer: ");
+    expect_refused("{\"model\":{\"type\":\"Unigram\",\"unk_id\":0,"
+                   "\"vocab\":[[\"a\",-1]]},\"decoder\":{\"type\":"
+                   "\"Metaspace\",\"replacement\":\"_\",\"prepend_scheme\":"
+                   "\"x\"}}",
+                   "decoder: Metaspace.prepend_scheme");
+}
+
+/* BPE without ByteLevel (spbpe.c); expected values: npm tokenizers
+ * 0.23.2 on the same file, its quirk included: an unknown character waits
+ * for the next known one, so it can follow byte tokens that came after it,
+ * and spans are the symbols' lengths laid end to end. */
+static void a_sentencepiece_bpe_falls_back_and_fuses_as_hf(void **s)
+{
+    (void)s;
+    tokvec_tokenizer *t = NULL;
+    char err[256] = "";
+    assert_int_equal(open_json("{\"model\":{\"type\":\"BPE\",\"unk_token\":"
+                               "\"<unk>\",\"fuse_unk\":true,\"byte_fallback\":"
+                               "true,\"vocab\":{\"<unk>\":0,\"a\":1,\"b\":2,"
+                               "\"ab\":3,\"<0x63>\":4},\"merges\":[\"a b\"]}}",
+                               &t, err, sizeof err),
+                     0);
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    tokvec_tok_ids ids = {0};
+    static const char *const text[] = {"abcd", "dab", "dcab", "ddcb"};
+    static const int32_t want[4][3][3] = {{{3, 0, 2}, {4, 2, 3}, {0, 3, 4}},
+                                          {{0, 0, 1}, {3, 1, 3}},
+                                          {{4, 0, 1}, {0, 1, 2}, {3, 2, 4}},
+                                          {{4, 0, 1}, {0, 1, 3}, {2, 3, 4}}};
+    static const size_t nwant[4] = {3, 2, 3, 3};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(tokvec_tokenizer_encode(t, st, text[k],
+                                                 strlen(text[k]),
+                                                 TOKVEC_TOK_OFFSETS, &ids),
+                         0);
+        assert_int_equal(ids.n, nwant[k]);
+        for (size_t j = 0; j < ids.n; j++) {
+            assert_int_equal(ids.ids[j], want[k][j][0]);
+            assert_int_equal(ids.offsets[j], want[k][j][1]);
+            assert_int_equal(ids.stops[j], want[k][j][2]);
+        }
+    }
+    tokvec_tokenizer_info info;
+    tokvec_tokenizer_get_info(t, &info);
+    assert_string_equal(info.model, "BPE");
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+    expect_refused("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},"
+                   "\"merges\":[\"a b\"]}}",
+                   "model.merges[0]: the right token is not in the "
+                   "vocabulary");
+    expect_refused("{\"model\":{\"type\":\"BPE\",\"unk_token\":\"?\","
+                   "\"vocab\":{\"a\":0},\"merges\":[]}}",
+                   "model.unk_token");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +447,10 @@ int main(void)
         cmocka_unit_test(model_object_rules_are_tokenizers),
         cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
         cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
+        cmocka_unit_test(
+            a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
+        cmocka_unit_test(what_tokvec_does_not_run_is_refused_by_json_path),
+        cmocka_unit_test(a_sentencepiece_bpe_falls_back_and_fuses_as_hf),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

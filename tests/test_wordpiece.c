@@ -241,14 +241,21 @@ static void unsupported_components_are_refused_by_json_path(void **s)
     (void)s;
     expect_refused(WP_JSON(",\"normalizer\":{\"type\":\"Sequence\","
                            "\"normalizers\":[{\"type\":\"NFC\"},{\"type\":"
-                           "\"Replace\",\"pattern\":{\"Regex\":\"a+\"},"
+                           "\"Replace\",\"pattern\":{\"Regex\":\"a|b\"},"
                            "\"content\":\"b\"}]}"),
                    "normalizer.normalizers[1]: Replace");
-    expect_refused(WP_JSON(",\"pre_tokenizer\":{\"type\":\"Metaspace\"}"),
-                   "pre_tokenizer: pre-tokenizer Metaspace");
+    expect_refused(WP_JSON(",\"pre_tokenizer\":{\"type\":\"Sequence\","
+                           "\"pretokenizers\":[{\"type\":\"Digits\"},"
+                           "{\"type\":\"Metaspace\"}]}"),
+                   "pre_tokenizer.pretokenizers[1]: Metaspace is supported "
+                   "only as the first");
+    expect_refused(WP_JSON(",\"pre_tokenizer\":{\"type\":\"Metaspace\","
+                           "\"replacement\":\"_\",\"prepend_scheme\":"
+                           "\"sometimes\"}"),
+                   "pre_tokenizer: Metaspace.prepend_scheme");
     expect_refused(WP_JSON(",\"decoder\":{\"type\":\"Sequence\",\"decoders\":"
-                           "[{\"type\":\"ByteFallback\"}]}"),
-                   "decoder.decoders[0]: decoder ByteFallback");
+                           "[{\"type\":\"CTC\"}]}"),
+                   "decoder.decoders[0]: decoder CTC");
     expect_refused(WP_JSON(",\"post_processor\":{\"type\":\"Sequence\","
                            "\"processors\":[{\"type\":\"Nope\"}]}"),
                    "post_processor.processors[0]: post-processor Nope");

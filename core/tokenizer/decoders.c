@@ -1,6 +1,7 @@
 /* decoders.c -- Hugging Face decoders of tokenizer.json for the models
- * that are not byte-level (WordPiece): WordPiece (prefix, cleanup),
- * Strip, Replace (string patterns), Fuse, and Sequences of them. Byte-level
+ * that are not byte-level (WordPiece, Unigram): WordPiece (prefix,
+ * cleanup), Metaspace, ByteFallback, Strip, Replace (string patterns),
+ * Fuse, and Sequences of them. Byte-level
  * BPE decodes through tokenizer.c's byte path.
  *
  * Must hold: tokens go through the chain as HF's decode_chain does (each
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "tok_hf.h"
+#include "tok_utf8.h"
 
 static int bad(char *err, size_t errlen, const char *where, const char *what)
 {
@@ -73,6 +75,15 @@ static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
                        : "##");
     } else if (!strcmp(ty, "Fuse")) {
         x.kind = TV_D_FUSE;
+        return add(v, n, cap, x);
+    } else if (!strcmp(ty, "ByteFallback")) {
+        x.kind = TV_D_BYTEFALLBACK;
+        return add(v, n, cap, x);
+    } else if (!strcmp(ty, "Metaspace")) {
+        char why[160] = "";
+        x.kind = TV_D_METASPACE;
+        if (tv_metaspace_from_json(j, &x.ms, why, sizeof why))
+            return bad(err, errlen, where, why);
         return add(v, n, cap, x);
     } else if (!strcmp(ty, "Strip")) {
         const char *c = json_string_value(json_object_get(j, "content"));
@@ -187,8 +198,81 @@ static char *cleanup(char *s)
     return s;
 }
 
+static int hexval(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
+}
+
+/* <0xXX> -> the byte, else -1 (HF's u8::from_str_radix on XX). */
+static int byte_tok(const char *s)
+{
+    if (strlen(s) != 6 || strncmp(s, "<0x", 3) || s[5] != '>')
+        return -1;
+    int a = hexval((unsigned char)s[3]), b = hexval((unsigned char)s[4]);
+    return a < 0 || b < 0 ? -1 : a * 16 + b;
+}
+
+/* ByteFallback: runs of byte tokens become their text when it is UTF-8,
+ * else one U+FFFD per byte. Builds the new list beside the old one; on
+ * failure t is left as it was. */
+static int byte_fallback(toks *t)
+{
+    size_t n = t->n, w = 0;
+    char **ns = calloc(n ? n : 1, sizeof *ns);
+    unsigned char *fresh = calloc(n ? n : 1, 1); /* ns[k] is new */
+    int *val = malloc((n ? n : 1) * sizeof *val);
+    unsigned char *run = malloc(n + 1);
+    int rc = ns && fresh && val && run ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        val[i] = byte_tok(t->s[i]);
+    for (size_t i = 0; rc == 0 && i < n;) {
+        if (val[i] < 0) {
+            ns[w++] = t->s[i++];
+            continue;
+        }
+        size_t j = i;
+        while (j < n && val[j] >= 0) {
+            run[j - i] = (unsigned char)val[j];
+            j++;
+        }
+        if (tv_u8_valid(run, j - i) && !memchr(run, 0, j - i)) {
+            ns[w] = strndup((const char *)run, j - i);
+            fresh[w] = 1;
+            rc = ns[w++] ? 0 : -ENOMEM;
+        } else {
+            for (size_t k = i; rc == 0 && k < j; k++) {
+                ns[w] = strdup("\xEF\xBF\xBD");
+                fresh[w] = 1;
+                rc = ns[w++] ? 0 : -ENOMEM;
+            }
+        }
+        i = j;
+    }
+    if (rc == 0) { /* the byte tokens' strings are replaced */
+        for (size_t i = 0; i < n; i++)
+            if (val[i] >= 0)
+                free(t->s[i]);
+        memcpy(t->s, ns, w * sizeof *ns);
+        t->n = w;
+    } else {
+        for (size_t k = 0; ns && fresh && k < w; k++)
+            if (fresh[k])
+                free(ns[k]);
+    }
+    free(ns);
+    free(fresh);
+    free(val);
+    free(run);
+    return rc;
+}
+
 static int apply(const tv_dec *d, toks *t)
 {
+    if (d->kind == TV_D_BYTEFALLBACK)
+        return byte_fallback(t);
     for (size_t i = 0; i < t->n; i++) {
         char *s = t->s[i], *o = NULL;
         if (d->kind == TV_D_WORDPIECE) {
@@ -203,6 +287,12 @@ static int apply(const tv_dec *d, toks *t)
                 o = cleanup(o);
         } else if (d->kind == TV_D_REPLACE) {
             o = subst(s, d->a, d->b);
+        } else if (d->kind == TV_D_METASPACE) {
+            size_t sl = strlen(s);
+            o = malloc(sl + 1);
+            if (o)
+                o[tv_metaspace_decode(&d->ms, (const unsigned char *)s, sl, i,
+                                      (unsigned char *)o)] = '\0';
         } else if (d->kind == TV_D_STRIP) {
             size_t cl = strlen(d->a), len = strlen(s), a = 0, z = len;
             for (size_t k = 0;

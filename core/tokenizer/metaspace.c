@@ -3,22 +3,24 @@
  *
  * Pre-tokenizing one split, as tokenizers does it:
  *  1. replace(' ', replacement): each ASCII space becomes the replacement
- *     character; its bytes take the space's alignment;
+ *     character; it takes the space's span;
  *  2. prepend: when the scheme is always, or first and the split starts
  *     the original text, and the text is not empty and does not start with
  *     the replacement character, one is put in front; it takes the first
- *     character's alignment (NormalizedString::prepend: the new character
+ *     character's span (NormalizedString::prepend: the new character
  *     "replaces" the first, which becomes "inserted" and takes the
- *     alignment of its own last byte);
+ *     span of the character before it: its own);
  *  3. split(replacement, MergedWithNext) when split is true: a piece ends
- *     before every replacement character (none empty).
+ *     before every replacement character (none empty; pretok.c).
  * Must hold: tv_metaspace is read-only once filled. Threads: any.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "metaspace.h"
+#include "tok_hf.h"
 #include "tok_utf8.h"
 
 static int fail(char *err, size_t errlen, const char *msg)
@@ -80,62 +82,33 @@ static int at_rep(const tv_metaspace *m, const unsigned char *s, size_t i,
     return n - i >= m->rep_len && memcmp(s + i, m->rep, m->rep_len) == 0;
 }
 
-void tv_metaspace_pretok(const tv_metaspace *m, const unsigned char *s,
-                         size_t n, int first, unsigned char *out,
-                         size_t *out_len, size_t *src, size_t *ends,
-                         size_t *n_pieces)
+int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur, int first)
 {
-    size_t o = 0, k = 0;
-    *n_pieces = 0;
-    *out_len = 0;
-    if (n == 0)
-        return;
-    int pre = m->prepend == TV_MS_ALWAYS ||
-              (m->prepend == TV_MS_FIRST && first);
-    /* After step 1 the text starts with the replacement character when s
-     * starts with a space or with the character itself. */
-    if (pre && (s[0] == ' ' || at_rep(m, s, 0, n)))
+    const tv_hf_text *in = &b->t[*cur];
+    tv_hf_text *o = &b->t[!*cur];
+    o->n = 0;
+    if (tv_hf_text_reserve(o, in->n + 1) < 0)
+        return -ENOMEM;
+    int pre = in->n && (m->prepend == TV_MS_ALWAYS ||
+                        (m->prepend == TV_MS_FIRST && first));
+    /* after the replacement the text starts with the replacement
+     * character when it starts with a space or with that character */
+    if (pre && (in->cp[0] == ' ' || in->cp[0] == m->replacement))
         pre = 0;
-    if (pre) {
-        /* The inserted character takes the first character's alignment;
-         * the first character that of its own last byte (after step 1). */
-        (void)tv_u8_next(s, n, &k);
-        size_t last = s[0] == ' ' ? 0 : k - 1;
-        for (size_t j = 0; j < m->rep_len; j++) {
-            out[o] = m->rep[j];
-            src[o++] = 0;
-        }
-        if (s[0] != ' ') {
-            for (size_t j = 0; j < k; j++) {
-                out[o] = s[j];
-                src[o++] = last;
-            }
-        }
+    if (pre) { /* it takes the first character's span (both of them do) */
+        o->cp[0] = m->replacement;
+        o->a0[0] = in->a0[0];
+        o->a1[0] = in->a1[0];
+        o->n = 1;
     }
-    for (size_t i = pre ? k : 0; i < n; i++) {
-        if (s[i] == ' ') {
-            for (size_t j = 0; j < m->rep_len; j++) {
-                out[o] = m->rep[j];
-                src[o++] = i;
-            }
-        } else {
-            out[o] = s[i];
-            src[o++] = i;
-        }
+    for (size_t i = 0; i < in->n; i++) {
+        o->cp[o->n] = in->cp[i] == ' ' ? m->replacement : in->cp[i];
+        o->a0[o->n] = in->a0[i];
+        o->a1[o->n] = in->a1[i];
+        o->n++;
     }
-    *out_len = o;
-    if (!m->split) {
-        ends[(*n_pieces)++] = o;
-        return;
-    }
-    size_t i = 0;
-    while (i < o) {
-        if (i > 0 && at_rep(m, out, i, o))
-            ends[(*n_pieces)++] = i;
-        (void)tv_u8_next(out + i, o - i, &k);
-        i += k;
-    }
-    ends[(*n_pieces)++] = o;
+    *cur = !*cur;
+    return 0;
 }
 
 size_t tv_metaspace_decode(const tv_metaspace *m, const unsigned char *tok,

@@ -6,10 +6,8 @@
  * core/tokenizer/ (the tokenizer.json loader calls it).
  *
  * Must hold: a tv_metaspace is plain data, filled once and read-only
- * after; every call is pure (any thread). Offsets: each output byte names
- * the input byte whose alignment it takes (tokenizers' NormalizedString
- * rule for replaced and inserted characters), so a caller composes its own
- * alignment map with it.
+ * after; every call is pure (any thread). The pre-tokenizer's text
+ * change is tv_metaspace_text (tok_hf.h), its split pretok.c's.
  */
 #ifndef TOKVEC_METASPACE_H
 #define TOKVEC_METASPACE_H
@@ -40,18 +38,6 @@ typedef struct tv_metaspace {
  * one-line reason in err (errlen bytes with the NUL; err may be NULL). */
 int tv_metaspace_from_json(const struct json_t *obj, tv_metaspace *m,
                            char *err, size_t errlen) TOKVEC_MUST_CHECK;
-
-/* Pre-tokenizes one split s[0..n) (its normalized text; first: the split
- * starts at offset 0 of the original text, what prepend_scheme "first"
- * asks). Writes the new text to out (room for 4 * n + 4 bytes), *out_len
- * its length; src[j] (same room) the input byte whose alignment output byte
- * j takes, SIZE_MAX for none ((0, 0) in tokenizers); the pieces' ends in
- * output bytes to ends[0..*n_pieces) (room for n + 2), pieces in order,
- * none empty. Bytes that are not UTF-8 are characters of one byte. */
-void tv_metaspace_pretok(const tv_metaspace *m, const unsigned char *s,
-                         size_t n, int first, unsigned char *out,
-                         size_t *out_len, size_t *src, size_t *ends,
-                         size_t *n_pieces);
 
 /* Decodes token number index (0 for the first) of a decode: tok[0..n) with
  * each replacement character a space, except in token 0 when the scheme is

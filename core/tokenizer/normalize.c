@@ -1,7 +1,8 @@
 /* normalize.c -- Hugging Face normalizers over a text in flight (tok_hf.h):
  * BertNormalizer (clean_text, handle_chinese_chars, strip_accents,
  * lowercase), NFD, NFKD, NFC, NFKC, Lowercase, StripAccents, Strip,
- * Replace (string patterns), Prepend, Sequence.
+ * Replace (string patterns and one-atom regexes), Prepend, Precompiled
+ * (SentencePiece's charsmap, precompiled.c), Sequence.
  *
  * Must hold: each step gives exactly HF's characters, and each character
  * the original span HF's alignments give it. A step writes (character,
@@ -395,19 +396,35 @@ static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
     return 0;
 }
 
+/* The length of the match of r at in[i..], 0 for none. */
+static size_t match_at(const tv_norm *r, const tv_hf_text *in, size_t i)
+{
+    if (!r->re)
+        return r->npat && i + r->npat <= in->n &&
+                       !memcmp(in->cp + i, r->pat, r->npat * sizeof *r->pat)
+                   ? r->npat
+                   : 0;
+    size_t k = 0;
+    while (i + k < in->n && k < r->re_max &&
+           (r->re_ws ? (tv_hf_class(in->cp[i + k]) & TV_HF_WS) != 0
+                     : in->cp[i + k] == r->re_c))
+        k++;
+    return k >= r->re_min ? k : 0;
+}
+
 static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
     em e = {in, out, 0};
     size_t i = 0;
     while (i < in->n) {
-        if (r->npat && i + r->npat <= in->n &&
-            !memcmp(in->cp + i, r->pat, r->npat * sizeof *r->pat)) {
-            e.pos = i + r->npat; /* the match is gone; the new text takes
-                                  * the span of its last character */
+        size_t m = match_at(r, in, i);
+        if (m) {
+            e.pos = i + m; /* the match is gone; the new text takes the
+                            * span of its last character */
             for (size_t k = 0; k < r->nrep; k++)
                 if (put(&e, r->rep[k], 1) < 0)
                     return -ENOMEM;
-            i += r->npat;
+            i += m;
             continue;
         }
         if (keep(&e, i, in->cp[i]) < 0)
@@ -415,6 +432,41 @@ static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
         i++;
     }
     return 0;
+}
+
+/* SentencePiece's charsmap (precompiled.c gives HF's change list). */
+static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
+{
+    unsigned char *u = malloc(4 * in->n + 1);
+    if (!u)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        if (c < 0x80) {
+            u[n++] = (unsigned char)c;
+            continue;
+        }
+        size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        for (size_t k = m; k-- > 1; c >>= 6)
+            u[n + k] = (unsigned char)(0x80 | (c & 0x3F));
+        u[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+        n += m;
+    }
+    tv_pc_change *v = NULL;
+    size_t nv = 0;
+    int rc = tv_precompiled_changes(r->pc, u, n, &v, &nv);
+    free(u);
+    em e = {in, out, 0};
+    if (rc == 0) /* nothing changes */
+        for (size_t i = 0; i < in->n && rc == 0; i++)
+            rc = keep(&e, i, in->cp[i]);
+    else if (rc > 0)
+        rc = 0;
+    for (size_t k = 0; rc == 0 && k < nv; k++)
+        rc = put(&e, v[k].cp, v[k].change);
+    free(v);
+    return rc;
 }
 
 static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
@@ -540,6 +592,8 @@ static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
         return replace(v, in, out);
     case TV_N_PREPEND:
         return prepend(v, in, out);
+    case TV_N_PRECOMPILED:
+        return precompiled(v, in, out);
     default:
         return -EINVAL;
     }
@@ -642,6 +696,58 @@ static int to_cps(const char *s, uint32_t **out, size_t *n)
 static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
                      size_t *cap, char *err, size_t errlen);
 
+/* A Regex pattern tokvec runs: one atom (a character, an escaped one, \s)
+ * and one quantifier (none, +, {n}, {n,}, {n,m}) that needs at least one
+ * character. 1 with x's re fields set, else 0. */
+static int regex(const char *re, tv_norm *x)
+{
+    const unsigned char *p = (const unsigned char *)re;
+    static const char meta[] = ".[](){}*+?|^$\\";
+    x->re = 1;
+    if (p[0] == '\\' && p[1] == 's') {
+        x->re_ws = 1;
+        p += 2;
+    } else if (p[0] == '\\' && p[1] && strchr(meta, p[1])) {
+        x->re_c = p[1];
+        p += 2;
+    } else if (p[0] && p[0] < 0x80 && !strchr(meta, p[0])) {
+        x->re_c = *p++;
+    } else if (p[0] >= 0xC0) { /* one non-ASCII character (valid UTF-8) */
+        size_t m = p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+        uint32_t c = p[0] & (0x3F >> (m - 1));
+        for (size_t k = 1; k < m; k++)
+            c = c << 6 | (p[k] & 0x3F);
+        x->re_c = c;
+        p += m;
+    } else {
+        return 0;
+    }
+    x->re_min = x->re_max = 1;
+    if (*p == '+') {
+        x->re_max = SIZE_MAX;
+        p++;
+    } else if (*p == '{') {
+        char *e;
+        unsigned long a = strtoul((const char *)p + 1, &e, 10), b = a;
+        if (e == (const char *)p + 1 || a == 0)
+            return 0;
+        if (*e == ',') {
+            const char *f = e + 1;
+            b = *f == '}' ? (unsigned long)-1 : strtoul(f, &e, 10);
+            if (*f == '}')
+                e = (char *)f;
+            else if (e == f || b < a)
+                return 0;
+        }
+        if (*e != '}')
+            return 0;
+        x->re_min = a;
+        x->re_max = b == (unsigned long)-1 ? SIZE_MAX : b;
+        p = (const unsigned char *)e + 1;
+    }
+    return *p == '\0';
+}
+
 static int add(tv_norm **v, size_t *n, size_t *cap, tv_norm x)
 {
     if (*n == *cap) {
@@ -710,16 +816,28 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
     } else if (!strcmp(ty, "Replace")) {
         json_t *pat = json_object_get(j, "pattern");
         const char *s = json_string_value(json_object_get(pat, "String"));
+        const char *re = json_string_value(json_object_get(pat, "Regex"));
         const char *c = json_string_value(json_object_get(j, "content"));
-        if (!s || !c)
+        if ((!s && !(re && regex(re, &x))) || !c)
             return bad(err, errlen, where,
-                       "Replace: only a String pattern is supported (a "
-                       "Regex pattern is not)");
+                       "Replace: the pattern is not a String or a Regex "
+                       "of one character or \\s repeated (+, {n}, {n,}, "
+                       "{n,m})");
+        if (re)
+            s = "";
         x.kind = TV_N_REPLACE;
         if (to_cps(s, &x.pat, &x.npat) < 0 || to_cps(c, &x.rep, &x.nrep) < 0) {
             free(x.pat);
             return -ENOMEM;
         }
+    } else if (!strcmp(ty, "Precompiled")) {
+        char why[160] = "";
+        x.kind = TV_N_PRECOMPILED;
+        int rc = tv_precompiled_from_json(j, &x.pc, why, sizeof why);
+        if (rc == TOKVEC_E_TOKENIZER)
+            return bad(err, errlen, where, why);
+        if (rc)
+            return rc;
     } else if (!strcmp(ty, "Prepend")) {
         const char *c = json_string_value(json_object_get(j, "prepend"));
         if (!c)
@@ -735,6 +853,7 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
     if (rc) {
         free(x.pat);
         free(x.rep);
+        tv_precompiled_free(x.pc);
     }
     return rc;
 }
@@ -761,6 +880,7 @@ void tv_norm_free(tv_norm *v, size_t n)
     for (size_t k = 0; v && k < n; k++) {
         free(v[k].pat);
         free(v[k].rep);
+        tv_precompiled_free(v[k].pc);
     }
     free(v);
 }

@@ -387,70 +387,29 @@ static int build_list(const tv_precompiled *p, const unsigned char *s,
     return 0;
 }
 
-int tv_precompiled_normalize(const tv_precompiled *p, const unsigned char *s,
-                             size_t n, unsigned char **out, size_t *out_len,
-                             size_t **src)
+int tv_precompiled_changes(const tv_precompiled *p, const unsigned char *s,
+                           size_t n, tv_pc_change **out, size_t *count)
 {
     pc_list l = {0};
-    unsigned char *o = NULL;
-    size_t *m = NULL, total = 0, k;
     int modified = 0;
+    *out = NULL;
+    *count = 0;
     int rc = build_list(p, s, n, &l, &modified);
-    if (rc < 0)
-        goto cleanup;
-    for (size_t i = 0; i < l.n; i++)
-        total += l.v[i].len;
-    if (!modified)
-        total = n;
-    o = malloc(total + 1);
-    m = src ? malloc((total + 1) * sizeof *m) : NULL;
-    if (!o || (src && !m)) {
-        rc = -ENOMEM;
-        goto cleanup;
+    tv_pc_change *v = NULL;
+    if (rc == 0 && modified) {
+        v = malloc((l.n ? l.n : 1) * sizeof *v);
+        if (!v)
+            rc = -ENOMEM;
     }
-    if (!modified) {
-        if (n)
-            memcpy(o, s, n);
-        for (size_t j = 0; m && j < n; j++)
-            m[j] = j;
-    } else {
-        /* NormalizedString::transform_range over the whole string. */
-        size_t off = 0, at = 0, in = 0; /* in: input consumed (bytes) */
-        for (size_t i = 0; i < l.n; i++) {
-            long ch = l.v[i].change;
-            size_t idx = off, from;
-            if (ch > 0)
-                from = idx < 1 ? SIZE_MAX : idx - 1;
-            else
-                from = idx;
-            if (from != SIZE_MAX && from >= n)
-                from = n ? n - 1 : SIZE_MAX;
-            if (ch <= 0 && in < n) { /* the replaced character */
-                (void)tv_u8_next(s + in, n - in, &k);
-                in += k;
-                off += k;
-            }
-            for (long r = ch; r < 0 && in < n; r++) { /* removed ones */
-                (void)tv_u8_next(s + in, n - in, &k);
-                in += k;
-                off += k;
-            }
-            memcpy(o + at, l.v[i].b, l.v[i].len);
-            for (size_t j = 0; m && j < l.v[i].len; j++)
-                m[at + j] = from;
-            at += l.v[i].len;
-        }
+    for (size_t i = 0; v && i < l.n; i++) {
+        size_t k;
+        v[i].cp = tv_u8_next(l.v[i].b, l.v[i].len, &k);
+        v[i].change = l.v[i].change;
     }
-    o[total] = 0;
-    *out = o;
-    *out_len = total;
-    if (src)
-        *src = m;
-    o = NULL;
-    m = NULL;
-cleanup:
-    free(o);
-    free(m);
     free(l.v);
-    return rc;
+    if (rc < 0)
+        return rc;
+    *out = v;
+    *count = v ? l.n : 0;
+    return modified;
 }

@@ -5,9 +5,8 @@
  *
  * Must hold: a tv_precompiled is immutable after construction and may be
  * shared by any number of threads; calls allocate nothing but their
- * answer. Offsets: each output byte names the input byte whose alignment
- * it takes (tokenizers' NormalizedString::transform), so a caller
- * composes its own alignment map with it.
+ * answer. Offsets: the answer is the change list tokenizers'
+ * NormalizedString::transform reads (normalize.c applies it).
  */
 #ifndef TOKVEC_PRECOMPILED_H
 #define TOKVEC_PRECOMPILED_H
@@ -42,15 +41,20 @@ const unsigned char *tv_precompiled_lookup(const tv_precompiled *p,
                                            const unsigned char *s, size_t n,
                                            size_t *len);
 
-/* Normalizes s[0..n) (valid UTF-8; other bytes are characters of one
- * byte): per extended grapheme cluster of fewer than 6 bytes the whole
- * cluster's lookup, else (or when it has none) each character's. *out is
- * malloc'd (*out_len bytes, NUL-terminated), *src too when src is not NULL:
- * (*src)[j] the input byte whose alignment output byte j takes, SIZE_MAX
- * for none ((0, 0)). 0 or -ENOMEM. */
-int tv_precompiled_normalize(const tv_precompiled *p, const unsigned char *s,
-                             size_t n, unsigned char **out, size_t *out_len,
-                             size_t **src) TOKVEC_MUST_CHECK;
+/* The normalization of s[0..n) (valid UTF-8; other bytes are characters
+ * of one byte) as tokenizers' list of (character, change) for
+ * NormalizedString::transform: per extended grapheme cluster of fewer than
+ * 6 bytes the whole cluster's lookup, else (or when it has none) each
+ * character's, with precompiled.rs' changes. 0 when no rule applies (the
+ * text stays as it is; *out NULL), 1 with *out malloc'd (*count entries,
+ * possibly 0), or -ENOMEM. */
+typedef struct tv_pc_change {
+    uint32_t cp;
+    long change;
+} tv_pc_change;
+int tv_precompiled_changes(const tv_precompiled *p, const unsigned char *s,
+                           size_t n, tv_pc_change **out,
+                           size_t *count) TOKVEC_MUST_CHECK;
 
 /* Grapheme clusters (UAX #29 extended, Debian's UCD): the end of the
  * cluster that starts at s[i] (i < n). */

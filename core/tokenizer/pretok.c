@@ -1,6 +1,7 @@
 /* pretok.c -- Hugging Face pre-tokenizers over a normalized text in
  * flight (tok_hf.h): BertPreTokenizer, WhitespaceSplit, Punctuation,
- * Digits, and Sequences of them. (ByteLevel and Split belong to the
+ * Digits, Metaspace (first, its text change in metaspace.c), and
+ * Sequences of them. (ByteLevel and Split belong to the
  * byte-level BPE path, tok_split.c.)
  *
  * Must hold: the words are exactly HF's splits, in order, none empty. Each
@@ -143,6 +144,21 @@ static int split_next(const tv_hf_text *x, size_t s, size_t e,
     return 0;
 }
 
+/* Metaspace's split (its text change is tv_metaspace_text's): a piece
+ * ends before each replacement character (MergedWithNext). */
+static int meta_split(const tv_hf_text *x, size_t s, size_t e, uint32_t rep,
+                      tv_hf_buf *b, int k)
+{
+    size_t last = s;
+    for (size_t i = s + 1; i < e; i++)
+        if (x->cp[i] == rep) {
+            if (push(b, k, last, i) < 0)
+                return -ENOMEM;
+            last = i;
+        }
+    return last < e ? push(b, k, last, e) : 0;
+}
+
 /* BertPreTokenizer in one scan: white space ends a word and is dropped,
  * punctuation is a word of one character (HF's two splits, fused). */
 static int bert(const tv_hf_text *x, size_t s, size_t e, tv_hf_buf *b, int k)
@@ -188,6 +204,10 @@ static int one(const tv_pretok *p, const tv_hf_text *x, tv_hf_buf *b, int cur)
             rc = p->behavior == TV_SB_NEXT
                      ? split_next(x, s, e, is_punc, b, nx)
                      : split(x, s, e, is_punc, p->behavior, b, nx);
+            break;
+        case TV_P_METASPACE:
+            rc = p->ms.split ? meta_split(x, s, e, p->ms.replacement, b, nx)
+                             : push(b, nx, s, e);
             break;
         default: /* TV_P_DIGITS */
             rc = split(x, s, e, is_numeric,
@@ -269,6 +289,15 @@ static int parse_one(json_t *j, const char *where, tv_pretok **v, size_t *n,
     } else if (!strcmp(ty, "Digits")) {
         x.kind = TV_P_DIGITS;
         x.individual = json_is_true(json_object_get(j, "individual_digits"));
+    } else if (!strcmp(ty, "Metaspace")) {
+        char why[160] = "";
+        x.kind = TV_P_METASPACE;
+        if (*n)
+            return bad(err, errlen, where,
+                       "Metaspace is supported only as the first "
+                       "pre-tokenizer");
+        if (tv_metaspace_from_json(j, &x.ms, why, sizeof why))
+            return bad(err, errlen, where, why);
     } else {
         snprintf(msg, sizeof msg,
                  "pre-tokenizer %.40s is not supported with this model", ty);

@@ -221,6 +221,11 @@ static inline const tv_pslot *pair_get(const tokvec_tokenizer *t, int32_t a,
     }
 }
 
+const tv_pslot *tv_pmap_get(const tokvec_tokenizer *t, int32_t a, int32_t b)
+{
+    return t->pmap ? pair_get(t, a, b) : NULL;
+}
+
 int tv_pmap_init(tokvec_tokenizer *t, size_t expect)
 {
     size_t size = 16;
@@ -230,7 +235,7 @@ int tv_pmap_init(tokvec_tokenizer *t, size_t expect)
     if (!t->pmap)
         return -ENOMEM;
     for (size_t k = 0; k < size; k++)
-        t->pmap[k].key = UINT64_MAX;
+        t->pmap[k] = (tv_pslot){UINT64_MAX, 0, -1};
     t->pmask = size - 1;
     t->pcount = 0;
     return 0;

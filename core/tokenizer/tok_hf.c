@@ -20,5 +20,7 @@ void tv_hf_buf_free(tv_hf_buf *b)
     free(b->u8);
     free(b->u8ch);
     free(b->ph);
+    tv_uni_work_free(b->uw);
+    tv_uni_toks_free(&b->ut);
     free(b);
 }

@@ -1,9 +1,10 @@
 /* tok_hf.h -- Hugging Face tokenizer.json pipelines beyond byte-level BPE:
  * the stages' descriptions (built at open from the JSON, read-only after)
- * and the calls each stage's file offers. normalize.c: normalizers;
- * pretok.c: pre-tokenizers; wordpiece.c: the WordPiece model and the
- * pipeline that runs them; postproc.c: post-processors; decoders.c:
- * decoders. Not a public header.
+ * and the calls each stage's file offers. normalize.c: normalizers (with
+ * precompiled.c: SentencePiece's charsmap); pretok.c: pre-tokenizers (with
+ * metaspace.c); wordpiece.c: the WordPiece model, the added tokens and the
+ * pipeline that runs the stages; unigram.c: the Unigram model;
+ * postproc.c: post-processors; decoders.c: decoders. Not a public header.
  *
  * Text in flight is an array of code points, each with the byte span of
  * the original input it came from (HF's alignments): a normalizer maps
@@ -22,7 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metaspace.h"
+#include "precompiled.h"
 #include "tok_internal.h"
+#include "unigram.h"
 
 /* Unicode classes (tools/gen_hfucd.awk) */
 enum {
@@ -58,6 +62,8 @@ typedef struct tv_hf_buf {
     uint32_t *u8ch;    /* ... and the code point each byte starts (or -1) */
     uint64_t *ph;      /* ... and the hashes of its prefixes (wordpiece.c) */
     size_t u8cap;
+    tv_uni_work *uw; /* Unigram: the lattice ... */
+    tv_uni_toks ut;  /* ... and one word's tokens */
 } tv_hf_buf;
 void tv_hf_buf_free(tv_hf_buf *b); /* tok_hf.c */
 int tv_hf_text_reserve(tv_hf_text *x, size_t n);
@@ -74,6 +80,7 @@ enum {
     TV_N_STRIP,
     TV_N_REPLACE,
     TV_N_PREPEND,
+    TV_N_PRECOMPILED,
 };
 enum { /* TV_N_BERT flags */
        TV_NB_CLEAN = 1,
@@ -86,6 +93,12 @@ typedef struct tv_norm {
     unsigned flags;      /* TV_N_BERT: TV_NB_*; TV_N_STRIP: 1 left 2 right */
     uint32_t *pat, *rep; /* Replace: pattern and content; Prepend: rep */
     size_t npat, nrep;
+    /* Replace with a Regex pattern: one atom (the character re_c, or any
+     * White_Space character when re_ws) repeated re_min..re_max times */
+    int re, re_ws;
+    uint32_t re_c;
+    size_t re_min, re_max;
+    tv_precompiled *pc; /* Precompiled */
 } tv_norm;
 int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
                   char *err, size_t errlen);
@@ -99,6 +112,7 @@ enum {
     TV_P_WHITESPACE_SPLIT,
     TV_P_PUNCT,
     TV_P_DIGITS,
+    TV_P_METASPACE,
 };
 enum { /* split behaviours */
        TV_SB_REMOVED,
@@ -109,14 +123,22 @@ enum { /* split behaviours */
 };
 typedef struct tv_pretok {
     int kind;
-    int behavior;   /* Punctuation */
-    int individual; /* Digits */
+    int behavior;    /* Punctuation */
+    int individual;  /* Digits */
+    tv_metaspace ms; /* Metaspace (only first in a Sequence) */
 } tv_pretok;
 int tv_pretok_parse(json_t *j, const char *where, tv_pretok **out, size_t *n,
                     char *err, size_t errlen);
 /* Cuts text x (one word [0, n)) into b->w[*cur][0..b->wn[*cur]). */
 int tv_pretok_run(const tv_pretok *v, size_t n, const tv_hf_text *x,
                   tv_hf_buf *b, int *cur);
+/* Metaspace's text change (spaces to the replacement, the prepended one)
+ * from b->t[*cur] to the other text; first: the normalized text starts at
+ * byte 0 of the input (prepend_scheme first: HF asks the original offset
+ * of the normalized split, so a stripped first character makes it not
+ * first). */
+int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur,
+                      int first);
 
 /* --- post-processors (postproc.c) --- */
 typedef tv_post_ids tv_post; /* tok_internal.h */
@@ -124,9 +146,18 @@ int tv_post_parse(json_t *j, tv_post *p, char *err, size_t errlen);
 void tv_post_free(tv_post *p);
 
 /* --- decoders (decoders.c) --- */
-enum { TV_D_WORDPIECE, TV_D_BYTELEVEL, TV_D_STRIP, TV_D_REPLACE, TV_D_FUSE };
+enum {
+    TV_D_WORDPIECE,
+    TV_D_BYTELEVEL,
+    TV_D_STRIP,
+    TV_D_REPLACE,
+    TV_D_FUSE,
+    TV_D_METASPACE,
+    TV_D_BYTEFALLBACK,
+};
 typedef struct tv_dec {
     int kind;
+    tv_metaspace ms;    /* Metaspace */
     char *a, *b;        /* WordPiece: prefix; Replace: pattern, content;
                          * Strip: content */
     int cleanup;        /* WordPiece */
@@ -140,7 +171,8 @@ void tv_dec_free(tv_dec *v, size_t n);
 int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
                int skip, char **text, size_t *len);
 
-/* --- the WordPiece model and the pipeline (wordpiece.c) --- */
+/* --- the models and the pipeline (wordpiece.c, unigram.c) --- */
+enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
 #define TV_WP_INLINE 19
 typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
     uint64_t hash;
@@ -150,6 +182,13 @@ typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
 } tv_wp_slot;
 
 typedef struct tv_hf {
+    int model; /* TV_M_* */
+    tv_unigram *uni;
+    /* BPE without ByteLevel (spbpe.c): merges in the tokenizer's pmap */
+    char *suffix; /* end_of_word_suffix ("" none) */
+    size_t nsuffix;
+    int byte_fallback, fuse_unk, ignore_merges;
+    int32_t bfid[256]; /* <0xXX> ids, -1 where missing */
     tv_norm *norm;
     size_t nnorm;
     tv_pretok *pre;
@@ -171,6 +210,22 @@ typedef struct tv_hf {
 } tv_hf;
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
+/* BPE without ByteLevel (SentencePiece style: Llama 2, Mistral) from
+ * root.model into t (spbpe.c). */
+int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
+/* One word x[s, e) through it, appended to out. */
+int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
+                  size_t s, size_t e, tokvec_tok_ids *out, int offs);
+/* A word's UTF-8 into b->u8 (*len bytes), b->u8ch[j] the character byte j
+ * starts (UINT32_MAX inside one), b->u8ch[len] = e (wordpiece.c). */
+int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                     size_t *len);
+/* The Unigram model of root.model into t (its pieces, ids 0..n-1). */
+int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
+/* After the model's tokens: root.added_tokens, then the normalizer,
+ * pre-tokenizer and decoder into t->hf (wordpiece.c). */
+int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
+                    size_t errlen);
 void tv_hf_free(tv_hf *h);
 /* Encodes one stretch (no added tokens in it) of u[i..end). */
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,

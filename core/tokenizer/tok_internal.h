@@ -193,6 +193,8 @@ int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup);
 int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
                     size_t n);
 int tv_pmap_init(tokvec_tokenizer *t, size_t expect);
+/* The merge of pair (a, b): its slot, or NULL. */
+const tv_pslot *tv_pmap_get(const tokvec_tokenizer *t, int32_t a, int32_t b);
 int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
                 int32_t id);
 /* Pairs for rank semantics: every split of every token into two tokens. */

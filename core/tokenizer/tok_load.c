@@ -483,12 +483,32 @@ static int hf_merges(ld *l, json_t *arr, merges *m)
     return 0;
 }
 
-/* tokenizer.json with model.type WordPiece: wordpiece.c reads the model
- * and the pipeline (tok_hf.h); the lookups follow. */
-static int load_wp(ld *l, json_t *root)
+/* 1 when the pre-tokenizer is ByteLevel or a Sequence holding one: a
+ * byte-level BPE (GPT-2, Llama 3); a BPE without is SentencePiece's. */
+static int byte_level(json_t *root)
+{
+    json_t *pre = json_object_get(root, "pre_tokenizer"), *e;
+    const char *ty = json_string_value(json_object_get(pre, "type"));
+    size_t k;
+    if (ty && !strcmp(ty, "ByteLevel"))
+        return 1;
+    json_array_foreach(json_object_get(pre, "pretokenizers"), k, e) {
+        ty = json_string_value(json_object_get(e, "type"));
+        if (ty && !strcmp(ty, "ByteLevel"))
+            return 1;
+    }
+    return 0;
+}
+
+/* tokenizer.json with model.type WordPiece, Unigram (kind 1) or BPE
+ * without ByteLevel (kind 2): wordpiece.c, unigram.c or spbpe.c reads the
+ * model, wordpiece.c the pipeline (tok_hf.h); the lookups follow. */
+static int load_wp(ld *l, json_t *root, int kind)
 {
     char why[320] = "";
-    int rc = tv_wp_load(l->t, root, why, sizeof why);
+    int rc = kind == 1   ? tv_uni_load(l->t, root, why, sizeof why)
+             : kind == 2 ? tv_spbpe_load(l->t, root, why, sizeof why)
+                         : tv_wp_load(l->t, root, why, sizeof why);
     if (rc == TOKVEC_E_TOKENIZER)
         return fail(l, rc, "%s", why);
     int32_t dup = -1;
@@ -513,11 +533,15 @@ static int load_hf(ld *l, json_t *root)
         return fail(l, rc, "%s", why);
     const char *mty = json_string_value(
         json_object_get(json_object_get(root, "model"), "type"));
-    if (rc == 0 && mty && !strcmp(mty, "WordPiece"))
-        return load_wp(l, root);
+    if (rc == 0 && mty &&
+        (!strcmp(mty, "WordPiece") || !strcmp(mty, "Unigram")))
+        return load_wp(l, root, !strcmp(mty, "Unigram"));
+    if (rc == 0 && (!mty || !strcmp(mty, "BPE")) && !byte_level(root))
+        return load_wp(l, root, 2);
     if (rc == 0 && mty && strcmp(mty, "BPE"))
         return fail(l, TOKVEC_E_TOKENIZER,
-                    "model: type %.40s is not supported (BPE, WordPiece)",
+                    "model: type %.40s is not supported (BPE, WordPiece, "
+                    "Unigram)",
                     mty);
     if (rc == 0)
         rc = hf_pipeline(l, root);

@@ -31,8 +31,10 @@ void tv_hf_free(tv_hf *h)
         return;
     tv_norm_free(h->norm, h->nnorm);
     free(h->pre);
+    tv_unigram_free(h->uni);
     tv_dec_free(h->dec, h->ndec);
     free(h->prefix);
+    free(h->suffix);
     free(h->whole);
     free(h->cont);
     free(h);
@@ -151,17 +153,12 @@ static int bad(char *err, size_t errlen, const char *what)
     return TOKVEC_E_TOKENIZER;
 }
 
-/* model.vocab, then the added tokens (matched in the raw text, as HF's
- * normalized: false tokens are). */
-static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
+/* root.added_tokens after the model's tokens (matched in the raw text,
+ * as HF's normalized: false tokens are). */
+static int hf_added(tokvec_tokenizer *t, json_t *root, char *err,
                     size_t errlen)
 {
-    json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
     json_t *added = json_object_get(root, "added_tokens"), *v;
-    const char *key;
-    if (!json_is_object(vocab) || !json_object_size(vocab))
-        return bad(err, errlen,
-                   "model.vocab: not a non-empty object of token -> id");
     size_t k;
     json_array_foreach(added, k, v) {
         const char *c = json_string_value(json_object_get(v, "content"));
@@ -182,28 +179,6 @@ static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
             return TOKVEC_E_TOKENIZER;
         }
     }
-    json_object_foreach(vocab, key, v) {
-        json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
-        size_t kl = strlen(key);
-        if (id < 0 || id >= TV_TOK_MAX_ID || !kl) {
-            snprintf(err, errlen,
-                     "model.vocab: token \"%.40s\": empty, or its id is not "
-                     "an integer in [0, 2^24)",
-                     key);
-            return TOKVEC_E_TOKENIZER;
-        }
-        int rc = tv_tok_add(t, (const unsigned char *)key, kl, (int32_t)id, 0);
-        if (rc == TOKVEC_E_MISMATCH) {
-            snprintf(err, errlen, "model.vocab: id %lld is given twice",
-                     (long long)id);
-            return TOKVEC_E_TOKENIZER;
-        }
-        if (rc)
-            return rc;
-    }
-    int rc = maps_build(t, t->hf);
-    if (rc)
-        return rc;
     json_array_foreach(added, k, v) {
         const char *c = json_string_value(json_object_get(v, "content"));
         json_int_t id = json_integer_value(json_object_get(v, "id"));
@@ -225,12 +200,63 @@ static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
             o->special = kind; /* also a model token */
             continue;
         }
-        rc = tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id, 1);
+        int rc = tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id, 1);
         if (rc)
             return rc == TOKVEC_E_MISMATCH ? TOKVEC_E_TOKENIZER : rc;
         t->tok[t->n_tok - 1].special = kind; /* tv_tok_add appends */
     }
     return 0;
+}
+
+/* model.vocab */
+static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
+                    size_t errlen)
+{
+    json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
+    json_t *v;
+    const char *key;
+    if (!json_is_object(vocab) || !json_object_size(vocab))
+        return bad(err, errlen,
+                   "model.vocab: not a non-empty object of token -> id");
+    json_object_foreach(vocab, key, v) {
+        json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+        size_t kl = strlen(key);
+        if (id < 0 || id >= TV_TOK_MAX_ID || !kl) {
+            snprintf(err, errlen,
+                     "model.vocab: token \"%.40s\": empty, or its id is not "
+                     "an integer in [0, 2^24)",
+                     key);
+            return TOKVEC_E_TOKENIZER;
+        }
+        int rc = tv_tok_add(t, (const unsigned char *)key, kl, (int32_t)id, 0);
+        if (rc == TOKVEC_E_MISMATCH) {
+            snprintf(err, errlen, "model.vocab: id %lld is given twice",
+                     (long long)id);
+            return TOKVEC_E_TOKENIZER;
+        }
+        if (rc)
+            return rc;
+    }
+    return maps_build(t, t->hf);
+}
+
+int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
+                    size_t errlen)
+{
+    tv_hf *h = t->hf;
+    int rc = hf_added(t, root, err, errlen);
+    if (rc == 0)
+        rc = tv_norm_parse(json_object_get(root, "normalizer"), "normalizer",
+                           &h->norm, &h->nnorm, err, errlen);
+    if (rc == 0)
+        rc = tv_pretok_parse(json_object_get(root, "pre_tokenizer"),
+                             "pre_tokenizer", &h->pre, &h->npre, err, errlen);
+    if (rc == 0) {
+        json_t *d = json_object_get(root, "decoder");
+        h->has_decoder = d && !json_is_null(d);
+        rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
+    }
+    return rc;
 }
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
@@ -266,17 +292,7 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
         return TOKVEC_E_TOKENIZER;
     }
     h->unk = (int32_t)json_integer_value(uid);
-    rc = tv_norm_parse(json_object_get(root, "normalizer"), "normalizer",
-                       &h->norm, &h->nnorm, err, errlen);
-    if (rc == 0)
-        rc = tv_pretok_parse(json_object_get(root, "pre_tokenizer"),
-                             "pre_tokenizer", &h->pre, &h->npre, err, errlen);
-    if (rc == 0) {
-        json_t *d = json_object_get(root, "decoder");
-        h->has_decoder = d && !json_is_null(d);
-        rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
-    }
-    return rc;
+    return tv_hf_load_rest(t, root, err, errlen);
 }
 
 /* Checks once the token table is final (tok_load.c). */
@@ -327,8 +343,8 @@ static void utf8_in(const unsigned char *u, size_t i, size_t end,
     x->n = n;
 }
 
-static int word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
-                      size_t *len)
+int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                     size_t *len)
 {
     size_t need = 4 * (e - s) + 1;
     if (need > b->u8cap) {
@@ -390,7 +406,7 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         return 0;
     }
     size_t len;
-    if (word_bytes(b, x, s, e, &len) < 0 ||
+    if (tv_hf_word_bytes(b, x, s, e, &len) < 0 ||
         tv_ids_reserve(out, e - s, offs) < 0)
         return -ENOMEM;
     size_t n0 = out->n, start = 0;
@@ -424,6 +440,31 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
     return 0;
 }
 
+/* A word through the Unigram model (unigram.c): its pieces' byte spans
+ * in the word's UTF-8 are whole characters, mapped back to theirs. */
+static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
+                    const tv_hf_text *x, size_t s, size_t e,
+                    tokvec_tok_ids *out, int offs)
+{
+    size_t len;
+    if (!b->uw)
+        b->uw = tv_uni_work_new();
+    if (!b->uw)
+        return -ENOMEM;
+    if (tv_hf_word_bytes(b, x, s, e, &len) < 0)
+        return -ENOMEM;
+    b->ut.n = 0;
+    int rc = tv_unigram_encode(t->hf->uni, b->uw, b->u8, len, 0, &b->ut);
+    if (rc)
+        return rc;
+    if (tv_ids_reserve(out, b->ut.n, offs) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < b->ut.n; k++)
+        put_tok(out, offs, b->ut.id[k], x, b->u8ch[b->ut.start[k]],
+                b->u8ch[b->ut.end[k]]);
+    return 0;
+}
+
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                   const unsigned char *u, size_t i, size_t end,
                   tokvec_tok_ids *out, int offs)
@@ -442,12 +483,20 @@ int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
         return -ENOMEM;
     utf8_in(u, i, end, &b->t[0]);
     int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
+    if (rc == 0 && h->npre && h->pre[0].kind == TV_P_METASPACE)
+        rc = tv_metaspace_text(&h->pre[0].ms, b, &cur,
+                               b->t[cur].n && b->t[cur].a0[0] == 0);
     if (rc)
         return rc;
     const tv_hf_text *x = &b->t[cur];
     int wc = 0;
     rc = tv_pretok_run(h->pre, h->npre, x, b, &wc);
     for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
-        rc = word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
+        rc = h->model == TV_M_UNIGRAM
+                 ? uni_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs)
+             : h->model == TV_M_BPE
+                 ? tv_spbpe_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out,
+                                 offs)
+                 : word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
     return rc;
 }

@@ -30,6 +30,41 @@ BGE = os.path.join(tc.TOP, "tests", "data", "bge", "tokenizer.json")
 BGE_TEXT = "Hello, World! na\u00efve caf\u00e9 \u4e2d\u6587"
 BGE_IDS = [6598, 16, 1094, 5, 14749, 6674, 752, 867]
 BGE_CLS, BGE_SEP = 101, 102  # the fixture's template ids
+# Unigram (SentencePiece): model2vec-rs's vocabulary-quantized model
+# directory (its tokenizer.json: BertNormalizer, Replace, Strip, Metaspace)
+# and a Unigram with byte fallback trained by Debian's spm_train
+# (tests/data/unigram/README.md). The expected ids, code-point offsets and
+# decodes are Hugging Face tokenizers' (npm tokenizers 0.23.2, the oracle's
+# package: Tokenizer.fromFile(f).encode(text, null, {addSpecialTokens})
+# and .decode(ids, false)); make tokenizer-oracle checks the same on
+# corpora.
+M2V_VQ = os.path.join(tc.TOP, "tests", "data", "model2vec-rs",
+                      "test-model-vocab-quantized")
+DEB_UNI = os.path.join(tc.TOP, "tests", "data", "unigram",
+                       "debian-unigram.json")
+UNI_TEXTS = ["Hello world, na\u00efve caf\u00e9!",
+             "  \u00c7a va?\t\u00c9l\u00e8ve \u4e2d\u6587 "
+             "\uff21\uff22\uff23 \ufb01  x  ",
+             "<s>GNU General Public License</s> "
+             "\U0001d518\U0001d52b\U0001d526 \U0001f600"]
+M2V_IDS = [[6594, 1091, 13, 14745, 6670, 2],
+           [5189, 11438, 32, 2451, 17699, 749, 864, 1, 987, 63],
+           [29, 58, 31, 26006, 1238, 1272, 5107, 29, 16, 58, 31, 1]]
+M2V_OFFSETS = [[[0, 5], [5, 11], [11, 12], [12, 18], [18, 23], [23, 24]],
+               [[2, 4], [4, 7], [7, 8], [8, 11], [11, 14], [15, 16],
+                [16, 17], [17, 21], [21, 23], [24, 26]],
+               [[0, 1], [0, 2], [2, 3], [2, 6], [6, 14], [14, 21],
+                [21, 29], [29, 30], [30, 31], [30, 32], [32, 33], [33, 39]]]
+DEB_IDS = [[589, 2265, 984, 915, 262, 1262, 438, 200, 180, 1431, 440, 438,
+            987, 200, 174, 38],
+           [269, 200, 140, 438, 2098, 438, 68, 269, 200, 142, 517, 200, 173,
+            1431, 269, 233, 189, 178, 235, 155, 140, 1168, 480, 1452, 269,
+            1456],
+           [1, 329, 331, 325, 273, 2, 2029, 1013, 269, 245, 164, 157, 133]]
+DEB_BOS, DEB_EOS = 1, 2  # <s> $A </s>
+DEB_DECODED = ["Hello world, na\u00efve caf\u00e9!",
+               "\u00c7a va? \u00c9l\u00e8ve \u4e2d\u6587 ABC fi x",
+               "<s> GNU General Public License</s> Uni \U0001f600"]
 BOOK = ("Hello, do you like tea? <|endoftext|> In the sunlit terraces"
         "of someunknownPlace.")
 BOOK_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554, 262, 4252,
@@ -866,6 +901,157 @@ class WordPiece(unittest.TestCase):
         self.assertEqual((st, st2), (200, 200))
         self.assertEqual(json.loads(b)["embeddings"],
                          json.loads(b2)["embeddings"])
+
+
+def byte_spans(text, cp_offsets):
+    """HF's code-point offsets as UTF-8 byte offsets into text."""
+    at = [0]
+    for c in text:
+        at.append(at[-1] + len(c.encode()))
+    return [[at[a], at[b]] for a, b in cp_offsets]
+
+
+class Unigram(unittest.TestCase):
+    """SentencePiece Unigram tokenizers: a model directory that brings its
+    tokenizer.json, and --tokenizer with a post-processor and byte
+    fallback; ids, offsets, add_special_tokens, /embed, /decode."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-uni-")
+        cls.m2v = tc.Server(None, "--model", M2V_VQ)
+        table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                              3000, 8, "--context", "64")
+        cls.deb = tc.Server(table, "--tokenizer", DEB_UNI, "--max-tokens",
+                            "64")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.m2v.stop()
+        cls.deb.stop()
+        subprocess.run(["rm", "-rf", cls.tmp], check=False)
+
+    def test_info_names_the_model(self):
+        for srv in (self.m2v, self.deb):
+            info = json.loads(srv.get("/info")[2])["tokenizer"]
+            self.assertEqual(info["model"], "Unigram")
+
+    def test_the_model_directorys_tokenizer_gives_hfs_ids_and_offsets(self):
+        st, body = post(self.m2v, "/tokenize", {"inputs": UNI_TEXTS})
+        self.assertEqual(st, 200)
+        for text, toks, ids, offs in zip(UNI_TEXTS, body, M2V_IDS,
+                                         M2V_OFFSETS):
+            self.assertEqual([t["id"] for t in toks], ids, text)
+            self.assertEqual([[t["start"], t["stop"]] for t in toks],
+                             byte_spans(text, offs), text)
+        # its post-processor adds nothing
+        st, body2 = post(self.m2v, "/tokenize", {
+            "inputs": UNI_TEXTS, "add_special_tokens": True})
+        self.assertEqual((st, body2), (200, body))
+        # the text of a token is its vocabulary string
+        self.assertEqual(body[0][0]["text"], "\u2581hello")
+
+    def test_embed_of_the_text_is_embed_of_hfs_ids(self):
+        st, _, b = self.m2v.embed({"inputs": UNI_TEXTS, "pooling": "mean"})
+        st2, _, b2 = self.m2v.embed({"inputs": M2V_IDS, "pooling": "mean"})
+        self.assertEqual((st, st2), (200, 200), b)
+        self.assertEqual(json.loads(b)["embeddings"],
+                         json.loads(b2)["embeddings"])
+
+    def test_byte_fallback_and_the_template_as_hfs(self):
+        st, body = post(self.deb, "/tokenize", {"inputs": UNI_TEXTS})
+        self.assertEqual(st, 200)
+        self.assertEqual([[t["id"] for t in toks] for toks in body],
+                         DEB_IDS)
+        st, body = post(self.deb, "/tokenize", {
+            "inputs": UNI_TEXTS, "add_special_tokens": True})
+        self.assertEqual([[t["id"] for t in toks] for toks in body],
+                         [[DEB_BOS] + i + [DEB_EOS] for i in DEB_IDS])
+        # byte-fallback pieces of one character share its span
+        raw = UNI_TEXTS[2].encode()
+        last = body[2][-5:-1]
+        self.assertEqual([t["text"] for t in last],
+                         ["<0xF0>", "<0x9F>", "<0x98>", "<0x80>"])
+        self.assertEqual({raw[t["start"]:t["stop"]] for t in last},
+                         {"\U0001f600".encode()})
+
+    def test_decode_is_hfs_bytefallback_and_metaspace(self):
+        st, body = post(self.deb, "/decode", {"ids": DEB_IDS})
+        self.assertEqual((st, body), (200, DEB_DECODED))
+        st, body = post(self.deb, "/decode", {
+            "ids": [[DEB_BOS] + DEB_IDS[0] + [DEB_EOS]],
+            "skip_special_tokens": True})
+        self.assertEqual(body, [DEB_DECODED[0]])
+
+
+# BPE without ByteLevel: the SentencePiece BPE of tests/data/bpe-spm/
+# converted in Llama 2's layout (tools/spm2json.py --llama --template
+# bos); expected values from npm tokenizers 0.23.2 as above.
+DEB_BPE = os.path.join(tc.TOP, "tests", "data", "bpe-spm",
+                       "debian-bpe.model")
+BPE_TEXTS = ["Hello world, na\u00efve caf\u00e9!",
+             "  GNU  General\tPublic \u4e2d\u6587 \U0001f600",
+             "<s>x</s> <sep>y"]
+BPE_IDS = [[588, 2100, 2928, 1800, 2946, 302, 2932, 200, 180, 326, 272,
+            2932, 2939, 200, 174, 38],
+           [2925, 2925, 521, 2925, 530, 14, 2960, 442, 2925, 233, 189, 178,
+            235, 155, 140, 2925, 245, 164, 157, 133],
+           [1, 2925, 2965, 2, 2925, 2925, 3, 311]]
+BPE_OFFSETS = [[[0, 1], [1, 4], [4, 5], [5, 11], [11, 12], [12, 14],
+                [14, 15], [15, 16], [15, 16], [16, 18], [18, 20], [20, 21],
+                [21, 22], [22, 23], [22, 23], [23, 24]],
+               [[0, 1], [0, 1], [1, 5], [5, 6], [6, 14], [14, 15], [15, 16],
+                [16, 21], [21, 22], [22, 23], [22, 23], [22, 23], [23, 24],
+                [23, 24], [23, 24], [24, 25], [25, 26], [25, 26], [25, 26],
+                [25, 26]],
+               [[0, 3], [3, 4], [3, 4], [4, 8], [8, 9], [8, 9], [9, 14],
+                [14, 15]]]
+BPE_DECODED = [BPE_TEXTS[0], BPE_TEXTS[1], "<s> x</s>  <sep> y"]
+
+
+class SentencePieceBPE(unittest.TestCase):
+    """A Llama-2-style BPE (no ByteLevel: Prepend and Replace normalizers,
+    byte fallback, fuse_unk; Replace/ByteFallback/Fuse/Strip decoders)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tokvec-spbpe-")
+        tok = os.path.join(cls.tmp, "tokenizer.json")
+        with open(tok, "w", encoding="utf-8") as f:
+            subprocess.run([sys.executable,
+                            os.path.join(tc.TOP, "tools", "spm2json.py"),
+                            "--template", "bos", "--llama", DEB_BPE],
+                           stdout=f, check=True)
+        table = tc.init_table(os.path.join(cls.tmp, "t.safetensors"),
+                              3000, 8, "--context", "64")
+        cls.srv = tc.Server(table, "--tokenizer", tok)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        subprocess.run(["rm", "-rf", cls.tmp], check=False)
+
+    def test_tokenize_is_hfs_ids_and_offsets(self):
+        info = json.loads(self.srv.get("/info")[2])["tokenizer"]
+        self.assertEqual(info["model"], "BPE")
+        st, body = post(self.srv, "/tokenize", {"inputs": BPE_TEXTS})
+        self.assertEqual(st, 200)
+        for text, toks, ids, offs in zip(BPE_TEXTS, body, BPE_IDS,
+                                         BPE_OFFSETS):
+            self.assertEqual([t["id"] for t in toks], ids, text)
+            self.assertEqual([[t["start"], t["stop"]] for t in toks],
+                             byte_spans(text, offs), text)
+        st, body = post(self.srv, "/tokenize", {
+            "inputs": BPE_TEXTS, "add_special_tokens": True})
+        self.assertEqual([[t["id"] for t in toks] for toks in body],
+                         [[1] + i for i in BPE_IDS])
+
+    def test_decode_is_hfs(self):
+        st, body = post(self.srv, "/decode", {"ids": BPE_IDS})
+        self.assertEqual((st, body), (200, BPE_DECODED))
+        st, body = post(self.srv, "/decode", {
+            "ids": [[1] + BPE_IDS[2]], "skip_special_tokens": True})
+        self.assertEqual(body, ["x  <sep> y"])
 
 
 class NoTokenizer(unittest.TestCase):

@@ -36,8 +36,8 @@ FUZZ_SEED    ?= 0
 # embed: the replies of POST /embed and GET /tokens/{id}: route, options,
 # encoding and table kind together, written into buffers of exactly the
 # planned size (fuzz_embed.c)
-# unigram: the Unigram model and Metaspace on arbitrary bytes
-# (fuzz_unigram.c)
+# unigram: tokenizer.json of the SentencePiece family (Unigram, BPE
+# without ByteLevel, their pipelines) and a text (fuzz_unigram.c)
 # wordpiece: a tokenizer.json of the WordPiece family (normalizers,
 # pre-tokenizers, post-processors, decoders) and a text (fuzz_wordpiece.c)
 FUZZ_TARGETS := request table config ids tokload tokenc similar embed \

@@ -1,130 +1,132 @@
-/* fuzz_unigram.c -- libFuzzer target for the Unigram model (unigram.c) and
- * the Metaspace pre-tokenizer (metaspace.c) on arbitrary bytes.
+/* fuzz_unigram.c -- libFuzzer target for the SentencePiece family of
+ * tokenizer.json (tok_hf.h): the loaders of the Unigram model (unigram.c)
+ * and of BPE without ByteLevel (spbpe.c) and of their pipeline
+ * (Precompiled, Replace with regexes, Strip, Prepend, Metaspace,
+ * ByteFallback, TemplateProcessing), and encoding and decoding through
+ * it.
  *
- * Models: model2vec's Unigram fixture (tests/data/unigram/, unk_id, no
- * byte fallback; the fuzzer runs from the repository root) and a small
- * one built here with byte fallback and no unk_id. Invariants: tokens'
- * spans tile the input in order (byte-fallback tokens of one stretch share
- * its span, one token per byte); a token that is neither unk nor a byte
- * piece spells its span; the model with unk_id never fails; the one
- * without fails only with TOKVEC_E_TOKENIZER and leaves out as it was.
- * Metaspace: pieces are non-empty, end in order at the output's end, and
- * each output byte names an input byte or none.
+ * Input layout: a tokenizer.json, a 0x1E byte, then a text. Without the
+ * separator the whole input is a text for three tokenizers opened once:
+ * model2vec's Unigram fixture (tests/data/unigram/, BertNormalizer,
+ * Replace, Strip, Metaspace split false), the Unigram trained by spm_train
+ * (Precompiled charsmap, byte fallback, user-defined pieces, a template)
+ * tests/data/unigram/seq.json (a small model with byte fallback and a
+ * pipeline of every other stage kind), and two BPEs: the one trained by
+ * spm_train (tests/data/bpe-spm/debian-bpe.json) and one with affixes and
+ * fuse_unk (affix.json). The fuzzer runs from the repository root.
+ *
+ * Invariants: open returns 0 or a negative code with a message naming the
+ * file and no handle; encoding any bytes returns 0 with every id a token,
+ * every span inside the text (start <= stop <= length; 0..0 for the
+ * tokens the post-processor adds), spans in order (a token never starts
+ * before the one before it), the same answer twice (the state's buffers
+ * are reused), exactly the post-processor's ids around the text with
+ * TOKVEC_TOK_ADD_SPECIAL; decoding the ids, with and without special
+ * tokens, succeeds.
  */
-#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "metaspace.h"
-#include "unigram.h"
+#include "tokvec_tokenizer.h"
 
-static tv_unigram *m2v, *small;
-static tv_uni_work *work;
+static char dir[] = "/tmp/tokvec-fuzz-unigram-XXXXXX";
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
+static void check(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const char *text, size_t n)
 {
-    (void)argc;
-    (void)argv;
-    char err[256] = "";
-    json_error_t je;
-    const char *path = "tests/data/unigram/model2vec-vocab-quantized.json";
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root || tv_unigram_from_json(json_object_get(root, "model"), &m2v,
-                                      err, sizeof err) < 0) {
-        fprintf(stderr, "fuzz_unigram: %s: %s %s\n", path, je.text, err);
+    tokvec_tok_ids a = {0}, b = {0}, c = {0};
+    unsigned f = TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS;
+    if (tokvec_tokenizer_encode(t, s, text, n, f, &a) ||
+        tokvec_tokenizer_encode(t, s, text, n, f | TOKVEC_TOK_ADD_SPECIAL,
+                                &b) ||
+        tokvec_tokenizer_encode(t, s, text, n, f, &c))
         abort();
-    }
-    json_decref(root);
-    static const char *p[] = {
-        "a",      "b",        "ab",     "abc",    "\xE2\x96\x81",
-        "<0x61>", "<0xE2>",   "<0x96>", "<0x81>", "<0xC3>",
-        "bc",     "\xC3\xA9", "c"};
-    static const double s[] = {-1, -2, -2.5, -3, -1, 0, 0,
-                               0,  0,  0,    -3, -4, -5};
-    const unsigned char *pp[13];
-    size_t len[13];
-    for (int i = 0; i < 13; i++) {
-        pp[i] = (const unsigned char *)p[i];
-        len[i] = strlen(p[i]);
-    }
-    work = tv_uni_work_new();
-    if (!work || tv_unigram_new(pp, len, s, 13, -1, 1, &small) < 0)
+    if (c.n != a.n ||
+        (a.n && (memcmp(c.ids, a.ids, a.n * sizeof *a.ids) ||
+                 memcmp(c.offsets, a.offsets, a.n * sizeof *a.offsets) ||
+                 memcmp(c.stops, a.stops, a.n * sizeof *a.stops))))
         abort();
-    return 0;
-}
-
-static int is_byte_piece(const tv_unigram *u, int32_t id)
-{
-    size_t n = 0;
-    const unsigned char *b = tv_unigram_piece(u, id, &n, NULL);
-    return b && n == 6 && memcmp(b, "<0x", 3) == 0 && b[5] == '>';
-}
-
-static void check(const tv_unigram *u, const uint8_t *d, size_t n)
-{
-    tv_uni_toks t = {0};
-    int rc = tv_unigram_encode(u, work, d, n, 7, &t);
-    if (rc < 0) {
-        if (tv_unigram_unk(u) >= 0 || rc != TOKVEC_E_TOKENIZER || t.n != 0)
-            abort();
-        tv_uni_toks_free(&t);
-        return;
-    }
-    size_t at = 7;
-    for (size_t i = 0; i < t.n; i++) {
-        if (t.start[i] != at || t.end[i] <= at || t.end[i] > 7 + n)
-            abort();
-        size_t len = 0;
-        const unsigned char *b = tv_unigram_piece(u, t.id[i], &len, NULL);
-        if (!b)
-            abort();
-        if (is_byte_piece(u, t.id[i])) {
-            size_t k = t.end[i] - t.start[i];
-            for (size_t j = 1; j < k; j++)
-                if (i + j >= t.n || t.start[i + j] != t.start[i] ||
-                    t.end[i + j] != t.end[i])
-                    abort();
-            i += k - 1;
-        } else if (t.id[i] != tv_unigram_unk(u) &&
-                   (len != t.end[i] - t.start[i] ||
-                    memcmp(b, d + t.start[i] - 7, len) != 0)) {
-            abort();
-        }
-        at = t.end[i];
-    }
-    if (at != 7 + n && n > 0)
+    const int32_t *pre, *post;
+    size_t npre, npost;
+    tokvec_tokenizer_added(t, &pre, &npre, &post, &npost);
+    if (b.n != a.n + npre + npost ||
+        (npre && memcmp(b.ids, pre, npre * sizeof *pre)) ||
+        (a.n && memcmp(b.ids + npre, a.ids, a.n * sizeof *a.ids)) ||
+        (npost && memcmp(b.ids + npre + a.n, post, npost * sizeof *post)))
         abort();
-    tv_uni_toks_free(&t);
+    for (size_t k = 0; k < a.n; k++) {
+        const unsigned char *tb;
+        size_t tl;
+        if (tokvec_tokenizer_token(t, a.ids[k], &tb, &tl, NULL) ||
+            a.offsets[k] > a.stops[k] || a.stops[k] > n ||
+            (k && a.offsets[k] < a.offsets[k - 1]) ||
+            b.offsets[npre + k] != a.offsets[k] ||
+            b.stops[npre + k] != a.stops[k])
+            abort();
+    }
+    for (size_t k = 0; k < npre; k++)
+        if (b.offsets[k] || b.stops[k])
+            abort();
+    for (unsigned sk = 0; sk < 2; sk++) {
+        char *out;
+        size_t ol;
+        if (tokvec_tokenizer_decode_flags(t, b.ids, b.n, sk, &out, &ol, NULL))
+            abort();
+        free(out);
+    }
+    tokvec_tok_ids_free(&a);
+    tokvec_tok_ids_free(&b);
+    tokvec_tok_ids_free(&c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    check(m2v, data, size);
-    check(small, data, size);
-    unsigned char *out = malloc(4 * size + 4);
-    size_t *src = malloc((4 * size + 4) * sizeof *src);
-    size_t *ends = malloc((size + 2) * sizeof *ends);
-    if (!out || !src || !ends)
-        abort();
-    for (int sc = 0; sc < 3; sc++) {
-        tv_metaspace m = {0x2581, {0xE2, 0x96, 0x81, 0}, 3, sc, sc != 1};
-        size_t olen = 0, np = 0, prev = 0;
-        tv_metaspace_pretok(&m, data, size, 1, out, &olen, src, ends, &np);
-        for (size_t i = 0; i < np; i++) {
-            if (ends[i] <= prev || ends[i] > olen)
-                abort();
-            prev = ends[i];
-        }
-        if ((size > 0 && prev != olen) || olen > 4 * size + 4)
+    static const char *const fixed[] = {
+        "tests/data/unigram/model2vec-vocab-quantized.json",
+        "tests/data/unigram/debian-unigram.json",
+        "tests/data/unigram/seq.json",
+        "tests/data/bpe-spm/debian-bpe.json",
+        "tests/data/bpe-spm/affix.json",
+    };
+    enum { NFIX = sizeof fixed / sizeof *fixed };
+    static int made;
+    static tokvec_tokenizer *tk[NFIX];
+    static tokvec_tok_state *s;
+    if (!made) {
+        made = mkdtemp(dir) != NULL;
+        s = tokvec_tok_state_new();
+        if (!made || !s)
             abort();
-        for (size_t j = 0; j < olen; j++)
-            if (src[j] != SIZE_MAX && src[j] >= size)
+        for (size_t k = 0; k < NFIX; k++)
+            if (tokvec_tokenizer_open(fixed[k], NULL, &tk[k])) {
+                fprintf(stderr, "fuzz_unigram: cannot open %s\n", fixed[k]);
                 abort();
+            }
     }
-    free(out);
-    free(src);
-    free(ends);
+    const uint8_t *sep = memchr(data, 0x1E, size);
+    if (!sep) {
+        for (size_t k = 0; k < NFIX; k++)
+            check(tk[k], s, (const char *)data, size);
+        return 0;
+    }
+    char p[512], err[512] = "";
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    FILE *f = fopen(p, "wb");
+    size_t n1 = (size_t)(sep - data);
+    if (!f || (n1 && fwrite(data, 1, n1, f) != n1))
+        abort();
+    fclose(f);
+    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_tokenizer *t = NULL;
+    int rc = tokvec_tokenizer_open(p, &o, &t);
+    if (rc > 0 || (rc < 0 && (t || !strstr(err, dir))) || (rc == 0 && !t))
+        abort();
+    if (t) {
+        check(t, s, (const char *)sep + 1, size - n1 - 1);
+        tokvec_tokenizer_close(t);
+    }
     return 0;
 }

@@ -1,4 +1,4 @@
-// hf.js -- tokvec's WordPiece tokenizers against Hugging Face tokenizers
+// hf.js -- tokvec's WordPiece and Unigram tokenizers against Hugging Face tokenizers
 // (npm "tokenizers": HF's Rust library as a native Node module), text by
 // text: ids with add_special_tokens false and true, and offsets. Zero
 // differences allowed; HF wins.
@@ -9,7 +9,10 @@
 //       zero-width characters, accents, words around
 //       max_input_chars_per_word), each file whole, by paragraphs and by
 //       lines; --exhaustive adds every Unicode scalar value c in
-//       "a"+c+"b", c+c and "É"+c+" x"
+//       "a"+c+"b", c+c and "É"+c+" x"; --metaspace-variants 1 checks
+//       the tokenizer with its Metaspace (pre-tokenizer and decoder) set
+//       to each prepend_scheme (always, first, never) and split (true,
+//       false) instead
 //   node hf.js train --out FILE F...
 //       trains a WordPiece tokenizer on the files with HF's trainer (NFKC,
 //       Lowercase; WhitespaceSplit, Punctuation, Digits), adds [UNK],
@@ -132,6 +135,18 @@ function edgeCases() {
     'ÀÁÂÃÄÅàáâãäå ÈÉÊËèéêë ÌÍÎÏìíîï ÒÓÔÕÖòóôõö ÙÚÛÜùúûü Ññ Çç Ÿÿ',
     'e\u0301 e\u0301\u0301 E\u0300\u0323 a\u0323\u0302 \u0301x',
     '[CLS] [SEP] [UNK] [MASK] [PAD] [cls] [CLS][SEP]x[SEP] a[UNK]b',
+    // SentencePiece's control and user-defined pieces (added tokens), at
+    // the start, the end and inside words: Metaspace's "first" scheme
+    '<s>', '</s>', '<s>hello</s>', ' <s> x', 'a<s>b', '<sep>', 'x<sep>y',
+    '<cls> <sep>  <s>', '<unk>', 'word<unk>', '<pad>', '<s><s></s>', '  <s>',
+    'the<sep> cat <cls>sat', '<sep>\u2581x', '\u2581', '\u2581\u2581 \u2581a',
+    ' ', '  ', '   x  ', 'x\u3000 y', '\u00a0\u00a0x', 'a\tb\nc\r\nd',
+    // SentencePiece's charsmap: full width, compatibility, ligatures,
+    // combining sequences of 6 bytes and more, emoji sequences
+    '\uff21\uff22\uff23 \uff41\uff42 \uff11\uff12', '\u2460\u2461 \u3392 \ufb01\ufb02',
+    'e\u0301\u0301\u0301', '\u1100\u1161\u11a8 \uac01',
+    '\u{1f468}\u200d\u{1f469}\u200d\u{1f467} \u{1f1ef}\u{1f1f5} \u{1f44d}\u{1f3fd}',
+    '\u0915\u094d\u0937 \u0e01\u0e33 \u0627\u0644\u0639\u0631\u0628\u064a\u0629',
     // long runs of marks out of canonical order (linear time in tokvec)
     'a' + '\u0301\u0323'.repeat(5000),
     'e' + '\u0323\u0301\u0302\u0316'.repeat(2000) + ' x\u0345\u0300 y');
@@ -155,7 +170,41 @@ function exhaustive() {
     return t;
 }
 
+// The tokenizer's Metaspace set to scheme and split, in a file beside.
+function metaspaceVariant(file, scheme, split) {
+    const j = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const set = (m) => {
+        if (m && m.type === 'Metaspace') {
+            m.prepend_scheme = scheme;
+            m.split = split;
+            delete m.add_prefix_space;
+        }
+        for (const k of ['decoders', 'pretokenizers'])
+            if (m && Array.isArray(m[k])) m[k].forEach(set);
+    };
+    set(j.pre_tokenizer);
+    set(j.decoder);
+    const out = require('os').tmpdir() +
+        `/tokvec-hf-${process.pid}-${scheme}-${split}.json`;
+    fs.writeFileSync(out, JSON.stringify(j));
+    return out;
+}
+
 async function check(opt) {
+    if (opt['metaspace-variants']) {
+        let bad = 0;
+        for (const scheme of ['always', 'first', 'never'])
+            for (const split of [true, false]) {
+                const f = metaspaceVariant(opt.tokenizer, scheme, split);
+                try {
+                    bad += await check(Object.assign({}, opt, {
+                        tokenizer: f, 'metaspace-variants': undefined }));
+                } finally {
+                    fs.unlinkSync(f);
+                }
+            }
+        return bad;
+    }
     const tok = hf.Tokenizer.fromFile(opt.tokenizer);
     let texts = builtins().concat(edgeCases());
     for (const f of opt.files) {
