@@ -266,13 +266,15 @@ static void normalizers_that_cannot_be_are_refused_naming_where(void **s)
         {"{\"type\":7}", "a normalizer without a type"},
         {"{\"type\":\"Sequence\"}", "Sequence without normalizers"},
         {"{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},"
-         "{\"type\":\"Precompiled\"}]}",
+         "{\"type\":\"Nmt\"}]}",
          "normalizer.normalizers[1]"},
-        {"{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" +\"},"
+        {"{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"[a-z]+\"},"
          "\"content\":\" \"}",
-         "a Regex pattern is not"},
+         "Replace: the pattern is not a String or a Regex"},
         {"{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"}}",
-         "only a String pattern"},
+         "Replace: the pattern is not a String or a Regex"},
+        {"{\"type\":\"Precompiled\"}",
+         "Precompiled.precompiled_charsmap: not a string"},
         {"{\"type\":\"Prepend\"}", "Prepend without a string"},
         {"{\"type\":\"Nmt\"}", "normalizer Nmt is not supported"},
     };
