@@ -182,13 +182,17 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
     }
 }
 
-/* The reaper thread (tv-reaper): a few times per request_timeout (10 ms ..
- * 0.5 s), shuts down the sockets whose deadline has passed; twice a second
- * it gives idle cached memory back (tv_bufcache_trim). */
+/* The reaper thread (tv-reaper): a few times per request_timeout and per
+ * max_queue_wait (10 ms .. 0.5 s), shuts down the sockets whose deadline
+ * has passed and answers the jobs that waited too long; twice a second it
+ * gives idle cached memory back (tv_bufcache_trim). */
 static void *reaper_main(void *arg)
 {
     tv_server *s = arg;
     long long period = deadline_span_ms(s) / 8, last_trim = now_ms();
+    long long qw = (long long)(s->cfg->max_queue_wait * 1e3) / 8;
+    if (qw > 0 && qw < period)
+        period = qw;
     period = period < 10 ? 10 : period > 500 ? 500 : period;
     pthread_mutex_lock(&s->watch_lock);
     while (!s->reaper_stop) {

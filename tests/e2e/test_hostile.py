@@ -1157,9 +1157,12 @@ class SlowReaders(unittest.TestCase):
         self.assertEqual(got[0][0], 200)
 
     def test_a_job_waiting_past_max_queue_wait_gets_503(self):
-        self.start("--threads", "1", "--max-queue-wait", "0.2")
+        self.start("--threads", "1", "--max-queue-wait", "0.1",
+                   "--max-tokens", "98304")
         hold = socket.create_connection(("127.0.0.1", self.port), timeout=60)
-        hold.sendall(self.big_json(64))  # ~0.5 s of formatting
+        # 96 x 1024 x 256 floats: ~0.25 s of batch formatting (its bound
+        # fits the default budget of 1 GiB)
+        hold.sendall(self.big_json(96))
         wait_until(lambda: metric(self.port, "tokvec_inflight_requests") == 2
                    and metric(self.port, "tokvec_queue_depth") == 0,
                    10, "the long job to run")
