@@ -63,6 +63,12 @@ def wait_for(pred, what, srv, seconds=20):
     raise AssertionError("no %s: %s" % (what, srv.stderr()))
 
 
+def watching(srv, what):
+    """Waits for the control loop's "watch: WHAT" line: the watches are
+    set once the server answers, a moment after /health first does."""
+    wait_for(lambda: "watch: " + what in srv.stderr(), "watch line", srv)
+
+
 def reloads(srv, result):
     return srv.metric('tokvec_reloads_total{result="%s"}' % result) or 0
 
@@ -98,7 +104,7 @@ class WatchTable(unittest.TestCase):
                 init(self.path, 300, 1, dtype)
                 srv = tc.Server(self.path, "--watch", "true")
                 try:
-                    self.assertIn("watch: " + self.path, srv.stderr())
+                    watching(srv, self.path)
                     init(self.path, 400, 2, dtype)
                     want = tc.read_safetensors(
                         self.path, widen=True)["tok_emb.weight"]
@@ -134,6 +140,7 @@ class WatchTable(unittest.TestCase):
             wide = f.read()
         srv = tc.Server(self.path, "--watch", "true")
         try:
+            watching(srv, self.path)
             cases = [(data[:100], "beyond the file size"),
                      (b"not a table at all", self.path),
                      (wide, "has dim 16")]
@@ -177,6 +184,7 @@ class WatchTable(unittest.TestCase):
                 init(self.path, 300, 1)
                 srv = tc.Server(self.path, *args, env=env)
                 try:
+                    watching(srv, self.path)
                     init(self.path, 400, 2)
                     wait_for(lambda: reloads(srv, "ok") >= 1, "reload", srv)
                     info = json.loads(srv.get("/info")[2])
@@ -203,6 +211,7 @@ class WatchTokenizer(unittest.TestCase):
                     self.assertEqual(st, 200, b)
                     return [t["id"] for t in json.loads(b)[0]]
                 self.assertEqual(ids(), [15496, 995])
+                watching(srv, path)
                 replace(path, b'{"model": ')
                 wait_for(lambda: reloads(srv, "failed") >= 1,
                          "failed reload", srv)
@@ -236,7 +245,7 @@ class WatchModel(unittest.TestCase):
                 {"model_type": "model2vec", "normalize": False}).encode())
             srv = tc.Server(None, "--model", d, "--watch", "true")
             try:
-                self.assertIn("watch: %s (the directory)" % d, srv.stderr())
+                watching(srv, "%s (the directory)" % d)
                 np.testing.assert_array_equal(row(srv, 7), emb[7])
                 emb2 = (emb * 2).astype(np.float32)
                 tmp = os.path.join(d, "model.safetensors.new")
