@@ -75,7 +75,7 @@ MISSING_FILES = {
     "gpt2.Q8_0.gguf": "a GGUF of GPT-2",
     "gpt2.Q4_K_M.gguf": "a GGUF of GPT-2",
     "models/potion-base-8M": "a Model2Vec model (downloaded)",
-    "m.model": "your own SentencePiece model",
+    " m.model": "your own SentencePiece model",
     "localhost:8000": "vLLM's own server",
 }
 # Each file of examples/ and the test that runs it.
@@ -280,7 +280,8 @@ class Readme(unittest.TestCase):
         what = "%s: %s\n%s%s" % (where, cmd, r.stdout[:400], r.stderr[:400])
         self.assertEqual(r.returncode, 0, what)
         out = r.stdout.decode(errors="replace").replace("\r", "")
-        self.assertTrue(out or " -o " in cmd, what)
+        self.assertTrue(out or " -o " in cmd or
+                        re.search(r"\s>\s*\S+\s*$", cmd), what)
         if expect:
             got = [ln for ln in out.strip().split("\n")]
             self.assertEqual(len(got), len(expect), what)
