@@ -163,7 +163,9 @@ int tokenizer_open(tv_server *s, char *err, size_t len)
     tokvec_tokenizer_opts o = {.errbuf = why, .errlen = sizeof why};
     int rc = tokvec_tokenizer_open(path, &o, &s->tok);
     if (rc < 0) {
-        snprintf(err, len, "tokenizer: %s", *why ? why : tokvec_strerror(rc));
+        /* err is as long as why: the line's tail gives way */
+        snprintf(err, len, "tokenizer: %.480s",
+                 *why ? why : tokvec_strerror(rc));
         s->tok = NULL;
         return s->cfg->tokenizer_given || rc == -ENOMEM ? rc
                                                         : drop_default(s, err);
@@ -225,7 +227,9 @@ static int reopen_tokenizer(tv_server *s, table_ref *fresh, char *err,
     int rc = tokvec_tokenizer_open(s->cfg->tokenizer, &o, &fresh->tok);
     if (rc < 0) {
         fresh->tok = NULL;
-        snprintf(err, len, "tokenizer: %s", *why ? why : tokvec_strerror(rc));
+        /* err is as long as why: the line's tail gives way */
+        snprintf(err, len, "tokenizer: %.480s",
+                 *why ? why : tokvec_strerror(rc));
         return rc;
     }
     fresh->tok_owned = 1;
