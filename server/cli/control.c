@@ -42,7 +42,7 @@ typedef struct watch {
     char what[PATH_MAX];     /* the path given, for the log */
 } watch;
 
-typedef struct control {
+struct control {
     uv_loop_t loop;
     uv_signal_t sig[3];
     uv_timer_t pause; /* the drain's waits */
@@ -56,7 +56,8 @@ typedef struct control {
     int term_sig;
     const char *waiting_for; /* what the drain waits for now, for the log */
     char changed[PATH_MAX];  /* the last watched path that changed */
-} control;
+};
+typedef struct control control;
 
 static double now_seconds(void)
 {
@@ -316,33 +317,60 @@ static void close_one(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
-int tv_control_run(tv_server *srv, const tv_config *cfg, size_t *open)
+int tv_control_open(const tv_config *cfg, tv_control **out)
 {
-    static const int sigs[3] = {SIGHUP, SIGTERM, SIGINT};
-    control c = {.srv = srv, .cfg = cfg};
-    sigset_t set;
-    *open = 0;
-    int rc = uv_loop_init(&c.loop);
-    if (rc < 0) {
-        tv_log(TV_LOG_ERROR, "control loop: %s", uv_strerror(rc));
+    control *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c) {
+        tv_log(TV_LOG_ERROR, "control loop: out of memory");
         return -1;
     }
-    c.loop.data = &c;
-    uv_timer_init(&c.loop, &c.pause);
-    uv_timer_init(&c.loop, &c.quiet);
-    c.pause.data = c.quiet.data = &c;
+    c->cfg = cfg;
+    int rc = uv_loop_init(&c->loop);
+    if (rc < 0) {
+        tv_log(TV_LOG_ERROR, "control loop: %s", uv_strerror(rc));
+        free(c);
+        return -1;
+    }
+    c->loop.data = c;
+    uv_timer_init(&c->loop, &c->pause);
+    uv_timer_init(&c->loop, &c->quiet);
+    c->pause.data = c->quiet.data = c;
+    /* Before the server starts: a change from the moment it answers on
+     * is seen (the kernel queues it until the loop runs). */
+    if (cfg->watch)
+        watch_start(c);
+    *out = c;
+    return 0;
+}
+
+void tv_control_close(tv_control *c)
+{
+    if (!c)
+        return;
+    uv_walk(&c->loop, close_one, NULL);
+    uv_run(&c->loop, UV_RUN_DEFAULT); /* the close callbacks */
+    uv_loop_close(&c->loop);
+    free(c);
+}
+
+int tv_control_run(tv_control *c, tv_server *srv, size_t *open)
+{
+    static const int sigs[3] = {SIGHUP, SIGTERM, SIGINT};
+    sigset_t set;
+    int rc = 0;
+    c->srv = srv;
+    *open = 0;
     for (int i = 0; i < 3 && rc == 0; i++) {
-        rc = uv_signal_init(&c.loop, &c.sig[i]);
-        c.sig[i].data = &c;
+        rc = uv_signal_init(&c->loop, &c->sig[i]);
+        c->sig[i].data = c;
         if (rc == 0)
-            rc = uv_signal_start(&c.sig[i], on_signal, sigs[i]);
+            rc = uv_signal_start(&c->sig[i], on_signal, sigs[i]);
     }
     if (rc < 0) {
         tv_log(TV_LOG_ERROR, "control loop: signals: %s", uv_strerror(rc));
-        goto out;
+        return -1;
     }
-    if (cfg->watch)
-        watch_start(&c);
     /* libuv's handlers are in place: the signals may come to this thread
      * now (one sent during start-up was pending, and arrives here). */
     sigemptyset(&set);
@@ -350,13 +378,9 @@ int tv_control_run(tv_server *srv, const tv_config *cfg, size_t *open)
         sigaddset(&set, sigs[i]);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
-    uv_run(&c.loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
+    uv_run(&c->loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
     tv_server_drain_begin(srv);
-    *open = drain(&c, cfg->drain_timeout, (unsigned long)cfg->port);
+    *open = drain(c, c->cfg->drain_timeout, (unsigned long)c->cfg->port);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-out:
-    uv_walk(&c.loop, close_one, NULL);
-    uv_run(&c.loop, UV_RUN_DEFAULT); /* the close callbacks */
-    uv_loop_close(&c.loop);
-    return rc < 0 ? -1 : 0;
+    return 0;
 }

@@ -97,6 +97,7 @@ int cmd_serve(int argc, char **argv)
 {
     tv_config cfg;
     tv_server *srv = NULL;
+    tv_control *ctl = NULL;
     char err[1024] = "", line[4096], table[1024];
     sigset_t set;
     int exit_code = 0;
@@ -147,6 +148,10 @@ int cmd_serve(int argc, char **argv)
      * the file at the faulting address: the table or its shard. */
     tv_sigbus_install(cfg.table);
 
+    if (tv_control_open(&cfg, &ctl) < 0) {
+        exit_code = 1;
+        goto out;
+    }
     rc = tv_server_start(&cfg, &srv, err, sizeof err);
     if (rc < 0) {
         /* A missing table: say how to make one (the default table is not
@@ -167,7 +172,7 @@ int cmd_serve(int argc, char **argv)
     listening_hint(&cfg);
 
     size_t open_requests = 0;
-    if (tv_control_run(srv, &cfg, &open_requests) < 0) {
+    if (tv_control_run(ctl, srv, &open_requests) < 0) {
         exit_code = 1;
         goto out;
     }
@@ -181,6 +186,7 @@ int cmd_serve(int argc, char **argv)
     tv_log(TV_LOG_INFO, "stopped");
 out:
     tv_server_stop(srv);
+    tv_control_close(ctl);
     tv_config_free(&cfg);
     return exit_code;
 }

@@ -64,8 +64,9 @@ def wait_for(pred, what, srv, seconds=20):
 
 
 def watching(srv, what):
-    """Waits for the control loop's "watch: WHAT" line: the watches are
-    set once the server answers, a moment after /health first does."""
+    """The control loop's "watch: WHAT" line is there: the watches are set
+    before the server starts, so a change made once it answers is seen
+    (wait_for only in case the log line is still on its way)."""
     wait_for(lambda: "watch: " + what in srv.stderr(), "watch line", srv)
 
 
@@ -104,7 +105,9 @@ class WatchTable(unittest.TestCase):
                 init(self.path, 300, 1, dtype)
                 srv = tc.Server(self.path, "--watch", "true")
                 try:
-                    watching(srv, self.path)
+                    # set before the server first answered (tc.Server
+                    # returns once /health has)
+                    self.assertIn("watch: " + self.path, srv.stderr())
                     init(self.path, 400, 2, dtype)
                     want = tc.read_safetensors(
                         self.path, widen=True)["tok_emb.weight"]
