@@ -18,12 +18,6 @@
 #include "tok_hf.h"
 #include "tok_utf8.h"
 
-static int bad(char *err, size_t errlen, const char *where, const char *what)
-{
-    snprintf(err, errlen, "%s: %s", where, what);
-    return TOKVEC_E_TOKENIZER;
-}
-
 static int add(tv_dec **v, size_t *n, size_t *cap, tv_dec x)
 {
     if (*n == *cap) {
@@ -52,12 +46,12 @@ static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
     tv_dec x = {0};
     char msg[160];
     if (!ty)
-        return bad(err, errlen, where, "a decoder without a type");
+        return tv_hf_bad(err, errlen, where, "a decoder without a type");
     if (!strcmp(ty, "Sequence")) {
         json_t *arr = json_object_get(j, "decoders"), *e;
         size_t k;
         if (!json_is_array(arr))
-            return bad(err, errlen, where, "Sequence without decoders");
+            return tv_hf_bad(err, errlen, where, "Sequence without decoders");
         json_array_foreach(arr, k, e) {
             char w[256];
             snprintf(w, sizeof w, "%s.decoders[%zu]", where, k);
@@ -83,7 +77,7 @@ static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
         char why[160] = "";
         x.kind = TV_D_METASPACE;
         if (tv_metaspace_from_json(j, &x.ms, why, sizeof why))
-            return bad(err, errlen, where, why);
+            return tv_hf_bad(err, errlen, where, why);
         return add(v, n, cap, x);
     } else if (!strcmp(ty, "Strip")) {
         const char *c = json_string_value(json_object_get(j, "content"));
@@ -92,8 +86,9 @@ static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
         if (!c || !one_char(c) || !json_is_integer(st) ||
             !json_is_integer(sp) || json_integer_value(st) < 0 ||
             json_integer_value(sp) < 0)
-            return bad(err, errlen, where,
-                       "Strip needs one character and counts start, stop");
+            return tv_hf_bad(
+                err, errlen, where,
+                "Strip needs one character and counts start, stop");
         x.kind = TV_D_STRIP;
         x.a = strdup(c);
         x.left = (size_t)json_integer_value(st);
@@ -103,9 +98,9 @@ static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
             json_object_get(json_object_get(j, "pattern"), "String"));
         const char *c = json_string_value(json_object_get(j, "content"));
         if (!s || !*s || !c)
-            return bad(err, errlen, where,
-                       "Replace: only a non-empty String pattern is "
-                       "supported (a Regex pattern is not)");
+            return tv_hf_bad(err, errlen, where,
+                             "Replace: only a non-empty String pattern is "
+                             "supported (a Regex pattern is not)");
         x.kind = TV_D_REPLACE;
         x.a = strdup(s);
         x.b = strdup(c);
@@ -117,7 +112,7 @@ static int parse_one(json_t *j, const char *where, tv_dec **v, size_t *n,
     } else {
         snprintf(msg, sizeof msg,
                  "decoder %.40s is not supported with this model", ty);
-        return bad(err, errlen, where, msg);
+        return tv_hf_bad(err, errlen, where, msg);
     }
     if (!x.a)
         return -ENOMEM;

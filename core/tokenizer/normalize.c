@@ -663,12 +663,6 @@ int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur)
 
 /* --- parsing --- */
 
-static int bad(char *err, size_t errlen, const char *where, const char *what)
-{
-    snprintf(err, errlen, "%s: %s", where, what);
-    return TOKVEC_E_TOKENIZER;
-}
-
 /* UTF-8 string s as code points (malloc'd). */
 static int to_cps(const char *s, uint32_t **out, size_t *n)
 {
@@ -769,12 +763,13 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
     char msg[160];
     tv_norm x = {0};
     if (!ty)
-        return bad(err, errlen, where, "a normalizer without a type");
+        return tv_hf_bad(err, errlen, where, "a normalizer without a type");
     if (!strcmp(ty, "Sequence")) {
         json_t *arr = json_object_get(j, "normalizers"), *e;
         size_t k;
         if (!json_is_array(arr))
-            return bad(err, errlen, where, "Sequence without normalizers");
+            return tv_hf_bad(err, errlen, where,
+                             "Sequence without normalizers");
         json_array_foreach(arr, k, e) {
             char w[256];
             snprintf(w, sizeof w, "%s.normalizers[%zu]", where, k);
@@ -819,10 +814,10 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
         const char *re = json_string_value(json_object_get(pat, "Regex"));
         const char *c = json_string_value(json_object_get(j, "content"));
         if ((!s && !(re && regex(re, &x))) || !c)
-            return bad(err, errlen, where,
-                       "Replace: the pattern is not a String or a Regex "
-                       "of one character or \\s repeated (+, {n}, {n,}, "
-                       "{n,m})");
+            return tv_hf_bad(err, errlen, where,
+                             "Replace: the pattern is not a String or a Regex "
+                             "of one character or \\s repeated (+, {n}, {n,}, "
+                             "{n,m})");
         if (re)
             s = "";
         x.kind = TV_N_REPLACE;
@@ -835,19 +830,19 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
         x.kind = TV_N_PRECOMPILED;
         int rc = tv_precompiled_from_json(j, &x.pc, why, sizeof why);
         if (rc == TOKVEC_E_TOKENIZER)
-            return bad(err, errlen, where, why);
+            return tv_hf_bad(err, errlen, where, why);
         if (rc)
             return rc;
     } else if (!strcmp(ty, "Prepend")) {
         const char *c = json_string_value(json_object_get(j, "prepend"));
         if (!c)
-            return bad(err, errlen, where, "Prepend without a string");
+            return tv_hf_bad(err, errlen, where, "Prepend without a string");
         x.kind = TV_N_PREPEND;
         if (to_cps(c, &x.rep, &x.nrep) < 0)
             return -ENOMEM;
     } else {
         snprintf(msg, sizeof msg, "normalizer %.40s is not supported", ty);
-        return bad(err, errlen, where, msg);
+        return tv_hf_bad(err, errlen, where, msg);
     }
     int rc = add(v, n, cap, x);
     if (rc) {

@@ -27,12 +27,6 @@ static int append(int32_t **v, size_t *n, int32_t id)
     return 0;
 }
 
-static int bad(char *err, size_t errlen, const char *where, const char *what)
-{
-    snprintf(err, errlen, "%s: %s", where, what);
-    return TOKVEC_E_TOKENIZER;
-}
-
 static int id_ok(json_t *v)
 {
     return json_is_integer(v) && json_integer_value(v) >= 0 &&
@@ -47,28 +41,31 @@ static int template(json_t *j, const char *where, tv_post *p, char *err,
     size_t k;
     int seen = 0;
     if (!json_is_array(single))
-        return bad(err, errlen, where,
-                   "TemplateProcessing: \"single\" is not a list");
+        return tv_hf_bad(err, errlen, where,
+                         "TemplateProcessing: \"single\" is not a list");
     json_array_foreach(single, k, e) {
         json_t *st = json_object_get(e, "SpecialToken");
         if (json_object_get(e, "Sequence")) {
             if (seen++)
-                return bad(err, errlen, where,
-                           "TemplateProcessing: \"single\" names more than "
-                           "one sequence");
+                return tv_hf_bad(
+                    err, errlen, where,
+                    "TemplateProcessing: \"single\" names more than "
+                    "one sequence");
             continue;
         }
         const char *name = json_string_value(json_object_get(st, "id"));
         json_t *ids = json_object_get(json_object_get(sp, name), "ids"), *i;
         size_t q;
         if (!name || !json_is_array(ids))
-            return bad(err, errlen, where,
-                       "TemplateProcessing: a special token of \"single\" "
-                       "is not in special_tokens");
+            return tv_hf_bad(
+                err, errlen, where,
+                "TemplateProcessing: a special token of \"single\" "
+                "is not in special_tokens");
         json_array_foreach(ids, q, i) {
             if (!id_ok(i))
-                return bad(err, errlen, where,
-                           "TemplateProcessing: an id is not in [0, 2^24)");
+                return tv_hf_bad(
+                    err, errlen, where,
+                    "TemplateProcessing: an id is not in [0, 2^24)");
             int rc = seen ? append(&p->post, &p->npost,
                                    (int32_t)json_integer_value(i))
                           : append(&p->pre, &p->npre,
@@ -78,8 +75,8 @@ static int template(json_t *j, const char *where, tv_post *p, char *err,
         }
     }
     if (!seen)
-        return bad(err, errlen, where,
-                   "TemplateProcessing: \"single\" has no sequence");
+        return tv_hf_bad(err, errlen, where,
+                         "TemplateProcessing: \"single\" has no sequence");
     return 0;
 }
 
@@ -89,7 +86,8 @@ static int one(json_t *j, const char *where, tv_post *p, char *err,
     const char *ty = json_string_value(json_object_get(j, "type"));
     char msg[160];
     if (!ty)
-        return bad(err, errlen, where, "a post-processor without a type");
+        return tv_hf_bad(err, errlen, where,
+                         "a post-processor without a type");
     if (!strcmp(ty, "Sequence")) {
         json_t *arr = json_object_get(j, "processors"), *e;
         size_t k;
@@ -100,9 +98,9 @@ static int one(json_t *j, const char *where, tv_post *p, char *err,
             if (rc)
                 return rc;
         }
-        return json_is_array(arr)
-                   ? 0
-                   : bad(err, errlen, where, "Sequence without processors");
+        return json_is_array(arr) ? 0
+                                  : tv_hf_bad(err, errlen, where,
+                                              "Sequence without processors");
     }
     if (!strcmp(ty, "ByteLevel")) {
         p->trim_offsets = !json_is_false(json_object_get(j, "trim_offsets"));
@@ -114,16 +112,16 @@ static int one(json_t *j, const char *where, tv_post *p, char *err,
         json_t *cls = json_array_get(json_object_get(j, "cls"), 1);
         json_t *sep = json_array_get(json_object_get(j, "sep"), 1);
         if (!id_ok(cls) || !id_ok(sep))
-            return bad(err, errlen, where,
-                       "cls and sep must be [token, id] with ids in "
-                       "[0, 2^24)");
+            return tv_hf_bad(err, errlen, where,
+                             "cls and sep must be [token, id] with ids in "
+                             "[0, 2^24)");
         int rc = append(&p->pre, &p->npre, (int32_t)json_integer_value(cls));
         return rc ? rc
                   : append(&p->post, &p->npost,
                            (int32_t)json_integer_value(sep));
     }
     snprintf(msg, sizeof msg, "post-processor %.40s is not supported", ty);
-    return bad(err, errlen, where, msg);
+    return tv_hf_bad(err, errlen, where, msg);
 }
 
 int tv_post_parse(json_t *j, tv_post *p, char *err, size_t errlen)

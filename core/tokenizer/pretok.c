@@ -237,12 +237,6 @@ int tv_pretok_run(const tv_pretok *v, size_t n, const tv_hf_text *x,
 
 /* --- parsing --- */
 
-static int bad(char *err, size_t errlen, const char *where, const char *what)
-{
-    snprintf(err, errlen, "%s: %s", where, what);
-    return TOKVEC_E_TOKENIZER;
-}
-
 static int behavior(const char *s)
 {
     static const char *const names[] = {"Removed", "Isolated",
@@ -261,12 +255,13 @@ static int parse_one(json_t *j, const char *where, tv_pretok **v, size_t *n,
     tv_pretok x = {0};
     char msg[160];
     if (!ty)
-        return bad(err, errlen, where, "a pre-tokenizer without a type");
+        return tv_hf_bad(err, errlen, where, "a pre-tokenizer without a type");
     if (!strcmp(ty, "Sequence")) {
         json_t *arr = json_object_get(j, "pretokenizers"), *e;
         size_t k;
         if (!json_is_array(arr))
-            return bad(err, errlen, where, "Sequence without pretokenizers");
+            return tv_hf_bad(err, errlen, where,
+                             "Sequence without pretokenizers");
         json_array_foreach(arr, k, e) {
             char w[256];
             snprintf(w, sizeof w, "%s.pretokenizers[%zu]", where, k);
@@ -285,7 +280,8 @@ static int parse_one(json_t *j, const char *where, tv_pretok **v, size_t *n,
         x.kind = TV_P_PUNCT;
         x.behavior = bj ? behavior(json_string_value(bj)) : TV_SB_ISOLATED;
         if (x.behavior < 0)
-            return bad(err, errlen, where, "Punctuation: unknown behavior");
+            return tv_hf_bad(err, errlen, where,
+                             "Punctuation: unknown behavior");
     } else if (!strcmp(ty, "Digits")) {
         x.kind = TV_P_DIGITS;
         x.individual = json_is_true(json_object_get(j, "individual_digits"));
@@ -293,15 +289,15 @@ static int parse_one(json_t *j, const char *where, tv_pretok **v, size_t *n,
         char why[160] = "";
         x.kind = TV_P_METASPACE;
         if (*n)
-            return bad(err, errlen, where,
-                       "Metaspace is supported only as the first "
-                       "pre-tokenizer");
+            return tv_hf_bad(err, errlen, where,
+                             "Metaspace is supported only as the first "
+                             "pre-tokenizer");
         if (tv_metaspace_from_json(j, &x.ms, why, sizeof why))
-            return bad(err, errlen, where, why);
+            return tv_hf_bad(err, errlen, where, why);
     } else {
         snprintf(msg, sizeof msg,
                  "pre-tokenizer %.40s is not supported with this model", ty);
-        return bad(err, errlen, where, msg);
+        return tv_hf_bad(err, errlen, where, msg);
     }
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 4;

@@ -1,11 +1,19 @@
 /* tok_hf.c -- what every stage of a Hugging Face pipeline (tok_hf.h)
- * shares, below them all: freeing a state's pipeline buffers, which
+ * shares, below them all: the one-line refusal of a stage read from
+ * tokenizer.json, and freeing a state's pipeline buffers, which
  * tokvec_tok_state_free (tok_bpe.c) calls for any tokenizer.
  * Threads: a tv_hf_buf belongs to one tokvec_tok_state, so to one thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tok_hf.h"
+
+int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what)
+{
+    snprintf(err, errlen, "%s: %s", where, what);
+    return TOKVEC_E_TOKENIZER;
+}
 
 void tv_hf_buf_free(tv_hf_buf *b)
 {

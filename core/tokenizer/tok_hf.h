@@ -66,6 +66,9 @@ typedef struct tv_hf_buf {
     tv_uni_toks ut;  /* ... and one word's tokens */
 } tv_hf_buf;
 void tv_hf_buf_free(tv_hf_buf *b); /* tok_hf.c */
+/* A stage of tokenizer.json refused: "WHERE: WHAT" into err (the JSON
+ * path, then why); returns TOKVEC_E_TOKENIZER (tok_hf.c). */
+int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what);
 int tv_hf_text_reserve(tv_hf_text *x, size_t n);
 
 /* --- normalizers (normalize.c) --- */
