@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "control.h"
+#include "reaper.h"
 #include "server_fixture.h"
 
 #define RESP 65536

@@ -38,6 +38,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "reaper.h"
 
 /* A burst of changes (a copy written in place, a rename after a write)
  * is one reload once it has been quiet this long. */

@@ -1,5 +1,5 @@
-/* deadline.c -- the request deadline of each connection, the per-IP
- * connection limit and the reaper's tick (deadline.h, http.h).
+/* deadline.c -- the request deadline of each connection and the per-IP
+ * connection limit (deadline.h).
  *
  * Request deadline: MHD's own timeout counts inactivity only, so a client
  * sending a header byte every few seconds would keep its connection (and
@@ -11,26 +11,20 @@
  * before that byte is itself at most request_timeout, MHD's inactivity
  * limit, so no request that takes less than request_timeout is cut.) The
  * deadline is off from the moment an answer is queued or the whole request
- * is in. The reaper's tick (tv_server_tick) checks the watches a few times
- * per timeout and shuts down (shutdown(2), never close) the socket of a
- * late one; MHD then sees EOF and closes it on its own thread. The tick
- * has no thread of its own: `tokvec serve` runs it from a repeating
- * uv_timer of its control loop (server/cli/control.c), every
- * tv_server_tick_ms, on the main thread.
+ * is in. Here the deadlines are set; the reaper's tick (reaper.c, run by
+ * the control loop of `tokvec serve`) checks them a few times per timeout
+ * and shuts down (shutdown(2), never close) the socket of a late one; MHD
+ * then sees EOF and closes it on its own thread.
  *
  * Threads and locks: deadline_arm, deadline_send and
- * deadline_on_connection run on MHD's HTTP threads; tv_server_tick on the
- * control loop's thread (the main thread), one call at a time; init and
- * fini on the main thread. The list of watches is guarded by watch_lock;
- * `deadline_ms` is atomic (MHD's thread arms and disarms it, the tick
- * reads it and takes it back to 0 when it cuts). MHD calls the CLOSED
- * notification before it closes the fd, and it unlinks under watch_lock,
- * so the tick never shuts down a descriptor number that was reused.
- * ip_lock guards the per-address counts; it is a leaf lock. The tick holds
- * watch_lock only while it walks the list: nothing that may take time or
- * another lock (logging, tv_pool_expire, tv_bufcache_trim) runs under it.
- * `last_trim` is the tick's alone. No request ever waits for the tick: it
- * only cuts what is late and answers what waited too long.
+ * deadline_on_connection run on MHD's HTTP threads; init and fini on the
+ * main thread. The list of watches is guarded by watch_lock (the tick
+ * walks it under that lock); `deadline_ms` is atomic (MHD's thread arms
+ * and disarms it, the tick reads it and takes it back to 0 when it cuts).
+ * MHD calls the CLOSED notification before it closes the fd, and it
+ * unlinks under watch_lock, so the tick never shuts down a descriptor
+ * number that was reused. ip_lock guards the per-address counts; it is a
+ * leaf lock.
  */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -40,7 +34,6 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "http.h"
 #include "log.h"
 #include "server.h"
 
@@ -54,7 +47,7 @@ typedef struct ip_count {
 } ip_count;
 
 /* Idle (at most request_timeout) plus the request itself. */
-static long long deadline_span_ms(const tv_server *s)
+long long deadline_span_ms(const tv_server *s)
 {
     double ms = 2 * s->cfg->request_timeout * 1e3;
     return ms < 1 ? 1 : (long long)ms;
@@ -189,58 +182,12 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
     }
 }
 
-/* The reaper's period: a few times per request_timeout and per
- * max_queue_wait, 10 ms .. 0.5 s. */
-long long tv_server_tick_ms(const tv_server *s)
-{
-    long long period = deadline_span_ms(s) / 8;
-    long long qw = (long long)(s->cfg->max_queue_wait * 1e3) / 8;
-    if (qw > 0 && qw < period)
-        period = qw;
-    return period < 10 ? 10 : period > 500 ? 500 : period;
-}
-
-/* One pass of the reaper (the control loop's timer, main thread): shuts
- * down the sockets whose deadline has passed, answers the jobs that waited
- * too long, and twice a second gives idle cached memory back. Only the
- * walk of the watches holds watch_lock: logging, tv_pool_expire (done()
- * resumes connections) and tv_bufcache_trim (munmap, malloc_trim) run
- * without it, so a slow stderr never stalls MHD's thread on the lock. */
-void tv_server_tick(tv_server *s)
-{
-    long long now = now_ms();
-    int cut = 0;
-    pthread_mutex_lock(&s->watch_lock);
-    for (conn_watch *w = s->watches.next; w != &s->watches; w = w->next) {
-        long long d = atomic_load(&w->deadline_ms);
-        if (d && now >= d &&
-            atomic_compare_exchange_strong(&w->deadline_ms, &d, 0)) {
-            atomic_store(&w->timed_out, 1);
-            shutdown(w->fd, SHUT_RDWR);
-            cut++;
-        }
-    }
-    pthread_mutex_unlock(&s->watch_lock);
-    if (cut)
-        tv_log(TV_LOG_INFO,
-               "closed %d connection%s that did not send "
-               "a whole request within 2 x request_timeout (%gs)",
-               cut, cut == 1 ? "" : "s", s->cfg->request_timeout);
-    if (s->pool)
-        tv_pool_expire(s->pool, now,
-                       (long long)(s->cfg->max_queue_wait * 1e3));
-    if (now - s->last_trim >= 500) {
-        tv_bufcache_trim(s->bufs, now, tv_pool_activity(s->pool));
-        s->last_trim = now;
-    }
-}
-
 void deadline_init(tv_server *s)
 {
     pthread_mutex_init(&s->watch_lock, NULL);
     pthread_mutex_init(&s->ip_lock, NULL);
     s->watches.next = s->watches.prev = &s->watches;
-    s->last_trim = now_ms();
+    s->last_trim = now_ms(); /* reaper.c's */
 }
 
 void deadline_fini(tv_server *s)

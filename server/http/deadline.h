@@ -1,8 +1,6 @@
 /* deadline.h -- private to the HTTP front end: the request deadline of
  * each connection (conn_watch) and the per-IP connection limit. The tick
- * that enforces the deadline, expires queued jobs and trims idle memory
- * is public (tv_server_tick, http.h): the control loop runs it. See
- * deadline.c.
+ * that enforces the deadline is reaper.h's. See deadline.c.
  */
 #ifndef TV_DEADLINE_H
 #define TV_DEADLINE_H
@@ -28,6 +26,10 @@ typedef struct conn_watch {
  * (deadline_fini, after every daemon has stopped and the last tick). */
 void deadline_init(tv_server *s);
 void deadline_fini(tv_server *s);
+
+/* How long a connection has for its next request, in ms: the idle time
+ * (at most request_timeout) plus the request itself. Any thread. */
+long long deadline_span_ms(const tv_server *s);
 
 /* MHD's thread: the connection waits for a request (on) or has one in
  * full (off). w may be NULL (unwatched). */

@@ -1,9 +1,10 @@
 /* http.h -- the HTTP front end: libmicrohttpd daemon, routes, auth, limits,
  * and the current table (swapped atomically on reload).
  *
- * Threads: tv_server_start, _reload, _drain_begin, _summary, _tick and
- * _stop are called from the main thread only (serve.c, control.c);
- * tv_server_busy from any.
+ * Threads: tv_server_start, _reload, _drain_begin, _summary and _stop are
+ * called from the main thread only (serve.c, control.c); tv_server_busy
+ * from any. The reaper (request deadlines, max_queue_wait) has no thread:
+ * the caller ticks it, reaper.h.
  * Requests run on MHD's N HTTP threads per listener (I/O, parse, validate,
  * cheap routes; tv-http-N, tv-unix-N) and on the worker pool (embed +
  * serialize, tv-work-N, see pool.h); a request's connection is suspended
@@ -40,17 +41,6 @@ void tv_server_drain_begin(tv_server *s);
  * over when this is 0); *jobs (if not NULL) gets the /embed jobs queued or
  * running. Any thread. */
 size_t tv_server_busy(tv_server *s, size_t *jobs);
-
-/* The reaper, which has no thread of its own: the caller runs
- * tv_server_tick every tv_server_tick_ms (10..500 ms: a few times per
- * request_timeout and per max_queue_wait) -- `tokvec serve` from a uv_timer
- * of its control loop. A tick shuts down the connections past their
- * request deadline, answers 503 to the jobs queued longer than
- * max_queue_wait and gives idle cached memory back; it never blocks on a
- * request. Without ticks the server still answers, but nothing is cut or
- * expired. Main thread, one call at a time, between start and stop. */
-long long tv_server_tick_ms(const tv_server *s);
-void tv_server_tick(tv_server *s);
 
 /* Stops the daemon and the pool, closes the table, frees. Only once
  * tv_server_busy() reports no jobs: MHD cannot be stopped under a suspended
