@@ -16,10 +16,12 @@
  * before tv_control_run returns: the server is stopped after the last
  * one. While a reload reads its files the tick waits for it, so a cut or
  * a 503 for max_queue_wait may come that much later; the requests
- * themselves are served meanwhile. Watching a file watches its directory for
- * that name, so a new file renamed over the old one (a new inode) is seen, and
- * so is one written in place; a directory (--model, a sharded checkpoint's, an
- * encoder.json directory) is watched for any name in it.
+ * themselves are served meanwhile.
+ *
+ * Watching a file watches its directory for that name, so a new file
+ * renamed over the old one (a new inode) is seen, and so is one written in
+ * place; a directory (--model, a sharded checkpoint's, an encoder.json
+ * directory) is watched for any name in it.
  *
  * Threads: everything here runs on the main thread, the loop's only
  * thread. The signals stay blocked in every other thread (serve.c blocks
