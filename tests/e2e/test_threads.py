@@ -152,7 +152,7 @@ class Threads(unittest.TestCase):
         # No thread of its own for the reaper: the control loop of the
         # main thread cuts a request trickled past 2 x request_timeout.
         s = tc.Server(self.table, "--threads", "1", "--request-timeout",
-                      "0.5")
+                      "%g" % (0.5 * tc.TIME_SCALE))
         try:
             names = thread_names(s.proc.pid)
             self.assertNotIn("tv-reaper", names)
