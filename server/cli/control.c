@@ -1,17 +1,27 @@
 /* control.c -- the control loop of `tokvec serve` (control.h), on libuv:
  * the signals (uv_signal: SIGHUP reloads, SIGTERM and SIGINT drain, a
- * second one stops the waiting), --watch (uv_fs_event on the served
- * files, debounced by a uv_timer: one reload per burst of changes, an
- * atomic rename of a new file included) and the drain's waits (a
+ * second one stops the waiting), the reaper's tick (a repeating uv_timer
+ * that calls tv_server_tick every tv_server_tick_ms: request deadlines,
+ * max_queue_wait, the trim of idle memory), --watch (uv_fs_event on the
+ * served files, debounced by a uv_timer: one reload per burst of changes,
+ * an atomic rename of a new file included) and the drain's waits (a
  * uv_timer, so that a signal still ends a wait at once).
  *
  * No request waits on this loop: requests stay on the HTTP threads and
  * the pool; the loop only calls what SIGHUP called before it
- * (tv_server_reload: a broken file keeps the old table and logs why) and
- * the drain. Watching a file watches its directory for that name, so a
- * new file renamed over the old one (a new inode) is seen, and so is one
- * written in place; a directory (--model, a sharded checkpoint's, an
- * encoder.json directory) is watched for any name in it.
+ * (tv_server_reload: a broken file keeps the old table and logs why), the
+ * drain and the tick, which only cuts late connections and answers jobs
+ * queued too long (it takes no lock a request holds for long). The tick
+ * keeps running while the drain waits (each wait runs the loop), and stops
+ * before tv_control_run returns: the server is stopped after the last
+ * one. While a reload reads its files the tick waits for it, so a cut or
+ * a 503 for max_queue_wait may come that much later; the requests
+ * themselves are served meanwhile.
+ *
+ * Watching a file watches its directory for that name, so a new file
+ * renamed over the old one (a new inode) is seen, and so is one written in
+ * place; a directory (--model, a sharded checkpoint's, an encoder.json
+ * directory) is watched for any name in it.
  *
  * Threads: everything here runs on the main thread, the loop's only
  * thread. The signals stay blocked in every other thread (serve.c blocks
@@ -30,6 +40,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "reaper.h"
 
 /* A burst of changes (a copy written in place, a rename after a write)
  * is one reload once it has been quiet this long. */
@@ -47,6 +58,7 @@ struct control {
     uv_signal_t sig[3];
     uv_timer_t pause; /* the drain's waits */
     uv_timer_t quiet; /* --watch: the debounce */
+    uv_timer_t tick;  /* the reaper: tv_server_tick */
     watch w[WATCH_MAX];
     int nw;
     tv_server *srv;
@@ -110,6 +122,12 @@ static void on_signal(uv_signal_t *h, int sig)
         uv_fs_event_stop(&c->w[i].ev);
     uv_timer_stop(&c->quiet);
     uv_stop(&c->loop);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    control *c = t->data;
+    tv_server_tick(c->srv);
 }
 
 static void on_quiet(uv_timer_t *t)
@@ -335,7 +353,8 @@ int tv_control_open(const tv_config *cfg, tv_control **out)
     c->loop.data = c;
     uv_timer_init(&c->loop, &c->pause);
     uv_timer_init(&c->loop, &c->quiet);
-    c->pause.data = c->quiet.data = c;
+    uv_timer_init(&c->loop, &c->tick);
+    c->pause.data = c->quiet.data = c->tick.data = c;
     /* Before the server starts: a change from the moment it answers on
      * is seen (the kernel queues it until the loop runs). */
     if (cfg->watch)
@@ -378,9 +397,12 @@ int tv_control_run(tv_control *c, tv_server *srv, size_t *open)
         sigaddset(&set, sigs[i]);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
+    uint64_t tick = (uint64_t)tv_server_tick_ms(srv);
+    uv_timer_start(&c->tick, on_tick, tick, tick);
     uv_run(&c->loop, UV_RUN_DEFAULT); /* until SIGTERM or SIGINT */
     tv_server_drain_begin(srv);
     *open = drain(c, c->cfg->drain_timeout, (unsigned long)c->cfg->port);
+    uv_timer_stop(&c->tick);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     return 0;
 }

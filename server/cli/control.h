@@ -1,5 +1,5 @@
 /* control.h -- the control loop of `tokvec serve` (control.c, libuv):
- * signals, --watch, the drain. Main thread only.
+ * signals, the reaper's tick, --watch, the drain. Main thread only.
  */
 #ifndef TOKVEC_CONTROL_H
 #define TOKVEC_CONTROL_H
@@ -18,7 +18,8 @@ int tv_control_open(const tv_config *cfg, tv_control **out);
 
 /* Runs the loop on the main thread, with SIGHUP, SIGTERM and SIGINT
  * blocked on entry (in every thread: serve.c blocks them before any
- * starts): SIGHUP reloads srv, a change of a watched file reloads it,
+ * starts): it ticks srv's reaper (tv_server_tick) until it returns,
+ * SIGHUP reloads srv, a change of a watched file reloads it,
  * SIGTERM or SIGINT begins the drain (tv_server_drain_begin) and waits
  * for it (up to cfg->drain_timeout; a second signal stops the wait).
  * *open gets the requests still unanswered when it returned. 0, or -1

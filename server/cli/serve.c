@@ -9,18 +9,17 @@
  * settings or table) or 1 (the port cannot be bound, out of memory).
  *
  * Signals: SIGTERM, SIGINT and SIGHUP are blocked before any thread starts
- * (so every thread -- MHD's HTTP threads, the workers, the reaper --
- * inherits the mask); once the server runs, the main thread's control
- * loop (control.c, libuv) takes them: libuv's handler only writes to its
- * pipe, so a reload (which opens and validates a file, allocates and logs)
- * is ordinary main-thread code, and so is --watch's.
- * SIGPIPE is ignored: a client that goes away is an error code, not a
- * death. The one handler is for SIGBUS (a table file truncated or rewritten
- * in place under the mapping, SECURITY.md; sigbus.c): it writes one
- * prepared log line naming the file mapped at the faulting address (the
- * table, or the shard of a sharded checkpoint) and lets the default action
- * kill the process -- crash loudly rather than serve rows that changed
- * underneath us.
+ * (so every thread -- MHD's HTTP threads, the workers -- inherits the
+ * mask); once the server runs, the main thread's control loop (control.c,
+ * libuv, which also runs the reaper's tick) takes them: libuv's handler only
+ * writes to its pipe, so a reload (which opens and validates a file, allocates
+ * and logs) is ordinary main-thread code, and so is --watch's. SIGPIPE is
+ * ignored: a client that goes away is an error code, not a death. The one
+ * handler is for SIGBUS (a table file truncated or rewritten in place under
+ * the mapping, SECURITY.md; sigbus.c): it writes one prepared log line naming
+ * the file mapped at the faulting address (the table, or the shard of a
+ * sharded checkpoint) and lets the default action kill the process -- crash
+ * loudly rather than serve rows that changed underneath us.
  *
  * Shutdown (SIGTERM/SIGINT): tv_server_drain_begin closes the listening
  * socket and turns /ready and new /embed work into 503; the main thread

@@ -1,5 +1,5 @@
-/* deadline.c -- the request deadline of each connection, the per-IP
- * connection limit and the tv-reaper thread (deadline.h).
+/* deadline.c -- the request deadline of each connection and the per-IP
+ * connection limit (deadline.h).
  *
  * Request deadline: MHD's own timeout counts inactivity only, so a client
  * sending a header byte every few seconds would keep its connection (and
@@ -11,20 +11,20 @@
  * before that byte is itself at most request_timeout, MHD's inactivity
  * limit, so no request that takes less than request_timeout is cut.) The
  * deadline is off from the moment an answer is queued or the whole request
- * is in. The reaper thread checks the watches a few times per timeout and
- * shuts down (shutdown(2), never close) the socket of a late one; MHD then
- * sees EOF and closes it on its own thread.
+ * is in. Here the deadlines are set; the reaper's tick (reaper.c, run by
+ * the control loop of `tokvec serve`) checks them a few times per timeout
+ * and shuts down (shutdown(2), never close) the socket of a late one; MHD
+ * then sees EOF and closes it on its own thread.
  *
  * Threads and locks: deadline_arm, deadline_send and
- * deadline_on_connection run on MHD's HTTP threads; reaper_main on
- * tv-reaper; init, start and fini on the main thread. The list of watches
- * is guarded by watch_lock; `deadline_ms` is atomic (MHD's thread arms and
- * disarms it, the reaper reads it and takes it back to 0 when it cuts).
+ * deadline_on_connection run on MHD's HTTP threads; init and fini on the
+ * main thread. The list of watches is guarded by watch_lock (the tick
+ * walks it under that lock); `deadline_ms` is atomic (MHD's thread arms
+ * and disarms it, the tick reads it and takes it back to 0 when it cuts).
  * MHD calls the CLOSED notification before it closes the fd, and it
- * unlinks under watch_lock, so the reaper never shuts down a descriptor
+ * unlinks under watch_lock, so the tick never shuts down a descriptor
  * number that was reused. ip_lock guards the per-address counts; it is a
- * leaf lock. The reaper drops watch_lock around everything that may take
- * time or another lock (logging, tv_pool_expire, tv_bufcache_trim).
+ * leaf lock.
  */
 #include <netinet/in.h>
 #include <pthread.h>
@@ -47,7 +47,7 @@ typedef struct ip_count {
 } ip_count;
 
 /* Idle (at most request_timeout) plus the request itself. */
-static long long deadline_span_ms(const tv_server *s)
+long long deadline_span_ms(const tv_server *s)
 {
     double ms = 2 * s->cfg->request_timeout * 1e3;
     return ms < 1 ? 1 : (long long)ms;
@@ -182,99 +182,16 @@ void deadline_on_connection(void *cls, struct MHD_Connection *c,
     }
 }
 
-/* The reaper thread (tv-reaper): a few times per request_timeout and per
- * max_queue_wait (10 ms .. 0.5 s), shuts down the sockets whose deadline
- * has passed and answers the jobs that waited too long; twice a second it
- * gives idle cached memory back (tv_bufcache_trim). */
-static void *reaper_main(void *arg)
-{
-    tv_server *s = arg;
-    long long period = deadline_span_ms(s) / 8, last_trim = now_ms();
-    long long qw = (long long)(s->cfg->max_queue_wait * 1e3) / 8;
-    if (qw > 0 && qw < period)
-        period = qw;
-    period = period < 10 ? 10 : period > 500 ? 500 : period;
-    pthread_mutex_lock(&s->watch_lock);
-    while (!s->reaper_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += (time_t)(period / 1000);
-        until.tv_nsec += (long)(period % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&s->reaper_wake, &s->watch_lock, &until);
-        long long now = now_ms();
-        int cut = 0;
-        for (conn_watch *w = s->watches.next; w != &s->watches; w = w->next) {
-            long long d = atomic_load(&w->deadline_ms);
-            if (d && now >= d &&
-                atomic_compare_exchange_strong(&w->deadline_ms, &d, 0)) {
-                atomic_store(&w->timed_out, 1);
-                shutdown(w->fd, SHUT_RDWR);
-                cut++;
-            }
-        }
-        if (cut) { /* not under watch_lock: a slow stderr must not stall
-                    * MHD's thread on it */
-            pthread_mutex_unlock(&s->watch_lock);
-            tv_log(TV_LOG_INFO,
-                   "closed %d connection%s that did not send "
-                   "a whole request within 2 x request_timeout (%gs)",
-                   cut, cut == 1 ? "" : "s", s->cfg->request_timeout);
-            pthread_mutex_lock(&s->watch_lock);
-        }
-        if (s->pool) { /* not under watch_lock: done() resumes */
-            pthread_mutex_unlock(&s->watch_lock);
-            tv_pool_expire(s->pool, now,
-                           (long long)(s->cfg->max_queue_wait * 1e3));
-            pthread_mutex_lock(&s->watch_lock);
-        }
-        if (now - last_trim >= 500) { /* not under watch_lock either:
-                                       * munmap and malloc_trim take time */
-            pthread_mutex_unlock(&s->watch_lock);
-            tv_bufcache_trim(s->bufs, now, tv_pool_activity(s->pool));
-            last_trim = now;
-            pthread_mutex_lock(&s->watch_lock);
-        }
-    }
-    pthread_mutex_unlock(&s->watch_lock);
-    return NULL;
-}
-
 void deadline_init(tv_server *s)
 {
     pthread_mutex_init(&s->watch_lock, NULL);
     pthread_mutex_init(&s->ip_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->reaper_wake, &ca);
-    pthread_condattr_destroy(&ca);
     s->watches.next = s->watches.prev = &s->watches;
-}
-
-int deadline_start(tv_server *s)
-{
-    int e = pthread_create(&s->reaper, NULL, reaper_main, s);
-    if (e)
-        return e;
-    pthread_setname_np(s->reaper, "tv-reaper");
-    s->reaper_started = 1;
-    return 0;
+    s->last_trim = now_ms(); /* reaper.c's */
 }
 
 void deadline_fini(tv_server *s)
 {
-    if (s->reaper_started) {
-        pthread_mutex_lock(&s->watch_lock);
-        s->reaper_stop = 1;
-        pthread_cond_signal(&s->reaper_wake);
-        pthread_mutex_unlock(&s->watch_lock);
-        pthread_join(s->reaper, NULL);
-    }
-    pthread_cond_destroy(&s->reaper_wake);
     pthread_mutex_destroy(&s->watch_lock);
     for (int i = 0; i < 256; i++) /* empty once every daemon has stopped */
         for (ip_count *e = s->ip_buckets[i], *n; e; e = n) {

@@ -1,7 +1,6 @@
 /* deadline.h -- private to the HTTP front end: the request deadline of
- * each connection (conn_watch), the per-IP connection limit and the
- * tv-reaper thread that enforces the deadline, expires queued jobs and
- * trims idle memory. See deadline.c.
+ * each connection (conn_watch) and the per-IP connection limit. The tick
+ * that enforces the deadline is reaper.h's. See deadline.c.
  */
 #ifndef TV_DEADLINE_H
 #define TV_DEADLINE_H
@@ -17,19 +16,20 @@ typedef struct conn_watch {
     struct conn_watch *prev, *next; /* guarded by tv_server.watch_lock */
     int fd;
     atomic_llong deadline_ms; /* CLOCK_MONOTONIC ms; 0 = not reading */
-    atomic_int timed_out;     /* set by the reaper */
+    atomic_int timed_out;     /* set by the tick */
     unsigned char ip[17];     /* family byte + address, for the per-IP
                                * count; ip[0] == 0: not counted */
     unsigned unescapes;       /* this request's; see framing_unescape() */
 } conn_watch;
 
-/* Main thread: the locks and the list (deadline_init), the reaper thread
- * (deadline_start: 0 or an errno), all of it stopped and freed
- * (deadline_fini, after every daemon has stopped; safe after a failed or
- * no start). */
+/* Main thread: the locks and the list (deadline_init), all of it freed
+ * (deadline_fini, after every daemon has stopped and the last tick). */
 void deadline_init(tv_server *s);
-int deadline_start(tv_server *s);
 void deadline_fini(tv_server *s);
+
+/* How long a connection has for its next request, in ms: the idle time
+ * (at most request_timeout) plus the request itself. Any thread. */
+long long deadline_span_ms(const tv_server *s);
 
 /* MHD's thread: the connection waits for a request (on) or has one in
  * full (off). w may be NULL (unwatched). */

@@ -19,9 +19,11 @@
  * TCP, tv-unix-0..N-1 for --unix-socket), each with its own epoll and its
  * own connections; a connection stays on the thread that accepted it, and
  * every callback here runs on it. Workers (tv-work-0..M-1, pool.h) build
- * /embed replies; tv-reaper (deadline.c) enforces the request deadline
- * and trims idle memory. Nothing per request runs on a thread that exists
- * once. tv_server_start, _drain_begin and _stop run on the main thread;
+ * /embed replies. The request deadline, max_queue_wait and the trim of
+ * idle memory are the reaper's tick (deadline.c), which the control loop
+ * of `tokvec serve` runs on the main thread; it only cuts and expires,
+ * and no request waits for it. Nothing per request runs on a thread that
+ * exists once. tv_server_start, _drain_begin and _stop run on the main thread;
  * tv_server_busy on any. `draining`, `requests` and `buffered` are
  * atomics; cfg, lim and topts never change after start.
  */
@@ -698,12 +700,6 @@ int tv_server_start(const tv_config *cfg, tv_server **out, char *err,
         http = cfg->max_connections;
     s->http_threads = (unsigned)http;
 
-    rc = deadline_start(s);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
-        rc = TV_SERVER_E_SYSTEM;
-        goto fail;
-    }
     if (cfg->port && openapi_build(s, (unsigned)cfg->port) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = TV_SERVER_E_NOMEM;

@@ -2,7 +2,9 @@
  * and the current table (swapped atomically on reload).
  *
  * Threads: tv_server_start, _reload, _drain_begin, _summary and _stop are
- * called from the main thread only (serve.c); tv_server_busy from any.
+ * called from the main thread only (serve.c, control.c); tv_server_busy
+ * from any. The reaper (request deadlines, max_queue_wait) has no thread:
+ * the caller ticks it, reaper.h.
  * Requests run on MHD's N HTTP threads per listener (I/O, parse, validate,
  * cheap routes; tv-http-N, tv-unix-N) and on the worker pool (embed +
  * serialize, tv-work-N, see pool.h); a request's connection is suspended

@@ -9,7 +9,9 @@
  *   listen.c    the listeners: MHD daemons on TCP and the Unix socket
  *   framing.c   RFC 9112 framing and URI checks before any body is read
  *   deadline.c  conn_watch (the per-connection request deadline), the
- *               per-IP connection limit, the tv-reaper thread
+ *               per-IP connection limit
+ *   reaper.c    the reaper's tick: deadlines, max_queue_wait, trim (run
+ *               by the control loop's timer, main thread)
  *   tables.c    table references, reload and publishing the table's info
  *   routes.c    the route table: which path is which route
  *   get_routes.c  GET /info, /tokens/{id}, /metrics, answered at once
@@ -61,11 +63,8 @@ struct tv_server {
     tv_pool *pool;
     tv_bufcache *bufs; /* response buffers */
     pthread_mutex_t watch_lock;
-    pthread_cond_t reaper_wake;
-    conn_watch watches; /* list head, guarded by watch_lock */
-    int reaper_stop;    /* guarded by watch_lock */
-    int reaper_started;
-    pthread_t reaper;
+    conn_watch watches;      /* list head, guarded by watch_lock */
+    long long last_trim;     /* reaper.c's tick, main thread */
     unsigned http_threads;   /* per daemon: tv-http-N (and tv-unix-N) */
     unsigned workers;        /* tv-work-N */
     const char *workers_why; /* "--threads", "cores", "cgroup quota" */

@@ -83,8 +83,9 @@ size_t tv_pool_inflight(tv_pool *p);
 
 /* Jobs that have waited max_wait_ms or more since their push leave the
  * queue unstarted: expired is set and done() runs on the calling thread
- * (the reaper), so a request cannot wait behind others without bound.
- * now_ms on CLOCK_MONOTONIC. Returns how many expired. Any thread. */
+ * (the reaper's tick: the control loop's, main thread), so a request cannot
+ * wait behind others without bound. now_ms on CLOCK_MONOTONIC. Returns how
+ * many expired. Any thread. */
 size_t tv_pool_expire(tv_pool *p, long long now_ms, long long max_wait_ms);
 
 /* Gives back bytes reserved by a job whose response is gone. */

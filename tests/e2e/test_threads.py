@@ -14,7 +14,9 @@ of N threads without any with probability (1 - 1/N)^K: 48 connections over
 
 What is covered:
   names      every thread is named by role: tv-http-N, tv-unix-N,
-             tv-work-N, tv-reaper, and the main thread (tokvec).
+             tv-work-N, and the main thread (tokvec), whose control loop
+             also ticks the reaper (no tv-reaper thread): a trickled
+             request is still cut at its deadline.
   spread     many concurrent kept-alive connections over every HTTP thread,
              JSON and raw, every answer bit-exact against numpy.
   suspended  every HTTP thread holding suspended /embed connections while a
@@ -139,12 +141,40 @@ class Threads(unittest.TestCase):
         finally:
             self.assertEqual(s.stop(), 0)
         want = sorted(["tv-http-0", "tv-http-1", "tv-unix-0", "tv-unix-1",
-                       "tv-work-0", "tv-work-1", "tv-work-2", "tv-reaper"])
+                       "tv-work-0", "tv-work-1", "tv-work-2"])
         # The main thread keeps the process's name (valgrind's differs).
         others = [n for n in names if not n.startswith("tv-")]
         self.assertEqual(len(others), 1, names)
         self.assertEqual(sorted(n for n in names if n.startswith("tv-")),
                          want)
+
+    def test_the_main_threads_loop_ticks_the_deadlines(self):
+        # No thread of its own for the reaper: the control loop of the
+        # main thread cuts a request trickled past 2 x request_timeout.
+        s = tc.Server(self.table, "--threads", "1", "--request-timeout",
+                      "%g" % (0.5 * tc.TIME_SCALE))
+        try:
+            names = thread_names(s.proc.pid)
+            self.assertNotIn("tv-reaper", names)
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+            c.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+            c.settimeout(0.1)
+            closed = False
+            for _ in range(int(100 * tc.TIME_SCALE)):  # 10 s at most
+                try:
+                    c.send(b"a")
+                    closed = c.recv(100) == b""
+                except socket.timeout:
+                    pass
+                except OSError:
+                    closed = True
+                if closed:
+                    break
+            c.close()
+            self.assertTrue(closed, "a request trickled for 10 s")
+            self.assertNotIn("tv-reaper", thread_names(s.proc.pid))
+        finally:
+            self.assertEqual(s.stop(), 0)
 
     def test_http_threads_default_to_threads(self):
         s = tc.Server(self.table, "--threads", "3")

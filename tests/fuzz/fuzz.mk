@@ -49,7 +49,8 @@ FUZZ_CFLAGS  := -O1 -g -std=c11 -D_GNU_SOURCE -pthread $(FPFLAGS) \
 FUZZ_LIB_SRC := $(CORE_SRC) server/routes/request.c \
                 server/routes/request_fast.c server/routes/request_prescan.c \
                 server/routes/request_types.c \
-                server/routes/encode.c server/routes/torchsave.c \
+                server/routes/encode.c server/routes/negotiate.c \
+                server/routes/torchsave.c \
                 server/routes/npz.c server/routes/zipfmt.c \
                 server/runtime/config.c server/runtime/config_value.c \
                 server/runtime/suggest.c server/runtime/log.c \
