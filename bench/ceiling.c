@@ -32,16 +32,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/errqueue.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #define REQ_MAX (1u << 20) /* request head + body we keep at most */
+#define CHUNK (128u << 10)   /* what --mode memfd*, vmsplice fill at a time */
+
+/* How the body goes out (--mode): the ways a server could hand the kernel
+ * a reply, to measure what each costs the server per request. */
+enum mode {
+    M_SEND,       /* send() from the reused buffer (copies into the skb) */
+    M_SENDFILE,   /* sendfile() from one memfd filled once (as nginx's
+                     cached file: the page cache pages go by reference) */
+    M_MEMFD,      /* per reply: a fresh memfd, mmap, filled from the buffer
+                     (what computing the reply into it would write), munmap,
+                     sendfile; closed when sent (the kernel frees the pages
+                     when the last skb lets go of them) */
+    M_MEMFD_PW,   /* per reply: a fresh memfd filled with pwrite (shmem does
+                     not zero pages a write fills whole; still a copy) */
+    M_ZEROCOPY,   /* send(MSG_ZEROCOPY) from the reused buffer */
+    M_VMSPLICE,   /* vmsplice() the reused buffer into a pipe, splice() the
+                     pipe into the socket */
+};
+static const char *const mode_names[] = {"send",      "sendfile",
+                                         "memfd",     "memfd-pwrite",
+                                         "zerocopy",  "vmsplice"};
 
 static struct {
     int lfd;
+    enum mode mode;
+    int hugepage; /* --hugepage 1: madvise(MADV_HUGEPAGE) the fresh memfd */
+    int file;     /* M_SENDFILE: the memfd holding the body */
     char *body;
     size_t len;
     char head[256];
@@ -54,6 +81,9 @@ typedef struct conn {
     size_t in_len;
     size_t need; /* bytes the request being read takes (0: unknown) */
     size_t sent; /* of head + body, the reply being sent (SIZE_MAX: none) */
+    int file;    /* M_MEMFD*: this reply's memfd (-1: none) */
+    int pipe[2]; /* M_VMSPLICE: the pipe, and the bytes now in it */
+    size_t in_pipe;
 } conn;
 
 /* The length of the request at the start of c->in (head + body), or 0
@@ -79,8 +109,97 @@ static void conn_close(int ep, conn *c)
 {
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
+    if (c->file >= 0)
+        close(c->file);
+    if (c->pipe[0] >= 0) {
+        close(c->pipe[0]);
+        close(c->pipe[1]);
+    }
     free(c->in);
     free(c);
+}
+
+/* M_MEMFD*: a fresh memfd holding the body, made the way a server would
+ * compute its reply into it (CHUNK at a time). -1 on error. */
+static int fresh_memfd(void)
+{
+    int fd = memfd_create("reply", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (g.mode == M_MEMFD_PW) {
+        for (size_t o = 0; o < g.len; o += CHUNK) {
+            size_t n = g.len - o < CHUNK ? g.len - o : CHUNK;
+            if (pwrite(fd, g.body + o, n, (off_t)o) != (ssize_t)n) {
+                close(fd);
+                return -1;
+            }
+        }
+        return fd;
+    }
+    if (ftruncate(fd, (off_t)g.len) < 0) {
+        close(fd);
+        return -1;
+    }
+    char *m = mmap(NULL, g.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    if (g.hugepage)
+        madvise(m, g.len, MADV_HUGEPAGE);
+    for (size_t o = 0; o < g.len; o += CHUNK)
+        memcpy(m + o, g.body + o, g.len - o < CHUNK ? g.len - o : CHUNK);
+    munmap(m, g.len);
+    return fd;
+}
+
+/* M_ZEROCOPY: reads the completions off the error queue (they hold socket
+ * memory until read; the buffer is never rewritten, so they say nothing we
+ * need). */
+static void zc_drain(int fd)
+{
+    char ctl[256];
+    for (;;) {
+        struct msghdr m = {.msg_control = ctl, .msg_controllen = sizeof ctl};
+        if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+            return;
+    }
+}
+
+/* Sends the body from offset off, as g.mode says: bytes taken, or -1 with
+ * errno. */
+static ssize_t body_send(conn *c, size_t off)
+{
+    size_t left = g.len - off;
+    switch (g.mode) {
+    case M_SEND:
+        return send(c->fd, g.body + off, left, MSG_NOSIGNAL);
+    case M_ZEROCOPY:
+        zc_drain(c->fd);
+        return send(c->fd, g.body + off, left, MSG_NOSIGNAL | MSG_ZEROCOPY);
+    case M_SENDFILE:
+    case M_MEMFD:
+    case M_MEMFD_PW: {
+        off_t o = (off_t)off;
+        return sendfile(c->fd, g.mode == M_SENDFILE ? g.file : c->file, &o,
+                        left);
+    }
+    case M_VMSPLICE:
+        if (!c->in_pipe) {
+            struct iovec v = {g.body + off, left < CHUNK ? left : CHUNK};
+            ssize_t n = vmsplice(c->pipe[1], &v, 1, SPLICE_F_NONBLOCK);
+            if (n < 0)
+                return -1;
+            c->in_pipe = (size_t)n;
+        }
+        ssize_t w = splice(c->pipe[0], NULL, c->fd, NULL, c->in_pipe,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+        if (w > 0)
+            c->in_pipe -= (size_t)w;
+        return w;
+    }
+    errno = EINVAL;
+    return -1;
 }
 
 /* Sends what is left of the reply: 0 when it is out or the socket is full
@@ -88,24 +207,33 @@ static void conn_close(int ep, conn *c)
 static int reply_more(conn *c)
 {
     size_t total = g.head_len + g.len;
+    if (c->sent == 0 && (g.mode == M_MEMFD || g.mode == M_MEMFD_PW) &&
+        c->file < 0 && (c->file = fresh_memfd()) < 0)
+        return -1;
     while (c->sent < total) {
         ssize_t w;
-        if (c->sent < g.head_len) {
+        if (c->sent < g.head_len && g.mode == M_SEND) {
             struct iovec v[2] = {
                 {g.head + c->sent, g.head_len - c->sent},
                 {g.body, g.len},
             };
             struct msghdr m = {.msg_iov = v, .msg_iovlen = 2};
             w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+        } else if (c->sent < g.head_len) {
+            w = send(c->fd, g.head + c->sent, g.head_len - c->sent,
+                     MSG_NOSIGNAL | MSG_MORE);
         } else {
-            size_t off = c->sent - g.head_len;
-            w = send(c->fd, g.body + off, g.len - off, MSG_NOSIGNAL);
+            w = body_send(c, c->sent - g.head_len);
         }
         if (w < 0)
             return errno == EAGAIN || errno == EINTR ? 0 : -1;
         c->sent += (size_t)w;
     }
     c->sent = SIZE_MAX;
+    if (c->file >= 0) {
+        close(c->file);
+        c->file = -1;
+    }
     return 0;
 }
 
@@ -168,6 +296,12 @@ static void *loop(void *arg)
                 }
                 c->fd = fd;
                 c->sent = SIZE_MAX;
+                c->file = c->pipe[0] = c->pipe[1] = -1;
+                if (g.mode == M_ZEROCOPY)
+                    setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one);
+                if (g.mode == M_VMSPLICE &&
+                    pipe2(c->pipe, O_NONBLOCK | O_CLOEXEC) == 0)
+                    fcntl(c->pipe[1], F_SETPIPE_SZ, (int)CHUNK);
                 struct epoll_event ce = {.events = EPOLLIN | EPOLLOUT |
                                                    EPOLLRDHUP | EPOLLET,
                                          .data.ptr = c};
@@ -178,7 +312,16 @@ static void *loop(void *arg)
                 }
                 continue;
             }
-            if (serve(c) < 0 || (evs[i].events & (EPOLLERR | EPOLLHUP)))
+            uint32_t e = evs[i].events;
+            if (g.mode == M_ZEROCOPY && (e & EPOLLERR)) {
+                int err = 0;
+                socklen_t el = sizeof err;
+                zc_drain(c->fd); /* completions raise EPOLLERR too */
+                getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+                if (!err)
+                    e &= ~(uint32_t)EPOLLERR;
+            }
+            if (serve(c) < 0 || (e & (EPOLLERR | EPOLLHUP)))
                 conn_close(ep, c);
         }
     }
@@ -203,7 +346,9 @@ static int load_body(const char *path)
 static void usage(void)
 {
     fprintf(stderr, "usage: ceiling --port PORT [--host ADDR] [--threads N]"
-                    " (--body FILE | --bytes N) [--type CONTENT-TYPE]\n");
+                    " (--body FILE | --bytes N) [--type CONTENT-TYPE]\n"
+                    "  [--mode send|sendfile|memfd|memfd-pwrite|zerocopy|"
+                    "vmsplice] [--hugepage 0|1]\n");
     exit(2);
 }
 
@@ -226,7 +371,16 @@ int main(int argc, char **argv)
             bytes = strtoll(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--type"))
             type = argv[i + 1];
-        else
+        else if (!strcmp(argv[i], "--hugepage"))
+            g.hugepage = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mode")) {
+            size_t k = 0, nm = sizeof mode_names / sizeof *mode_names;
+            while (k < nm && strcmp(argv[i + 1], mode_names[k]))
+                k++;
+            if (k == nm)
+                usage();
+            g.mode = (enum mode)k;
+        } else
             usage();
     }
     if (argc % 2 == 0 || port < 0 || port > 65535 || threads < 1 ||
@@ -241,6 +395,13 @@ int main(int argc, char **argv)
             return 1;
         for (size_t i = 0; i < g.len; i++)
             g.body[i] = (char)(i * 131u >> 3);
+    }
+    if (g.mode == M_SENDFILE) {
+        g.file = memfd_create("body", MFD_CLOEXEC);
+        if (g.file < 0 || write(g.file, g.body, g.len) != (ssize_t)g.len) {
+            perror("ceiling: memfd");
+            return 1;
+        }
     }
     g.head_len = (size_t)snprintf(g.head, sizeof g.head,
                                   "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
