@@ -59,10 +59,26 @@ enum mode {
     M_ZEROCOPY,   /* send(MSG_ZEROCOPY) from the reused buffer */
     M_VMSPLICE,   /* vmsplice() the reused buffer into a pipe, splice() the
                      pipe into the socket */
+    M_SEND_CHUNKED, /* each CHUNK copied into a per-connection buffer, then
+                       send() from it: a server that makes its reply a chunk
+                       at a time in cache (tokvec's chunked replies) */
+    M_MEMFD_POOL, /* one memfd per connection, mapped once, rewritten for
+                     every reply (what computing the reply into it would
+                     write), then sendfile: what a pool of reply pages
+                     would cost if their release could be proven. NOT
+                     SAFE in general: pages are rewritten while an skb may
+                     still hold them (wrk reads a reply whole before it
+                     sends the next request, so its bytes are intact) */
+    M_VMSPLICE_FRESH, /* per reply: fresh anonymous memory (MADV_HUGEPAGE
+                         with --hugepage 1), filled from the buffer, then
+                         as M_VMSPLICE; unmapped when the reply is out (the
+                         pipe and the skbs hold their own page references) */
 };
 static const char *const mode_names[] = {"send",      "sendfile",
                                          "memfd",     "memfd-pwrite",
-                                         "zerocopy",  "vmsplice"};
+                                         "zerocopy",  "vmsplice",
+                                         "send-chunked", "memfd-pool",
+                                         "vmsplice-fresh"};
 
 static struct {
     int lfd;
@@ -84,6 +100,11 @@ typedef struct conn {
     int file;    /* M_MEMFD*: this reply's memfd (-1: none) */
     int pipe[2]; /* M_VMSPLICE: the pipe, and the bytes now in it */
     size_t in_pipe;
+    char *fresh; /* M_VMSPLICE_FRESH: this reply's pages, their mapping */
+    char *fresh_map;
+    size_t fresh_len;
+    char *chunk; /* M_SEND_CHUNKED: the chunk; M_MEMFD_POOL: the mapping */
+    size_t chunk_at, chunk_len; /* body offset and bytes of the chunk */
 } conn;
 
 /* The length of the request at the start of c->in (head + body), or 0
@@ -115,6 +136,12 @@ static void conn_close(int ep, conn *c)
         close(c->pipe[0]);
         close(c->pipe[1]);
     }
+    if (c->fresh_map)
+        munmap(c->fresh_map, c->fresh_len);
+    if (g.mode == M_SEND_CHUNKED)
+        free(c->chunk);
+    else if (c->chunk)
+        munmap(c->chunk, g.len);
     free(c->in);
     free(c);
 }
@@ -153,6 +180,26 @@ static int fresh_memfd(void)
     return fd;
 }
 
+/* M_VMSPLICE_FRESH: fresh anonymous pages holding the body, 2 MiB aligned
+ * (so that MADV_HUGEPAGE can give huge pages). -1 on error. */
+static int fresh_anon(conn *c)
+{
+    size_t al = 2u << 20;
+    c->fresh_len = g.len + al;
+    c->fresh_map = mmap(NULL, c->fresh_len, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c->fresh_map == MAP_FAILED) {
+        c->fresh_map = NULL;
+        return -1;
+    }
+    c->fresh = (char *)(((uintptr_t)c->fresh_map + al - 1) & ~(al - 1));
+    if (g.hugepage)
+        madvise(c->fresh, g.len, MADV_HUGEPAGE);
+    for (size_t o = 0; o < g.len; o += CHUNK)
+        memcpy(c->fresh + o, g.body + o, g.len - o < CHUNK ? g.len - o : CHUNK);
+    return 0;
+}
+
 /* M_ZEROCOPY: reads the completions off the error queue (they hold socket
  * memory until read; the buffer is never rewritten, so they say nothing we
  * need). */
@@ -184,9 +231,23 @@ static ssize_t body_send(conn *c, size_t off)
         return sendfile(c->fd, g.mode == M_SENDFILE ? g.file : c->file, &o,
                         left);
     }
+    case M_SEND_CHUNKED:
+        if (off < c->chunk_at || off >= c->chunk_at + c->chunk_len) {
+            c->chunk_at = off;
+            c->chunk_len = left < CHUNK ? left : CHUNK;
+            memcpy(c->chunk, g.body + off, c->chunk_len);
+        }
+        return send(c->fd, c->chunk + (off - c->chunk_at),
+                    c->chunk_at + c->chunk_len - off, MSG_NOSIGNAL);
+    case M_MEMFD_POOL: {
+        off_t o = (off_t)off;
+        return sendfile(c->fd, c->file, &o, left);
+    }
     case M_VMSPLICE:
+    case M_VMSPLICE_FRESH:
         if (!c->in_pipe) {
-            struct iovec v = {g.body + off, left < CHUNK ? left : CHUNK};
+            char *b = g.mode == M_VMSPLICE ? g.body : c->fresh;
+            struct iovec v = {b + off, left < CHUNK ? left : CHUNK};
             ssize_t n = vmsplice(c->pipe[1], &v, 1, SPLICE_F_NONBLOCK);
             if (n < 0)
                 return -1;
@@ -210,6 +271,15 @@ static int reply_more(conn *c)
     if (c->sent == 0 && (g.mode == M_MEMFD || g.mode == M_MEMFD_PW) &&
         c->file < 0 && (c->file = fresh_memfd()) < 0)
         return -1;
+    if (c->sent == 0 && g.mode == M_MEMFD_POOL)
+        for (size_t o = 0; o < g.len; o += CHUNK)
+            memcpy(c->chunk + o, g.body + o,
+                   g.len - o < CHUNK ? g.len - o : CHUNK);
+    if (c->sent == 0 && g.mode == M_SEND_CHUNKED)
+        c->chunk_len = 0;
+    if (c->sent == 0 && g.mode == M_VMSPLICE_FRESH && !c->fresh_map &&
+        fresh_anon(c) < 0)
+        return -1;
     while (c->sent < total) {
         ssize_t w;
         if (c->sent < g.head_len && g.mode == M_SEND) {
@@ -230,9 +300,13 @@ static int reply_more(conn *c)
         c->sent += (size_t)w;
     }
     c->sent = SIZE_MAX;
-    if (c->file >= 0) {
+    if (c->file >= 0 && g.mode != M_MEMFD_POOL) {
         close(c->file);
         c->file = -1;
+    }
+    if (c->fresh_map) {
+        munmap(c->fresh_map, c->fresh_len);
+        c->fresh_map = NULL;
     }
     return 0;
 }
@@ -263,6 +337,28 @@ static int serve(conn *c)
             return errno == EAGAIN || errno == EINTR ? 0 : -1;
         c->in_len += (size_t)r;
     }
+}
+
+/* M_SEND_CHUNKED, M_MEMFD_POOL: the connection's chunk or pool memfd and
+ * its mapping. -1 on error. */
+static int conn_buffers(conn *c)
+{
+    if (g.mode == M_SEND_CHUNKED)
+        return (c->chunk = malloc(CHUNK)) ? 0 : -1;
+    if (g.mode != M_MEMFD_POOL)
+        return 0;
+    c->file = memfd_create("pool", MFD_CLOEXEC);
+    if (c->file < 0 || ftruncate(c->file, (off_t)g.len) < 0)
+        return -1;
+    c->chunk = mmap(NULL, g.len, PROT_READ | PROT_WRITE, MAP_SHARED, c->file,
+                    0);
+    if (c->chunk == MAP_FAILED) {
+        c->chunk = NULL;
+        return -1;
+    }
+    if (g.hugepage)
+        madvise(c->chunk, g.len, MADV_HUGEPAGE);
+    return 0;
 }
 
 static void *loop(void *arg)
@@ -299,7 +395,11 @@ static void *loop(void *arg)
                 c->file = c->pipe[0] = c->pipe[1] = -1;
                 if (g.mode == M_ZEROCOPY)
                     setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one);
-                if (g.mode == M_VMSPLICE &&
+                if (conn_buffers(c) < 0) {
+                    conn_close(ep, c);
+                    continue;
+                }
+                if ((g.mode == M_VMSPLICE || g.mode == M_VMSPLICE_FRESH) &&
                     pipe2(c->pipe, O_NONBLOCK | O_CLOEXEC) == 0)
                     fcntl(c->pipe[1], F_SETPIPE_SZ, (int)CHUNK);
                 struct epoll_event ce = {.events = EPOLLIN | EPOLLOUT |
@@ -348,7 +448,8 @@ static void usage(void)
     fprintf(stderr, "usage: ceiling --port PORT [--host ADDR] [--threads N]"
                     " (--body FILE | --bytes N) [--type CONTENT-TYPE]\n"
                     "  [--mode send|sendfile|memfd|memfd-pwrite|zerocopy|"
-                    "vmsplice] [--hugepage 0|1]\n");
+                    "vmsplice|send-chunked|memfd-pool|vmsplice-fresh]\n"
+                    "  [--hugepage 0|1]\n");
     exit(2);
 }
 
