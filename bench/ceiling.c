@@ -43,6 +43,7 @@
 
 #define REQ_MAX (1u << 20) /* request head + body we keep at most */
 #define CHUNK (128u << 10)   /* what --mode memfd*, vmsplice fill at a time */
+#define ZC_RING 8            /* M_ZC_CHUNKED: chunk buffers per connection */
 
 /* How the body goes out (--mode): the ways a server could hand the kernel
  * a reply, to measure what each costs the server per request. */
@@ -57,6 +58,10 @@ enum mode {
     M_MEMFD_PW,   /* per reply: a fresh memfd filled with pwrite (shmem does
                      not zero pages a write fills whole; still a copy) */
     M_ZEROCOPY,   /* send(MSG_ZEROCOPY) from the reused buffer */
+    M_ZC_CHUNKED, /* each CHUNK copied into one of ZC_RING per-connection
+                     buffers, send(MSG_ZEROCOPY) from it; a buffer is
+                     reused only once the kernel's completion says it let
+                     go of every send that referenced it (safe) */
     M_VMSPLICE,   /* vmsplice() the reused buffer into a pipe, splice() the
                      pipe into the socket */
     M_SEND_CHUNKED, /* each CHUNK copied into a per-connection buffer, then
@@ -78,6 +83,7 @@ static const char *const mode_names[] = {"send",      "sendfile",
                                          "memfd",     "memfd-pwrite",
                                          "zerocopy",  "vmsplice",
                                          "send-chunked", "memfd-pool",
+                                         "zerocopy-chunked",
                                          "vmsplice-fresh"};
 
 static struct {
@@ -105,6 +111,12 @@ typedef struct conn {
     size_t fresh_len;
     char *chunk; /* M_SEND_CHUNKED: the chunk; M_MEMFD_POOL: the mapping */
     size_t chunk_at, chunk_len; /* body offset and bytes of the chunk */
+    /* M_ZC_CHUNKED: the ring; zc_last[i]: the id of the last zerocopy
+     * send from ring[i] (0: none), zc_next: the next send's id + 1,
+     * zc_done: every id below it completed */
+    char *ring[ZC_RING];
+    uint32_t zc_last[ZC_RING], zc_next, zc_done;
+    unsigned cur; /* the ring slot holding the chunk being sent */
 } conn;
 
 /* The length of the request at the start of c->in (head + body), or 0
@@ -142,6 +154,8 @@ static void conn_close(int ep, conn *c)
         free(c->chunk);
     else if (c->chunk)
         munmap(c->chunk, g.len);
+    for (unsigned i = 0; i < ZC_RING; i++)
+        free(c->ring[i]);
     free(c->in);
     free(c);
 }
@@ -203,14 +217,34 @@ static int fresh_anon(conn *c)
 /* M_ZEROCOPY: reads the completions off the error queue (they hold socket
  * memory until read; the buffer is never rewritten, so they say nothing we
  * need). */
-static void zc_drain(int fd)
+static void zc_drain(conn *c)
 {
     char ctl[256];
     for (;;) {
         struct msghdr m = {.msg_control = ctl, .msg_controllen = sizeof ctl};
-        if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+        if (recvmsg(c->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
             return;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm;
+             cm = CMSG_NXTHDR(&m, cm)) {
+            struct sock_extended_err ee;
+            if (cm->cmsg_level != SOL_IP || cm->cmsg_type != IP_RECVERR)
+                continue;
+            memcpy(&ee, CMSG_DATA(cm), sizeof ee);
+            /* ids ee_info..ee_data completed; TCP completes in order */
+            if (ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY &&
+                ee.ee_data + 1 > c->zc_done)
+                c->zc_done = ee.ee_data + 1;
+        }
     }
+}
+
+/* M_ZC_CHUNKED: a ring slot the kernel no longer references, or -1. */
+static int zc_free_slot(conn *c)
+{
+    for (unsigned i = 0; i < ZC_RING; i++)
+        if (!c->zc_last[i] || c->zc_last[i] <= c->zc_done)
+            return (int)i;
+    return -1;
 }
 
 /* Sends the body from offset off, as g.mode says: bytes taken, or -1 with
@@ -222,8 +256,28 @@ static ssize_t body_send(conn *c, size_t off)
     case M_SEND:
         return send(c->fd, g.body + off, left, MSG_NOSIGNAL);
     case M_ZEROCOPY:
-        zc_drain(c->fd);
+        zc_drain(c);
         return send(c->fd, g.body + off, left, MSG_NOSIGNAL | MSG_ZEROCOPY);
+    case M_ZC_CHUNKED: {
+        zc_drain(c);
+        if (off < c->chunk_at || off >= c->chunk_at + c->chunk_len) {
+            int i = zc_free_slot(c);
+            if (i < 0) { /* all referenced: a completion wakes us */
+                errno = EAGAIN;
+                return -1;
+            }
+            c->cur = (unsigned)i;
+            c->chunk_at = off;
+            c->chunk_len = left < CHUNK ? left : CHUNK;
+            memcpy(c->ring[i], g.body + off, c->chunk_len);
+        }
+        ssize_t w = send(c->fd, c->ring[c->cur] + (off - c->chunk_at),
+                         c->chunk_at + c->chunk_len - off,
+                         MSG_NOSIGNAL | MSG_ZEROCOPY);
+        if (w > 0) /* each send that queued bytes takes the next id */
+            c->zc_last[c->cur] = ++c->zc_next;
+        return w;
+    }
     case M_SENDFILE:
     case M_MEMFD:
     case M_MEMFD_PW: {
@@ -275,7 +329,7 @@ static int reply_more(conn *c)
         for (size_t o = 0; o < g.len; o += CHUNK)
             memcpy(c->chunk + o, g.body + o,
                    g.len - o < CHUNK ? g.len - o : CHUNK);
-    if (c->sent == 0 && g.mode == M_SEND_CHUNKED)
+    if (c->sent == 0 && (g.mode == M_SEND_CHUNKED || g.mode == M_ZC_CHUNKED))
         c->chunk_len = 0;
     if (c->sent == 0 && g.mode == M_VMSPLICE_FRESH && !c->fresh_map &&
         fresh_anon(c) < 0)
@@ -345,6 +399,12 @@ static int conn_buffers(conn *c)
 {
     if (g.mode == M_SEND_CHUNKED)
         return (c->chunk = malloc(CHUNK)) ? 0 : -1;
+    if (g.mode == M_ZC_CHUNKED) {
+        for (unsigned i = 0; i < ZC_RING; i++)
+            if (!(c->ring[i] = malloc(CHUNK)))
+                return -1;
+        return 0;
+    }
     if (g.mode != M_MEMFD_POOL)
         return 0;
     c->file = memfd_create("pool", MFD_CLOEXEC);
@@ -393,7 +453,7 @@ static void *loop(void *arg)
                 c->fd = fd;
                 c->sent = SIZE_MAX;
                 c->file = c->pipe[0] = c->pipe[1] = -1;
-                if (g.mode == M_ZEROCOPY)
+                if (g.mode == M_ZEROCOPY || g.mode == M_ZC_CHUNKED)
                     setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one);
                 if (conn_buffers(c) < 0) {
                     conn_close(ep, c);
@@ -413,10 +473,11 @@ static void *loop(void *arg)
                 continue;
             }
             uint32_t e = evs[i].events;
-            if (g.mode == M_ZEROCOPY && (e & EPOLLERR)) {
+            if ((g.mode == M_ZEROCOPY || g.mode == M_ZC_CHUNKED) &&
+                (e & EPOLLERR)) {
                 int err = 0;
                 socklen_t el = sizeof err;
-                zc_drain(c->fd); /* completions raise EPOLLERR too */
+                zc_drain(c); /* completions raise EPOLLERR too */
                 getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
                 if (!err)
                     e &= ~(uint32_t)EPOLLERR;
@@ -448,7 +509,8 @@ static void usage(void)
     fprintf(stderr, "usage: ceiling --port PORT [--host ADDR] [--threads N]"
                     " (--body FILE | --bytes N) [--type CONTENT-TYPE]\n"
                     "  [--mode send|sendfile|memfd|memfd-pwrite|zerocopy|"
-                    "vmsplice|send-chunked|memfd-pool|vmsplice-fresh]\n"
+                    "vmsplice|send-chunked|memfd-pool|zerocopy-chunked|"
+                    "vmsplice-fresh]\n"
                     "  [--hugepage 0|1]\n");
     exit(2);
 }
