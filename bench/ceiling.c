@@ -43,6 +43,7 @@
 
 #define REQ_MAX (1u << 20) /* request head + body we keep at most */
 #define CHUNK (128u << 10)   /* what --mode memfd*, vmsplice fill at a time */
+#define POOL_N 16            /* M_MEMFD_POOL: memfds per thread */
 #define ZC_RING 8            /* M_ZC_CHUNKED: chunk buffers per connection */
 
 /* How the body goes out (--mode): the ways a server could hand the kernel
@@ -67,24 +68,30 @@ enum mode {
     M_SEND_CHUNKED, /* each CHUNK copied into a per-connection buffer, then
                        send() from it: a server that makes its reply a chunk
                        at a time in cache (tokvec's chunked replies) */
-    M_MEMFD_POOL, /* one memfd per connection, mapped once, rewritten for
-                     every reply (what computing the reply into it would
-                     write), then sendfile: what a pool of reply pages
-                     would cost if their release could be proven. NOT
-                     SAFE in general: pages are rewritten while an skb may
-                     still hold them (wrk reads a reply whole before it
-                     sends the next request, so its bytes are intact) */
+    M_MEMFD_POOL, /* POOL_N memfds per thread, mapped once, taken in turn
+                     and rewritten for every reply (what computing the
+                     reply into them would write), then sendfile: what a
+                     pool of reply pages would cost if their release could
+                     be proven. NOT SAFE in general: pages are rewritten
+                     while an skb may still hold them (here every reply has
+                     the same bytes, so nothing shows) */
     M_VMSPLICE_FRESH, /* per reply: fresh anonymous memory (MADV_HUGEPAGE
                          with --hugepage 1), filled from the buffer, then
                          as M_VMSPLICE; unmapped when the reply is out (the
                          pipe and the skbs hold their own page references) */
 };
-static const char *const mode_names[] = {"send",      "sendfile",
-                                         "memfd",     "memfd-pwrite",
-                                         "zerocopy",  "vmsplice",
-                                         "send-chunked", "memfd-pool",
-                                         "zerocopy-chunked",
-                                         "vmsplice-fresh"};
+static const char *const mode_names[] = {
+    [M_SEND] = "send",
+    [M_SENDFILE] = "sendfile",
+    [M_MEMFD] = "memfd",
+    [M_MEMFD_PW] = "memfd-pwrite",
+    [M_ZEROCOPY] = "zerocopy",
+    [M_ZC_CHUNKED] = "zerocopy-chunked",
+    [M_VMSPLICE] = "vmsplice",
+    [M_SEND_CHUNKED] = "send-chunked",
+    [M_MEMFD_POOL] = "memfd-pool",
+    [M_VMSPLICE_FRESH] = "vmsplice-fresh",
+};
 
 static struct {
     int lfd;
@@ -109,7 +116,7 @@ typedef struct conn {
     char *fresh; /* M_VMSPLICE_FRESH: this reply's pages, their mapping */
     char *fresh_map;
     size_t fresh_len;
-    char *chunk; /* M_SEND_CHUNKED: the chunk; M_MEMFD_POOL: the mapping */
+    char *chunk; /* M_SEND_CHUNKED: the chunk */
     size_t chunk_at, chunk_len; /* body offset and bytes of the chunk */
     /* M_ZC_CHUNKED: the ring; zc_last[i]: the id of the last zerocopy
      * send from ring[i] (0: none), zc_next: the next send's id + 1,
@@ -142,7 +149,7 @@ static void conn_close(int ep, conn *c)
 {
     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
-    if (c->file >= 0)
+    if (c->file >= 0 && g.mode != M_MEMFD_POOL)
         close(c->file);
     if (c->pipe[0] >= 0) {
         close(c->pipe[0]);
@@ -150,14 +157,40 @@ static void conn_close(int ep, conn *c)
     }
     if (c->fresh_map)
         munmap(c->fresh_map, c->fresh_len);
-    if (g.mode == M_SEND_CHUNKED)
-        free(c->chunk);
-    else if (c->chunk)
-        munmap(c->chunk, g.len);
+    free(c->chunk);
     for (unsigned i = 0; i < ZC_RING; i++)
         free(c->ring[i]);
     free(c->in);
     free(c);
+}
+
+/* M_MEMFD_POOL: the next of this thread's memfds (made on first use), its
+ * mapping, and its fd in *fd. NULL on error. */
+static char *pool_take(int *fd)
+{
+    static _Thread_local struct {
+        int fd;
+        char *map;
+    } pool[POOL_N];
+    static _Thread_local unsigned next;
+    unsigned i = next++ % POOL_N;
+    if (!pool[i].map) {
+        int f = memfd_create("pool", MFD_CLOEXEC);
+        char *m = MAP_FAILED;
+        if (f >= 0 && ftruncate(f, (off_t)g.len) == 0)
+            m = mmap(NULL, g.len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        if (m == MAP_FAILED) {
+            if (f >= 0)
+                close(f);
+            return NULL;
+        }
+        if (g.hugepage)
+            madvise(m, g.len, MADV_HUGEPAGE);
+        pool[i].fd = f;
+        pool[i].map = m;
+    }
+    *fd = pool[i].fd;
+    return pool[i].map;
 }
 
 /* M_MEMFD*: a fresh memfd holding the body, made the way a server would
@@ -325,10 +358,13 @@ static int reply_more(conn *c)
     if (c->sent == 0 && (g.mode == M_MEMFD || g.mode == M_MEMFD_PW) &&
         c->file < 0 && (c->file = fresh_memfd()) < 0)
         return -1;
-    if (c->sent == 0 && g.mode == M_MEMFD_POOL)
+    if (c->sent == 0 && g.mode == M_MEMFD_POOL && c->file < 0) {
+        char *m = pool_take(&c->file);
+        if (!m)
+            return -1;
         for (size_t o = 0; o < g.len; o += CHUNK)
-            memcpy(c->chunk + o, g.body + o,
-                   g.len - o < CHUNK ? g.len - o : CHUNK);
+            memcpy(m + o, g.body + o, g.len - o < CHUNK ? g.len - o : CHUNK);
+    }
     if (c->sent == 0 && (g.mode == M_SEND_CHUNKED || g.mode == M_ZC_CHUNKED))
         c->chunk_len = 0;
     if (c->sent == 0 && g.mode == M_VMSPLICE_FRESH && !c->fresh_map &&
@@ -354,10 +390,9 @@ static int reply_more(conn *c)
         c->sent += (size_t)w;
     }
     c->sent = SIZE_MAX;
-    if (c->file >= 0 && g.mode != M_MEMFD_POOL) {
+    if (c->file >= 0 && g.mode != M_MEMFD_POOL)
         close(c->file);
-        c->file = -1;
-    }
+    c->file = -1;
     if (c->fresh_map) {
         munmap(c->fresh_map, c->fresh_len);
         c->fresh_map = NULL;
@@ -393,8 +428,8 @@ static int serve(conn *c)
     }
 }
 
-/* M_SEND_CHUNKED, M_MEMFD_POOL: the connection's chunk or pool memfd and
- * its mapping. -1 on error. */
+/* M_SEND_CHUNKED, M_ZC_CHUNKED: the connection's chunk or ring. -1 on
+ * error. */
 static int conn_buffers(conn *c)
 {
     if (g.mode == M_SEND_CHUNKED)
@@ -405,19 +440,6 @@ static int conn_buffers(conn *c)
                 return -1;
         return 0;
     }
-    if (g.mode != M_MEMFD_POOL)
-        return 0;
-    c->file = memfd_create("pool", MFD_CLOEXEC);
-    if (c->file < 0 || ftruncate(c->file, (off_t)g.len) < 0)
-        return -1;
-    c->chunk = mmap(NULL, g.len, PROT_READ | PROT_WRITE, MAP_SHARED, c->file,
-                    0);
-    if (c->chunk == MAP_FAILED) {
-        c->chunk = NULL;
-        return -1;
-    }
-    if (g.hugepage)
-        madvise(c->chunk, g.len, MADV_HUGEPAGE);
     return 0;
 }
 
