@@ -8,17 +8,32 @@
  *
  *   ceiling --port PORT [--host 127.0.0.1] [--threads N]
  *           (--body FILE | --bytes N) [--type CONTENT-TYPE]
+ *           [--mode MODE] [--hugepage 0|1]
+ *
+ * --mode picks how the body is handed to the kernel (enum mode below: send,
+ * sendfile, memfd, memfd-pwrite, zerocopy, zerocopy-chunked, vmsplice,
+ * send-chunked, memfd-pool, vmsplice-fresh), to measure what each way costs
+ * the server per request (env LARGE_MODES of bench/loadbench.py;
+ * docs/performance.md, "Large replies"). The default, send, is the
+ * ceiling. Modes that stand for a server computing its reply copy the body
+ * into the memory they send from, chunk by chunk, as the computing would
+ * write it. memfd-pool is a measurement only: it rewrites pages that the
+ * kernel may still hold.
  *
  * N threads (default 2), each with its own epoll loop and its own
  * connections, accept from one listening socket (EPOLLEXCLUSIVE). A request
  * is read whole (headers, then a Content-Length body, which is dropped),
- * then answered: the header and the body in one sendmsg, the rest with
- * send() as the socket drains (non-blocking, EPOLLOUT). Requests pipelined
- * behind one wait until its reply is out. GET /health is answered the same
- * way (200 with the body): good enough for a readiness probe.
+ * then answered: the header and the body in one sendmsg (other modes: the
+ * header with MSG_MORE, then the body), the rest as the socket drains
+ * (non-blocking, EPOLLOUT; zerocopy modes also wake on the completions of
+ * the error queue). Requests pipelined behind one wait until its reply is
+ * out. GET /health is answered the same way (200 with the body): good
+ * enough for a readiness probe.
  *
- * Threads: the buffer is written once before the threads start and only
- * read after; each connection belongs to the thread that accepted it.
+ * Threads: the buffer (and, for sendfile, its memfd) is written once before
+ * the threads start and only read after; each connection, with its pipe,
+ * memfd, chunk or ring, belongs to the thread that accepted it; the
+ * memfd-pool pool is per thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,39 +57,39 @@
 #include <unistd.h>
 
 #define REQ_MAX (1u << 20) /* request head + body we keep at most */
-#define CHUNK (128u << 10)   /* what --mode memfd*, vmsplice fill at a time */
-#define POOL_N 16            /* M_MEMFD_POOL: memfds per thread */
-#define ZC_RING 8            /* M_ZC_CHUNKED: chunk buffers per connection */
+#define CHUNK (128u << 10) /* what --mode memfd*, vmsplice fill at a time */
+#define POOL_N 16          /* M_MEMFD_POOL: memfds per thread */
+#define ZC_RING 8          /* M_ZC_CHUNKED: chunk buffers per connection */
 
 /* How the body goes out (--mode): the ways a server could hand the kernel
  * a reply, to measure what each costs the server per request. */
 enum mode {
-    M_SEND,       /* send() from the reused buffer (copies into the skb) */
-    M_SENDFILE,   /* sendfile() from one memfd filled once (as nginx's
-                     cached file: the page cache pages go by reference) */
-    M_MEMFD,      /* per reply: a fresh memfd, mmap, filled from the buffer
-                     (what computing the reply into it would write), munmap,
-                     sendfile; closed when sent (the kernel frees the pages
-                     when the last skb lets go of them) */
-    M_MEMFD_PW,   /* per reply: a fresh memfd filled with pwrite (shmem does
-                     not zero pages a write fills whole; still a copy) */
-    M_ZEROCOPY,   /* send(MSG_ZEROCOPY) from the reused buffer */
-    M_ZC_CHUNKED, /* each CHUNK copied into one of ZC_RING per-connection
-                     buffers, send(MSG_ZEROCOPY) from it; a buffer is
-                     reused only once the kernel's completion says it let
-                     go of every send that referenced it (safe) */
-    M_VMSPLICE,   /* vmsplice() the reused buffer into a pipe, splice() the
-                     pipe into the socket */
+    M_SEND,         /* send() from the reused buffer (copies into the skb) */
+    M_SENDFILE,     /* sendfile() from one memfd filled once (as nginx's
+                       cached file: the page cache pages go by reference) */
+    M_MEMFD,        /* per reply: a fresh memfd, mmap, filled from the buffer
+                       (what computing the reply into it would write), munmap,
+                       sendfile; closed when sent (the kernel frees the pages
+                       when the last skb lets go of them) */
+    M_MEMFD_PW,     /* per reply: a fresh memfd filled with pwrite (shmem does
+                       not zero pages a write fills whole; still a copy) */
+    M_ZEROCOPY,     /* send(MSG_ZEROCOPY) from the reused buffer */
+    M_ZC_CHUNKED,   /* each CHUNK copied into one of ZC_RING per-connection
+                       buffers, send(MSG_ZEROCOPY) from it; a buffer is
+                       reused only once the kernel's completion says it let
+                       go of every send that referenced it (safe) */
+    M_VMSPLICE,     /* vmsplice() the reused buffer into a pipe, splice() the
+                       pipe into the socket */
     M_SEND_CHUNKED, /* each CHUNK copied into a per-connection buffer, then
                        send() from it: a server that makes its reply a chunk
                        at a time in cache (tokvec's chunked replies) */
-    M_MEMFD_POOL, /* POOL_N memfds per thread, mapped once, taken in turn
-                     and rewritten for every reply (what computing the
-                     reply into them would write), then sendfile: what a
-                     pool of reply pages would cost if their release could
-                     be proven. NOT SAFE in general: pages are rewritten
-                     while an skb may still hold them (here every reply has
-                     the same bytes, so nothing shows) */
+    M_MEMFD_POOL,   /* POOL_N memfds per thread, mapped once, taken in turn
+                       and rewritten for every reply (what computing the
+                       reply into them would write), then sendfile: what a
+                       pool of reply pages would cost if their release could
+                       be proven. NOT SAFE in general: pages are rewritten
+                       while an skb may still hold them (here every reply has
+                       the same bytes, so nothing shows) */
     M_VMSPLICE_FRESH, /* per reply: fresh anonymous memory (MADV_HUGEPAGE
                          with --hugepage 1), filled from the buffer, then
                          as M_VMSPLICE; unmapped when the reply is out (the
@@ -116,7 +131,7 @@ typedef struct conn {
     char *fresh; /* M_VMSPLICE_FRESH: this reply's pages, their mapping */
     char *fresh_map;
     size_t fresh_len;
-    char *chunk; /* M_SEND_CHUNKED: the chunk */
+    char *chunk;                /* M_SEND_CHUNKED: the chunk */
     size_t chunk_at, chunk_len; /* body offset and bytes of the chunk */
     /* M_ZC_CHUNKED: the ring; zc_last[i]: the id of the last zerocopy
      * send from ring[i] (0: none), zc_next: the next send's id + 1,
@@ -243,7 +258,8 @@ static int fresh_anon(conn *c)
     if (g.hugepage)
         madvise(c->fresh, g.len, MADV_HUGEPAGE);
     for (size_t o = 0; o < g.len; o += CHUNK)
-        memcpy(c->fresh + o, g.body + o, g.len - o < CHUNK ? g.len - o : CHUNK);
+        memcpy(c->fresh + o, g.body + o,
+               g.len - o < CHUNK ? g.len - o : CHUNK);
     return 0;
 }
 
