@@ -372,8 +372,11 @@ static int reply_more(conn *c)
 {
     size_t total = g.head_len + g.len;
     if (c->sent == 0 && (g.mode == M_MEMFD || g.mode == M_MEMFD_PW) &&
-        c->file < 0 && (c->file = fresh_memfd()) < 0)
-        return -1;
+        c->file < 0) {
+        c->file = fresh_memfd();
+        if (c->file < 0)
+            return -1;
+    }
     if (c->sent == 0 && g.mode == M_MEMFD_POOL && c->file < 0) {
         char *m = pool_take(&c->file);
         if (!m)
@@ -448,13 +451,14 @@ static int serve(conn *c)
  * error. */
 static int conn_buffers(conn *c)
 {
-    if (g.mode == M_SEND_CHUNKED)
-        return (c->chunk = malloc(CHUNK)) ? 0 : -1;
-    if (g.mode == M_ZC_CHUNKED) {
-        for (unsigned i = 0; i < ZC_RING; i++)
-            if (!(c->ring[i] = malloc(CHUNK)))
-                return -1;
-        return 0;
+    if (g.mode == M_SEND_CHUNKED) {
+        c->chunk = malloc(CHUNK);
+        return c->chunk ? 0 : -1;
+    }
+    for (unsigned i = 0; g.mode == M_ZC_CHUNKED && i < ZC_RING; i++) {
+        c->ring[i] = malloc(CHUNK);
+        if (!c->ring[i])
+            return -1;
     }
     return 0;
 }
@@ -573,7 +577,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--type"))
             type = argv[i + 1];
         else if (!strcmp(argv[i], "--hugepage"))
-            g.hugepage = atoi(argv[i + 1]);
+            g.hugepage = (int)strtol(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--mode")) {
             size_t k = 0, nm = sizeof mode_names / sizeof *mode_names;
             while (k < nm && strcmp(argv[i + 1], mode_names[k]))
