@@ -60,6 +60,7 @@
 #define CHUNK (128u << 10) /* what --mode memfd*, vmsplice fill at a time */
 #define POOL_N 16          /* M_MEMFD_POOL: memfds per thread */
 #define ZC_RING 8          /* M_ZC_CHUNKED: chunk buffers per connection */
+#define ZC_IDS 64          /* M_ZC_CHUNKED: zerocopy sends in flight, most */
 
 /* How the body goes out (--mode): the ways a server could hand the kernel
  * a reply, to measure what each costs the server per request. */
@@ -133,11 +134,15 @@ typedef struct conn {
     size_t fresh_len;
     char *chunk;                /* M_SEND_CHUNKED: the chunk */
     size_t chunk_at, chunk_len; /* body offset and bytes of the chunk */
-    /* M_ZC_CHUNKED: the ring; zc_last[i]: the id of the last zerocopy
-     * send from ring[i] (0: none), zc_next: the next send's id + 1,
-     * zc_done: every id below it completed */
+    /* M_ZC_CHUNKED: the ring; zc_pending[i]: the zerocopy sends from
+     * ring[i] not completed yet; zc_slot[id % ZC_IDS]: the slot the send
+     * with that id went from; zc_next: the next send's id (the kernel
+     * numbers a socket's zerocopy sends 0, 1, ...); zc_out: sends not
+     * completed yet */
     char *ring[ZC_RING];
-    uint32_t zc_last[ZC_RING], zc_next, zc_done;
+    unsigned zc_pending[ZC_RING], zc_out;
+    unsigned char zc_slot[ZC_IDS];
+    uint32_t zc_next;
     unsigned cur; /* the ring slot holding the chunk being sent */
 } conn;
 
@@ -263,9 +268,10 @@ static int fresh_anon(conn *c)
     return 0;
 }
 
-/* M_ZEROCOPY: reads the completions off the error queue (they hold socket
- * memory until read; the buffer is never rewritten, so they say nothing we
- * need). */
+/* M_ZEROCOPY, M_ZC_CHUNKED: reads the completions off the error queue
+ * (they hold socket memory until read). M_ZEROCOPY never rewrites its
+ * buffer, so they say nothing it needs; M_ZC_CHUNKED counts each ring
+ * slot's sends back down. */
 static void zc_drain(conn *c)
 {
     char ctl[256];
@@ -279,19 +285,25 @@ static void zc_drain(conn *c)
             if (cm->cmsg_level != SOL_IP || cm->cmsg_type != IP_RECVERR)
                 continue;
             memcpy(&ee, CMSG_DATA(cm), sizeof ee);
-            /* ids ee_info..ee_data completed; TCP completes in order */
-            if (ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY &&
-                ee.ee_data + 1 > c->zc_done)
-                c->zc_done = ee.ee_data + 1;
+            if (ee.ee_origin != SO_EE_ORIGIN_ZEROCOPY ||
+                g.mode != M_ZC_CHUNKED)
+                continue;
+            /* the sends ee_info..ee_data (in any order among ranges) */
+            for (uint32_t id = ee.ee_info;; id++) {
+                c->zc_pending[c->zc_slot[id % ZC_IDS]]--;
+                c->zc_out--;
+                if (id == ee.ee_data)
+                    break;
+            }
         }
     }
 }
 
 /* M_ZC_CHUNKED: a ring slot the kernel no longer references, or -1. */
-static int zc_free_slot(conn *c)
+static int zc_free_slot(const conn *c)
 {
     for (unsigned i = 0; i < ZC_RING; i++)
-        if (!c->zc_last[i] || c->zc_last[i] <= c->zc_done)
+        if (!c->zc_pending[i])
             return (int)i;
     return -1;
 }
@@ -320,11 +332,18 @@ static ssize_t body_send(conn *c, size_t off)
             c->chunk_len = left < CHUNK ? left : CHUNK;
             memcpy(c->ring[i], g.body + off, c->chunk_len);
         }
+        if (c->zc_out == ZC_IDS) { /* ids to track: wait for completions */
+            errno = EAGAIN;
+            return -1;
+        }
         ssize_t w = send(c->fd, c->ring[c->cur] + (off - c->chunk_at),
                          c->chunk_at + c->chunk_len - off,
                          MSG_NOSIGNAL | MSG_ZEROCOPY);
-        if (w > 0) /* each send that queued bytes takes the next id */
-            c->zc_last[c->cur] = ++c->zc_next;
+        if (w > 0) { /* each send that queued bytes takes the next id */
+            c->zc_slot[c->zc_next++ % ZC_IDS] = (unsigned char)c->cur;
+            c->zc_pending[c->cur]++;
+            c->zc_out++;
+        }
         return w;
     }
     case M_SENDFILE:
