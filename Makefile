@@ -267,8 +267,9 @@ E2E_CMDS = $(foreach t,$(filter-out $(E2E_SPLIT),$(E2E)),\
              "$(PYTHON) $(t) --binary $(BUILD)/tokvec") \
            $(foreach t,$(E2E_SPLIT),$(foreach p,1 2,\
              "$(PYTHON) $(t) --binary $(BUILD)/tokvec --part $(p)"))
-# test_torchsave.py runs $(BUILD)/tools/torchsave.
-E2E_TOOLS := $(BUILD)/tools/torchsave
+# test_torchsave.py runs $(BUILD)/tools/torchsave, test_ceiling.py
+# $(BUILD)/bench/ceiling.
+E2E_TOOLS := $(BUILD)/tools/torchsave $(BUILD)/bench/ceiling
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" $(E2E_CMDS)
 

@@ -21,7 +21,9 @@
 #      BENCH_ONLY=main,tokens,dim,conns,startup,serial,large,unix
 #      (sections of the HTTP part), BENCH_BASELINE=PATH (an older tokvec
 #      binary measured beside this one in the serial and large sections:
-#      before and after in one run). Request bodies are in bench/load/,
+#      before and after in one run), LARGE_MODES=MODE,... (more ceilings in
+#      the large section, one per bench/ceiling --mode; MODE:hp adds
+#      --hugepage 1). Request bodies are in bench/load/,
 #      the PyTorch peer in bench/peers/.
 set -eu
 BUILD=${BUILD:-build}

@@ -431,18 +431,27 @@ def section_large(a, run, res, bins, table, workdir, ngx, build, body, reply):
     with open(rfile, "wb") as f:
         f.write(reply)
     procs, targets, notes = [], [], []
+    # env LARGE_MODES: more ceilings, one per bench/ceiling --mode (with
+    # ":hp", --hugepage 1), e.g. sendfile,zerocopy,memfd:hp: what each way
+    # of handing the kernel a reply costs (docs/performance.md)
+    modes = [m for m in os.environ.get("LARGE_MODES", "").split(",") if m]
     try:
-        port = free_port()
-        cp = Proc("ceiling", [cbin, "--port", str(port), "--threads",
-                              str(SERIAL_THREADS), "--body", rfile], port,
-                  logfile=os.path.join(workdir, "ceiling.log"))
-        if cp.wait_healthy(10) is not None:
-            procs.append(cp)
-            targets.append(("ceiling", "http://127.0.0.1:%d/embed" % port,
-                            cp.p.pid))
-        else:
-            notes.append("bench/ceiling did not start (%s)." % cbin)
-            cp.stop()
+        for mode in ["send"] + modes:
+            port = free_port()
+            lab = "ceiling" + ("" if mode == "send" else "-" + mode)
+            m, hp = mode.split(":")[0], mode.endswith(":hp")
+            cp = Proc(lab, [cbin, "--port", str(port), "--threads",
+                            str(SERIAL_THREADS), "--body", rfile, "--mode", m,
+                            "--hugepage", "1" if hp else "0"], port,
+                      logfile=os.path.join(workdir, lab + ".log"))
+            if cp.wait_healthy(10) is not None:
+                procs.append(cp)
+                targets.append((lab, "http://127.0.0.1:%d/embed" % port,
+                                cp.p.pid))
+            else:
+                notes.append("bench/ceiling --mode %s did not start (%s)." %
+                             (mode, cbin))
+                cp.stop()
         for lab, b in bins:
             p = start_tokvec(b, table, workdir, "large-" + lab,
                              ["--threads", str(SERIAL_THREADS)])
@@ -539,6 +548,10 @@ def section_large(a, run, res, bins, table, workdir, ngx, build, body, reply):
            " leaves the sending to the reader's ACKs): read server and wrk"
            " CPU together.\n" %
            SERIAL_THREADS)
+    if modes:
+        sec += ("\n`ceiling-MODE` is bench/ceiling --mode MODE (env"
+                " LARGE_MODES; `:hp`: --hugepage 1): the same bytes handed to"
+                " the kernel another way (bench/ceiling.c says how).\n")
     if len(bins) > 1:
         sec += ("\n`%s` is env BENCH_BASELINE (%s).\n" % (bins[1][0],
                                                           bins[1][1]))
