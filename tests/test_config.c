@@ -683,6 +683,21 @@ static void describe_quotes_strings_that_would_break_the_line(void **state)
     assert_int_equal(strncmp(small, line, 23), 0);
     assert_int_equal(tv_config_describe(&c, NULL, 0), 0);
     tv_config_free(&c);
+    /* each byte that needs the quotes, first in a word that needs them */
+    static const char *const quoted[][2] = {
+        {"a\"", " host=\"a\\\"\" "},    {"a\\", " host=\"a\\\\\" "},
+        {"a=", " host=\"a=\" "},        {"a\x7f", " host=\"a\\x7f\" "},
+        {"a\x01", " host=\"a\\x01\" "}, {"~", " host=~ "},
+    };
+    for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
+        assert_int_equal(load(&c, err, sizeof err, "--host", quoted[i][0],
+                              NULL),
+                         TV_CONFIG_OK);
+        tv_config_describe(&c, line, sizeof line);
+        if (!strstr(line, quoted[i][1]))
+            fail_msg("host '%s': %s", quoted[i][0], line);
+        tv_config_free(&c);
+    }
 }
 
 static void watch_is_a_flag_env_var_and_key(void **state)
