@@ -198,6 +198,32 @@ class Refusals(unittest.TestCase):
                 self.assertTrue(got[0].startswith(b"GET / HTTP/1.0\r\n"
                                                   b"Host: "), got)
 
+    def test_long_option_spellings_and_missing_arguments(self):
+        out = self.p("o.st")
+        r = run("init", "--vocab", "10", "--dim", "4", "--output", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = self.p("c.st")
+        r = run("convert", out, "--output", c, "--dtype", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("BF16", run("inspect", c).stdout)
+        missing = "init: --vocab, --dim and -o are required"
+        for args in (["--dim", "4", "-o", out], ["--vocab", "10", "-o", out],
+                     ["--vocab", "10", "--dim", "4"]):
+            self.refused(["init"] + args, missing)
+        self.refused(["init", "--vocab", "10", "--dim", "4", "-o", out,
+                      "--padding-idx", "-11"],
+                     "--padding-idx -11 is outside [-10, 10)")
+        r = run("init", "--vocab", "10", "--dim", "4", "-o",
+                self.p("p.st"), "--padding-idx", "-10")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.refused(["init", "--vocab", "10", "--dim", "1024", "--context",
+                      "20000000", "-o", out], "is too large")
+        self.refused(["convert", "-o", c], "convert: need IN and -o OUT")
+        self.refused(["lookup", "--text", "hi"],
+                     "lookup: need --table FILE and at least one ID")
+        self.refused(["lookup", "--table", out, "--text", ""],
+                     "a --text that has tokens")
+
     def test_inspect_counts_non_finite_values_of_every_float_dtype(self):
         inf, nan = float("inf"), float("nan")
         vals = [1.0, inf, -inf, nan, 0.5, -2.0]  # 3 non-finite
