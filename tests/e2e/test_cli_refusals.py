@@ -224,6 +224,27 @@ class Refusals(unittest.TestCase):
         self.refused(["lookup", "--table", out, "--text", ""],
                      "a --text that has tokens")
 
+    def test_tokenize_names_a_missing_tokenizer_and_an_unreadable_input(self):
+        env = dict(os.environ, TOKVEC_TOKENIZER="")
+        r = subprocess.run([tc.BINARY, "tokenize"], input="hi", text=True,
+                           capture_output=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("tokvec: tokenize: TOKVEC_TOKENIZER is empty (no "
+                      "tokenizer); give --tokenizer FILE or unset it",
+                      r.stderr)
+        self.refused(["tokenize", "--tokenizer", ""],
+                     "tokenize: --tokenizer '' is no tokenizer")
+        self.refused(["tokenize", "--tokenizer", "/nonexistent/x.json"],
+                     "/nonexistent/x.json")
+        if os.path.isfile(os.path.join(GPT2, "encoder.json")):
+            # a folder opens but cannot be read: a runtime error
+            self.refused(["tokenize", "--tokenizer", GPT2, self.tmp],
+                         "tokvec: tokenize: Input/output error", code=1)
+            r = subprocess.run([tc.BINARY, "tokenize", "--tokenizer", GPT2,
+                                "--add-special", "-"], input="hi",
+                               text=True, capture_output=True, timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, "[5303]\n"))
+
     def test_inspect_counts_non_finite_values_of_every_float_dtype(self):
         inf, nan = float("inf"), float("nan")
         vals = [1.0, inf, -inf, nan, 0.5, -2.0]  # 3 non-finite
