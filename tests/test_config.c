@@ -228,6 +228,11 @@ static void table_may_be_the_one_argument(void **state)
     EXPECT_ERROR(MSGS("twice"), "a.safetensors", "--table", "b");
     EXPECT_ERROR(MSGS("'b'"), "a", "b");
     EXPECT_ERROR(MSGS("'-x'"), "-x");
+    /* "--" alone is no flag and no file; "-" is a file name */
+    EXPECT_ERROR(MSGS("'--'"), "--");
+    assert_int_equal(load(&c, err, sizeof err, "-", NULL), TV_CONFIG_OK);
+    assert_string_equal(c.table, "-");
+    tv_config_free(&c);
 }
 
 static void unknown_tokvec_env_vars_are_ignored_with_a_warning(void **state)
