@@ -232,8 +232,8 @@ static void negotiate_follows_rfc9110_q_then_specificity(void **s)
          "application/x-npy;q=0, application/*",
          NULL, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
         /* blanks and tabs around types, parameters and q; q's forms */
-        {"\tapplication/x-npy ;\t q=0.5 \t, application/json;q=0.4", NULL,
-         0, TV_OUT_NPY, TOKVEC_F32, 0},
+        {"\tapplication/x-npy ;\t q=0.5 \t, application/json;q=0.4", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
         {"application/x-npy;q=1., application/json;q=0.999", NULL, 0,
          TV_OUT_NPY, TOKVEC_F32, 0},
         {"application/x-npy;q=1.001", NULL, -1, 0, 0, 406},

@@ -370,7 +370,8 @@ static void each_bad_option_and_input_is_refused_naming_it(void **state)
         {"{\"inputs\":[[1,[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
          "aaaaaaa\"]],[2,3]]}",
          400,
-         "position 1 is not an integer: [\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa..."},
+         "position 1 is not an integer: [\"aaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaaaaaaaaaaaa..."},
         {"{\"inputs\":[\"a\",[1,2,3,4,5,6,7,8,9]],\"pooling\":\"mean\"}", 413,
          "the id lists hold more than max_tokens 8 ids"},
         {"{\"inputs\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", 413,
