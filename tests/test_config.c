@@ -228,6 +228,11 @@ static void table_may_be_the_one_argument(void **state)
     EXPECT_ERROR(MSGS("twice"), "a.safetensors", "--table", "b");
     EXPECT_ERROR(MSGS("'b'"), "a", "b");
     EXPECT_ERROR(MSGS("'-x'"), "-x");
+    /* "--" alone is no flag and no file; "-" is a file name */
+    EXPECT_ERROR(MSGS("'--'"), "--");
+    assert_int_equal(load(&c, err, sizeof err, "-", NULL), TV_CONFIG_OK);
+    assert_string_equal(c.table, "-");
+    tv_config_free(&c);
 }
 
 static void unknown_tokvec_env_vars_are_ignored_with_a_warning(void **state)
@@ -448,6 +453,54 @@ static void file_values_of_each_json_type(void **state)
     drop_file(path);
 }
 
+/* Each kind of setting given each JSON type in a file: the types it takes
+ * load (a bool takes true, false, 0 and 1), every other type is refused
+ * naming the key, the value and what it takes. */
+static void file_values_of_a_wrong_json_type_are_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json, *says;
+    } bad[] = {
+        {"{\"access_log\": 2}", "access_log: 2 is not true or false"},
+        {"{\"access_log\": \"yes\"}", "\"yes\" is not true or false"},
+        {"{\"access_log\": null}", "null is not true or false"},
+        {"{\"access_log\": 1.0}", "1.0 is not true or false"},
+        {"{\"host\": 1}", "host: 1 is not a string"},
+        {"{\"positional\": true}", "positional: true is not a string"},
+        {"{\"port\": [80]}", "port: [80] is not an integer"},
+        {"{\"max_body_bytes\": 1.5}", "1.5 is not an integer or a size"},
+        {"{\"max_body_bytes\": false}", "false is not an integer or a size"},
+        {"{\"request_timeout\": true}", "true is not a number of seconds"},
+        {"{\"request_timeout\": {}}", "{} is not a number of seconds"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *path = temp_file(bad[i].json);
+        EXPECT_ERROR(MSGS(path, bad[i].says), "--config", path);
+        drop_file(path);
+    }
+    static const struct {
+        const char *json;
+        int access_log;
+        double timeout;
+    } good[] = {
+        {"{\"access_log\": 0, \"request_timeout\": 3}", 0, 3.0},
+        {"{\"access_log\": 1, \"request_timeout\": \"250ms\"}", 1, 0.25},
+        {"{\"access_log\": true, \"request_timeout\": 1e1}", 1, 10.0},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char *path = temp_file(good[i].json);
+        tv_config c;
+        char err[256];
+        assert_int_equal(load(&c, err, sizeof err, "--config", path, NULL),
+                         TV_CONFIG_OK);
+        assert_int_equal(c.access_log, good[i].access_log);
+        assert_true(c.request_timeout == good[i].timeout);
+        tv_config_free(&c);
+        drop_file(path);
+    }
+}
+
 static int64_t size_of(const char *v)
 {
     tv_config c;
@@ -613,6 +666,45 @@ static void describe_shows_settings_but_never_the_key(void **state)
 
 /* --watch (TOKVEC_WATCH, "watch"): off by default; a boolean like
  * every other (a value always follows the flag). */
+/* A string setting holding a quote, a backslash, '=', a space, a tab or
+ * DEL is quoted and escaped in the settings line, so that it stays one
+ * parseable word; a buffer too small cuts the line and stays terminated. */
+static void describe_quotes_strings_that_would_break_the_line(void **state)
+{
+    (void)state;
+    tv_config c;
+    char err[256], line[8192];
+    assert_int_equal(load(&c, err, sizeof err, "--host", "a \"b\"\\c=d\te\x7f",
+                          "--served-model-name", "plain-name", NULL),
+                     TV_CONFIG_OK);
+    size_t n = tv_config_describe(&c, line, sizeof line);
+    assert_int_equal(n, strlen(line));
+    assert_non_null(strstr(line, " host=\"a \\\"b\\\"\\\\c=d\\x09e\\x7f\" "));
+    assert_non_null(strstr(line, " served_model_name=plain-name "));
+    assert_non_null(strstr(line, " config=\"\""));
+    char small[24];
+    assert_int_equal(tv_config_describe(&c, small, sizeof small), 23);
+    assert_int_equal(strlen(small), 23);
+    assert_int_equal(strncmp(small, line, 23), 0);
+    assert_int_equal(tv_config_describe(&c, NULL, 0), 0);
+    tv_config_free(&c);
+    /* each byte that needs the quotes, first in a word that needs them */
+    static const char *const quoted[][2] = {
+        {"a\"", " host=\"a\\\"\" "},    {"a\\", " host=\"a\\\\\" "},
+        {"a=", " host=\"a=\" "},        {"a\x7f", " host=\"a\\x7f\" "},
+        {"a\x01", " host=\"a\\x01\" "}, {"~", " host=~ "},
+    };
+    for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
+        assert_int_equal(load(&c, err, sizeof err, "--host", quoted[i][0],
+                              NULL),
+                         TV_CONFIG_OK);
+        tv_config_describe(&c, line, sizeof line);
+        if (!strstr(line, quoted[i][1]))
+            fail_msg("host '%s': %s", quoted[i][0], line);
+        tv_config_free(&c);
+    }
+}
+
 static void watch_is_a_flag_env_var_and_key(void **state)
 {
     (void)state;
@@ -722,6 +814,10 @@ int main(void)
         cmocka_unit_test_setup(errors_name_env_var_and_value, reset),
         cmocka_unit_test_setup(errors_name_file_and_key, reset),
         cmocka_unit_test_setup(file_values_of_each_json_type, reset),
+        cmocka_unit_test_setup(
+            describe_quotes_strings_that_would_break_the_line, reset),
+        cmocka_unit_test_setup(file_values_of_a_wrong_json_type_are_refused,
+                               reset),
         cmocka_unit_test_setup(sizes_take_binary_and_decimal_units, reset),
         cmocka_unit_test_setup(seconds_take_numbers_and_units, reset),
         cmocka_unit_test_setup(bounds_are_checked, reset),

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <sched.h>
 
 #include "cpus.h"
@@ -116,6 +117,44 @@ static void malformed_or_missing_files_are_no_quota(void **state)
     assert_true(quota() == 0);
 }
 
+/* The tightest quota of all the lines and hierarchies wins, whichever
+ * comes first; a looser one after it, a v1 quota of 0 or a bad period, a
+ * quota that does not end at a blank, a period file missing, a path too
+ * long for PATH_MAX, and controllers that merely contain "cpu" change
+ * nothing. */
+static void the_tightest_of_every_line_and_hierarchy_wins(void **state)
+{
+    (void)state;
+    put("self", "3:cpuacct,cpu:/a\n0::/b\n4:cpuset,cpu:/c\n");
+    put("fs/b/cpu.max", "50000\t100000\n");
+    put("fs/cpu/a/cpu.cfs_quota_us", "300000\n");
+    put("fs/cpu/a/cpu.cfs_period_us", "100000\n");
+    put("fs/cpuacct,cpu/c/cpu.cfs_quota_us", "100000\n");
+    put("fs/cpuacct,cpu/c/cpu.cfs_period_us", "100000\n");
+    assert_true(quota() == 0.5);
+    put("fs/b/cpu.max", "max 100000\n");
+    assert_true(quota() == 1.0);
+    put("fs/cpuacct,cpu/c/cpu.cfs_period_us", "0\n");
+    assert_true(quota() == 3.0);
+    put("fs/cpu/a/cpu.cfs_quota_us", "0\n");
+    assert_true(quota() == 0);
+    put("fs/cpu/a/cpu.cfs_quota_us", "200000x\n");
+    assert_true(quota() == 0);
+    put("fs/cpu/a/cpu.cfs_quota_us", "99999999999999999999999\n");
+    assert_true(quota() == 0);
+    put("fs/cpu/a/cpu.cfs_quota_us", "200000\n");
+    put("fs/cpu/a/cpu.cfs_period_us", "\n");
+    assert_true(quota() == 0);
+    char long_line[PATH_MAX + 64] = "0::/";
+    memset(long_line + 4, 'x', PATH_MAX);
+    long_line[PATH_MAX + 4] = '\0';
+    put("self", long_line);
+    assert_true(quota() == 0);
+    put("self", "7:cpux,xcpu,cpuacct:/a\n");
+    put("fs/cpu/a/cpu.cfs_period_us", "100000\n");
+    assert_true(quota() == 0);
+}
+
 static void the_default_is_this_machines_cpus_at_most(void **state)
 {
     (void)state;
@@ -145,6 +184,7 @@ int main(void)
         T(v1_minus_one_is_no_quota),
         T(only_the_cpu_controller_counts_in_v1),
         T(malformed_or_missing_files_are_no_quota),
+        T(the_tightest_of_every_line_and_hierarchy_wins),
         cmocka_unit_test(the_default_is_this_machines_cpus_at_most),
     };
 #undef T

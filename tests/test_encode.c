@@ -231,6 +231,23 @@ static void negotiate_follows_rfc9110_q_then_specificity(void **s)
         {"application/json;q=0, application/octet-stream;q=0, "
          "application/x-npy;q=0, application/*",
          NULL, 0, TV_OUT_NPZ, TOKVEC_F32, 0},
+        /* blanks and tabs around types, parameters and q; q's forms */
+        {"\tapplication/x-npy ;\t q=0.5 \t, application/json;q=0.4", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/x-npy;q=1., application/json;q=0.999", NULL, 0,
+         TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/x-npy;q=1.001", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q=0.5x", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q=", NULL, -1, 0, 0, 406},
+        {"application/x-npy;q", NULL, 0, TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/x-npy;;", NULL, 0, TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/x-npy;v=1;x=q=0", NULL, 0, TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/x-npy;qq=0", NULL, 0, TV_OUT_NPY, TOKVEC_F32, 0},
+        {"application/x-npy;Q=0", NULL, -1, 0, 0, 406},
+        /* a range of a wildcard's length that is not one */
+        {"application/?, text/*", NULL, -1, 0, 0, 406},
+        {"*/x", NULL, -1, 0, 0, 406},
+        {"*/*x", NULL, -1, 0, 0, 406},
         /* blanks and commas only: as if no Accept */
         {" , ,", NULL, 0, TV_OUT_JSON, TOKVEC_F32, 0},
         {"application/json", "float16", -1, 0, 0, 400},

@@ -126,6 +126,59 @@ static void percent_00_stays_in_the_path(void **state)
     assert_int_equal(fx_get(f, "/tok%65ns/1", r, RESP), 200);
 }
 
+/* Header names are tokens: every token character passes, each other
+ * printable byte (and DEL, and bytes over 0x7f) is refused; a CR inside
+ * a value and an empty name are refused. */
+static void header_names_are_tokens_and_values_hold_no_cr(void **state)
+{
+    fixture *f = *state;
+    char raw[512], r[RESP];
+    snprintf(raw, sizeof raw,
+             "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: "
+             "close\r\nX-aZ09!#$%%&'*+-.^_`|~: 1\r\n\r\n");
+    assert_int_equal(fx_raw(f, raw, strlen(raw), r, RESP), 200);
+    static const char notoken[] = "\"(),/;<=>?@[\\]{}\x7f\x80\xff";
+    for (const char *c = notoken; *c; c++) {
+        snprintf(raw, sizeof raw,
+                 "GET /health HTTP/1.1\r\nHost: t\r\nX-%c: 1\r\n\r\n", *c);
+        int st = fx_raw(f, raw, strlen(raw), r, RESP);
+        if (st != 400)
+            fail_msg("header name with byte 0x%02x: %d", (unsigned char)*c,
+                     st);
+    }
+    refused(f, "GET /health HTTP/1.1\r\nHost: t\r\nX-A: 1\r2\r\n\r\n", 400,
+            NULL);
+    refused(f, "GET /health HTTP/1.1\r\nHost: t\r\n: 1\r\n\r\n", 400, NULL);
+}
+
+/* Percent escapes decode in either case ("%4A", "%4a"); "%", "%4", "%G1"
+ * and "%00" stay as they are; '?' after the query's '?' and '&' before it
+ * are text. */
+static void percent_escapes_decode_in_either_case(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    assert_int_equal(fx_get(f, "/tokens/%31%3A", r, RESP), 400);
+    assert_int_equal(fx_get(f, "/tokens/%31", r, RESP), 200);
+    assert_int_equal(fx_get(f, "/%74%4F%6bens/%32", r, RESP), 404);
+    assert_int_equal(fx_get(f, "/%74%6F%6b%65%6E%73/%32", r, RESP), 200);
+    assert_int_equal(fx_get(f, "/%74%6f%6B%65%6e%73/%32", r, RESP), 200);
+    assert_int_equal(fx_get(f, "/tokens/2%", r, RESP), 400);
+    assert_int_equal(fx_get(f, "/tokens/2%4", r, RESP), 400);
+    assert_int_equal(fx_get(f, "/tokens/2%G1", r, RESP), 400);
+    assert_int_equal(fx_get(f, "/tokens/2%g1", r, RESP), 400);
+    /* a second '?' is part of the value, as its escape is */
+    int st = fx_http(f, "GET", "/tokens/3?dtype=float16%3Fx", NULL, NULL,
+                     "Accept: application/x-npy\r\n", r, RESP);
+    char body[512];
+    snprintf(body, sizeof body, "%s", fx_body(r));
+    assert_int_equal(fx_http(f, "GET", "/tokens/3?dtype=float16?x", NULL, NULL,
+                             "Accept: application/x-npy\r\n", r, RESP),
+                     st);
+    assert_string_equal(fx_body(r), body);
+    assert_int_equal(fx_get(f, "/tokens&/3?dtype=float32&a", r, RESP), 404);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup_up, fx_teardown)
@@ -138,6 +191,8 @@ int main(void)
         T(whitespace_before_a_colon_is_400),
         T(a_chunked_body_is_read),
         T(percent_00_stays_in_the_path),
+        T(header_names_are_tokens_and_values_hold_no_cr),
+        T(percent_escapes_decode_in_either_case),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -335,6 +335,28 @@ static void access_line_has_every_field(void **state)
                                 "status=404 tokens=0 bytes=10 "
                                 "duration_us=5\n"));
     free(out);
+
+    /* no method and no path (a request cut before them): empty values; a
+     * method that needs quotes gets them */
+    capture_start();
+    tv_log_access(NULL, NULL, 0, 400, 0, 0, 1);
+    tv_log_access("G T", "/p", 0, 405, 0, 0, 1);
+    out = capture_end();
+    assert_int_equal(count_lines(out), 2);
+    assert_non_null(
+        strstr(out, " info request method=\"\" path=\"\" status=400 "));
+    assert_non_null(strstr(out, " info request method=\"G T\" path=/p "
+                                "status=405 "));
+    free(out);
+    assert_int_equal(tv_log_setup("json", "info"), 0);
+    capture_start();
+    tv_log_access(NULL, NULL, 0, 400, 0, 0, 1);
+    out = capture_end();
+    j = parse_line(out);
+    assert_string_equal(JSTR(j, "method"), "");
+    assert_string_equal(JSTR(j, "path"), "");
+    json_decref(j);
+    free(out);
 }
 
 /* The fields a server adds: client, request_id, error_type, in both

@@ -255,6 +255,46 @@ static void listed_origins_are_allowed_and_named_in_allow_origin(void **state)
     assert_true(fx_has_header(r, "Vary", "Origin"));
 }
 
+/* With CORS on, every route answers a preflight with its own methods; an
+ * origin not listed is refused on the routes that do work (every POST
+ * route and the keyed GETs), not on the public ones. */
+static void every_route_answers_a_preflight_with_its_methods(void **state)
+{
+    fixture *f = *state;
+    char r[RESP];
+    const char *const extra[] = {"--cors-origin", "https://a.example", NULL};
+    assert_int_equal(fx_up(f, extra), 0);
+    static const struct {
+        const char *path;
+        int post, work;
+    } routes[] = {
+        {"/embed", 1, 1},  {"/v1/embeddings", 1, 1}, {"/tokenize", 1, 1},
+        {"/decode", 1, 1}, {"/similar", 1, 1},       {"/tokens/1", 0, 1},
+        {"/info", 0, 1},   {"/v1/models", 0, 1},     {"/health", 0, 0},
+        {"/ready", 0, 0},  {"/metrics", 0, 0},       {"/openapi.json", 0, 0},
+        {"/", 0, 0},       {"/docs", 0, 0},
+    };
+    const char *good = "Origin: https://a.example\r\n"
+                       "Access-Control-Request-Method: GET\r\n";
+    const char *bad = "Origin: https://c.example\r\n"
+                      "Access-Control-Request-Method: GET\r\n";
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        const char *methods = routes[i].post ? "POST, OPTIONS\r"
+                                             : "GET, HEAD, OPTIONS\r";
+        int st = fx_http(f, "OPTIONS", routes[i].path, NULL, NULL, good, r,
+                         RESP);
+        if (st != 204 ||
+            !fx_has_header(r, "Access-Control-Allow-Methods", methods))
+            fail_msg("OPTIONS %s: %d %.200s", routes[i].path, st, r);
+        st = fx_http(f, "OPTIONS", routes[i].path, NULL, NULL, bad, r, RESP);
+        if (st != (routes[i].work ? 403 : 204))
+            fail_msg("OPTIONS %s from another origin: %d", routes[i].path, st);
+    }
+    /* a path that is no route: no preflight, 404 */
+    assert_int_equal(fx_http(f, "OPTIONS", "/nope", NULL, NULL, good, r, RESP),
+                     404);
+}
+
 static void a_star_allows_every_origin(void **state)
 {
     fixture *f = *state;
@@ -349,6 +389,7 @@ int main(void)
         T(a_request_without_origin_or_from_its_own_host_does_work),
         T(listed_origins_are_allowed_and_named_in_allow_origin),
         T(a_star_allows_every_origin),
+        T(every_route_answers_a_preflight_with_its_methods),
         T(a_bad_cors_origin_stops_start_up_naming_it),
         T(a_loopback_server_refuses_a_host_not_of_the_loopback),
         T(a_server_on_every_interface_takes_any_host),

@@ -158,6 +158,7 @@ static void every_answer_carries_the_request_id_given_or_made(void **state)
     assert_false(reply_request_id_ok(""));
     assert_false(reply_request_id_ok(NULL));
     assert_false(reply_request_id_ok("\xc3\xa9"));
+    assert_false(reply_request_id_ok("a\x7f"));
 }
 
 int main(void)

@@ -147,6 +147,13 @@ static void content_types_classify(void **state)
     assert_int_equal(tv_body_kind_of("Text/Plain; charset=utf-8"),
                      TV_BODY_JSON);
     assert_int_equal(tv_body_kind_of("text/plainx"), TV_BODY_UNSUPPORTED);
+    /* a type of an accepted type's length is compared letter by letter */
+    assert_int_equal(tv_body_kind_of("application/jsoo"), TV_BODY_UNSUPPORTED);
+    assert_int_equal(tv_body_kind_of("application/x-www-form-urlencodee"),
+                     TV_BODY_UNSUPPORTED);
+    assert_int_equal(tv_body_kind_of("text/plaim"), TV_BODY_UNSUPPORTED);
+    assert_int_equal(tv_body_kind_of("application/octet-streaa"),
+                     TV_BODY_UNSUPPORTED);
     assert_int_equal(tv_body_kind_of("text/html"), TV_BODY_UNSUPPORTED);
     assert_int_equal(tv_body_kind_of("application/x-npy"),
                      TV_BODY_UNSUPPORTED);
@@ -178,6 +185,9 @@ static void a_415_names_the_type_received_and_the_types_accepted(void **st)
     assert_non_null(strstr(e.message, "aaa...' is not accepted"));
     assert_null(strstr(e.message, "octet-stream"));
     assert_true(strlen(e.message) < 200);
+    /* no type at all: the empty name */
+    assert_int_equal(tv_body_kind_error(NULL, 0, &e), -1);
+    assert_non_null(strstr(e.message, "Content-Type '' is not accepted"));
 }
 
 /* --- the query string of POST /embed ---------------------------------- */
@@ -290,6 +300,113 @@ static void error_set_fills_the_error_and_returns_minus_1(void **state)
     assert_int_equal(strlen(e.message), sizeof e.message - 1);
 }
 
+/* --- JSON bodies: each option and input shape refused ----------------- */
+
+/* Each body is refused with its status and a message holding `says`, by
+ * the parser the server calls (fast path, pre-scan, jansson) and by the
+ * jansson parser alone; a body that parses is freed. */
+static void each_bad_option_and_input_is_refused_naming_it(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        int status;
+        const char *says;
+    } bad[] = {
+        {"{\"inputs\":[1],\"truncate\":1}", 400,
+         "\"truncate\" must be true or false"},
+        {"{\"inputs\":[1],\"special_tokens\":null}", 400,
+         "\"special_tokens\" must be true or false"},
+        {"{\"inputs\":[1],\"add_special_tokens\":\"yes\"}", 400,
+         "\"add_special_tokens\" must be true or false"},
+        {"{\"inputs\":[1],\"truncation_direction\":3}", 400,
+         "\"truncation_direction\" must be \"right\" or \"left\""},
+        {"{\"inputs\":[1],\"truncation_direction\":\"up\"}", 400,
+         "\"truncation_direction\" must be"},
+        {"{\"inputs\":\"a\",\"max_length\":0}", 400,
+         "\"max_length\" must be an integer >= 1"},
+        {"{\"inputs\":\"a\",\"max_length\":2,\"stride\":\"1\"}", 400,
+         "\"stride\" must be an integer >= 1"},
+        {"{\"inputs\":\"a\",\"stride\":2}", 400,
+         "\"stride\" needs \"max_length\""},
+        {"{\"inputs\":\"a\",\"max_length\":2,\"add_special_tokens\":true}",
+         400, "\"add_special_tokens\" does not go with"},
+        {"{\"inputs\":[1,2],\"max_length\":2}", 400,
+         "\"max_length\" windows need a text in \"inputs\""},
+        {"{\"inputs\":[1],\"start_position\":-1}", 400,
+         "\"start_position\" must be a non-negative integer"},
+        {"{\"inputs\":[1],\"start_position\":1.5}", 400,
+         "\"start_position\" must be a non-negative integer"},
+        {"{\"inputs\":[1],\"positions\":0}", 400,
+         "\"positions\" must be true or false"},
+        {"{\"inputs\":[1],\"pad_id\":\"0\"}", 400,
+         "\"pad_id\" must be an integer or null"},
+        {"{\"inputs\":[1],\"pooling\":\"max\"}", 400,
+         "\"pooling\" must be \"none\" or \"mean\""},
+        {"{\"inputs\":[1],\"pooling\":1}", 400, "\"pooling\" must be"},
+        {"{\"inputs\":[1],\"pooling\":\"mean\",\"normalize\":1}", 400,
+         "\"normalize\" must be true, false or null"},
+        {"{\"inputs\":[1],\"normalize\":true}", 400,
+         "\"normalize\" needs \"pooling\": \"mean\""},
+        {"{\"inputs\":[1],\"dimensions\":2}", 400,
+         "\"dimensions\" needs \"pooling\": \"mean\""},
+        {"{\"inputs\":[1],\"pooling\":\"mean\",\"dimensions\":0}", 400,
+         "\"dimensions\" must be a positive integer"},
+        {"{\"inputs\":[1],\"pooling\":\"mean\",\"dimensions\":\"2\"}", 400,
+         "\"dimensions\" must be a positive integer"},
+        {"{\"inputs\":\"a\",\"pooling\":\"mean\",\"max_length\":2}", 400,
+         "exclude each other"},
+        {"{\"inputs\":{},\"pooling\":\"mean\"}", 400,
+         "must be a text, a list of token ids, or a non-empty list"},
+        {"{\"inputs\":[],\"pooling\":\"mean\"}", 400,
+         "must be a text, a list of token ids, or a non-empty list"},
+        {"{\"inputs\":[\"a\",3],\"pooling\":\"mean\"}", 400,
+         "inputs[1] is neither a text nor a list of token ids"},
+        {"{\"inputs\":[\"a\",{}]}", 400,
+         "inputs[1] is neither a text nor a list of token ids"},
+        {"{\"inputs\":[\"a\",[]]}", 400, "sequence at batch index 1 is empty"},
+        {"{\"inputs\":[\"a\",[1,\"x\"]]}", 400,
+         "token id at batch index 1, position 1 is not an integer: \"x\""},
+        {"{\"inputs\":[[1,[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaa\"]],[2,3]]}",
+         400,
+         "position 1 is not an integer: [\"aaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaaaaaaaaaaaa..."},
+        {"{\"inputs\":[\"a\",[1,2,3,4,5,6,7,8,9]],\"pooling\":\"mean\"}", 413,
+         "the id lists hold more than max_tokens 8 ids"},
+        {"{\"inputs\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", 413,
+         "batch of 5 inputs is over max_batch 4"},
+        {"{\"inputs\":[1],\"k\\u00e9y\\u0001\":1}", 400,
+         "unknown key \"k??y?\" (known: inputs,"},
+        {"{\"inputs\":[1],\"encoding_format\":\"xml\"}", 400,
+         "encoding_format"},
+        {"{\"inputs\":[1],\"dtype\":\"int8\"}", 400, "dtype"},
+        {"[1]", 400, ""},
+        {"{\"inputs\":7}", 400, "\"inputs\" must be a non-empty list"},
+        {"{}", 400, "missing \"inputs\""},
+    };
+    static const tv_limits small = {.max_body_bytes = 1 << 20,
+                                    .max_tokens = 8,
+                                    .max_batch = 4};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int slow = 0; slow < 2; slow++) {
+            tv_request r;
+            tv_error e = {0};
+            size_t n = strlen(bad[i].body);
+            int rc = slow ? tv_request_parse_json_slow(bad[i].body, n, &small,
+                                                       &r, &e)
+                          : tv_request_parse_json(bad[i].body, n, &small, &r,
+                                                  &e);
+            if (rc == 0)
+                tv_request_free(&r);
+            if (rc != -1 || e.status != bad[i].status ||
+                !strstr(e.message, bad[i].says))
+                fail_msg("%s (%s): rc %d, %d %s", bad[i].body,
+                         slow ? "slow" : "server", rc, e.status, e.message);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +419,7 @@ int main(void)
         cmocka_unit_test(error_set_fills_the_error_and_returns_minus_1),
         cmocka_unit_test(content_types_classify),
         cmocka_unit_test(a_415_names_the_type_received_and_the_types_accepted),
+        cmocka_unit_test(each_bad_option_and_input_is_refused_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

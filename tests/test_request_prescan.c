@@ -382,6 +382,79 @@ static void precedence_too_deep_or_too_large_before_a_syntax_error(
                    "invalid_request", DEEP_INPUTS);
 }
 
+/* Each lexical form the pre-scan reads: a valid one before a too deep
+ * "inputs" is read past (the pre-scan refuses the nesting), an invalid one
+ * stops it there (jansson answers). jansson agrees on which is which. */
+static void each_token_form_is_read_past_or_stops_the_scan(void **state)
+{
+    (void)state;
+    static const char *const valid[] = {
+        "-1",
+        "0",
+        "-0.5",
+        "1.25e+3",
+        "1E-2",
+        "2e5",
+        "10.0E-0",
+        "\"\\u00aF\\uABcd\"",
+        "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+        "\"\xc3\xa9\"",
+        "true",
+        "false",
+        "null",
+        "[ ]",
+        "{ }",
+        " \t\n\r1 ",
+        "[true,null]",
+        "{\"a\":\"b\"}",
+    };
+    static const char *const invalid[] = {
+        "-",       "-a",         "1.",        "1.e3",        "1e",
+        "1e+",     "1E-x",       "\"\\u12\"", "\"\\u12G4\"", "\"\\u\"",
+        "\"\\x\"", "\"\\\x01\"", "tru",       "nul",         "fals",
+        "trux",    "nulk",       "+1",        ".5",          "x",
+    };
+    char body[256], alone[128];
+    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
+        snprintf(body, sizeof body, "{\"x\":%s,\"inputs\":[[[[[1]]]]]}",
+                 valid[i]);
+        snprintf(alone, sizeof alone, "{\"x\":%s}", valid[i]);
+        json_error_t je;
+        json_t *j = json_loads(alone, 0, &je);
+        if (!j)
+            fail_msg("jansson refuses %s: %s", alone, je.text);
+        json_decref(j);
+        tv_error e = {0};
+        if (tv_request_prescan_json(body, strlen(body), &LIM, &e, NULL) !=
+                -1 ||
+            e.status != 400)
+            fail_msg("%s: not read past (%d %s)", body, e.status, e.message);
+    }
+    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
+        snprintf(body, sizeof body, "{\"x\":%s,\"inputs\":[[[[[1]]]]]}",
+                 invalid[i]);
+        json_error_t je;
+        json_t *j = json_loads(body, 0, &je);
+        if (j)
+            fail_msg("jansson takes %s", body);
+        tv_error e = {0};
+        if (tv_request_prescan_json(body, strlen(body), &LIM, &e, NULL) != 0)
+            fail_msg("%s: refused (%d %s), not left to jansson", body,
+                     e.status, e.message);
+    }
+    /* a body that ends inside a token: left to jansson */
+    static const char *const cut[] = {"{\"x\":\"\\", "{\"x\":\"\\u00",
+                                      "{\"x\":-",    "{\"x\":1e",
+                                      "{\"x\":1.",   "{\"x\":tr",
+                                      "{\"x\":\"ab"};
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        tv_error e = {0};
+        assert_int_equal(tv_request_prescan_json(cut[i], strlen(cut[i]), &LIM,
+                                                 &e, NULL),
+                         0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +468,7 @@ int main(void)
             precedence_syntax_errors_before_a_limit_stay_invalid_json),
         cmocka_unit_test(
             precedence_too_deep_or_too_large_before_a_syntax_error),
+        cmocka_unit_test(each_token_form_is_read_past_or_stops_the_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,7 @@ static void names_too_long_are_never_close(void **state)
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     assert_int_equal(dist(big, "a"), SIZE_MAX);
+    assert_int_equal(dist("a", big), SIZE_MAX); /* either side */
     const char *names[] = {big};
     assert_null(suggest(big, names, 1));
 }
@@ -71,6 +72,11 @@ static void only_likely_typos_are_suggested(void **state)
     assert_null(suggest("max", names, n));
     assert_null(suggest("p", names, n));
     assert_null(suggest("x", names, 0));
+    /* two edits are a typo only in a word of six letters or more */
+    const char *short_names[] = {"xy", "abcxyz"};
+    assert_null(suggest("ab", short_names, 1));
+    assert_string_equal(suggest("abcxzy", short_names, 2), "abcxyz");
+    assert_string_equal(suggest("abdxyw", short_names, 2), "abcxyz");
 }
 
 static void ties_go_to_the_first_name(void **state)

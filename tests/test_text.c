@@ -175,6 +175,178 @@ static void decode_checks_ids_when_parsing(void **state)
     assert_non_null(strstr(e.message, "--tokenizer"));
 }
 
+/* Refusals of the parse, each with its status and message. */
+static void bodies_are_refused_when_parsing(void **state)
+{
+    (void)state;
+    static const struct {
+        int kind;
+        const char *body;
+        int status;
+        const char *says;
+    } bad[] = {
+        {TV_TEXT_TOKENIZE, "[\"a\"]", 400, "body must be a JSON object"},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":\"a\"", 400, "not valid JSON"},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":[[[[[[\"a\"]]]]]]}", 400, "deeper"},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":[]}", 400,
+         "\"inputs\" must be a text or a non-empty list of texts"},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":7}", 400, "must be a text"},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":[\"a\",7]}", 400,
+         "inputs[1] is not a string"},
+        {TV_TEXT_TOKENIZE, "{\"max_length\":2}", 400, "missing \"inputs\""},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":\"a\",\"pad_id\":1}", 400,
+         "unknown key \"pad_id\""},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":\"a\",\"truncate\":\"no\"}", 400,
+         "\"truncate\" must be true or false"},
+        {TV_TEXT_TOKENIZE, "{\"inputs\":[\"a\",\"b\"],\"max_length\":2}", 400,
+         "windows take one text, not 2"},
+        {TV_TEXT_TOKENIZE,
+         "{\"inputs\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\","
+         "\"i\"]}",
+         413, "9 texts are over max_batch 8"},
+        {TV_TEXT_DECODE, "{\"ids\":[1],\"skip_special_tokens\":1}", 400,
+         "\"skip_special_tokens\" must be true or false"},
+        {TV_TEXT_DECODE, "{\"ids\":[1],\"skip_special_tokens\":null}", 400,
+         "\"skip_special_tokens\" must be true or false"},
+        {TV_TEXT_DECODE, "{\"ids\":[1],\"skip\":true}", 400,
+         "unknown key \"skip\" (allowed: ids, skip_special_tokens)"},
+        {TV_TEXT_DECODE, "{\"ids\":{}}", 400, "\"ids\" must be a list"},
+        {TV_TEXT_DECODE, "{}", 400, "\"ids\" must be a list"},
+        {TV_TEXT_DECODE, "{\"ids\":[[1],2]}", 400, "ids[1] is not a list"},
+        {TV_TEXT_DECODE, "{\"ids\":[[1],[2],[3],[4],[5],[6],[7],[8],[9]]}",
+         413, "9 sequences are over max_batch 8"},
+        {TV_TEXT_DECODE,
+         "{\"ids\":[[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,"
+         "17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,"
+         "34,35,36,37,38,39,40],[1,2,3,4,5,6,7,8,9,10,11,12,"
+         "13,14,15,16,17,18,19,20,21,22,23,24,25]]}",
+         413, "65 ids are over max_tokens 64"},
+        {TV_TEXT_DECODE, "{\"ids\":[1,\"2\"]}", 400,
+         "id at batch index 0, position 1 is not an integer"},
+        {TV_TEXT_DECODE, "{\"ids\":[-1]}", 422,
+         "token id -1 at batch index 0"},
+        {TV_TEXT_DECODE, "{\"ids\":[[1],[2,4294967296]]}", 422,
+         "token id 4294967296 at batch index 1, position 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        call k = {0};
+        if (run(&k, bad[i].kind, bad[i].body) != -1 ||
+            k.e.status != bad[i].status || !strstr(k.e.message, bad[i].says))
+            fail_msg("%s: %d %s", bad[i].body, k.e.status, k.e.message);
+        tv_text_free(k.c);
+    }
+    /* an empty list of ids decodes to one empty text */
+    call k = {0};
+    assert_int_equal(run(&k, TV_TEXT_DECODE, "{\"ids\":[]}"), 0);
+    assert_int_equal(k.len, 4);
+    assert_memory_equal(k.out, "[\"\"]", 4);
+    tv_text_free(k.c);
+}
+
+/* Windows of nothing, and more windows than max_batch. */
+static void windows_of_an_empty_text_or_too_many_are_refused(void **state)
+{
+    (void)state;
+    call k = {0};
+    assert_int_equal(
+        run(&k, TV_TEXT_TOKENIZE, "{\"inputs\":\"\",\"max_length\":2}"), -1);
+    assert_string_equal(k.e.type, "text_too_short");
+    assert_non_null(strstr(k.e.message, "the text is 0 tokens"));
+    assert_int_equal(run(&k, TV_TEXT_TOKENIZE,
+                         "{\"inputs\":\"a b c d e f g h i j k l\","
+                         "\"max_length\":1,\"stride\":1}"),
+                     -1);
+    assert_int_equal(k.e.status, 413);
+    assert_non_null(strstr(k.e.message, "11 windows of 1 tokens are over "
+                                        "max_batch 8"));
+    tv_text_free(k.c);
+}
+
+/* A WordPiece tokenizer with [CLS] ... [SEP] (tests/data/bge): the
+ * vocabulary strings are the texts, the added tokens have the empty span,
+ * and truncation leaves room for them -- none when max_tokens is not
+ * over their number, and then they alone are over it. */
+static void special_tokens_go_around_truncated_wordpiece_tokens(void **st)
+{
+    (void)st;
+    tokvec_tokenizer *bge;
+    assert_int_equal(
+        tokvec_tokenizer_open("tests/data/bge/tokenizer.json", NULL, &bge), 0);
+    static const char body[] =
+        "{\"inputs\":[\"hello world again\",\"\"],"
+        "\"add_special_tokens\":true,\"truncate\":true}";
+    tv_limits lim = LIM;
+    tv_text_call *c;
+    tv_error e;
+    const char *out;
+    size_t len;
+    uint64_t tokens;
+    lim.max_tokens = 8;
+    assert_int_equal(tv_text_parse(TV_TEXT_TOKENIZE, body, strlen(body), bge,
+                                   &lim, &c, &e),
+                     0);
+    tv_text_run(c);
+    assert_int_equal(tv_text_result(c, &out, &len, &tokens, &e), 0);
+    json_t *j = json_loadb(out, len, 0, NULL);
+    assert_non_null(j);
+    json_t *a = json_array_get(j, 0), *b = json_array_get(j, 1);
+    assert_int_equal(json_array_size(a), 5);
+    assert_int_equal(json_array_size(b), 2);
+    /* the template's ids (101, 102: this file's post-processor names
+     * them so, whatever its vocabulary holds there) */
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(a, 0), "id")), 101);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(a, 4), "id")), 102);
+    assert_string_equal(json_string_value(
+                            json_object_get(json_array_get(a, 1), "text")),
+                        "hello");
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(a, 4), "stop")), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(b, 1), "id")), 102);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(b, 1), "start")), 0);
+    assert_int_equal(tokens, 7);
+    json_decref(j);
+    tv_text_free(c);
+    lim.max_tokens = 4; /* one text: room for two of its tokens */
+    static const char one[] = "{\"inputs\":\"hello world again\","
+                              "\"add_special_tokens\":true,\"truncate\":true}";
+    assert_int_equal(tv_text_parse(TV_TEXT_TOKENIZE, one, strlen(one), bge,
+                                   &lim, &c, &e),
+                     0);
+    tv_text_run(c);
+    assert_int_equal(tv_text_result(c, &out, &len, &tokens, &e), 0);
+    assert_int_equal(tokens, 4);
+    tv_text_free(c);
+    lim.max_tokens = 1; /* no room: [CLS] and [SEP] alone are over it */
+    assert_int_equal(tv_text_parse(TV_TEXT_TOKENIZE, one, strlen(one), bge,
+                                   &lim, &c, &e),
+                     0);
+    tv_text_run(c);
+    assert_int_equal(tv_text_result(c, &out, &len, &tokens, &e), -1);
+    assert_int_equal(e.status, 413);
+    tv_text_free(c);
+    tokvec_tokenizer_close(bge);
+}
+
+/* The text of a token for /similar's answer: none for ids outside the
+ * vocabulary or a buffer under three bytes a byte. */
+static void token_text_is_bounded_by_the_id_and_the_buffer(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(tv_text_token_text(gpt2, 40, buf, sizeof buf), 1);
+    assert_memory_equal(buf, "I", 1);
+    assert_int_equal(tv_text_token_text(gpt2, -1, buf, sizeof buf), -1);
+    assert_int_equal(
+        tv_text_token_text(gpt2, (int64_t)INT32_MAX + 1, buf, sizeof buf), -1);
+    assert_int_equal(tv_text_token_text(gpt2, 50257, buf, sizeof buf), -1);
+    assert_int_equal(tv_text_token_text(gpt2, 40, buf, 2), -1);
+    assert_int_equal(tv_text_token_text(gpt2, 40, buf, 3), 1);
+}
+
 static void rows(tv_request *r, const char *const *texts, int n)
 {
     tv_request_init(r);
@@ -247,6 +419,10 @@ int main(void)
         cmocka_unit_test(tokenize_answers_ids_texts_and_offsets),
         cmocka_unit_test(tokenize_errors_known_after_tokenizing),
         cmocka_unit_test(decode_checks_ids_when_parsing),
+        cmocka_unit_test(bodies_are_refused_when_parsing),
+        cmocka_unit_test(windows_of_an_empty_text_or_too_many_are_refused),
+        cmocka_unit_test(special_tokens_go_around_truncated_wordpiece_tokens),
+        cmocka_unit_test(token_text_is_bounded_by_the_id_and_the_buffer),
         cmocka_unit_test(embed_text_windows_hold_targets_shifted_by_one),
         cmocka_unit_test(embed_text_truncates_pads_or_is_ragged),
     };

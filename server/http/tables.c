@@ -104,10 +104,19 @@ int table_open(tv_server *s, table_ref **out, char *err, size_t len)
     tokvec_model *m = NULL;
     tokvec_tokenizer *tok = NULL;
     *out = NULL;
+    if (len)
+        err[0] = '\0';
     int rc = *s->cfg->model ? model_open(s, &m, &tok, err, len)
                             : tokvec_table_open(s->cfg->table, &o, &t);
-    if (rc < 0)
+    if (rc < 0) {
+        /* the core fills errbuf for what is wrong with a file, not when
+         * it runs out of memory: the line names the file and the code */
+        if (len && !err[0])
+            snprintf(err, len, "%s: %s",
+                     *s->cfg->model ? s->cfg->model : s->cfg->table,
+                     tokvec_strerror(rc));
         return rc;
+    }
     if (m)
         t = (tokvec_table *)tokvec_model_table(m);
     table_ref *r = tv_calloc(1, sizeof *r);

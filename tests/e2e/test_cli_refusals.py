@@ -135,6 +135,116 @@ class Refusals(unittest.TestCase):
             self.refused(args, says)
         self.assertFalse(os.path.exists(self.p("c.st")))
 
+    def test_probe_refuses_each_malformed_url_naming_it(self):
+        for url in ("ftp://x", "http://", "http:///health", "http://[::1",
+                    "http://[::1]x/", "http://:80/", "http://u@h:80/",
+                    "http://h:/", "http://h:1234567/", "http://h:8a/",
+                    "http://h:0/", "http://h:65536/", "http://h:80x",
+                    "http://" + "h" * 300 + ":80/"):
+            self.refused(["probe", url], "tokvec: probe: '%s' is not an "
+                         "http://HOST:PORT/PATH URL" % url)
+        for url in ("http://h:80/a b", "http://h:80/a\r\nX: y",
+                    "http://h:80/" + "p" * 2100):
+            self.refused(["probe", url], "tokvec: probe: bad path in")
+        self.refused(["probe"], "usage: tokvec probe")
+        self.refused(["probe", "a", "b"], "usage: tokvec probe")
+        self.refused(["probe", "--timeout", "x"], "probe")
+        self.refused(["probe", "-x"], "probe")
+        r = run("probe", "-h")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("usage: tokvec probe", r.stdout)
+        self.refused(["probe", "http://no-such-host.invalid:80/"],
+                     "tokvec: probe: cannot resolve 'no-such-host.invalid'",
+                     code=1)
+
+    def test_probe_is_1_unless_the_answer_is_http_200(self):
+        """A listener that answers other bytes, a short answer, an HTTP
+        status other than 200, or nothing: exit 1; an [IPv6] literal and
+        a URL without a port or path are understood."""
+        import socket
+        import threading
+        for answer, code in ((b"HTTP/1.1 200 OK\r\n\r\n", 0),
+                             (b"HTTP/1.0 200 OK\r\n\r\n", 0),
+                             (b"HTTP/1.1 503 Busy\r\n\r\n", 1),
+                             (b"SSH-2.0-OpenSSH_9.2\r\n", 1),
+                             (b"HTTP/1.1", 1), (b"", 1)):
+            for family, host in ((socket.AF_INET, "127.0.0.1"),
+                                 (socket.AF_INET6, "[::1]")):
+                try:
+                    ls = socket.socket(family, socket.SOCK_STREAM)
+                    ls.bind((host.strip("[]"), 0))
+                except OSError:
+                    continue  # no IPv6 loopback here
+                ls.listen(1)
+                got = []
+
+                def serve():
+                    c, _ = ls.accept()
+                    try:
+                        got.append(c.recv(4096))
+                        for i in range(0, len(answer), 3):  # in pieces
+                            c.sendall(answer[i:i + 3])
+                    except OSError:
+                        pass  # probe hangs up after 12 bytes
+                    finally:
+                        c.close()
+                t = threading.Thread(target=serve)
+                t.start()
+                url = "http://%s:%d" % (host, ls.getsockname()[1])
+                r = run("probe", url)
+                t.join(30)
+                ls.close()
+                self.assertEqual(r.returncode, code, (answer, url))
+                self.assertTrue(got[0].startswith(b"GET / HTTP/1.0\r\n"
+                                                  b"Host: "), got)
+
+    def test_long_option_spellings_and_missing_arguments(self):
+        out = self.p("o.st")
+        r = run("init", "--vocab", "10", "--dim", "4", "--output", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = self.p("c.st")
+        r = run("convert", out, "--output", c, "--dtype", "bf16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("BF16", run("inspect", c).stdout)
+        missing = "init: --vocab, --dim and -o are required"
+        for args in (["--dim", "4", "-o", out], ["--vocab", "10", "-o", out],
+                     ["--vocab", "10", "--dim", "4"]):
+            self.refused(["init"] + args, missing)
+        self.refused(["init", "--vocab", "10", "--dim", "4", "-o", out,
+                      "--padding-idx", "-11"],
+                     "--padding-idx -11 is outside [-10, 10)")
+        r = run("init", "--vocab", "10", "--dim", "4", "-o",
+                self.p("p.st"), "--padding-idx", "-10")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.refused(["init", "--vocab", "10", "--dim", "1024", "--context",
+                      "20000000", "-o", out], "is too large")
+        self.refused(["convert", "-o", c], "convert: need IN and -o OUT")
+        self.refused(["lookup", "--text", "hi"],
+                     "lookup: need --table FILE and at least one ID")
+        self.refused(["lookup", "--table", out, "--text", ""],
+                     "a --text that has tokens")
+
+    def test_tokenize_names_a_missing_tokenizer_and_an_unreadable_input(self):
+        env = dict(os.environ, TOKVEC_TOKENIZER="")
+        r = subprocess.run([tc.BINARY, "tokenize"], input="hi", text=True,
+                           capture_output=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("tokvec: tokenize: TOKVEC_TOKENIZER is empty (no "
+                      "tokenizer); give --tokenizer FILE or unset it",
+                      r.stderr)
+        self.refused(["tokenize", "--tokenizer", ""],
+                     "tokenize: --tokenizer '' is no tokenizer")
+        self.refused(["tokenize", "--tokenizer", "/nonexistent/x.json"],
+                     "/nonexistent/x.json")
+        if os.path.isfile(os.path.join(GPT2, "encoder.json")):
+            # a folder opens but cannot be read: a runtime error
+            self.refused(["tokenize", "--tokenizer", GPT2, self.tmp],
+                         "tokvec: tokenize: Input/output error", code=1)
+            r = subprocess.run([tc.BINARY, "tokenize", "--tokenizer", GPT2,
+                                "--add-special", "-"], input="hi",
+                               text=True, capture_output=True, timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, "[5303]\n"))
+
     def test_inspect_counts_non_finite_values_of_every_float_dtype(self):
         inf, nan = float("inf"), float("nan")
         vals = [1.0, inf, -inf, nan, 0.5, -2.0]  # 3 non-finite

@@ -136,6 +136,29 @@ class JsonLines(unittest.TestCase):
             self.assertIn(b"input line 2: not a JSON string", r.stderr, bad)
             self.assertEqual(len(r.stdout.splitlines()), 1, bad)
 
+    def test_utf8_at_each_boundary_is_text_and_past_it_refused(self):
+        """The fast line reader's UTF-8 bounds: the first and last
+        sequence of each lead byte's range is the text (the ids of the
+        whole-input mode), one past it is refused like jansson refuses it;
+        spaces, tabs and CRs after the string are fine."""
+        for ok in (b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80",
+                   b"\xe1\x80\x80", b"\xed\x9f\xbf", b"\xef\xbf\xbf",
+                   b"\xf0\x90\x80\x80", b"\xf3\xbf\xbf\xbf",
+                   b"\xf4\x8f\xbf\xbf"):
+            lines = b"".join(b"\"a" + ok + b"z\"" + tail + b"\n"
+                             for tail in (b"", b" \t\r"))
+            r = tokenize(["--jsonl"], lines)
+            self.assertEqual(r.returncode, 0, (ok, r.stderr))
+            whole = json.loads(tokenize([], b"a" + ok + b"z").stdout)
+            self.assertEqual([json.loads(l) for l in r.stdout.splitlines()],
+                             [whole, whole], ok)
+        for bad in (b"\xe0\x9f\xbf", b"\xf0\x8f\xbf\xbf", b"\xf5\x80\x80\x80",
+                    b"\xc1\xbf", b"\x80", b"\xe1\x80\"", b"\xe1\xc0\x80",
+                    b"\\", b"\x01", b"\"x"):
+            r = tokenize(["--jsonl"], b"\"fine\"\n\"a" + bad + b"\n")
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn(b"input line 2: not a JSON string", r.stderr, bad)
+
     def test_control_characters_and_nul_escapes_are_text(self):
         text = "a\u0000b\u0001c"
         r = tokenize(["--jsonl", "--offsets"], json.dumps(text).encode()
