@@ -1,8 +1,9 @@
 /* test_hf_alloc_faults.c -- the Hugging Face pipelines beyond byte-level
  * BPE (Unigram with byte fallback and a precompiled charsmap, a
  * SentencePiece-style BPE, a Unigram behind BertNormalizer) when an
- * allocation fails (tests/fault_inject.h): opening fails with an error and
- * no tokenizer at each allocation (jansson's own spared); encoding a text
+ * allocation fails (tests/fault_inject.h): opening fails with -ENOMEM, a
+ * message naming the file and no tokenizer at each allocation (jansson's
+ * own spared); encoding a text
  * that every stage changes (NFKC, accents, CJK, control characters,
  * whitespace runs, digits, characters no piece spells) fails with -ENOMEM
  * at each of its allocations, and the same state then encodes the same ids
@@ -96,6 +97,9 @@ static void opening_fails_cleanly_at_each_allocation(void **s)
             }
             assert_int_equal(rc, -ENOMEM);
             assert_null(t);
+            if (strncmp(err, files[f], strlen(files[f])))
+                fail_msg("allocation %ld: message '%s' does not name %s", nth,
+                         err, files[f]);
             tried++;
         }
         if (tried < 5)
@@ -141,9 +145,9 @@ static void encode_fails_at_each_allocation(tokvec_tokenizer *t,
             /* the state is still good */
             tokvec_tok_ids_free(&ids);
             memset(&ids, 0, sizeof ids);
-            assert_int_equal(
-                tokvec_tokenizer_encode(t, st, text, text_len, flags, &ids),
-                0);
+            assert_int_equal(tokvec_tokenizer_encode(t, st, text, text_len,
+                                                     flags, &ids),
+                             0);
         }
         assert_true(same_ids(&ids, ref));
         tokvec_tok_ids_free(&ids);
@@ -169,9 +173,9 @@ static void decode_fails_at_each_allocation(tokvec_tokenizer *t,
     char *want = NULL, *out = NULL;
     size_t want_len = 0, len = 0;
     fi_arm(FI_ALLOC, 0, 0); /* count only */
-    assert_int_equal(
-        tokvec_tokenizer_decode(t, ref->ids, ref->n, &want, &want_len, NULL),
-        0);
+    assert_int_equal(tokvec_tokenizer_decode(t, ref->ids, ref->n, &want,
+                                             &want_len, NULL),
+                     0);
     long total = fi_calls(FI_ALLOC), failed = 0;
     fi_reset();
     for (long nth = 1; nth <= total; nth += nth < 300 ? 1 : nth / 8) {
@@ -206,9 +210,8 @@ static void encoding_and_decoding_fail_with_no_memory(void **s)
             tokvec_tokenizer *t = open_ok(files[f]);
             tokvec_tok_state *ref_st = tokvec_tok_state_new();
             tokvec_tok_ids ref = {0};
-            assert_int_equal(tokvec_tokenizer_encode(t, ref_st, text,
-                                                     text_len, flags[k],
-                                                     &ref),
+            assert_int_equal(tokvec_tokenizer_encode(t, ref_st, text, text_len,
+                                                     flags[k], &ref),
                              0);
             assert_true(ref.n > 100);
             encode_fails_at_each_allocation(t, &ref, flags[k]);
