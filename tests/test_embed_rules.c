@@ -26,8 +26,7 @@
  * (p, p, p) / 2. */
 static float rows[4 * 3 + 5 * 3];
 
-static tokvec_table *open_table(const char *meta, int with_pos,
-                                unsigned flags)
+static tokvec_table *open_table(const char *meta, int with_pos, unsigned flags)
 {
     char p[600], hdr[512];
     snprintf(p, sizeof p, "%s/t%s%d.safetensors", tu_dir, meta ? "m" : "",
@@ -41,7 +40,10 @@ static tokvec_table *open_table(const char *meta, int with_pos,
                               : "");
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++)
-            rows[3 * i + j] = (float)(i * (j == 0 ? 1 : j == 1 ? 10 : 100) + 1);
+            rows[3 * i + j] = (float)(i * (j == 0   ? 1
+                                           : j == 1 ? 10
+                                                    : 100) +
+                                      1);
     for (int q = 0; q < 5; q++)
         for (int j = 0; j < 3; j++)
             rows[12 + 3 * q + j] = (float)q / 2;
@@ -91,7 +93,7 @@ static void check_rules(void **s)
     tokvec_table *t = open_table(NULL, 1, 0);
     int64_t ids[6] = {0, 1, 2, 3, 1, 0};
     tokvec_embed_fault f;
-#define CHECK(code, tt, i, B, S, start, flags)                               \
+#define CHECK(code, tt, i, B, S, start, flags) \
     assert_int_equal(tokvec_embed_check(tt, i, B, S, start, flags, &f), code)
     CHECK(0, t, ids, 2, 3, 0, 0);
     assert_int_equal(f.batch, -1);
@@ -134,9 +136,8 @@ static void check_rules(void **s)
     float out[6 * 3];
     assert_int_equal(tokvec_embed(t, ids, 2, 3, 0, 0, out),
                      TOKVEC_E_NO_POSITIONS);
-    assert_int_equal(tokvec_embed(t, ids, 2, 3, 0, TOKVEC_EMBED_NO_POSITIONS,
-                                  out),
-                     0);
+    assert_int_equal(
+        tokvec_embed(t, ids, 2, 3, 0, TOKVEC_EMBED_NO_POSITIONS, out), 0);
     assert_true(out[3 * 5 + 2] == 1.0f); /* id 0: (1, 1, 1) */
     tokvec_table_close(t);
 #undef CHECK

@@ -68,7 +68,8 @@ static tokvec_table *expect(const char *p, const tokvec_table_opts *o,
 
 static float data[64];
 
-#define TOK "\"tok\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}"
+#define TOK \
+    "\"tok\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}"
 
 typedef struct rule {
     const char *header;
@@ -198,11 +199,11 @@ static void tensor_entry_rules(void **s)
 }
 
 /* Model2Vec's weights (F64 or F32 [V]) and mapping (I32 [V], rows of tok). */
-#define W(dt, n, b, e)                                                       \
-    ",\"w\":{\"dtype\":\"" dt "\",\"shape\":[" n "],\"data_offsets\":[" b    \
+#define W(dt, n, b, e)                                                    \
+    ",\"w\":{\"dtype\":\"" dt "\",\"shape\":[" n "],\"data_offsets\":[" b \
     "," e "]}"
-#define M(dt, n, b, e)                                                       \
-    ",\"m\":{\"dtype\":\"" dt "\",\"shape\":[" n "],\"data_offsets\":[" b    \
+#define M(dt, n, b, e)                                                    \
+    ",\"m\":{\"dtype\":\"" dt "\",\"shape\":[" n "],\"data_offsets\":[" b \
     "," e "]}"
 
 static void model2vec_vector_rules(void **s)
@@ -231,17 +232,19 @@ static void model2vec_vector_rules(void **s)
     int32_t *mv = (int32_t *)(void *)&data[12];
     mv[0] = 2, mv[1] = 3, mv[2] = 0;
     expect(st_file("{" TOK M("I32", "3", "48", "60") "}", data, sizeof data),
-           &o, TOKVEC_E_OFFSETS, "tensor 'm'[1] is 3, not a row of 'tok' "
-                                 "[0, 3)");
+           &o, TOKVEC_E_OFFSETS,
+           "tensor 'm'[1] is 3, not a row of 'tok' "
+           "[0, 3)");
     mv[1] = -1;
     expect(st_file("{" TOK M("I32", "3", "48", "60") "}", data, sizeof data),
-           &o, TOKVEC_E_OFFSETS, "tensor 'm'[1] is -1, not a row of 'tok' "
-                                 "[0, 3)");
+           &o, TOKVEC_E_OFFSETS,
+           "tensor 'm'[1] is -1, not a row of 'tok' "
+           "[0, 3)");
     /* accepted: a mapping of 4 tokens onto 3 rows, int8 rows, weights only */
     mv[0] = 2, mv[1] = 1, mv[2] = 0, mv[3] = 2;
-    tokvec_table *t = expect(
-        st_file("{" TOK M("I32", "4", "48", "64") "}", data, sizeof data), &o,
-        0, NULL);
+    tokvec_table *t = expect(st_file("{" TOK M("I32", "4", "48", "64") "}",
+                                     data, sizeof data),
+                             &o, 0, NULL);
     assert_int_equal(tokvec_table_get_info(t)->vocab_size, 4);
     assert_int_equal(tokvec_table_get_info(t)->stored_rows, 3);
     tokvec_table_close(t);
@@ -268,8 +271,16 @@ static const char *npy_file(const char *dict, size_t nbytes)
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     size_t dl = strlen(dict), hl = (10 + dl + 1 + 63) / 64 * 64 - 10;
-    unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                              (unsigned char)hl, (unsigned char)(hl >> 8)};
+    unsigned char head[10] = {0x93,
+                              'N',
+                              'U',
+                              'M',
+                              'P',
+                              'Y',
+                              1,
+                              0,
+                              (unsigned char)hl,
+                              (unsigned char)(hl >> 8)};
     assert_int_equal(fwrite(head, 1, 10, f), 10);
     fputs(dict, f);
     for (size_t k = dl; k + 1 < hl; k++)
@@ -309,8 +320,9 @@ static void npy_dictionary_rules(void **s)
          ".npy data is 48 bytes, shape (4294967296, 4294967296) needs 4 per "
          "value"},
         {"{'descr': '<f2', 'fortran_order': False, 'shape': (3, 4), }",
-         TOKVEC_E_SIZE, ".npy data is 48 bytes, shape (3, 4) needs 2 per "
-                        "value"},
+         TOKVEC_E_SIZE,
+         ".npy data is 48 bytes, shape (3, 4) needs 2 per "
+         "value"},
         {"{'descr': '<f2', 'fortran_order': False, 'shape': (6, 4), }", 0,
          NULL},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", 0,

@@ -47,8 +47,8 @@ static const char *write_str(const char *name, const char *s)
  * (returned), else code and the message "<file>: want" exactly, file the
  * temporary directory's name (NULL: p). */
 static tokvec_tokenizer *expect(const char *p, const char *pattern,
-                                const char *merges, int code,
-                                const char *file, const char *want)
+                                const char *merges, int code, const char *file,
+                                const char *want)
 {
     char err[900] = "", full[1400], at[700];
     snprintf(at, sizeof at, "%s", p);
@@ -95,8 +95,7 @@ static void expect_ids(const tokvec_tokenizer *t, const char *s,
         fail_msg("'%s': %zu ids, want %zu", s, ids.n, n);
     for (size_t k = 0; k < n; k++)
         if (ids.ids[k] != want[k])
-            fail_msg("'%s': id %zu is %d, want %d", s, k, ids.ids[k],
-                     want[k]);
+            fail_msg("'%s': id %zu is %d, want %d", s, k, ids.ids[k], want[k]);
     tokvec_tok_ids_free(&ids);
 }
 
@@ -325,7 +324,7 @@ static void tiktoken_base64_edges(void **s)
     e += b64(extra + e, (const unsigned char *)"zz", 2); /* one pad */
     e += (size_t)sprintf(extra + e, " 260\n");
     e += b64(extra + e, (const unsigned char *)"zzzz", 4); /* two pads */
-    e += (size_t)sprintf(extra + e, " 261");              /* no newline */
+    e += (size_t)sprintf(extra + e, " 261");               /* no newline */
     tokvec_tokenizer *t = expect(tiktoken("t.tiktoken", extra), "gpt2", NULL,
                                  0, NULL, NULL);
     static const int32_t zz[] = {261};
@@ -371,8 +370,8 @@ static void tiktoken_pattern_from_the_file_name(void **s)
         tokvec_tokenizer_close(t);
     }
     /* the name's pattern is overridden by the option */
-    tokvec_tokenizer *t = expect(tiktoken("cl100k_base.tiktoken", ""),
-                                 "gpt2", NULL, 0, NULL, NULL);
+    tokvec_tokenizer *t = expect(tiktoken("cl100k_base.tiktoken", ""), "gpt2",
+                                 NULL, 0, NULL, NULL);
     tokvec_tokenizer_info i;
     tokvec_tokenizer_get_info(t, &i);
     assert_string_equal(i.pattern, "gpt2");
@@ -407,32 +406,34 @@ static void post_processor_tokens_and_offsets(void **s)
     } r[] = {
         {"{\"type\":\"BertProcessing\",\"cls\":[\"[CLS]\",1],\"sep\":"
          "[\"[SEP]\",2]}",
-         {1, 3, 4, 2}, 4},
+         {1, 3, 4, 2},
+         4},
         {"{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{}},"
          "{\"SpecialToken\":{\"id\":\"[SEP]\"}}],\"special_tokens\":{"
          "\"[SEP]\":{\"ids\":[2]}}}",
-         {3, 4, 2}, 3},
+         {3, 4, 2},
+         3},
         {"{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{"
          "\"id\":\"[CLS]\"}},{\"Sequence\":{}}],\"special_tokens\":{"
          "\"[CLS]\":{\"ids\":[1]}}}",
-         {1, 3, 4}, 3},
+         {1, 3, 4},
+         3},
         {"null", {3, 4}, 2},
     };
     for (size_t k = 0; k < sizeof r / sizeof *r; k++) {
-        tokvec_tokenizer *t = expect(wp(r[k].post), NULL, NULL, 0, NULL,
-                                     NULL);
+        tokvec_tokenizer *t = expect(wp(r[k].post), NULL, NULL, 0, NULL, NULL);
         for (int offs = 0; offs < 2; offs++) {
             tokvec_tok_ids ids = {0};
-            encode(t, " ab", TOKVEC_TOK_ADD_SPECIAL |
-                                 (offs ? TOKVEC_TOK_OFFSETS : 0),
+            encode(t, " ab",
+                   TOKVEC_TOK_ADD_SPECIAL | (offs ? TOKVEC_TOK_OFFSETS : 0),
                    &ids);
             assert_int_equal(ids.n, r[k].n);
             assert_memory_equal(ids.ids, r[k].ids, r[k].n * sizeof(int32_t));
             if (offs)
                 for (size_t q = 0; q < ids.n; q++) {
                     int added = ids.ids[q] < 3;
-                    assert_int_equal(ids.offsets[q], added ? 0 : 1 + q -
-                                     (r[k].ids[0] == 1));
+                    assert_int_equal(ids.offsets[q],
+                                     added ? 0 : 1 + q - (r[k].ids[0] == 1));
                     assert_int_equal(ids.stops[q],
                                      added ? 0 : ids.offsets[q] + 1);
                 }
@@ -441,9 +442,9 @@ static void post_processor_tokens_and_offsets(void **s)
         /* decoding with and without the specials */
         char *text = NULL;
         size_t len = 0;
-        assert_int_equal(tokvec_tokenizer_decode_flags(
-                             t, r[k].ids, r[k].n, TOKVEC_DEC_SKIP_SPECIAL,
-                             &text, &len, NULL),
+        assert_int_equal(tokvec_tokenizer_decode_flags(t, r[k].ids, r[k].n,
+                                                       TOKVEC_DEC_SKIP_SPECIAL,
+                                                       &text, &len, NULL),
                          0);
         assert_string_equal(text, "ab");
         free(text);
@@ -466,12 +467,11 @@ static void calls_without_options_or_path(void **s)
     assert_int_equal(tokvec_tokenizer_open(p, NULL, &t), -ENOENT);
     assert_null(t);
     /* no options: a tiktoken file needs the pattern from its name */
+    assert_int_equal(tokvec_tokenizer_open(tiktoken("x.tiktoken", ""), NULL,
+                                           &t),
+                     TOKVEC_E_TOKENIZER);
     assert_int_equal(
-        tokvec_tokenizer_open(tiktoken("x.tiktoken", ""), NULL, &t),
-        TOKVEC_E_TOKENIZER);
-    assert_int_equal(tokvec_tokenizer_open(tiktoken("gpt2.tiktoken", ""),
-                                           NULL, &t),
-                     0);
+        tokvec_tokenizer_open(tiktoken("gpt2.tiktoken", ""), NULL, &t), 0);
     const int32_t *pre, *post;
     size_t npre = 9, npost = 9;
     tokvec_tokenizer_added(t, &pre, &npre, &post, &npost);
@@ -481,14 +481,13 @@ static void calls_without_options_or_path(void **s)
     const int32_t ids[] = {104, 50256, 105, 0xC3};
     char *text = NULL;
     size_t len = 0, bad = 99;
-    assert_int_equal(tokvec_tokenizer_decode_flags(
-                         t, ids, 3, TOKVEC_DEC_SKIP_SPECIAL, &text, &len,
-                         NULL),
+    assert_int_equal(tokvec_tokenizer_decode_flags(t, ids, 3,
+                                                   TOKVEC_DEC_SKIP_SPECIAL,
+                                                   &text, &len, NULL),
                      0);
     assert_string_equal(text, "hi");
     free(text);
-    assert_int_equal(tokvec_tokenizer_decode(t, ids, 4, &text, &len, NULL),
-                     0);
+    assert_int_equal(tokvec_tokenizer_decode(t, ids, 4, &text, &len, NULL), 0);
     assert_string_equal(text, "h<|endoftext|>i\xef\xbf\xbd");
     free(text);
     const int32_t oob[] = {104, 60000};

@@ -90,13 +90,13 @@ static void run(const rule *r, size_t n)
 
 #define WP_VOCAB "{\"[UNK]\":0,\"a\":1,\"b\":2,\"##b\":3,\"ab\":4}"
 /* A WordPiece model with the varied part after its fields. */
-#define WP_MODEL                                                             \
-    "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","            \
+#define WP_MODEL                                                  \
+    "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\"," \
     "\"vocab\":" WP_VOCAB "%s}}"
 /* A WordPiece tokenizer with the varied part at the top level. */
-#define WP_TOP                                                               \
-    "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","            \
-    "\"vocab\":" WP_VOCAB "},\"pre_tokenizer\":{\"type\":"                   \
+#define WP_TOP                                                    \
+    "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\"," \
+    "\"vocab\":" WP_VOCAB "},\"pre_tokenizer\":{\"type\":"        \
     "\"WhitespaceSplit\"}%s}"
 
 static const char WP_NEEDS[] =
@@ -158,23 +158,28 @@ static void added_tokens_fields(void **s)
          "added_tokens[0]: no content or id"},
         {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":5}]",
          "added_tokens[0]: no content or id"},
-        {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\"},{\"id\":"
-                 "\"8\",\"content\":\"[Y]\"}]",
+        {WP_TOP,
+         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\"},{\"id\":"
+         "\"8\",\"content\":\"[Y]\"}]",
          "added_tokens[1]: no content or id"},
-        {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-                 "\"lstrip\":true}]",
+        {WP_TOP,
+         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
+         "\"lstrip\":true}]",
          "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
          "normalized non-special added tokens are not supported"},
-        {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-                 "\"rstrip\":true}]",
+        {WP_TOP,
+         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
+         "\"rstrip\":true}]",
          "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
          "normalized non-special added tokens are not supported"},
-        {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-                 "\"single_word\":true}]",
+        {WP_TOP,
+         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
+         "\"single_word\":true}]",
          "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
          "normalized non-special added tokens are not supported"},
-        {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-                 "\"normalized\":true,\"special\":false}]",
+        {WP_TOP,
+         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
+         "\"normalized\":true,\"special\":false}]",
          "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
          "normalized non-special added tokens are not supported"},
         {WP_TOP, ",\"added_tokens\":[{\"id\":-1,\"content\":\"[X]\"}]",
@@ -190,9 +195,10 @@ static void added_tokens_fields(void **s)
         /* accepted: a model token made special, normalized specials, a
          * non-special added token */
         {WP_TOP, ",\"added_tokens\":[{\"id\":1,\"content\":\"a\"}]", NULL},
-        {WP_TOP, ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-                 "\"normalized\":true,\"special\":true},{\"id\":8,"
-                 "\"content\":\"zz\",\"special\":false}]",
+        {WP_TOP,
+         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
+         "\"normalized\":true,\"special\":true},{\"id\":8,"
+         "\"content\":\"zz\",\"special\":false}]",
          NULL},
     };
     run(r, N(r));
@@ -211,66 +217,80 @@ static void normalizer_fields(void **s)
          "normalizer: a normalizer without a type"},
         {WP_TOP, ",\"normalizer\":{\"type\":\"Sequence\"}",
          "normalizer: Sequence without normalizers"},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":"
-                 "[{\"type\":\"NFC\"},{\"type\":\"Foo\"}]}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":"
+         "[{\"type\":\"NFC\"},{\"type\":\"Foo\"}]}",
          "normalizer.normalizers[1]: normalizer Foo is not supported"},
         {WP_TOP, ",\"normalizer\":{\"type\":\"Prepend\"}",
          "normalizer: Prepend without a string"},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"String\":\"a\"}}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"String\":\"a\"}}",
          rep},
         {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"ab\"},\"content\":\"x\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"ab\"},\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"a{0}\"},\"content\":\"x\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"a{0}\"},\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"a{3,2}\"},\"content\":\"x\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"a{3,2}\"},\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"a{2\"},\"content\":\"x\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"a{2\"},\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"a{2,x}\"},\"content\":\"x\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"a{2,x}\"},\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"\\\\q\"},\"content\":\"x\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"\\\\q\"},\"content\":\"x\"}",
          rep},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Precompiled\","
-                 "\"precompiled_charsmap\":5}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Precompiled\","
+         "\"precompiled_charsmap\":5}",
          "normalizer: Precompiled.precompiled_charsmap: not a string"},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Precompiled\","
-                 "\"precompiled_charsmap\":\"AB*=\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Precompiled\","
+         "\"precompiled_charsmap\":\"AB*=\"}",
          "normalizer: Precompiled.precompiled_charsmap: not base64"},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Precompiled\","
-                 "\"precompiled_charsmap\":\"AAAA\"}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Precompiled\","
+         "\"precompiled_charsmap\":\"AAAA\"}",
          "normalizer: Precompiled.precompiled_charsmap: cannot parse the "
          "charsmap"},
         /* accepted: each kind, and regexes of each repetition */
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
-                 "{\"type\":\"NFD\"},{\"type\":\"NFKD\"},{\"type\":\"NFC\"},"
-                 "{\"type\":\"NFKC\"},{\"type\":\"Lowercase\"},{\"type\":"
-                 "\"StripAccents\"},{\"type\":\"Strip\",\"strip_left\":true,"
-                 "\"strip_right\":true},{\"type\":\"Prepend\",\"prepend\":"
-                 "\"_\"},{\"type\":\"BertNormalizer\",\"strip_accents\":"
-                 "true,\"lowercase\":false,\"clean_text\":false,"
-                 "\"handle_chinese_chars\":false}]}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
+         "{\"type\":\"NFD\"},{\"type\":\"NFKD\"},{\"type\":\"NFC\"},"
+         "{\"type\":\"NFKC\"},{\"type\":\"Lowercase\"},{\"type\":"
+         "\"StripAccents\"},{\"type\":\"Strip\",\"strip_left\":true,"
+         "\"strip_right\":true},{\"type\":\"Prepend\",\"prepend\":"
+         "\"_\"},{\"type\":\"BertNormalizer\",\"strip_accents\":"
+         "true,\"lowercase\":false,\"clean_text\":false,"
+         "\"handle_chinese_chars\":false}]}",
          NULL},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"BertNormalizer\","
-                 "\"strip_accents\":null}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"BertNormalizer\","
+         "\"strip_accents\":null}",
          NULL},
-        {WP_TOP, ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
-                 "{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\\\\s+\"},"
-                 "\"content\":\" \"},{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"a{2}\"},\"content\":\"b\"},{\"type\":"
-                 "\"Replace\",\"pattern\":{\"Regex\":\"\\\\.{2,}\"},"
-                 "\"content\":\".\"},{\"type\":\"Replace\",\"pattern\":"
-                 "{\"Regex\":\"\\u00e9{1,3}\"},\"content\":\"e\"},{\"type\":"
-                 "\"Replace\",\"pattern\":{\"String\":\"x\"},\"content\":"
-                 "\"\"}]}",
+        {WP_TOP,
+         ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":["
+         "{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\\\\s+\"},"
+         "\"content\":\" \"},{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"a{2}\"},\"content\":\"b\"},{\"type\":"
+         "\"Replace\",\"pattern\":{\"Regex\":\"\\\\.{2,}\"},"
+         "\"content\":\".\"},{\"type\":\"Replace\",\"pattern\":"
+         "{\"Regex\":\"\\u00e9{1,3}\"},\"content\":\"e\"},{\"type\":"
+         "\"Replace\",\"pattern\":{\"String\":\"x\"},\"content\":"
+         "\"\"}]}",
          NULL},
     };
     run(r, N(r));
@@ -284,61 +304,74 @@ static void pre_tokenizer_fields(void **s)
          "pre_tokenizer: a pre-tokenizer without a type"},
         {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Sequence\"",
          "pre_tokenizer: Sequence without pretokenizers"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Sequence\","
-                   "\"pretokenizers\":[{\"type\":\"Digits\"},{\"type\":"
-                   "\"ByteLevel\"}]",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Sequence\","
+         "\"pretokenizers\":[{\"type\":\"Digits\"},{\"type\":"
+         "\"ByteLevel\"}]",
          "pre_tokenizer.pretokenizers[1]: pre-tokenizer ByteLevel is not "
          "supported with this model"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Punctuation\","
-                   "\"behavior\":\"Split\"",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Punctuation\","
+         "\"behavior\":\"Split\"",
          "pre_tokenizer: Punctuation: unknown behavior"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Punctuation\","
-                   "\"behavior\":3",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Punctuation\","
+         "\"behavior\":3",
          "pre_tokenizer: Punctuation: unknown behavior"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Sequence\","
-                   "\"pretokenizers\":[{\"type\":\"WhitespaceSplit\"},"
-                   "{\"type\":\"Metaspace\",\"replacement\":\"_\"}]",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Sequence\","
+         "\"pretokenizers\":[{\"type\":\"WhitespaceSplit\"},"
+         "{\"type\":\"Metaspace\",\"replacement\":\"_\"}]",
          "pre_tokenizer.pretokenizers[1]: Metaspace is supported only as "
          "the first pre-tokenizer"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"ab\"",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"ab\"",
          "pre_tokenizer: Metaspace.replacement: not one character"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"prepend_scheme\":\"sometimes\"",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"prepend_scheme\":\"sometimes\"",
          "pre_tokenizer: Metaspace.prepend_scheme: not \"always\", "
          "\"first\" or \"never\""},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"add_prefix_space\":1",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"add_prefix_space\":1",
          "pre_tokenizer: Metaspace.add_prefix_space: not a boolean"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"add_prefix_space\":false",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"add_prefix_space\":false",
          "pre_tokenizer: Metaspace: add_prefix_space does not match "
          "declared prepend_scheme"},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"split\":\"yes\"",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"split\":\"yes\"",
          "pre_tokenizer: Metaspace.split: not a boolean"},
         /* accepted: every behavior, Digits, Metaspace's schemes */
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Sequence\","
-                   "\"pretokenizers\":[{\"type\":\"Punctuation\","
-                   "\"behavior\":\"Removed\"},{\"type\":\"Punctuation\","
-                   "\"behavior\":\"MergedWithPrevious\"},{\"type\":"
-                   "\"Punctuation\",\"behavior\":\"MergedWithNext\"},"
-                   "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"},"
-                   "{\"type\":\"Punctuation\"},{\"type\":\"Digits\","
-                   "\"individual_digits\":true},{\"type\":"
-                   "\"BertPreTokenizer\"}]",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Sequence\","
+         "\"pretokenizers\":[{\"type\":\"Punctuation\","
+         "\"behavior\":\"Removed\"},{\"type\":\"Punctuation\","
+         "\"behavior\":\"MergedWithPrevious\"},{\"type\":"
+         "\"Punctuation\",\"behavior\":\"MergedWithNext\"},"
+         "{\"type\":\"Punctuation\",\"behavior\":\"Contiguous\"},"
+         "{\"type\":\"Punctuation\"},{\"type\":\"Digits\","
+         "\"individual_digits\":true},{\"type\":"
+         "\"BertPreTokenizer\"}]",
          NULL},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"prepend_scheme\":\"first\","
-                   "\"split\":false",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"prepend_scheme\":\"first\","
+         "\"split\":false",
          NULL},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"prepend_scheme\":\"never\","
-                   "\"add_prefix_space\":false,\"split\":null",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"prepend_scheme\":\"never\","
+         "\"add_prefix_space\":false,\"split\":null",
          NULL},
-        {WP_MODEL, "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
-                   "\"replacement\":\"_\",\"prepend_scheme\":null,"
-                   "\"add_prefix_space\":null",
+        {WP_MODEL,
+         "},\"pre_tokenizer\":{\"type\":\"Metaspace\","
+         "\"replacement\":\"_\",\"prepend_scheme\":null,"
+         "\"add_prefix_space\":null",
          NULL},
     };
     run(r, N(r));
@@ -354,63 +387,76 @@ static void post_processor_fields(void **s)
          "post_processor: a post-processor without a type"},
         {buf, "{\"type\":\"Sequence\"}",
          "post_processor: Sequence without processors"},
-        {buf, "{\"type\":\"Sequence\",\"processors\":[{\"type\":"
-              "\"ByteLevel\"},{\"type\":\"Foo\"}]}",
+        {buf,
+         "{\"type\":\"Sequence\",\"processors\":[{\"type\":"
+         "\"ByteLevel\"},{\"type\":\"Foo\"}]}",
          "post_processor.processors[1]: post-processor Foo is not "
          "supported"},
         {buf, "{\"type\":\"TemplateProcessing\",\"single\":{}}",
          "post_processor: TemplateProcessing: \"single\" is not a list"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":"
-              "{\"id\":\"A\"}},{\"Sequence\":{\"id\":\"A\"}}]}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":"
+         "{\"id\":\"A\"}},{\"Sequence\":{\"id\":\"A\"}}]}",
          "post_processor: TemplateProcessing: \"single\" names more than "
          "one sequence"},
         {buf, "{\"type\":\"TemplateProcessing\",\"single\":[]}",
          "post_processor: TemplateProcessing: \"single\" has no sequence"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
-              "\"special_tokens\":{}}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
+         "\"special_tokens\":{}}",
          "post_processor: TemplateProcessing: a special token of \"single\" "
          "is not in special_tokens"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"SpecialToken\":{}},{\"Sequence\":{}}]}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"SpecialToken\":{}},{\"Sequence\":{}}]}",
          "post_processor: TemplateProcessing: a special token of \"single\" "
          "is not in special_tokens"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
-              "\"special_tokens\":{\"[CLS]\":{\"ids\":[16777216]}}}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
+         "\"special_tokens\":{\"[CLS]\":{\"ids\":[16777216]}}}",
          "post_processor: TemplateProcessing: an id is not in [0, 2^24)"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
-              "\"special_tokens\":{\"[CLS]\":{\"ids\":[\"0\"]}}}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
+         "\"special_tokens\":{\"[CLS]\":{\"ids\":[\"0\"]}}}",
          "post_processor: TemplateProcessing: an id is not in [0, 2^24)"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
-              "\"special_tokens\":{\"[CLS]\":{\"ids\":[-3]}}}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"SpecialToken\":{\"id\":\"[CLS]\"}},{\"Sequence\":{}}],"
+         "\"special_tokens\":{\"[CLS]\":{\"ids\":[-3]}}}",
          "post_processor: TemplateProcessing: an id is not in [0, 2^24)"},
-        {buf, "{\"type\":\"BertProcessing\",\"cls\":[\"[UNK]\",0],"
-              "\"sep\":[\"[UNK]\"]}",
+        {buf,
+         "{\"type\":\"BertProcessing\",\"cls\":[\"[UNK]\",0],"
+         "\"sep\":[\"[UNK]\"]}",
          "post_processor: cls and sep must be [token, id] with ids in "
          "[0, 2^24)"},
-        {buf, "{\"type\":\"RobertaProcessing\",\"cls\":\"[UNK]\","
-              "\"sep\":[\"[UNK]\",0]}",
+        {buf,
+         "{\"type\":\"RobertaProcessing\",\"cls\":\"[UNK]\","
+         "\"sep\":[\"[UNK]\",0]}",
          "post_processor: cls and sep must be [token, id] with ids in "
          "[0, 2^24)"},
-        {buf, "{\"type\":\"BertProcessing\",\"cls\":[\"[UNK]\",0],"
-              "\"sep\":[\"[Q]\",99]}",
+        {buf,
+         "{\"type\":\"BertProcessing\",\"cls\":[\"[UNK]\",0],"
+         "\"sep\":[\"[Q]\",99]}",
          "post_processor: id 99 is not a token"},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"Sequence\":{}},{\"SpecialToken\":{\"id\":\"[E]\"}}],"
-              "\"special_tokens\":{\"[E]\":{\"ids\":[77]}}}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"Sequence\":{}},{\"SpecialToken\":{\"id\":\"[E]\"}}],"
+         "\"special_tokens\":{\"[E]\":{\"ids\":[77]}}}",
          "post_processor: id 77 is not a token"},
         /* accepted */
-        {buf, "{\"type\":\"Sequence\",\"processors\":[{\"type\":"
-              "\"ByteLevel\",\"trim_offsets\":false},{\"type\":"
-              "\"RobertaProcessing\",\"cls\":[\"a\",1],\"sep\":[\"b\",2]}]}",
+        {buf,
+         "{\"type\":\"Sequence\",\"processors\":[{\"type\":"
+         "\"ByteLevel\",\"trim_offsets\":false},{\"type\":"
+         "\"RobertaProcessing\",\"cls\":[\"a\",1],\"sep\":[\"b\",2]}]}",
          NULL},
-        {buf, "{\"type\":\"TemplateProcessing\",\"single\":[{"
-              "\"SpecialToken\":{\"id\":\"[S]\"}},{\"Sequence\":{}},"
-              "{\"SpecialToken\":{\"id\":\"[S]\"}}],\"special_tokens\":{"
-              "\"[S]\":{\"ids\":[0,4]}}}",
+        {buf,
+         "{\"type\":\"TemplateProcessing\",\"single\":[{"
+         "\"SpecialToken\":{\"id\":\"[S]\"}},{\"Sequence\":{}},"
+         "{\"SpecialToken\":{\"id\":\"[S]\"}}],\"special_tokens\":{"
+         "\"[S]\":{\"ids\":[0,4]}}}",
          NULL},
         {buf, "null", NULL},
     };
@@ -430,40 +476,48 @@ static void decoder_fields(void **s)
         {buf, "{}", "decoder: a decoder without a type"},
         {buf, "{\"type\":\"Sequence\",\"decoders\":{}}",
          "decoder: Sequence without decoders"},
-        {buf, "{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Fuse\"},"
-              "{\"type\":\"CTC\"}]}",
+        {buf,
+         "{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Fuse\"},"
+         "{\"type\":\"CTC\"}]}",
          "decoder.decoders[1]: decoder CTC is not supported with this model"},
         {buf, "{\"type\":\"Metaspace\",\"replacement\":\"\"}",
          "decoder: Metaspace.replacement: not one character"},
         {buf, "{\"type\":\"Strip\",\"start\":1,\"stop\":0}", strip},
-        {buf, "{\"type\":\"Strip\",\"content\":\"ab\",\"start\":1,"
-              "\"stop\":0}",
+        {buf,
+         "{\"type\":\"Strip\",\"content\":\"ab\",\"start\":1,"
+         "\"stop\":0}",
          strip},
-        {buf, "{\"type\":\"Strip\",\"content\":\" \",\"start\":\"1\","
-              "\"stop\":0}",
+        {buf,
+         "{\"type\":\"Strip\",\"content\":\" \",\"start\":\"1\","
+         "\"stop\":0}",
          strip},
         {buf, "{\"type\":\"Strip\",\"content\":\" \",\"start\":1}", strip},
-        {buf, "{\"type\":\"Strip\",\"content\":\" \",\"start\":-1,"
-              "\"stop\":0}",
+        {buf,
+         "{\"type\":\"Strip\",\"content\":\" \",\"start\":-1,"
+         "\"stop\":0}",
          strip},
-        {buf, "{\"type\":\"Strip\",\"content\":\" \",\"start\":0,"
-              "\"stop\":-2}",
+        {buf,
+         "{\"type\":\"Strip\",\"content\":\" \",\"start\":0,"
+         "\"stop\":-2}",
          strip},
-        {buf, "{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" \"},"
-              "\"content\":\"_\"}",
+        {buf,
+         "{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" \"},"
+         "\"content\":\"_\"}",
          rep},
-        {buf, "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\"},"
-              "\"content\":\"_\"}",
+        {buf,
+         "{\"type\":\"Replace\",\"pattern\":{\"String\":\"\"},"
+         "\"content\":\"_\"}",
          rep},
         {buf, "{\"type\":\"Replace\",\"pattern\":{\"String\":\"_\"}}", rep},
         /* accepted */
-        {buf, "{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"WordPiece\","
-              "\"prefix\":null,\"cleanup\":false},{\"type\":\"WordPiece\","
-              "\"prefix\":\"@@\"},{\"type\":\"WordPiece\"},{\"type\":"
-              "\"ByteFallback\"},{\"type\":\"Metaspace\",\"replacement\":"
-              "\"_\"},{\"type\":\"Strip\",\"content\":\" \",\"start\":1,"
-              "\"stop\":1},{\"type\":\"Replace\",\"pattern\":{\"String\":"
-              "\"_\"},\"content\":\" \"},{\"type\":\"Fuse\"}]}",
+        {buf,
+         "{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"WordPiece\","
+         "\"prefix\":null,\"cleanup\":false},{\"type\":\"WordPiece\","
+         "\"prefix\":\"@@\"},{\"type\":\"WordPiece\"},{\"type\":"
+         "\"ByteFallback\"},{\"type\":\"Metaspace\",\"replacement\":"
+         "\"_\"},{\"type\":\"Strip\",\"content\":\" \",\"start\":1,"
+         "\"stop\":1},{\"type\":\"Replace\",\"pattern\":{\"String\":"
+         "\"_\"},\"content\":\" \"},{\"type\":\"Fuse\"}]}",
          NULL},
     };
     run(r, N(r));
@@ -471,8 +525,8 @@ static void decoder_fields(void **s)
 
 /* --- Unigram ------------------------------------------------------------ */
 
-#define UNI                                                                  \
-    "{\"model\":{\"type\":\"Unigram\",%s},\"pre_tokenizer\":{\"type\":"      \
+#define UNI                                                             \
+    "{\"model\":{\"type\":\"Unigram\",%s},\"pre_tokenizer\":{\"type\":" \
     "\"WhitespaceSplit\"}}"
 
 static void unigram_model_fields(void **s)
@@ -511,10 +565,11 @@ static void unigram_model_fields(void **s)
         {UNI, "\"unk_id\":0,\"vocab\":[[\"<unk>\",0],[\"a\",-1],[\"a\",-2]]",
          "id 2 has the text of an earlier token"},
         /* accepted: integer and real scores of every size serde reads */
-        {UNI, "\"unk_id\":0,\"byte_fallback\":false,\"vocab\":[[\"<unk>\",0],"
-              "[\"a\",-1.5],[\"b\",-2],[\"ab\",-0.25],[\"ba\",-1e-320],"
-              "[\"aa\",-1.7976931348623157e308],[\"bb\",-123456.789e-3],"
-              "[\"aab\",0.0],[\"abb\",-4.9e-324],[\"bab\",-1.5e300]]",
+        {UNI,
+         "\"unk_id\":0,\"byte_fallback\":false,\"vocab\":[[\"<unk>\",0],"
+         "[\"a\",-1.5],[\"b\",-2],[\"ab\",-0.25],[\"ba\",-1e-320],"
+         "[\"aa\",-1.7976931348623157e308],[\"bb\",-123456.789e-3],"
+         "[\"aab\",0.0],[\"abb\",-4.9e-324],[\"bab\",-1.5e300]]",
          NULL},
     };
     run(r, N(r));
@@ -563,17 +618,17 @@ static void expect_bpe(const char *fmt, const char *part, const char *want)
     expect(text, want);
 }
 
-#define BPE_MERGES                                                           \
-    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":%s},"            \
+#define BPE_MERGES                                                \
+    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":%s}," \
     "\"pre_tokenizer\":" BL "}"
-#define BPE_PRE                                                              \
-    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":[\"a b\","       \
+#define BPE_PRE                                                        \
+    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":[\"a b\"," \
     "\"ab c\"]},\"pre_tokenizer\":%s}"
-#define BPE_MODEL                                                            \
-    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":[\"a b\","       \
+#define BPE_MODEL                                                      \
+    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":[\"a b\"," \
     "\"ab c\"]%s},\"pre_tokenizer\":" BL "}"
-#define BPE_TOP                                                              \
-    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":[\"a b\","       \
+#define BPE_TOP                                                        \
+    "{\"model\":{\"type\":\"BPE\",\"vocab\":{%s},\"merges\":[\"a b\"," \
     "\"ab c\"]},\"pre_tokenizer\":" BL "%s}"
 
 static const char SPLIT_ONLY[] =
@@ -586,11 +641,11 @@ static const char NOT_PLAIN[] = "model is not a plain BPE (no dropout, "
                                 "byte_fallback or affixes)";
 
 /* GPT-2's regex, as a JSON string's text. */
-#define GPT2_RE                                                              \
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\\\p{L}+| ?\\\\p{N}+| "                      \
+#define GPT2_RE                                         \
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\\\p{L}+| ?\\\\p{N}+| " \
     "?[^\\\\s\\\\p{L}\\\\p{N}]+|\\\\s+(?!\\\\S)|\\\\s+"
-#define SPLIT(extra)                                                         \
-    "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","         \
+#define SPLIT(extra)                                                 \
+    "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\"," \
     "\"pattern\":{\"Regex\":\"" GPT2_RE "\"}" extra "}," BL "]}"
 
 static void byte_level_bpe_fields(void **s)
@@ -614,11 +669,12 @@ static void byte_level_bpe_fields(void **s)
          "merge 1: \"\xe0\xa0\x80 a\" is not in GPT-2's byte alphabet"},
         {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[" BL "]}",
          NOT_BL},
-        {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[" BL "," BL
-                  "," BL "]}",
+        {BPE_PRE,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[" BL "," BL "," BL "]}",
          NOT_BL},
-        {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[" BL
-                  ",{\"type\":\"Digits\"}]}",
+        {BPE_PRE,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[" BL
+         ",{\"type\":\"Digits\"}]}",
          NOT_BL},
         {BPE_PRE, "{\"type\":\"ByteLevel\",\"use_regex\":false}",
          "ByteLevel without its regex and without a Split is not supported"},
@@ -626,22 +682,26 @@ static void byte_level_bpe_fields(void **s)
          SPLIT_ONLY},
         {BPE_PRE, SPLIT(",\"behavior\":\"Removed\""), SPLIT_ONLY},
         {BPE_PRE, SPLIT(""), SPLIT_ONLY},
-        {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
-                  "\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":"
-                  "\"Isolated\"}," BL "]}",
+        {BPE_PRE,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+         "\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":"
+         "\"Isolated\"}," BL "]}",
          SPLIT_ONLY},
-        {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
-                  "\"Digits\",\"pattern\":{\"Regex\":\"" GPT2_RE "\"},"
-                  "\"behavior\":\"Isolated\"}," BL "]}",
+        {BPE_PRE,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+         "\"Digits\",\"pattern\":{\"Regex\":\"" GPT2_RE "\"},"
+         "\"behavior\":\"Isolated\"}," BL "]}",
          SPLIT_ONLY},
-        {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"pattern\":"
-                  "{\"Regex\":\"" GPT2_RE "\"},\"behavior\":\"Isolated\"},"
-                  "" BL "]}",
+        {BPE_PRE,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[{\"pattern\":"
+         "{\"Regex\":\"" GPT2_RE "\"},\"behavior\":\"Isolated\"},"
+         "" BL "]}",
          SPLIT_ONLY},
-        {BPE_PRE, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
-                  "\"Split\",\"pattern\":{\"Regex\":\"" GPT2_RE "\"},"
-                  "\"behavior\":\"Isolated\"},{\"type\":\"ByteLevel\","
-                  "\"use_regex\":true}]}",
+        {BPE_PRE,
+         "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":"
+         "\"Split\",\"pattern\":{\"Regex\":\"" GPT2_RE "\"},"
+         "\"behavior\":\"Isolated\"},{\"type\":\"ByteLevel\","
+         "\"use_regex\":true}]}",
          SPLIT_ONLY},
         {BPE_MODEL, ",\"dropout\":null,\"continuing_subword_prefix\":\"##\"",
          NOT_PLAIN},
@@ -659,14 +719,16 @@ static void byte_level_bpe_fields(void **s)
          "merge 1: the merged token is not in the vocabulary"},
         /* accepted: nulls and empty affixes, [a, b] merges, a nameless added
          * token, ignore_merges */
-        {BPE_MODEL, ",\"dropout\":null,\"continuing_subword_prefix\":null,"
-                    "\"end_of_word_suffix\":\"\",\"byte_fallback\":false,"
-                    "\"ignore_merges\":true",
+        {BPE_MODEL,
+         ",\"dropout\":null,\"continuing_subword_prefix\":null,"
+         "\"end_of_word_suffix\":\"\",\"byte_fallback\":false,"
+         "\"ignore_merges\":true",
          NULL},
         {BPE_MERGES, "[[\"a\",\"b\"],[\"ab\",\"c\"]]", NULL},
-        {BPE_TOP, ",\"added_tokens\":[{\"id\":300,\"content\":\"\"},{\"id\":"
-                  "301,\"content\":\"<s>\"},{\"content\":5}],\"normalizer\":"
-                  "null",
+        {BPE_TOP,
+         ",\"added_tokens\":[{\"id\":300,\"content\":\"\"},{\"id\":"
+         "301,\"content\":\"<s>\"},{\"content\":5}],\"normalizer\":"
+         "null",
          NULL},
         {BPE_PRE, SPLIT(",\"behavior\":\"Isolated\",\"invert\":false"), NULL},
     };
@@ -678,9 +740,10 @@ static void byte_level_bpe_fields(void **s)
 static void file_level_rules(void **s)
 {
     (void)s;
-    expect("{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}},\"pre_tokenizer\":"
-           "" BL "}",
-           "model: type WordLevel is not supported (BPE, WordPiece, Unigram)");
+    expect(
+        "{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}},\"pre_tokenizer\":"
+        "" BL "}",
+        "model: type WordLevel is not supported (BPE, WordPiece, Unigram)");
     expect("{\"model\":{\"vocab\":{\"a\":0}},\"post_processor\":{\"type\":"
            "\"Foo\"}}",
            "post_processor: post-processor Foo is not supported");
