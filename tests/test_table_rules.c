@@ -206,6 +206,13 @@ static void tensor_entry_rules(void **s)
     ",\"m\":{\"dtype\":\"" dt "\",\"shape\":[" n "],\"data_offsets\":[" b \
     "," e "]}"
 
+/* The I32 mapping values at data[12..16) (bytes 48..64), little-endian. */
+static void set_mapping(int32_t a, int32_t b, int32_t c, int32_t d)
+{
+    const int32_t v[4] = {a, b, c, d};
+    memcpy(&data[12], v, sizeof v);
+}
+
 static void model2vec_vector_rules(void **s)
 {
     (void)s;
@@ -229,19 +236,18 @@ static void model2vec_vector_rules(void **s)
     };
     run(r, N(r), &o);
     /* mapping values: data[12..] as int32 */
-    int32_t *mv = (int32_t *)(void *)&data[12];
-    mv[0] = 2, mv[1] = 3, mv[2] = 0;
+    set_mapping(2, 3, 0, 0);
     expect(st_file("{" TOK M("I32", "3", "48", "60") "}", data, sizeof data),
            &o, TOKVEC_E_OFFSETS,
            "tensor 'm'[1] is 3, not a row of 'tok' "
            "[0, 3)");
-    mv[1] = -1;
+    set_mapping(2, -1, 0, 0);
     expect(st_file("{" TOK M("I32", "3", "48", "60") "}", data, sizeof data),
            &o, TOKVEC_E_OFFSETS,
            "tensor 'm'[1] is -1, not a row of 'tok' "
            "[0, 3)");
     /* accepted: a mapping of 4 tokens onto 3 rows, int8 rows, weights only */
-    mv[0] = 2, mv[1] = 1, mv[2] = 0, mv[3] = 2;
+    set_mapping(2, 1, 0, 2);
     tokvec_table *t = expect(st_file("{" TOK M("I32", "4", "48", "64") "}",
                                      data, sizeof data),
                              &o, 0, NULL);
