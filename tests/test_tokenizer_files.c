@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -242,6 +243,30 @@ static void gpt2_vocabulary_edges(void **s)
     tokvec_tokenizer_get_info(t, &i);
     assert_string_equal(i.name, "vocab");
     tokvec_tokenizer_close(t);
+    /* ... and of encoder.json + vocab.bpe, preferred to vocab.json */
+    write_str("pair/vocab.bpe", "#version: 0.2\n"); /* no merges */
+    snprintf(enc, sizeof enc, "%s", encoder_json(""));
+    snprintf(v, sizeof v, "%s/pair/encoder.json", tu_dir);
+    assert_int_equal(rename(enc, v), 0);
+    t = expect(d, NULL, NULL, 0, NULL, NULL);
+    static const int32_t a_b[] = {64, 65};
+    expect_ids(t, "ab", a_b, 2);
+    tokvec_tokenizer_get_info(t, &i);
+    assert_string_equal(i.name, "encoder");
+    tokvec_tokenizer_close(t);
+}
+
+/* A file past 1 GiB is refused before it is read (a sparse file). */
+static void files_past_a_gibibyte_are_refused(void **s)
+{
+    (void)s;
+    const char *p = write_str("big.json", "{");
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), ((off_t)1 << 30) + 1), 0);
+    fclose(f);
+    expect(p, NULL, NULL, TOKVEC_E_TOO_LARGE, NULL, "larger than 1 GiB");
+    unlink(p);
 }
 
 /* --- tiktoken ---------------------------------------------------------- */
@@ -554,6 +579,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gpt2_pair_edges),
         cmocka_unit_test(gpt2_vocabulary_edges),
+        cmocka_unit_test(files_past_a_gibibyte_are_refused),
         cmocka_unit_test(tiktoken_base64_edges),
         cmocka_unit_test(tiktoken_pattern_from_the_file_name),
         cmocka_unit_test(post_processor_tokens_and_offsets),

@@ -711,6 +711,8 @@ static void byte_level_bpe_fields(void **s)
          "added token \"<s>\": bad id"},
         {BPE_TOP, ",\"added_tokens\":[{\"id\":16777216,\"content\":\"<s>\"}]",
          "added token \"<s>\": bad id"},
+        {BPE_TOP, ",\"added_tokens\":[{\"id\":64,\"content\":\"<x>\"}]",
+         "added token \"<x>\": id 64 is another token"},
         /* an added token "a": the vocabulary's "a" is then special, so
          * not a merge's part */
         {BPE_TOP, ",\"added_tokens\":[{\"id\":300,\"content\":\"a\"}]",
@@ -725,6 +727,11 @@ static void byte_level_bpe_fields(void **s)
          "\"ignore_merges\":true",
          NULL},
         {BPE_MERGES, "[[\"a\",\"b\"],[\"ab\",\"c\"]]", NULL},
+        {BPE_MODEL, ",\"continuing_subword_prefix\":\"\"", NULL},
+        /* no model type: BPE, byte-level with its pre-tokenizer */
+        {"{\"model\":{\"vocab\":{%s},\"merges\":[\"a b\"%s]},"
+         "\"pre_tokenizer\":" BL "}",
+         "", NULL},
         {BPE_TOP,
          ",\"added_tokens\":[{\"id\":300,\"content\":\"\"},{\"id\":"
          "301,\"content\":\"<s>\"},{\"content\":5}],\"normalizer\":"
@@ -734,6 +741,15 @@ static void byte_level_bpe_fields(void **s)
     };
     for (size_t k = 0; k < N(r); k++)
         expect_bpe(r[k].fmt, r[k].part, r[k].want);
+    /* a merge whose left token is 1100 bytes: past what a merge holds */
+    char *m = malloc(1200);
+    assert_non_null(m);
+    m[0] = '[';
+    m[1] = '"';
+    memset(m + 2, 'a', 1100);
+    strcpy(m + 1102, " b\"]");
+    expect_bpe(BPE_MERGES, m, "merge 1: not \"a b\" or [\"a\", \"b\"]");
+    free(m);
 }
 
 /* The file itself: not an object, a model of no object, a directory. */
