@@ -294,8 +294,8 @@ static const char *tiktoken(const char *name, const char *extra)
     static char buf[16384];
     size_t n = 0;
     for (int b = 0; b < 256; b++) {
-        unsigned char c = (unsigned char)b;
-        n += b64(buf + n, &c, 1);
+        const unsigned char c[1] = {(unsigned char)b};
+        n += b64(buf + n, c, 1);
         n += (size_t)sprintf(buf + n, " %d\n", b);
     }
     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", extra);

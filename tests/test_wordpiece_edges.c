@@ -51,7 +51,7 @@ static int setup(void **state)
         return -1;
     fputs(json, f);
     fclose(f);
-    char err[512];
+    char err[512] = "";
     tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
     if (tokvec_tokenizer_open(p, &o, &tok) < 0) {
         fprintf(stderr, "%s\n", err);
