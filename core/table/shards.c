@@ -39,22 +39,27 @@ static char *join(const char *dir, size_t dlen, const char *name)
 }
 
 /* The one *.safetensors.index.json in dir other than INDEX_NAME, or NULL
- * (none, or more than one: ambiguous). */
-static char *other_index(const char *dir)
+ * (none, or more than one: ambiguous; *oom set when out of memory). */
+static char *other_index(const char *dir, int *oom)
 {
     DIR *d = opendir(dir);
     char *found = NULL;
     int n = 0;
-    if (!d)
+    *oom = 0;
+    if (!d) {
+        *oom = errno == ENOMEM;
         return NULL;
+    }
     for (struct dirent *e = readdir(d); e; e = readdir(d)) {
         size_t len = strlen(e->d_name), sl = strlen(INDEX_SUFFIX);
         if (len > sl && !strcmp(e->d_name + len - sl, INDEX_SUFFIX) &&
-            n++ == 0)
+            n++ == 0) {
             found = join(dir, strlen(dir), e->d_name);
+            *oom = !found;
+        }
     }
     closedir(d);
-    if (n != 1) {
+    if (n != 1 || *oom) {
         free(found);
         return NULL;
     }
@@ -70,8 +75,11 @@ char *tokvec__index_in_dir(const char *path)
     if (!p || !access(p, F_OK))
         return p;
     free(p);
-    p = other_index(path);
-    return p ? p : strdup(path); /* the directory: refused by map_file */
+    int oom;
+    p = other_index(path, &oom);
+    if (p || oom)
+        return p;        /* NULL: out of memory, not "a directory" */
+    return strdup(path); /* the directory: refused by map_file */
 }
 
 /* A shard name must be a relative path inside the index's directory. */

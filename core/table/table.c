@@ -373,8 +373,8 @@ int tokvec_table_open(const char *path, const tokvec_table_opts *opts,
     if (!path)
         return TOKVEC_E_INVAL;
     tokvec_table *t = calloc(1, sizeof *t);
-    if (!t)
-        return -ENOMEM;
+    if (!t) /* one line naming the file, as every failure */
+        return tokvec__fail(o, path, -ENOMEM, "%s", tokvec_strerror(-ENOMEM));
     t->meta_positional = TOKVEC_POS_AUTO;
     t->pos_names = tokvec__position_names;
     t->path = tokvec__index_in_dir(path);

@@ -32,8 +32,12 @@ int tokvec_tokenizer_open(const char *path, const tokvec_tokenizer_opts *o,
     if (!path)
         return TOKVEC_E_INVAL;
     tokvec_tokenizer *t = calloc(1, sizeof *t);
-    if (!t)
+    if (!t) { /* one line naming the file, as every failure */
+        if (o && o->errbuf && o->errlen)
+            snprintf(o->errbuf, o->errlen, "%s: %s", path,
+                     tokvec_strerror(-ENOMEM));
         return -ENOMEM;
+    }
     static _Atomic uint64_t serials;
     t->serial = ++serials; /* never 0, which a fresh state holds */
     int rc = tv_tok_load(t, path, o);
