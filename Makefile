@@ -191,7 +191,8 @@ $(BUILD)/core/tokenizer/precompiled.o: $(BUILD)/gen/tok_gcb.h
 # Hugging Face's Unicode data (normalize.c, pretok.c): the same UCD limited
 # to the Unicode versions of the Rust crates HF uses, plus the measured
 # differences in tools/hf_ucd_extra.txt (see tools/gen_hfucd.awk).
-HF_UCD := DerivedAge.txt PropList.txt DerivedNormalizationProps.txt \
+HF_UCD := DerivedAge.txt PropList.txt DerivedCoreProperties.txt \
+          DerivedNormalizationProps.txt \
           SpecialCasing.txt UnicodeData.txt
 $(BUILD)/gen/tok_hfucd.h: tools/gen_hfucd.awk tools/hf_ucd_extra.txt
 	@mkdir -p $(@D)

@@ -330,7 +330,7 @@ int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
     int rc = tk.s ? 0 : -ENOMEM;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         const tv_tok *o = tv_tok_get(t, ids[k]); /* checked by the caller */
-        if (skip && o->special == 1)
+        if (skip && TV_TOK_KIND(o) == 1)
             continue;
         tk.s[tk.n] = strndup((const char *)t->blob + o->off, o->len);
         rc = tk.s[tk.n] ? 0 : -ENOMEM;

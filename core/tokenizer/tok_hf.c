@@ -30,5 +30,11 @@ void tv_hf_buf_free(tv_hf_buf *b)
     free(b->ph);
     tv_uni_work_free(b->uw);
     tv_uni_toks_free(&b->ut);
+    free(b->nt.cp);
+    free(b->nt.a0);
+    free(b->nt.a1);
+    free(b->nu8);
+    free(b->nu8ch);
+    free(b->hits.hit);
     free(b);
 }

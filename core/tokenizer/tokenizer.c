@@ -93,7 +93,7 @@ int tokvec_tokenizer_token(const tokvec_tokenizer *t, int32_t id,
     *bytes = t->blob + o->off;
     *len = o->len;
     if (special)
-        *special = o->special == 1;
+        *special = TV_TOK_KIND(o) == 1;
     return 0;
 }
 
@@ -108,10 +108,11 @@ void tokvec_tokenizer_added(const tokvec_tokenizer *t, const int32_t **pre,
 
 static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                    const unsigned char *u, size_t i, size_t end,
-                   tokvec_tok_ids *out, int offs)
+                   tokvec_tok_ids *out, unsigned flags)
 {
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
     if (t->hf)
-        return tv_hf_stretch(t, s, u, i, end, out, offs);
+        return tv_hf_stretch(t, s, u, i, end, out, flags);
     while (i < end) {
         size_t e = tv_split_next(t->pattern, u, i, end);
         int rc = tv_bpe_piece(t, s, u + i, e - i, i, out, offs);
@@ -159,27 +160,45 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
     out->n = 0;
     if (tv_ids_reserve(out, 0, offs) < 0)
         return -ENOMEM;
-    size_t i = 0;
-    int special = (flags & TOKVEC_TOK_SPECIAL) && t->n_special;
+    /* HF's find_matches over the input: i is where the text not yet
+     * tokenized starts, pos where the next match may start (after the
+     * last one found, even one left out) */
+    size_t i = 0, pos = 0;
+    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
+    int match = all ? t->ac.max != 0 : t->ac.nfree != 0;
     tv_sp_win win = {0, 0, 0};
     int rc = 0;
-    while (i < len) {
+    while (i < len || pos < len) {
         size_t at = len, k = 0;
-        if (special)
-            rc = tv_special_next(t, s, &win, u, i, len, &at, &k);
-        if (rc == 0)
-            rc = stretch(t, s, u, i, at, out, offs);
+        if (match && pos < len)
+            rc = tv_special_next(t, s, &win, u, pos, len, &at, &k);
+        if (rc == 0 && at == len)
+            rc = stretch(t, s, u, i, len, out, flags);
         if (rc || at == len)
             break;
-        rc = tv_ids_reserve(out, 1, offs);
+        const tv_special *p = &t->sp[k];
+        size_t start = at, stop = at + p->len;
+        pos = stop;
+        if ((!all && (p->flags & TV_ADD_SPECIAL)) ||
+            ((p->flags & TV_ADD_SINGLE) &&
+             !tv_added_single(u, start, stop, len)))
+            continue;
+        if (p->flags & TV_ADD_LSTRIP) /* not into the token before */
+            start = start < i ? i : tv_added_lstrip(u, i, start);
+        if (p->flags & TV_ADD_RSTRIP)
+            stop = tv_added_rstrip(u, stop, len);
+        if (i < start)
+            rc = stretch(t, s, u, i, start, out, flags);
+        if (rc == 0)
+            rc = tv_ids_reserve(out, 1, offs);
         if (rc)
             break;
         if (offs) {
-            out->offsets[out->n] = at;
-            out->stops[out->n] = at + t->sp[k].len;
+            out->offsets[out->n] = start;
+            out->stops[out->n] = stop;
         }
-        out->ids[out->n++] = t->sp[k].id;
-        i = at + t->sp[k].len;
+        out->ids[out->n++] = p->id;
+        i = stop;
     }
     if (rc) {
         out->n = 0;
@@ -267,7 +286,7 @@ int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
                 *bad_index = k;
             return TOKVEC_E_TOKEN_RANGE;
         }
-        total += skip && o->special == 1 ? 0 : o->len;
+        total += skip && TV_TOK_KIND(o) == 1 ? 0 : o->len;
     }
     if (t->hf) {
         char *raw = NULL;
@@ -295,7 +314,7 @@ int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
     size_t at = 0;
     for (size_t k = 0; k < n; k++) {
         const tv_tok *o = tv_tok_get(t, ids[k]);
-        if (skip && o->special == 1)
+        if (skip && TV_TOK_KIND(o) == 1)
             continue;
         memcpy(raw + at, t->blob + o->off, o->len);
         at += o->len;
