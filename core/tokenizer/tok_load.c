@@ -518,6 +518,18 @@ static int load_wp(ld *l, json_t *root, int kind)
             rc = fail(l, TOKVEC_E_TOKENIZER,
                       "id %d has the text of an earlier token", dup);
     }
+    for (size_t i = 0; rc == 0 && i < l->t->n_tok; i++) {
+        /* HF gives an added token that is in the model's vocabulary the
+         * vocabulary's id, whatever the file says */
+        const tv_tok *o = &l->t->tok[i];
+        int32_t id = o->special ? tv_vmap_get(l->t, l->t->blob + o->off,
+                                               o->len)
+                                : -1;
+        if (id >= 0 && id != o->id)
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "added token %d: its text is token %d of the model",
+                      o->id, id);
+    }
     return rc ? rc : tv_wp_finish(l->t);
 }
 
