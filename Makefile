@@ -273,10 +273,21 @@ E2E_TOOLS := $(BUILD)/tools/torchsave
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" $(E2E_CMDS)
 
+# make test's oracle (tests/oracle/test_oracle.py, one suite, about a
+# minute): every tokenizer family against tiktoken and HF tokenizers on
+# the built-in texts, and added tokens of every option on each HF family;
+# its npm packages and files are tokenizer-oracle's (below), in
+# $(BUILD)/oracle.
+ORACLE_FAST_DEPS := $(addprefix $(BUILD)/oracle/,.installed \
+  cl100k_base.tiktoken o200k_base.tiktoken wp-trained.json \
+  spm-test_model.json spm-debian-bpe-llama.json)
+ORACLE_FAST = $(PYTHON) tests/oracle/test_oracle.py --binary $(BUILD)/tokvec \
+  --oracle $(BUILD)/oracle --gpt2 $(TOKENIZER_DIR)
 # Both in one run, so that short suites fill the time of the long ones
 # (the end-to-end suites, longer, first when no earlier run timed them).
-suites: test-deps data $(TESTS) $(BUILD)/tokvec $(E2E_TOOLS)
-	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(E2E_CMDS) $(TESTS)
+suites: test-deps data $(TESTS) $(BUILD)/tokvec $(E2E_TOOLS) $(ORACLE_FAST_DEPS)
+	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(E2E_CMDS) $(TESTS) \
+	  "$(ORACLE_FAST)"
 
 # The static-model tests' reference ids (tests/e2e/test_static_models.py):
 # tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
