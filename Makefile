@@ -472,15 +472,21 @@ check-floats-slice: $(BUILD)/tools/check_floats
 # without ByteLevel: a SentencePiece BPE trained the same way
 # (tests/data/bpe-spm/, README there) in SpmConverter's and Llama's
 # layouts, and a BPE with affixes and fuse_unk; on the same corpora
-# and Unicode edge cases. tokenizer-oracle-all adds the exhaustive checks
-# for cl100k_base, o200k_base, bge and the Unigrams (every scalar value in
-# three contexts).
+# and Unicode edge cases; added tokens of every option (lstrip, rstrip,
+# single_word, normalized, special; also with HF's encode_special_tokens)
+# appended to bge, two Unigrams and the SentencePiece BPE.
+# tokenizer-oracle-all adds the exhaustive checks for cl100k_base,
+# o200k_base, bge and the Unigrams (every scalar value in three contexts)
+# and every scalar value beside bge's added tokens.
 ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
 ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
 HF_BGE      := tests/data/bge/tokenizer.json
 HF_UNI_MS   := tests/data/unigram/debian-unigram.json \
   tests/data/unigram/seq.json
+# Added tokens of every option (hf.js --added-variant) on each family.
+HF_ADDED    := $(HF_BGE) tests/data/unigram/model2vec-vocab-quantized.json \
+  tests/data/unigram/seq.json tests/data/bpe-spm/debian-bpe.json
 HF_UNI      := tests/data/unigram/model2vec-vocab-quantized.json \
   $(ORACLE)/spm-test_model.json $(HF_UNI_MS) \
   tests/data/bpe-spm/debian-bpe.json $(ORACLE)/spm-debian-bpe-llama.json \
@@ -526,6 +532,9 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
+	@set -e; for t in $(HF_ADDED); do \
+	  $(ORACLE_HF) check --added-variant 1 --tokvec $(BUILD)/tokvec \
+	    --tokenizer $$t; done
 	@$(MAKE) --no-print-directory unigram-oracle
 
 # The SentencePiece part of tokenizer-oracle alone (Unigram, and BPE
@@ -546,6 +555,8 @@ tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for t in $(HF_BGE) $(HF_UNI); do \
 	  $(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
 	    --tokenizer $$t; done
+	$(ORACLE_HF) check --added-variant 1 --exhaustive 1 \
+	  --tokvec $(BUILD)/tokvec --tokenizer $(HF_BGE)
 
 # --- coverage -----------------------------------------------------------------
 # gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then

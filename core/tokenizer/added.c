@@ -175,7 +175,21 @@ static size_t put_utf8(unsigned char *o, uint32_t c)
     return m;
 }
 
-/* The normalized added tokens, their contents through the normalizer. */
+static int by_id(const void *a, const void *b)
+{
+    int32_t x = ((const tv_special *)a)->id, y = ((const tv_special *)b)->id;
+    return (x > y) - (x < y);
+}
+
+const tv_special *tv_added_norm_of(const tv_hf *h, int32_t id)
+{
+    tv_special key = {id, 0, 0, 0};
+    return h->npat ? bsearch(&key, h->npat, h->nac.npat, sizeof key, by_id)
+                   : NULL;
+}
+
+/* The normalized added tokens, their contents through the normalizer
+ * (by id: of two with the same text, the lower id is matched). */
 static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
                          char *err, size_t errlen)
 {
@@ -220,6 +234,7 @@ static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
         h->npat[m++] = (tv_special){o->id, (uint32_t)at,
                                     (uint32_t)(used - at), f};
     }
+    qsort(h->npat, m, sizeof *h->npat, by_id); /* for tv_added_norm_of */
     h->nac.pat = h->npat;
     h->nac.bytes = h->nbytes;
     h->nac.npat = m;

@@ -262,6 +262,8 @@ int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err,
  * automaton. */
 int tv_added_norm_build(tokvec_tokenizer *t, char *err, size_t errlen);
 void tv_added_free(tv_hf *h);
+/* The normalized added token id (its normalized text), or NULL. */
+const tv_special *tv_added_norm_of(const tv_hf *h, int32_t id);
 /* The normalized text b->t[cur]: the normalized added tokens in it
  * (HF's second find_matches), the pieces between through tv_hf_tail. */
 int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,

@@ -21,7 +21,9 @@
 //       the Node binding does not offer: the same where no special
 //       token's text overlaps another token's, as in these); --fast 1:
 //       a sixth of those texts (chosen at random, the same each run), and
-//       without --added-variant the built-in texts and edge cases alone
+//       without --added-variant the built-in texts and edge cases alone;
+//       --added-variant with --exhaustive: every Unicode scalar value
+//       beside single_word, lstrip and rstrip tokens
 //   node hf.js train --out FILE F...
 //       trains a WordPiece tokenizer on the files with HF's trainer (NFKC,
 //       Lowercase; WhitespaceSplit, Punctuation, Digits), adds [UNK],
@@ -245,7 +247,7 @@ function addedVariant(file, noSpecial) {
 
 // Texts around the added tokens: each beside each context, repeated, at
 // the start and the end, cased otherwise, and random mixes.
-function addedTexts(fast) {
+function addedTexts(fast, all) {
     const toks = addedTokens().map((a) => a.content);
     const ctx = ['', ' ', '  ', '\t', '\n', 'a', 'Z', 'é', '.', ',', '_',
         '-', '1', '　', ' ', '́', '中', "'", ' \t ', '<T3>',
@@ -274,6 +276,13 @@ function addedTexts(fast) {
         }
         t.push(s);
     }
+    // every scalar value beside single_word tokens (regex \\w) and
+    // lstrip/rstrip ones (White_Space), in the input and normalized
+    for (let cp = 0; all && cp <= 0x10ffff; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) continue;
+        const c = String.fromCodePoint(cp);
+        t.push(c + '<T4>', '<T12>' + c, c + '<T3>' + c, c + '<T11>' + c);
+    }
     const pick = rng(11);
     return fast ? t.filter(() => pick() < 1 / 6) : t;
 }
@@ -289,7 +298,8 @@ async function check(opt) {
                     tokenizer: f, 'hf-tokenizer': nosp ? g : f,
                     'added-variant': undefined,
                     'no-special': nosp ? 1 : undefined,
-                    'texts-only': addedTexts(opt.fast) }));
+                    'texts-only': addedTexts(opt.fast, opt.exhaustive),
+                    exhaustive: undefined }));
         } finally {
             fs.unlinkSync(f);
             fs.unlinkSync(g);
