@@ -22,8 +22,9 @@
 # canonical decomposition, 32 any decomposition, 64 a lowercase mapping,
 # 128 a non-zero combining class, 256 M* (9.0: StripAccents), 512 N*
 # (Rust's char::is_numeric: the Digits pre-tokenizer), 1024 the regex
-# crate's \w (Alphabetic, M*, Nd, Pc, Join_Control; this UCD whole: added
-# tokens' single_word). Then sorted
+# crate's \w (Alphabetic, M*, Nd, Pc, Join_Control; this UCD whole and
+# the 16.0 additions of tools/hf_ucd_extra.txt: added tokens'
+# single_word). Then sorted
 # tables: full decompositions (NFD and NFKD, into tv_hf_dec_data),
 # combining classes, lowercase mappings (simple, and the unconditional
 # SpecialCasing ones), primary compositions (for NFC).
@@ -125,7 +126,8 @@ END {
         if ((c ";mark") in extra) mk = extra[c ";mark"] + 0
         if (mk) fl += 256
         if (g ~ /^N/ || ((c ";numeric") in extra)) fl += 512
-        if ((c in word) || g ~ /^M/ || g == "Nd" || g == "Pc") fl += 1024
+        if ((c in word) || g ~ /^M/ || g == "Nd" || g == "Pc" || \
+            ((c ";word") in extra)) fl += 1024
         flags[c] = fl
     }
     nb = 0
