@@ -47,8 +47,7 @@ static void expect(const char *s, unsigned flags, const int32_t *want,
 {
     tokvec_tok_ids ids = {0};
     assert_int_equal(tokvec_tokenizer_encode(tk, st, s, strlen(s),
-                                             flags | TOKVEC_TOK_OFFSETS,
-                                             &ids),
+                                             flags | TOKVEC_TOK_OFFSETS, &ids),
                      0);
     if (ids.n != n)
         fail_msg("'%s': %zu tokens, want %zu", s, ids.n, n);
@@ -62,10 +61,10 @@ static void expect(const char *s, unsigned flags, const int32_t *want,
     tokvec_tok_ids_free(&ids);
 }
 
-#define EXPECT(s, flags, ...)                                   \
-    do {                                                        \
-        static const int32_t w_[] = {__VA_ARGS__};              \
-        expect((s), (flags), w_, sizeof w_ / sizeof *w_ / 3);   \
+#define EXPECT(s, flags, ...)                                 \
+    do {                                                      \
+        static const int32_t w_[] = {__VA_ARGS__};            \
+        expect((s), (flags), w_, sizeof w_ / sizeof *w_ / 3); \
     } while (0)
 
 #define SP TOKVEC_TOK_SPECIAL
@@ -109,8 +108,8 @@ static void single_word_matches_only_away_from_word_characters(void **s)
 {
     (void)s;
     /* "a[X]" is inside a word; before "." it is alone (not \w) */
-    EXPECT("[X] a[X] [X].", SP, 28, 0, 3, 3, 4, 5, 0, 5, 6, 10, 6, 7, 0, 7,
-           8, 28, 9, 12, 12, 12, 13);
+    EXPECT("[X] a[X] [X].", SP, 28, 0, 3, 3, 4, 5, 0, 5, 6, 10, 6, 7, 0, 7, 8,
+           28, 9, 12, 12, 12, 13);
 }
 
 static void normalized_tokens_match_the_normalized_text(void **s)
@@ -130,27 +129,25 @@ static void without_special_tokens_only_non_special_added_tokens_match(
     /* [X] after a word character is text (single_word) */
     EXPECT("<m>zz[X]", SP, 26, 0, 3, 29, 3, 5, 0, 5, 6, 10, 6, 7, 0, 7, 8);
     /* HF's encode_special_tokens: <m> is text, zz still matches */
-    EXPECT("<m>zz[X]", 0, 0, 0, 1, 0, 1, 2, 0, 2, 3, 29, 3, 5, 0, 5, 6, 10,
-           6, 7, 0, 7, 8);
+    EXPECT("<m>zz[X]", 0, 0, 0, 1, 0, 1, 2, 0, 2, 3, 29, 3, 5, 0, 5, 6, 10, 6,
+           7, 0, 7, 8);
     EXPECT("c zzz zz", 0, 5, 0, 1, 29, 2, 4, 23, 4, 5, 29, 6, 8);
 }
 
-static void decode_gives_normalized_texts_and_skips_special_tokens(
-    void **s)
+static void decode_gives_normalized_texts_and_skips_special_tokens(void **s)
 {
     (void)s;
     static const int32_t ids[] = {26, 3, 29, 28, 27, 30};
     char *text = NULL;
     size_t len = 0;
-    assert_int_equal(tokvec_tokenizer_decode_flags(tk, ids, 6, 0, &text,
-                                                   &len, NULL),
-                     0);
+    assert_int_equal(
+        tokvec_tokenizer_decode_flags(tk, ids, 6, 0, &text, &len, NULL), 0);
     /* normalized ones decode to their normalized text (HF's) */
     assert_string_equal(text, "<m> a zz [X] tok <s>");
     free(text);
-    assert_int_equal(tokvec_tokenizer_decode_flags(
-                         tk, ids, 6, TOKVEC_DEC_SKIP_SPECIAL, &text, &len,
-                         NULL),
+    assert_int_equal(tokvec_tokenizer_decode_flags(tk, ids, 6,
+                                                   TOKVEC_DEC_SKIP_SPECIAL,
+                                                   &text, &len, NULL),
                      0);
     /* a special token whose normalized text is not its own is kept:
      * HF looks "<s>" up among the specials' texts ("<S>") */

@@ -23,8 +23,7 @@
 
 /* The code point of the UTF-8 at u[i..len) and its bytes (*n); a byte
  * that starts no valid sequence is U+FFFD alone. */
-static uint32_t cp_at(const unsigned char *u, size_t i, size_t len,
-                      size_t *n)
+static uint32_t cp_at(const unsigned char *u, size_t i, size_t len, size_t *n)
 {
     unsigned c = u[i];
     *n = 1;
@@ -102,8 +101,7 @@ size_t tv_added_rstrip(const unsigned char *u, size_t stop, size_t len)
 
 /* --- loading --- */
 
-int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err,
-                  size_t errlen)
+int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
 {
     json_t *added = json_object_get(root, "added_tokens"), *v;
     size_t k;
@@ -136,8 +134,8 @@ int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err,
                 return TOKVEC_E_TOKENIZER;
             }
         } else {
-            int rc =
-                tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id, 1);
+            int rc = tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id,
+                                1);
             if (rc)
                 return rc == TOKVEC_E_MISMATCH ? TOKVEC_E_TOKENIZER : rc;
             o = &t->tok[t->n_tok - 1]; /* tv_tok_add appends */
@@ -231,8 +229,8 @@ static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
             used += put_utf8(h->nbytes + used, x->cp[k]);
         uint32_t f = TV_TOK_ADDED(o) |
                      (TV_TOK_KIND(o) == 1 ? TV_ADD_SPECIAL : 0);
-        h->npat[m++] = (tv_special){o->id, (uint32_t)at,
-                                    (uint32_t)(used - at), f};
+        h->npat[m++] = (tv_special){o->id, (uint32_t)at, (uint32_t)(used - at),
+                                    f};
     }
     qsort(h->npat, m, sizeof *h->npat, by_id); /* for tv_added_norm_of */
     h->nac.pat = h->npat;
@@ -266,8 +264,8 @@ void tv_added_free(tv_hf *h)
 /* --- encoding --- */
 
 /* The normalized text's code points [s, e) through the rest. */
-static int piece(const tokvec_tokenizer *t, tv_hf_buf *b, size_t s,
-                 size_t e, tokvec_tok_ids *out, int offs)
+static int piece(const tokvec_tokenizer *t, tv_hf_buf *b, size_t s, size_t e,
+                 tokvec_tok_ids *out, int offs)
 {
     tv_hf_text *x = &b->t[0];
     if (tv_hf_text_reserve(x, e - s) < 0)
@@ -340,8 +338,7 @@ int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
             e == UINT32_MAX)
             continue;
         if ((p->flags & TV_ADD_SINGLE) &&
-            ((s > 0 && is_word(x->cp[s - 1])) ||
-             (e < n && is_word(x->cp[e]))))
+            ((s > 0 && is_word(x->cp[s - 1])) || (e < n && is_word(x->cp[e]))))
             continue;
         if (p->flags & TV_ADD_LSTRIP) { /* not into the token before */
             while (s > i && is_ws(x->cp[s - 1]))

@@ -256,8 +256,7 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
 
 /* --- added tokens (added.c) --- */
 /* root.added_tokens after the model's tokens, with their options. */
-int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err,
-                  size_t errlen);
+int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* Once the normalizer is read: the normalized tokens' patterns and
  * automaton. */
 int tv_added_norm_build(tokvec_tokenizer *t, char *err, size_t errlen);

@@ -90,13 +90,13 @@ typedef struct tv_acm {
     const tv_special *pat;      /* the patterns (not owned) ... */
     const unsigned char *bytes; /* ... their bytes: bytes + pat[k].off */
     size_t npat;                /* how many */
-    size_t nfree;    /* patterns in it that are not TV_ADD_SPECIAL */
-    uint32_t max;    /* longest pattern's bytes (0: no automaton) */
-    uint32_t nodes;  /* automaton nodes */
-    uint32_t *fail;  /* per node: its failure link */
-    int32_t *best;   /* per node: index in pat of the longest pattern
-                      * starting where the node's text does, or -1 */
-    tv_eslot *edge;  /* node, byte -> child (the root's: root) */
+    size_t nfree;   /* patterns in it that are not TV_ADD_SPECIAL */
+    uint32_t max;   /* longest pattern's bytes (0: no automaton) */
+    uint32_t nodes; /* automaton nodes */
+    uint32_t *fail; /* per node: its failure link */
+    int32_t *best;  /* per node: index in pat of the longest pattern
+                     * starting where the node's text does, or -1 */
+    tv_eslot *edge; /* node, byte -> child (the root's: root) */
     size_t emask;
     uint32_t root[256]; /* the root's children (0: none) */
 } tv_acm;

@@ -522,9 +522,9 @@ static int load_wp(ld *l, json_t *root, int kind)
         /* HF gives an added token that is in the model's vocabulary the
          * vocabulary's id, whatever the file says */
         const tv_tok *o = &l->t->tok[i];
-        int32_t id = o->special ? tv_vmap_get(l->t, l->t->blob + o->off,
-                                               o->len)
-                                : -1;
+        int32_t id = o->special
+                         ? tv_vmap_get(l->t, l->t->blob + o->off, o->len)
+                         : -1;
         if (id >= 0 && id != o->id)
             rc = fail(l, TOKVEC_E_TOKENIZER,
                       "added token %d: its text is token %d of the model",

@@ -1,5 +1,10 @@
 /* tok_special.c -- finding special tokens in a text, in one pass.
  *
+ * One automaton (tv_acm) per set of patterns: the tokenizer's, of the
+ * special and added tokens matched in the input, and a Hugging Face
+ * pipeline's, of its normalized added tokens (added.c); what a match
+ * then does (lstrip, rstrip, single_word, left out) is the caller's.
+ *
  * The rule (tiktoken's, and tokvec's before this matcher): the text is cut
  * at the leftmost special token; where several start at that byte, the
  * longest (of two with the same bytes, the lower id); then on from its
@@ -58,8 +63,7 @@ static inline uint32_t edge_get(const tv_acm *a, uint32_t node,
     }
 }
 
-static void edge_put(tv_acm *a, uint32_t node, unsigned char c,
-                     uint32_t child)
+static void edge_put(tv_acm *a, uint32_t node, unsigned char c, uint32_t child)
 {
     if (node == 0) {
         a->root[c] = child;
@@ -179,8 +183,8 @@ int tv_acm_build(tv_acm *a, uint32_t skip)
     a->best = malloc(cap * sizeof *a->best);
     a->edge = malloc(esize * sizeof *a->edge);
     int rc = -ENOMEM;
-    if (!b.parent || !b.depth || !b.order || !b.term || !b.byte ||
-        !a->fail || !a->best || !a->edge)
+    if (!b.parent || !b.depth || !b.order || !b.term || !b.byte || !a->fail ||
+        !a->best || !a->edge)
         goto out;
     for (size_t k = 0; k < esize; k++)
         a->edge[k].key = UINT64_MAX;

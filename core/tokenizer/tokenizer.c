@@ -12,7 +12,11 @@
  * input exactly. WordPiece tokenizers (tok_hf.h) run their normalize /
  * pre-tokenize / model pipeline on each stretch instead (tv_hf_stretch).
  * TOKVEC_TOK_ADD_SPECIAL then puts the post-processor's ids around the
- * text, with empty spans.
+ * text, with empty spans. tokenizer.json's added tokens follow HF's
+ * AddedVocabulary (added.c): without TOKVEC_TOK_SPECIAL the non-special
+ * ones still match; a match left out (a special one then, a single_word
+ * one touching a word) does not cut the text, and the search goes on
+ * after it; lstrip and rstrip widen a token's span.
  * Threads: the handle is read-only here; a state belongs to its caller.
  */
 #include <errno.h>
