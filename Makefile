@@ -279,7 +279,7 @@ e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 # its npm packages and files are tokenizer-oracle's (below), in
 # $(BUILD)/oracle.
 ORACLE_FAST_DEPS := $(addprefix $(BUILD)/oracle/,.installed \
-  cl100k_base.tiktoken o200k_base.tiktoken wp-trained.json \
+  cl100k_base.tiktoken o200k_base.tiktoken wp-trained.json gpt2-hf.json \
   spm-test_model.json spm-debian-bpe-llama.json)
 ORACLE_FAST = $(PYTHON) tests/oracle/test_oracle.py --binary $(BUILD)/tokvec \
   --oracle $(BUILD)/oracle --gpt2 $(TOKENIZER_DIR)
@@ -474,7 +474,8 @@ check-floats-slice: $(BUILD)/tools/check_floats
 # layouts, and a BPE with affixes and fuse_unk; on the same corpora
 # and Unicode edge cases; added tokens of every option (lstrip, rstrip,
 # single_word, normalized, special; also with HF's encode_special_tokens)
-# appended to bge, two Unigrams and the SentencePiece BPE.
+# appended to bge, two Unigrams, the SentencePiece BPE and GPT-2's BPE as
+# HF's byte-level tokenizer.json (ids only: its offsets are tokvec's own).
 # tokenizer-oracle-all adds the exhaustive checks for cl100k_base,
 # o200k_base, bge and the Unigrams (every scalar value in three contexts)
 # and every scalar value beside bge's added tokens.
@@ -506,6 +507,9 @@ $(ORACLE)/.installed: tests/oracle/package.json tests/oracle/package-lock.json
 oracle-deps: $(ORACLE)/.installed
 $(ORACLE)/%.tiktoken: $(ORACLE)/.installed
 	$(ORACLE_NODE) tiktoken-file $* $@
+$(ORACLE)/gpt2-hf.json: $(ORACLE)/.installed $(TOKENIZER_DIR)/encoder.json
+	$(ORACLE_HF) bytelevel --out $@ $(TOKENIZER_DIR)/encoder.json \
+	  $(TOKENIZER_DIR)/vocab.bpe
 $(ORACLE)/wp-trained.json: $(ORACLE)/.installed tests/oracle/hf.js
 	$(ORACLE_HF) train --out $@ $(HF_TRAIN)
 $(ORACLE)/spm-test_model.json: tests/data/sentencepiece/test_model.model \
@@ -519,6 +523,7 @@ $(ORACLE)/spm-debian-bpe-llama.json: tests/data/bpe-spm/debian-bpe.model \
 	@mv $@.tmp $@
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
+                  $(ORACLE)/gpt2-hf.json \
                   $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json \
                   $(ORACLE)/spm-test_model.json \
                   $(ORACLE)/spm-debian-bpe-llama.json
@@ -535,6 +540,8 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	@set -e; for t in $(HF_ADDED); do \
 	  $(ORACLE_HF) check --added-variant 1 --tokvec $(BUILD)/tokvec \
 	    --tokenizer $$t; done
+	$(ORACLE_HF) check --added-variant 1 --ids-only 1 \
+	  --tokvec $(BUILD)/tokvec --tokenizer $(ORACLE)/gpt2-hf.json
 	@$(MAKE) --no-print-directory unigram-oracle
 
 # The SentencePiece part of tokenizer-oracle alone (Unigram, and BPE

@@ -101,6 +101,16 @@ size_t tv_added_rstrip(const unsigned char *u, size_t stop, size_t len)
 
 /* --- loading --- */
 
+uint32_t tv_added_options(json_t *v)
+{
+    uint32_t f = 0;
+    f |= json_is_true(json_object_get(v, "lstrip")) ? TV_ADD_LSTRIP : 0;
+    f |= json_is_true(json_object_get(v, "rstrip")) ? TV_ADD_RSTRIP : 0;
+    f |= json_is_true(json_object_get(v, "single_word")) ? TV_ADD_SINGLE : 0;
+    f |= json_is_true(json_object_get(v, "normalized")) ? TV_ADD_NORM : 0;
+    return f;
+}
+
 int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
 {
     json_t *added = json_object_get(root, "added_tokens"), *v;
@@ -119,12 +129,7 @@ int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
         }
         unsigned char kind = json_is_false(json_object_get(v, "special")) ? 2
                                                                           : 1;
-        unsigned char f = 0;
-        f |= json_is_true(json_object_get(v, "lstrip")) ? TV_ADD_LSTRIP : 0;
-        f |= json_is_true(json_object_get(v, "rstrip")) ? TV_ADD_RSTRIP : 0;
-        f |= json_is_true(json_object_get(v, "single_word")) ? TV_ADD_SINGLE
-                                                             : 0;
-        f |= json_is_true(json_object_get(v, "normalized")) ? TV_ADD_NORM : 0;
+        uint32_t f = tv_added_options(v);
         tv_tok *o = (tv_tok *)tv_tok_get(t, (int32_t)id);
         if (o) {
             if (o->len != cl || memcmp(t->blob + o->off, c, cl)) {
@@ -140,7 +145,7 @@ int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
                 return rc == TOKVEC_E_MISMATCH ? TOKVEC_E_TOKENIZER : rc;
             o = &t->tok[t->n_tok - 1]; /* tv_tok_add appends */
         }
-        o->special = kind | (uint32_t)f << 8;
+        o->special = kind | f << 8;
     }
     return 0;
 }
@@ -236,7 +241,7 @@ static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
     h->nac.pat = h->npat;
     h->nac.bytes = h->nbytes;
     h->nac.npat = m;
-    return tv_acm_build(&h->nac, 0);
+    return tv_acm_build(&h->nac, 0, 0);
 }
 
 int tv_added_norm_build(tokvec_tokenizer *t, char *err, size_t errlen)

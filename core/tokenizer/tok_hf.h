@@ -73,7 +73,10 @@ typedef struct tv_hf_buf {
     uint32_t *nu8ch;
     size_t nu8cap;
     tv_ac_hits hits;
+    tv_ac_hits hits2; /* byte-level BPE's normalized added tokens */
 } tv_hf_buf;
+/* s->hf, made when missing: 0 or -ENOMEM (tok_hf.c). */
+int tv_hf_buf_get(tokvec_tok_state *s);
 void tv_hf_buf_free(tv_hf_buf *b); /* tok_hf.c */
 /* A stage of tokenizer.json refused: "WHERE: WHAT" into err (the JSON
  * path, then why); returns TOKVEC_E_TOKENIZER (tok_hf.c). */
@@ -255,6 +258,9 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
                tokvec_tok_ids *out, int offs);
 
 /* --- added tokens (added.c) --- */
+/* An added_tokens entry's options: TV_ADD_* but TV_ADD_SPECIAL (also
+ * for byte-level BPE, tok_load.c). */
+uint32_t tv_added_options(json_t *v);
 /* root.added_tokens after the model's tokens, with their options. */
 int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* Once the normalizer is read: the normalized tokens' patterns and

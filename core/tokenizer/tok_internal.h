@@ -138,6 +138,8 @@ struct tokvec_tokenizer {
     size_t n_special;
     tv_special *sp; /* by id */
     tv_acm ac;
+    tv_acm nac;       /* byte-level BPE: the normalized: true ones (no
+                       * normalizer), matched between ac's (tokenizer.c) */
     tv_post_ids post; /* tokenizer.json's post_processor */
 };
 
@@ -266,15 +268,15 @@ int tv_special_next(const tokvec_tokenizer *t, tokvec_tok_state *s,
                     tv_sp_win *win, const unsigned char *text, size_t i,
                     size_t len, size_t *at, size_t *k);
 void tv_special_free(tokvec_tokenizer *t);
-/* The same for any automaton: built over a->pat[0..a->npat) but those
- * with a flag of skip; the hits go to *hit (*cap of them), the steps
- * add to *steps. */
+/* The same for any automaton: built over those of a->pat[0..a->npat)
+ * with no flag of skip and, when need, a flag of need; the hits go to
+ * h->hit (h->cap of them), the steps add to h->steps. */
 typedef struct tv_ac_hits {
     uint64_t *hit;
     size_t cap;
     uint64_t steps;
 } tv_ac_hits;
-int tv_acm_build(tv_acm *a, uint32_t skip);
+int tv_acm_build(tv_acm *a, uint32_t skip, uint32_t need);
 int tv_acm_next(const tv_acm *a, tv_ac_hits *h, tv_sp_win *win,
                 const unsigned char *text, size_t i, size_t len, size_t *at,
                 size_t *k);

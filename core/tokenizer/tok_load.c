@@ -594,6 +594,17 @@ static int load_hf(ld *l, json_t *root)
         }
     }
     json_decref(specials);
+    json_array_foreach(added, k, v) { /* kinds and options (tokenizer.c) */
+        json_t *id = json_object_get(v, "id");
+        tv_tok *o = rc || !json_is_integer(id)
+                        ? NULL
+                        : (tv_tok *)tv_tok_get(
+                              l->t, (int32_t)json_integer_value(id));
+        if (o && o->special)
+            o->special = (json_is_false(json_object_get(v, "special")) ? 2u
+                                                                       : 1u) |
+                         tv_added_options(v) << 8;
+    }
     merges m = {0};
     int32_t dup = -1;
     if (rc == 0)

@@ -93,15 +93,20 @@ static void trie_free(trie *b)
     free(b->byte);
 }
 
+static int wanted(uint32_t flags, uint32_t skip, uint32_t need)
+{
+    return !(flags & skip) && (!need || (flags & need));
+}
+
 /* Inserts every special reversed; specials in id order, so that of two
  * with the same bytes the lower id is the one a node spells. */
-static uint32_t trie_fill(tv_acm *a, trie *b, uint32_t skip)
+static uint32_t trie_fill(tv_acm *a, trie *b, uint32_t skip, uint32_t need)
 {
     uint32_t nodes = 1;
     b->term[0] = -1;
     b->depth[0] = 0;
     for (size_t k = 0; k < a->npat; k++) {
-        if (a->pat[k].flags & skip)
+        if (!wanted(a->pat[k].flags, skip, need))
             continue;
         const unsigned char *p = a->bytes + a->pat[k].off;
         uint32_t v = 0;
@@ -155,13 +160,13 @@ static int trie_links(tv_acm *a, trie *b, uint32_t nodes)
     return 0;
 }
 
-int tv_acm_build(tv_acm *a, uint32_t skip)
+int tv_acm_build(tv_acm *a, uint32_t skip, uint32_t need)
 {
     size_t bytes = 0;
     a->max = 0;
     a->nfree = 0;
     for (size_t k = 0; k < a->npat; k++) {
-        if (a->pat[k].flags & skip)
+        if (!wanted(a->pat[k].flags, skip, need))
             continue;
         bytes += a->pat[k].len;
         a->nfree += !(a->pat[k].flags & TV_ADD_SPECIAL);
@@ -190,7 +195,7 @@ int tv_acm_build(tv_acm *a, uint32_t skip)
         a->edge[k].key = UINT64_MAX;
     a->emask = esize - 1;
     memset(a->root, 0, sizeof a->root);
-    a->nodes = trie_fill(a, &b, skip);
+    a->nodes = trie_fill(a, &b, skip, need);
     rc = trie_links(a, &b, a->nodes);
 out:
     trie_free(&b);
@@ -230,13 +235,18 @@ int tv_special_build(tokvec_tokenizer *t)
     t->ac.pat = t->sp;
     t->ac.bytes = t->blob;
     t->ac.npat = n;
-    return tv_acm_build(&t->ac, TV_ADD_NORM);
+    t->nac = t->ac;
+    int rc = tv_acm_build(&t->ac, TV_ADD_NORM, 0);
+    if (rc == 0 && !t->hf) /* byte-level BPE's normalized: true ones */
+        rc = tv_acm_build(&t->nac, 0, TV_ADD_NORM);
+    return rc;
 }
 
 void tv_special_free(tokvec_tokenizer *t)
 {
     free(t->sp);
     tv_acm_free(&t->ac);
+    tv_acm_free(&t->nac);
 }
 
 /* Lists the specials that start in text[lo..hi), the longest at each

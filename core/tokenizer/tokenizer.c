@@ -127,6 +127,74 @@ static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
     return 0;
 }
 
+/* HF's find_matches with automaton a over u[lo..hi) (the sentence): i
+ * is where the text not yet tokenized starts, pos where the next match
+ * may start (after the last one found, even one left out). The pieces
+ * between matches go to the next pass: for byte-level BPE the added
+ * tokens with normalized: true (no normalizer: in the same bytes), else
+ * the stretch (a Hugging Face pipeline has its own, added.c). */
+static int pass(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                const tv_acm *a, const unsigned char *u, size_t lo, size_t hi,
+                unsigned flags, tokvec_tok_ids *out)
+{
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
+    int match = all ? a->max != 0 : a->nfree != 0;
+    int first = a == &t->ac;
+    size_t i = lo, pos = lo;
+    tv_sp_win win = {0, 0, 0};
+    tv_ac_hits hits = {NULL, 0, 0}, *h = &hits;
+    int rc = 0;
+    if (first) {
+        hits = (tv_ac_hits){s->sp_hit, s->sp_cap, s->sp_steps};
+    } else if (match) {
+        rc = tv_hf_buf_get(s);
+        h = rc ? h : &s->hf->hits2;
+    }
+    while (rc == 0 && (i < hi || pos < hi)) {
+        size_t at = hi, k = 0;
+        if (match && pos < hi)
+            rc = tv_acm_next(a, h, &win, u, pos, hi, &at, &k);
+        if (rc == 0 && at == hi && i < hi)
+            rc = first && !t->hf && t->nac.max
+                     ? pass(t, s, &t->nac, u, i, hi, flags, out)
+                     : stretch(t, s, u, i, hi, out, flags);
+        if (rc || at == hi)
+            break;
+        const tv_special *p = &a->pat[k];
+        size_t start = at, stop = at + p->len;
+        pos = stop;
+        if ((!all && (p->flags & TV_ADD_SPECIAL)) ||
+            ((p->flags & TV_ADD_SINGLE) &&
+             !tv_added_single(u + lo, start - lo, stop - lo, hi - lo)))
+            continue;
+        if (p->flags & TV_ADD_LSTRIP) /* not into the token before */
+            start = start < i ? i : tv_added_lstrip(u, i, start);
+        if (p->flags & TV_ADD_RSTRIP)
+            stop = tv_added_rstrip(u, stop, hi);
+        if (i < start)
+            rc = first && !t->hf && t->nac.max
+                     ? pass(t, s, &t->nac, u, i, start, flags, out)
+                     : stretch(t, s, u, i, start, out, flags);
+        if (rc == 0)
+            rc = tv_ids_reserve(out, 1, offs);
+        if (rc)
+            break;
+        if (offs) {
+            out->offsets[out->n] = start;
+            out->stops[out->n] = stop;
+        }
+        out->ids[out->n++] = p->id;
+        i = stop;
+    }
+    if (first) {
+        s->sp_hit = hits.hit;
+        s->sp_cap = hits.cap;
+        s->sp_steps = hits.steps;
+    }
+    return rc;
+}
+
 /* The post-processor's ids around out's tokens (empty spans 0..0). */
 static int add_special(const tokvec_tokenizer *t, tokvec_tok_ids *out,
                        int offs)
@@ -164,46 +232,7 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
     out->n = 0;
     if (tv_ids_reserve(out, 0, offs) < 0)
         return -ENOMEM;
-    /* HF's find_matches over the input: i is where the text not yet
-     * tokenized starts, pos where the next match may start (after the
-     * last one found, even one left out) */
-    size_t i = 0, pos = 0;
-    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
-    int match = all ? t->ac.max != 0 : t->ac.nfree != 0;
-    tv_sp_win win = {0, 0, 0};
-    int rc = 0;
-    while (i < len || pos < len) {
-        size_t at = len, k = 0;
-        if (match && pos < len)
-            rc = tv_special_next(t, s, &win, u, pos, len, &at, &k);
-        if (rc == 0 && at == len)
-            rc = stretch(t, s, u, i, len, out, flags);
-        if (rc || at == len)
-            break;
-        const tv_special *p = &t->sp[k];
-        size_t start = at, stop = at + p->len;
-        pos = stop;
-        if ((!all && (p->flags & TV_ADD_SPECIAL)) ||
-            ((p->flags & TV_ADD_SINGLE) &&
-             !tv_added_single(u, start, stop, len)))
-            continue;
-        if (p->flags & TV_ADD_LSTRIP) /* not into the token before */
-            start = start < i ? i : tv_added_lstrip(u, i, start);
-        if (p->flags & TV_ADD_RSTRIP)
-            stop = tv_added_rstrip(u, stop, len);
-        if (i < start)
-            rc = stretch(t, s, u, i, start, out, flags);
-        if (rc == 0)
-            rc = tv_ids_reserve(out, 1, offs);
-        if (rc)
-            break;
-        if (offs) {
-            out->offsets[out->n] = start;
-            out->stops[out->n] = stop;
-        }
-        out->ids[out->n++] = p->id;
-        i = stop;
-    }
+    int rc = pass(t, s, &t->ac, u, 0, len, flags, out);
     if (rc) {
         out->n = 0;
         return rc;

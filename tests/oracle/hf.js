@@ -24,6 +24,10 @@
 //       without --added-variant the built-in texts and edge cases alone;
 //       --added-variant with --exhaustive: every Unicode scalar value
 //       beside single_word, lstrip and rstrip tokens
+//   --ids-only 1: compare ids alone (byte-level BPE, whose offsets are
+//       tokvec's own)
+//   node hf.js bytelevel --out FILE encoder.json vocab.bpe
+//       writes GPT-2's BPE as HF's byte-level tokenizer.json
 //   node hf.js train --out FILE F...
 //       trains a WordPiece tokenizer on the files with HF's trainer (NFKC,
 //       Lowercase; WhitespaceSplit, Punctuation, Digits), adds [UNK],
@@ -51,7 +55,8 @@ function args(argv) {
 
 function tokvec(opt, texts, add) {
     const input = texts.map((t) => JSON.stringify(t)).join('\n') + '\n';
-    const argv = ['tokenize', '--jsonl', '--offsets', '--tokenizer', opt.tokenizer];
+    const argv = ['tokenize', '--jsonl', '--tokenizer', opt.tokenizer];
+    if (!opt['ids-only']) argv.push('--offsets');
     if (add) argv.push('--add-special');
     if (opt['no-special']) argv.push('--no-special');
     const r = spawnSync(opt.tokvec, argv, {
@@ -85,7 +90,9 @@ async function compare(opt, tok, texts, add, report) {
     for (let i = 0; i < texts.length; i++) {
         const ids = encs[i].getIds(), offs = encs[i].getOffsets();
         const at = byteAt(texts[i]);
-        const want = '[' + ids.map((id, k) =>
+        const want = opt['ids-only'] ? '[' + ids.map((id) =>
+            opt.idmap && id in opt.idmap ? opt.idmap[id] : id).join(',') + ']'
+            : '[' + ids.map((id, k) =>
             `[${opt.idmap && id in opt.idmap ? opt.idmap[id] : id},${at[offs[k][0]]},${at[offs[k][1]]}]`).join(',') + ']';
         if (got[i] !== want) {
             bad++;
@@ -230,14 +237,12 @@ function addedVariant(file, noSpecial) {
     if (Array.isArray(j.model.vocab)) next = j.model.vocab.length;
     for (const a of j.added_tokens || []) next = Math.max(next, a.id + 1);
     // HF gives an added token that is in the vocabulary the vocabulary's
-    // id, and the others the ids after it: none of these is
+    // id, and the others the ids after it: those are left out
     const inVocab = (c) => Array.isArray(j.model.vocab)
         ? j.model.vocab.some((v) => v[0] === c) : c in j.model.vocab;
-    for (const a of addedTokens())
-        if (inVocab(a.content))
-            throw new Error(`${file}: ${a.content} is in the vocabulary`);
-    j.added_tokens = (j.added_tokens || []).concat(
-        addedTokens().map((a) => Object.assign({ id: next++ }, a)));
+    j.added_tokens = (j.added_tokens || []).concat(addedTokens()
+        .filter((a) => !inVocab(a.content))
+        .map((a) => Object.assign({ id: next++ }, a)));
     if (noSpecial) j.added_tokens = j.added_tokens.filter((a) => !a.special);
     const out = require('os').tmpdir() +
         `/tokvec-hf-${process.pid}-added${noSpecial ? '-nosp' : ''}.json`;
@@ -355,7 +360,8 @@ async function check(opt) {
     const bytes = texts.reduce((a, t) => a + Buffer.byteLength(t), 0);
     console.log(`hf ${opt.tokenizer}${opt['no-special'] ? ' --no-special' : ''}: ` +
         `${texts.length} texts (${bytes} bytes) ` +
-        `x 2 (add_special_tokens false, true), ids and offsets, ${bad} differences`);
+        `x 2 (add_special_tokens false, true), ids${opt['ids-only'] ? '' :
+            ' and offsets'}, ${bad} differences`);
     return bad;
 }
 
@@ -401,10 +407,20 @@ function train(opt) {
     console.log(`trained ${opt.out}: ${next} tokens from ${files.length} files`);
 }
 
+// GPT-2's encoder.json and vocab.bpe as HF's byte-level BPE
+// tokenizer.json (ByteLevel pre-tokenizer, no added tokens).
+async function byteLevel(opt) {
+    const m = await hf.BPE.fromFile(opt.files[0], opt.files[1], {});
+    const t = new hf.Tokenizer(m);
+    t.setPreTokenizer(hf.byteLevelPreTokenizer(false, true));
+    t.save(opt.out);
+}
+
 async function main() {
     const mode = process.argv[2];
     const opt = args(process.argv.slice(3));
     if (mode === 'train') return train(opt);
+    if (mode === 'bytelevel') return byteLevel(opt);
     const bad = await check(opt);
     process.exit(bad ? 1 : 0);
 }

@@ -6,7 +6,7 @@ tokenizer: byte-level BPE (gpt2, cl100k_base, o200k_base vs tiktoken, the
 built-in texts and tests/data/the-verdict.txt), WordPiece, Unigram and
 SentencePiece BPE (vs HF: the built-in texts and Unicode edge cases, both
 add_special_tokens settings) and added tokens of every option on each
-family (hf.js --added-variant --fast). Zero differences; the exhaustive
+family, byte-level BPE too (hf.js --added-variant --fast). Zero differences; the exhaustive
 checks and the corpora stay in make tokenizer-oracle(-all).
 
     python3 tests/oracle/test_oracle.py --binary build/tokvec \
@@ -101,6 +101,10 @@ class Oracle(unittest.TestCase):
 
     def test_added_tokens_unigram_strip_metaspace_first_match_hf(self):
         self.hf("tests/data/unigram/seq.json", "--added-variant", "1")
+
+    def test_added_tokens_byte_level_bpe_match_hf(self):
+        self.hf(self.oracle_file("gpt2-hf.json"), "--added-variant", "1",
+                "--ids-only", "1")
 
     def test_added_tokens_sentencepiece_bpe_match_hf(self):
         self.hf("tests/data/bpe-spm/debian-bpe.json", "--added-variant", "1")
