@@ -254,23 +254,20 @@ const char *tv_pattern_name(tv_pattern p);
 /* The known regex strings (tokenizer.json Split): pattern or -1. */
 int tv_pattern_from_regex(const char *re);
 
-/* tok_special.c: the matcher, built once at open (after tv_tok_seal),
- * freed by tv_special_free. tv_special_next: the next special token at or
- * after i in text[0..len): *at its start (len when none) and *k its index
- * in sp; 0 or -ENOMEM. *win is the window of the text whose specials the
- * state's sp_hit holds (n of them left): {0, 0, 0} for a new text, then
- * left to tv_special_next (i must not go back within one text). */
+/* tok_special.c: the matchers, built once at open (tv_special_build,
+ * after tv_tok_seal: t->sp, t->ac and t->nac), freed by
+ * tv_special_free. tv_acm_build: an automaton over those of
+ * a->pat[0..a->npat) with no flag of skip and, when need, a flag of need.
+ * tv_acm_next: the next pattern at or after i in text[0..len): *at its
+ * start (len when none) and *k its index in a->pat; 0 or -ENOMEM. *win is
+ * the window of the text whose matches h->hit holds (n of them left):
+ * {0, 0, 0} for a new text, then left to tv_acm_next (i must not go back
+ * within one text); h->steps counts the steps (tests: it is linear). */
 typedef struct tv_sp_win {
     size_t lo, hi, n;
 } tv_sp_win;
 int tv_special_build(tokvec_tokenizer *t);
-int tv_special_next(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                    tv_sp_win *win, const unsigned char *text, size_t i,
-                    size_t len, size_t *at, size_t *k);
 void tv_special_free(tokvec_tokenizer *t);
-/* The same for any automaton: built over those of a->pat[0..a->npat)
- * with no flag of skip and, when need, a flag of need; the hits go to
- * h->hit (h->cap of them), the steps add to h->steps. */
 typedef struct tv_ac_hits {
     uint64_t *hit;
     size_t cap;

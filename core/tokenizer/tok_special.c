@@ -330,15 +330,3 @@ int tv_acm_next(const tv_acm *a, tv_ac_hits *s, tv_sp_win *win,
     *at = len;
     return 0;
 }
-
-int tv_special_next(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                    tv_sp_win *win, const unsigned char *text, size_t i,
-                    size_t len, size_t *at, size_t *k)
-{
-    tv_ac_hits h = {s->sp_hit, s->sp_cap, s->sp_steps};
-    int rc = tv_acm_next(&t->ac, &h, win, text, i, len, at, k);
-    s->sp_hit = h.hit;
-    s->sp_cap = h.cap;
-    s->sp_steps = h.steps;
-    return rc;
-}
