@@ -155,30 +155,53 @@ static void decode_gives_normalized_texts_and_skips_special_tokens(void **s)
     free(text);
 }
 
-static void an_added_token_with_a_model_tokens_text_is_refused(void **s)
+/* Opens ADDED with its first "from" replaced by "to": the error. */
+static int open_changed(const char *from, const char *to, char *err,
+                        size_t errlen)
 {
-    (void)s;
-    /* HF would give it the model token's id, not the file's */
     FILE *in = fopen(ADDED, "r");
     assert_non_null(in);
     static char json[16384];
     size_t n = fread(json, 1, sizeof json - 1, in);
     fclose(in);
     json[n] = '\0';
-    char *at = strstr(json, "\"content\": \"zz\"");
+    char *at = strstr(json, from);
     assert_non_null(at);
-    memcpy(at, "\"content\": \"ab\"", 15);
+    *at = '\0';
     snprintf(path, sizeof path, "%s/tokenizer.json", tu_dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fputs(json, f);
+    fprintf(f, "%s%s%s", json, to, at + strlen(from));
     fclose(f);
-    char err[512] = "";
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
+    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = errlen};
     tokvec_tokenizer *t = NULL;
-    assert_int_equal(tokvec_tokenizer_open(path, &o, &t), TOKVEC_E_TOKENIZER);
+    int rc = tokvec_tokenizer_open(path, &o, &t);
     assert_null(t);
+    return rc;
+}
+
+static void an_added_token_with_a_model_tokens_text_is_refused(void **s)
+{
+    (void)s;
+    /* HF would give it the model token's id, not the file's */
+    char err[512] = "";
+    assert_int_equal(open_changed("\"content\": \"zz\"", "\"content\": \"ab\"",
+                                  err, sizeof err),
+                     TOKVEC_E_TOKENIZER);
     if (!strstr(err, "added token 29: its text is token 6 of the model"))
+        fail_msg("message '%s'", err);
+}
+
+static void a_normalized_token_the_normalizer_removes_is_refused(void **s)
+{
+    (void)s;
+    /* BertNormalizer's clean_text drops control characters */
+    char err[512] = "";
+    assert_int_equal(open_changed("\"content\": \"Tok\"",
+                                  "\"content\": \"\\u0001\\u0002\"", err,
+                                  sizeof err),
+                     TOKVEC_E_TOKENIZER);
+    if (!strstr(err, "(id 27) is normalized to nothing"))
         fail_msg("message '%s'", err);
 }
 
@@ -195,6 +218,7 @@ int main(void)
         cmocka_unit_test(
             decode_gives_normalized_texts_and_skips_special_tokens),
         cmocka_unit_test(an_added_token_with_a_model_tokens_text_is_refused),
+        cmocka_unit_test(a_normalized_token_the_normalizer_removes_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
