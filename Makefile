@@ -191,7 +191,8 @@ $(BUILD)/core/tokenizer/precompiled.o: $(BUILD)/gen/tok_gcb.h
 # Hugging Face's Unicode data (normalize.c, pretok.c): the same UCD limited
 # to the Unicode versions of the Rust crates HF uses, plus the measured
 # differences in tools/hf_ucd_extra.txt (see tools/gen_hfucd.awk).
-HF_UCD := DerivedAge.txt PropList.txt DerivedNormalizationProps.txt \
+HF_UCD := DerivedAge.txt PropList.txt DerivedCoreProperties.txt \
+          DerivedNormalizationProps.txt \
           SpecialCasing.txt UnicodeData.txt
 $(BUILD)/gen/tok_hfucd.h: tools/gen_hfucd.awk tools/hf_ucd_extra.txt
 	@mkdir -p $(@D)
@@ -273,10 +274,21 @@ E2E_TOOLS := $(BUILD)/tools/torchsave $(BUILD)/bench/ceiling
 e2e: test-deps data $(BUILD)/tokvec $(E2E_TOOLS)
 	@$(RUN_TESTS) "end-to-end ($(BUILD))" $(E2E_CMDS)
 
+# make test's oracle (tests/oracle/test_oracle.py, one suite, about a
+# minute): every tokenizer family against tiktoken and HF tokenizers on
+# the built-in texts, and added tokens of every option on each HF family;
+# its npm packages and files are tokenizer-oracle's (below), in
+# $(BUILD)/oracle.
+ORACLE_FAST_DEPS := $(addprefix $(BUILD)/oracle/,.installed \
+  cl100k_base.tiktoken o200k_base.tiktoken wp-trained.json gpt2-hf.json \
+  spm-test_model.json spm-debian-bpe-llama.json)
+ORACLE_FAST = $(PYTHON) tests/oracle/test_oracle.py --binary $(BUILD)/tokvec \
+  --oracle $(BUILD)/oracle --gpt2 $(TOKENIZER_DIR)
 # Both in one run, so that short suites fill the time of the long ones
 # (the end-to-end suites, longer, first when no earlier run timed them).
-suites: test-deps data $(TESTS) $(BUILD)/tokvec $(E2E_TOOLS)
-	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(E2E_CMDS) $(TESTS)
+suites: test-deps data $(TESTS) $(BUILD)/tokvec $(E2E_TOOLS) $(ORACLE_FAST_DEPS)
+	@$(RUN_TESTS) "unit + end-to-end ($(BUILD))" $(E2E_CMDS) $(TESTS) \
+	  "$(ORACLE_FAST)"
 
 # The static-model tests' reference ids (tests/e2e/test_static_models.py):
 # tests/e2e/static_ref.py lists every text (and its Model2Vec cuts) the
@@ -461,15 +473,22 @@ check-floats-slice: $(BUILD)/tools/check_floats
 # without ByteLevel: a SentencePiece BPE trained the same way
 # (tests/data/bpe-spm/, README there) in SpmConverter's and Llama's
 # layouts, and a BPE with affixes and fuse_unk; on the same corpora
-# and Unicode edge cases. tokenizer-oracle-all adds the exhaustive checks
-# for cl100k_base, o200k_base, bge and the Unigrams (every scalar value in
-# three contexts).
+# and Unicode edge cases; added tokens of every option (lstrip, rstrip,
+# single_word, normalized, special; also with HF's encode_special_tokens)
+# appended to bge, two Unigrams, the SentencePiece BPE and GPT-2's BPE as
+# HF's byte-level tokenizer.json (ids only: its offsets are tokvec's own).
+# tokenizer-oracle-all adds the exhaustive checks for cl100k_base,
+# o200k_base, bge and the Unigrams (every scalar value in three contexts)
+# and every scalar value beside bge's added tokens.
 ORACLE      := $(BUILD)/oracle
 ORACLE_NODE := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/oracle.js
 ORACLE_HF   := NODE_PATH=$(ORACLE)/node_modules node tests/oracle/hf.js
 HF_BGE      := tests/data/bge/tokenizer.json
 HF_UNI_MS   := tests/data/unigram/debian-unigram.json \
   tests/data/unigram/seq.json
+# Added tokens of every option (hf.js --added-variant) on each family.
+HF_ADDED    := $(HF_BGE) tests/data/unigram/model2vec-vocab-quantized.json \
+  tests/data/unigram/seq.json tests/data/bpe-spm/debian-bpe.json
 HF_UNI      := tests/data/unigram/model2vec-vocab-quantized.json \
   $(ORACLE)/spm-test_model.json $(HF_UNI_MS) \
   tests/data/bpe-spm/debian-bpe.json $(ORACLE)/spm-debian-bpe-llama.json \
@@ -489,6 +508,9 @@ $(ORACLE)/.installed: tests/oracle/package.json tests/oracle/package-lock.json
 oracle-deps: $(ORACLE)/.installed
 $(ORACLE)/%.tiktoken: $(ORACLE)/.installed
 	$(ORACLE_NODE) tiktoken-file $* $@
+$(ORACLE)/gpt2-hf.json: $(ORACLE)/.installed $(TOKENIZER_DIR)/encoder.json
+	$(ORACLE_HF) bytelevel --out $@ $(TOKENIZER_DIR)/encoder.json \
+	  $(TOKENIZER_DIR)/vocab.bpe
 $(ORACLE)/wp-trained.json: $(ORACLE)/.installed tests/oracle/hf.js
 	$(ORACLE_HF) train --out $@ $(HF_TRAIN)
 $(ORACLE)/spm-test_model.json: tests/data/sentencepiece/test_model.model \
@@ -502,6 +524,7 @@ $(ORACLE)/spm-debian-bpe-llama.json: tests/data/bpe-spm/debian-bpe.model \
 	@mv $@.tmp $@
 
 tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
+                  $(ORACLE)/gpt2-hf.json \
                   $(ORACLE)/o200k_base.tiktoken $(ORACLE)/wp-trained.json \
                   $(ORACLE)/spm-test_model.json \
                   $(ORACLE)/spm-debian-bpe-llama.json
@@ -515,6 +538,11 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
+	@set -e; for t in $(HF_ADDED); do \
+	  $(ORACLE_HF) check --added-variant 1 --tokvec $(BUILD)/tokvec \
+	    --tokenizer $$t; done
+	$(ORACLE_HF) check --added-variant 1 --ids-only 1 \
+	  --tokvec $(BUILD)/tokvec --tokenizer $(ORACLE)/gpt2-hf.json
 	@$(MAKE) --no-print-directory unigram-oracle
 
 # The SentencePiece part of tokenizer-oracle alone (Unigram, and BPE
@@ -535,6 +563,8 @@ tokenizer-oracle-all: tokenizer-oracle
 	@set -e; for t in $(HF_BGE) $(HF_UNI); do \
 	  $(ORACLE_HF) check --exhaustive 1 --tokvec $(BUILD)/tokvec \
 	    --tokenizer $$t; done
+	$(ORACLE_HF) check --added-variant 1 --exhaustive 1 \
+	  --tokvec $(BUILD)/tokvec --tokenizer $(HF_BGE)
 
 # --- coverage -----------------------------------------------------------------
 # gcc -O0 --coverage in build-cov/, the unit and end-to-end suites, then

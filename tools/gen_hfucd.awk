@@ -2,7 +2,8 @@
 # stages (core/tokenizer/normalize.c, pretok.c), as C tables.
 #
 # Usage: awk -v CAT_AGE=9.0 -v NORM_AGE=9.0 -f tools/gen_hfucd.awk \
-#   DerivedAge.txt PropList.txt DerivedNormalizationProps.txt \
+#   DerivedAge.txt PropList.txt DerivedCoreProperties.txt \
+#   DerivedNormalizationProps.txt \
 #   SpecialCasing.txt UnicodeData.txt tools/hf_ucd_extra.txt > tok_hfucd.h
 # (Debian's unicode-data package: /usr/share/unicode/).
 #
@@ -20,7 +21,10 @@
 # (identical blocks shared): 1 White_Space, 2 Cc/Cf/Co, 4 Mn, 8 P*, 16 a
 # canonical decomposition, 32 any decomposition, 64 a lowercase mapping,
 # 128 a non-zero combining class, 256 M* (9.0: StripAccents), 512 N*
-# (Rust's char::is_numeric: the Digits pre-tokenizer). Then sorted
+# (Rust's char::is_numeric: the Digits pre-tokenizer), 1024 the regex
+# crate's \w (Alphabetic, M*, Nd, Pc, Join_Control; this UCD whole and
+# the 16.0 additions of tools/hf_ucd_extra.txt: added tokens'
+# single_word). Then sorted
 # tables: full decompositions (NFD and NFKD, into tv_hf_dec_data),
 # combining classes, lowercase mappings (simple, and the unconditional
 # SpecialCasing ones), primary compositions (for NFC).
@@ -49,9 +53,20 @@ FILENAME ~ /DerivedAge/ {
 }
 FILENAME ~ /PropList/ {
     line = $0; sub(/#.*/, "", line)
+    if (line ~ /; *Join_Control/) {
+        split(line, f, ";"); range(f[1])
+        for (c = lo; c <= hi; c++) word[c] = 1
+    }
     if (line !~ /; *White_Space/) next
     split(line, f, ";"); range(f[1])
     for (c = lo; c <= hi; c++) ws[c] = 1
+    next
+}
+FILENAME ~ /DerivedCoreProperties/ {
+    line = $0; sub(/#.*/, "", line)
+    if (line !~ /; *Alphabetic *$/) next
+    split(line, f, ";"); range(f[1])
+    for (c = lo; c <= hi; c++) word[c] = 1
     next
 }
 FILENAME ~ /DerivedNormalizationProps/ {
@@ -111,6 +126,8 @@ END {
         if ((c ";mark") in extra) mk = extra[c ";mark"] + 0
         if (mk) fl += 256
         if (g ~ /^N/ || ((c ";numeric") in extra)) fl += 512
+        if ((c in word) || g ~ /^M/ || g == "Nd" || g == "Pc" || \
+            ((c ";word") in extra)) fl += 1024
         flags[c] = fl
     }
     nb = 0

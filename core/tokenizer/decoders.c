@@ -330,9 +330,18 @@ int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
     int rc = tk.s ? 0 : -ENOMEM;
     for (size_t k = 0; rc == 0 && k < n; k++) {
         const tv_tok *o = tv_tok_get(t, ids[k]); /* checked by the caller */
-        if (skip && o->special == 1)
+        /* a normalized added token decodes to its normalized text, and a
+         * special one is skipped only when that is its text (HF looks the
+         * normalized text up among the specials' contents) */
+        const tv_special *a = TV_TOK_ADDED(o) & TV_ADD_NORM
+                                  ? tv_added_norm_of(h, o->id)
+                                  : NULL;
+        if (skip && TV_TOK_KIND(o) == 1 &&
+            (!a || (a->len == o->len &&
+                    !memcmp(h->nbytes + a->off, t->blob + o->off, o->len))))
             continue;
-        tk.s[tk.n] = strndup((const char *)t->blob + o->off, o->len);
+        tk.s[tk.n] = a ? strndup((const char *)h->nbytes + a->off, a->len)
+                       : strndup((const char *)t->blob + o->off, o->len);
         rc = tk.s[tk.n] ? 0 : -ENOMEM;
         tk.n += rc == 0;
     }

@@ -4,6 +4,7 @@
  * tokvec_tok_state_free (tok_bpe.c) calls for any tokenizer.
  * Threads: a tv_hf_buf belongs to one tokvec_tok_state, so to one thread.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,6 +14,13 @@ int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what)
 {
     snprintf(err, errlen, "%s: %s", where, what);
     return TOKVEC_E_TOKENIZER;
+}
+
+int tv_hf_buf_get(tokvec_tok_state *s)
+{
+    if (!s->hf)
+        s->hf = calloc(1, sizeof *s->hf);
+    return s->hf ? 0 : -ENOMEM;
 }
 
 void tv_hf_buf_free(tv_hf_buf *b)
@@ -30,5 +38,12 @@ void tv_hf_buf_free(tv_hf_buf *b)
     free(b->ph);
     tv_uni_work_free(b->uw);
     tv_uni_toks_free(&b->ut);
+    free(b->nt.cp);
+    free(b->nt.a0);
+    free(b->nt.a1);
+    free(b->nu8);
+    free(b->nu8ch);
+    free(b->hits.hit);
+    free(b->hits2.hit);
     free(b);
 }

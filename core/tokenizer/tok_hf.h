@@ -40,6 +40,8 @@ enum {
     TV_HF_CCC = 128,  /* non-zero canonical combining class */
     TV_HF_MARK = 256, /* M* (is_combining_mark, StripAccents) */
     TV_HF_NUM = 512,  /* N* (Rust's char::is_numeric, Digits) */
+    TV_HF_WORD = 1024 /* regex's \w: Alphabetic, M*, Nd, Pc, Join_Control
+                       * (added tokens' single_word) */
 };
 unsigned tv_hf_class(uint32_t cp);
 
@@ -64,7 +66,17 @@ typedef struct tv_hf_buf {
     size_t u8cap;
     tv_uni_work *uw; /* Unigram: the lattice ... */
     tv_uni_toks ut;  /* ... and one word's tokens */
+    /* normalized added tokens (added.c): the normalized text, set aside
+     * while its pieces go through the rest, its UTF-8 and the matches */
+    tv_hf_text nt;
+    unsigned char *nu8;
+    uint32_t *nu8ch;
+    size_t nu8cap;
+    tv_ac_hits hits;
+    tv_ac_hits hits2; /* byte-level BPE's normalized added tokens */
 } tv_hf_buf;
+/* s->hf, made when missing: 0 or -ENOMEM (tok_hf.c). */
+int tv_hf_buf_get(tokvec_tok_state *s);
 void tv_hf_buf_free(tv_hf_buf *b); /* tok_hf.c */
 /* A stage of tokenizer.json refused: "WHERE: WHAT" into err (the JSON
  * path, then why); returns TOKVEC_E_TOKENIZER (tok_hf.c). */
@@ -199,6 +211,11 @@ typedef struct tv_hf {
     tv_dec *dec;
     size_t ndec;
     int has_decoder;
+    /* added tokens matched in the normalized text (added.c): their
+     * contents normalized (pattern bytes in nbytes) and their automaton */
+    tv_special *npat;
+    unsigned char *nbytes;
+    tv_acm nac;
     /* WordPiece */
     char *prefix;
     size_t nprefix;
@@ -230,9 +247,31 @@ int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
                     size_t errlen);
 void tv_hf_free(tv_hf *h);
-/* Encodes one stretch (no added tokens in it) of u[i..end). */
+/* Encodes one stretch (no added tokens matched in the input in it) of
+ * u[i..end); flags: tokvec_tokenizer_encode's. */
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                   const unsigned char *u, size_t i, size_t end,
-                  tokvec_tok_ids *out, int offs);
+                  tokvec_tok_ids *out, unsigned flags);
+/* The normalized text b->t[cur] through Metaspace, the pre-tokenizers
+ * and the model (wordpiece.c). */
+int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
+               tokvec_tok_ids *out, int offs);
+
+/* --- added tokens (added.c) --- */
+/* An added_tokens entry's options: TV_ADD_* but TV_ADD_SPECIAL (also
+ * for byte-level BPE, tok_load.c). */
+uint32_t tv_added_options(json_t *v);
+/* root.added_tokens after the model's tokens, with their options. */
+int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
+/* Once the normalizer is read: the normalized tokens' patterns and
+ * automaton. */
+int tv_added_norm_build(tokvec_tokenizer *t, char *err, size_t errlen);
+void tv_added_free(tv_hf *h);
+/* The normalized added token id (its normalized text), or NULL. */
+const tv_special *tv_added_norm_of(const tv_hf *h, int32_t id);
+/* The normalized text b->t[cur]: the normalized added tokens in it
+ * (HF's second find_matches), the pieces between through tv_hf_tail. */
+int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
+                      tokvec_tok_ids *out, unsigned flags);
 
 #endif

@@ -35,8 +35,25 @@ typedef struct tv_tok { /* one token: blob[off .. off + len) */
     uint32_t off, len;
     int32_t id;
     uint32_t special; /* 1 for special tokens, 2 for added tokens HF does
-                       * not call special (matched like them) */
+                       * not call special (matched like them); above
+                       * TV_TOK_KIND's bits: TV_ADD_* << 8 */
 } tv_tok;
+#define TV_TOK_KIND(o) ((o)->special & 0xFF)
+#define TV_TOK_ADDED(o) ((o)->special >> 8)
+
+/* An added token's options (tokenizer.json added_tokens; HF's
+ * AddedToken): swallow the White_Space before (LSTRIP) or after (RSTRIP)
+ * it, match only where no word character (regex \w) touches it (SINGLE),
+ * match in the normalized text (NORM, its content normalized too) rather
+ * than in the input; SPECIAL: special (HF's special: true), left out of
+ * matching with HF's encode_special_tokens (no TOKVEC_TOK_SPECIAL). */
+enum {
+    TV_ADD_LSTRIP = 1,
+    TV_ADD_RSTRIP = 2,
+    TV_ADD_SINGLE = 4,
+    TV_ADD_NORM = 8,
+    TV_ADD_SPECIAL = 16,
+};
 
 typedef struct tv_islot { /* id -> index in tok[]; id -1 = empty */
     int32_t id;
@@ -63,7 +80,26 @@ typedef struct tv_eslot { /* matcher edge: node << 8 | byte -> child */
 typedef struct tv_special { /* a special token, for listing and matching */
     int32_t id;
     uint32_t off, len;
+    uint32_t flags; /* TV_ADD_* */
 } tv_special;
+
+/* An Aho-Corasick automaton of patterns' reversed bytes (tok_special.c),
+ * node 0 the root: the special tokens matched in the input (those not
+ * TV_ADD_NORM), or the normalized ones in the normalized text. */
+typedef struct tv_acm {
+    const tv_special *pat;      /* the patterns (not owned) ... */
+    const unsigned char *bytes; /* ... their bytes: bytes + pat[k].off */
+    size_t npat;                /* how many */
+    size_t nfree;   /* patterns in it that are not TV_ADD_SPECIAL */
+    uint32_t max;   /* longest pattern's bytes (0: no automaton) */
+    uint32_t nodes; /* automaton nodes */
+    uint32_t *fail; /* per node: its failure link */
+    int32_t *best;  /* per node: index in pat of the longest pattern
+                     * starting where the node's text does, or -1 */
+    tv_eslot *edge; /* node, byte -> child (the root's: root) */
+    size_t emask;
+    uint32_t root[256]; /* the root's children (0: none) */
+} tv_acm;
 
 struct tv_hf;
 struct tv_hf_buf;
@@ -97,19 +133,14 @@ struct tokvec_tokenizer {
     size_t pmask, pcount;
     uint32_t max_rank; /* highest rank in pmap */
     int32_t byte_id[256];
-    /* special tokens (tok_special.c): listed by id, and an Aho-Corasick
-     * automaton of their reversed bytes (node 0 the root) */
+    /* special and added tokens (tok_special.c): listed by id, and the
+     * automaton of those matched in the input */
     size_t n_special;
-    tv_special *sp;    /* by id */
-    uint32_t sp_max;   /* longest special's bytes */
-    uint32_t sp_nodes; /* automaton nodes */
-    uint32_t *sp_fail; /* per node: its failure link */
-    int32_t *sp_best;  /* per node: index in sp of the longest special
-                        * starting where the node's text does, or -1 */
-    tv_eslot *sp_edge; /* node, byte -> child (the root's: sp_root) */
-    size_t sp_emask;
-    uint32_t sp_root[256]; /* the root's children (0: none) */
-    tv_post_ids post;      /* tokenizer.json's post_processor */
+    tv_special *sp; /* by id */
+    tv_acm ac;
+    tv_acm nac;       /* byte-level BPE: the normalized: true ones (no
+                       * normalizer), matched between ac's (tokenizer.c) */
+    tv_post_ids post; /* tokenizer.json's post_processor */
 };
 
 #define TV_BLOCK_KEYS 15
@@ -223,20 +254,39 @@ const char *tv_pattern_name(tv_pattern p);
 /* The known regex strings (tokenizer.json Split): pattern or -1. */
 int tv_pattern_from_regex(const char *re);
 
-/* tok_special.c: the matcher, built once at open (after tv_tok_seal),
- * freed by tv_special_free. tv_special_next: the next special token at or
- * after i in text[0..len): *at its start (len when none) and *k its index
- * in sp; 0 or -ENOMEM. *win is the window of the text whose specials the
- * state's sp_hit holds (n of them left): {0, 0, 0} for a new text, then
- * left to tv_special_next (i must not go back within one text). */
+/* tok_special.c: the matchers, built once at open (tv_special_build,
+ * after tv_tok_seal: t->sp, t->ac and t->nac), freed by
+ * tv_special_free. tv_acm_build: an automaton over those of
+ * a->pat[0..a->npat) with no flag of skip and, when need, a flag of need.
+ * tv_acm_next: the next pattern at or after i in text[0..len): *at its
+ * start (len when none) and *k its index in a->pat; 0 or -ENOMEM. *win is
+ * the window of the text whose matches h->hit holds (n of them left):
+ * {0, 0, 0} for a new text, then left to tv_acm_next (i must not go back
+ * within one text); h->steps counts the steps (tests: it is linear). */
 typedef struct tv_sp_win {
     size_t lo, hi, n;
 } tv_sp_win;
 int tv_special_build(tokvec_tokenizer *t);
-int tv_special_next(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                    tv_sp_win *win, const unsigned char *text, size_t i,
-                    size_t len, size_t *at, size_t *k);
 void tv_special_free(tokvec_tokenizer *t);
+typedef struct tv_ac_hits {
+    uint64_t *hit;
+    size_t cap;
+    uint64_t steps;
+} tv_ac_hits;
+int tv_acm_build(tv_acm *a, uint32_t skip, uint32_t need);
+int tv_acm_next(const tv_acm *a, tv_ac_hits *h, tv_sp_win *win,
+                const unsigned char *text, size_t i, size_t len, size_t *at,
+                size_t *k);
+void tv_acm_free(tv_acm *a);
+
+/* added.c: an added token's options over the input's UTF-8 (u[0..len)):
+ * tv_added_single: no word character (regex \w) just before start or at
+ * stop; tv_added_lstrip: start moved back over White_Space, not below
+ * lo; tv_added_rstrip: stop moved on over White_Space. */
+int tv_added_single(const unsigned char *u, size_t start, size_t stop,
+                    size_t len);
+size_t tv_added_lstrip(const unsigned char *u, size_t lo, size_t start);
+size_t tv_added_rstrip(const unsigned char *u, size_t stop, size_t len);
 
 /* wordpiece.c (tok_hf.h has the rest) */
 int tv_wp_finish(tokvec_tokenizer *t);

@@ -518,6 +518,18 @@ static int load_wp(ld *l, json_t *root, int kind)
             rc = fail(l, TOKVEC_E_TOKENIZER,
                       "id %d has the text of an earlier token", dup);
     }
+    for (size_t i = 0; rc == 0 && i < l->t->n_tok; i++) {
+        /* HF gives an added token that is in the model's vocabulary the
+         * vocabulary's id, whatever the file says */
+        const tv_tok *o = &l->t->tok[i];
+        int32_t id = o->special
+                         ? tv_vmap_get(l->t, l->t->blob + o->off, o->len)
+                         : -1;
+        if (id >= 0 && id != o->id)
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "added token %d: its text is token %d of the model",
+                      o->id, id);
+    }
     return rc ? rc : tv_wp_finish(l->t);
 }
 
@@ -582,6 +594,17 @@ static int load_hf(ld *l, json_t *root)
         }
     }
     json_decref(specials);
+    json_array_foreach(added, k, v) { /* kinds and options (tokenizer.c) */
+        json_t *id = json_object_get(v, "id");
+        tv_tok *o = rc || !json_is_integer(id)
+                        ? NULL
+                        : (tv_tok *)tv_tok_get(
+                              l->t, (int32_t)json_integer_value(id));
+        if (o && o->special)
+            o->special = (json_is_false(json_object_get(v, "special")) ? 2u
+                                                                       : 1u) |
+                         tv_added_options(v) << 8;
+    }
     merges m = {0};
     int32_t dup = -1;
     if (rc == 0)

@@ -12,7 +12,11 @@
  * input exactly. WordPiece tokenizers (tok_hf.h) run their normalize /
  * pre-tokenize / model pipeline on each stretch instead (tv_hf_stretch).
  * TOKVEC_TOK_ADD_SPECIAL then puts the post-processor's ids around the
- * text, with empty spans.
+ * text, with empty spans. tokenizer.json's added tokens follow HF's
+ * AddedVocabulary (added.c): without TOKVEC_TOK_SPECIAL the non-special
+ * ones still match; a match left out (a special one then, a single_word
+ * one touching a word) does not cut the text, and the search goes on
+ * after it; lstrip and rstrip widen a token's span.
  * Threads: the handle is read-only here; a state belongs to its caller.
  */
 #include <errno.h>
@@ -97,7 +101,7 @@ int tokvec_tokenizer_token(const tokvec_tokenizer *t, int32_t id,
     *bytes = t->blob + o->off;
     *len = o->len;
     if (special)
-        *special = o->special == 1;
+        *special = TV_TOK_KIND(o) == 1;
     return 0;
 }
 
@@ -112,10 +116,11 @@ void tokvec_tokenizer_added(const tokvec_tokenizer *t, const int32_t **pre,
 
 static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                    const unsigned char *u, size_t i, size_t end,
-                   tokvec_tok_ids *out, int offs)
+                   tokvec_tok_ids *out, unsigned flags)
 {
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
     if (t->hf)
-        return tv_hf_stretch(t, s, u, i, end, out, offs);
+        return tv_hf_stretch(t, s, u, i, end, out, flags);
     while (i < end) {
         size_t e = tv_split_next(t->pattern, u, i, end);
         int rc = tv_bpe_piece(t, s, u + i, e - i, i, out, offs);
@@ -124,6 +129,74 @@ static int stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
         i = e;
     }
     return 0;
+}
+
+/* HF's find_matches with automaton a over u[lo..hi) (the sentence): i
+ * is where the text not yet tokenized starts, pos where the next match
+ * may start (after the last one found, even one left out). The pieces
+ * between matches go to the next pass: for byte-level BPE the added
+ * tokens with normalized: true (no normalizer: in the same bytes), else
+ * the stretch (a Hugging Face pipeline has its own, added.c). */
+static int pass(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                const tv_acm *a, const unsigned char *u, size_t lo, size_t hi,
+                unsigned flags, tokvec_tok_ids *out)
+{
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
+    int match = all ? a->max != 0 : a->nfree != 0;
+    int first = a == &t->ac;
+    size_t i = lo, pos = lo;
+    tv_sp_win win = {0, 0, 0};
+    tv_ac_hits hits = {NULL, 0, 0}, *h = &hits;
+    int rc = 0;
+    if (first) {
+        hits = (tv_ac_hits){s->sp_hit, s->sp_cap, s->sp_steps};
+    } else if (match) {
+        rc = tv_hf_buf_get(s);
+        h = rc ? h : &s->hf->hits2;
+    }
+    while (rc == 0 && (i < hi || pos < hi)) {
+        size_t at = hi, k = 0;
+        if (match && pos < hi)
+            rc = tv_acm_next(a, h, &win, u, pos, hi, &at, &k);
+        if (rc == 0 && at == hi && i < hi)
+            rc = first && !t->hf && t->nac.max
+                     ? pass(t, s, &t->nac, u, i, hi, flags, out)
+                     : stretch(t, s, u, i, hi, out, flags);
+        if (rc || at == hi)
+            break;
+        const tv_special *p = &a->pat[k];
+        size_t start = at, stop = at + p->len;
+        pos = stop;
+        if ((!all && (p->flags & TV_ADD_SPECIAL)) ||
+            ((p->flags & TV_ADD_SINGLE) &&
+             !tv_added_single(u + lo, start - lo, stop - lo, hi - lo)))
+            continue;
+        if (p->flags & TV_ADD_LSTRIP) /* not into the token before */
+            start = start < i ? i : tv_added_lstrip(u, i, start);
+        if (p->flags & TV_ADD_RSTRIP)
+            stop = tv_added_rstrip(u, stop, hi);
+        if (i < start)
+            rc = first && !t->hf && t->nac.max
+                     ? pass(t, s, &t->nac, u, i, start, flags, out)
+                     : stretch(t, s, u, i, start, out, flags);
+        if (rc == 0)
+            rc = tv_ids_reserve(out, 1, offs);
+        if (rc)
+            break;
+        if (offs) {
+            out->offsets[out->n] = start;
+            out->stops[out->n] = stop;
+        }
+        out->ids[out->n++] = p->id;
+        i = stop;
+    }
+    if (first) {
+        s->sp_hit = hits.hit;
+        s->sp_cap = hits.cap;
+        s->sp_steps = hits.steps;
+    }
+    return rc;
 }
 
 /* The post-processor's ids around out's tokens (empty spans 0..0). */
@@ -163,28 +236,7 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
     out->n = 0;
     if (tv_ids_reserve(out, 0, offs) < 0)
         return -ENOMEM;
-    size_t i = 0;
-    int special = (flags & TOKVEC_TOK_SPECIAL) && t->n_special;
-    tv_sp_win win = {0, 0, 0};
-    int rc = 0;
-    while (i < len) {
-        size_t at = len, k = 0;
-        if (special)
-            rc = tv_special_next(t, s, &win, u, i, len, &at, &k);
-        if (rc == 0)
-            rc = stretch(t, s, u, i, at, out, offs);
-        if (rc || at == len)
-            break;
-        rc = tv_ids_reserve(out, 1, offs);
-        if (rc)
-            break;
-        if (offs) {
-            out->offsets[out->n] = at;
-            out->stops[out->n] = at + t->sp[k].len;
-        }
-        out->ids[out->n++] = t->sp[k].id;
-        i = at + t->sp[k].len;
-    }
+    int rc = pass(t, s, &t->ac, u, 0, len, flags, out);
     if (rc) {
         out->n = 0;
         return rc;
@@ -271,7 +323,7 @@ int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
                 *bad_index = k;
             return TOKVEC_E_TOKEN_RANGE;
         }
-        total += skip && o->special == 1 ? 0 : o->len;
+        total += skip && TV_TOK_KIND(o) == 1 ? 0 : o->len;
     }
     if (t->hf) {
         char *raw = NULL;
@@ -299,7 +351,7 @@ int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
     size_t at = 0;
     for (size_t k = 0; k < n; k++) {
         const tv_tok *o = tv_tok_get(t, ids[k]);
-        if (skip && o->special == 1)
+        if (skip && TV_TOK_KIND(o) == 1)
             continue;
         memcpy(raw + at, t->blob + o->off, o->len);
         at += o->len;

@@ -1,7 +1,7 @@
 /* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
  * BERT-family model) and the pipeline that runs a non-byte-level
  * tokenizer: UTF-8 in, normalizers (normalize.c), pre-tokenizers
- * (pretok.c), then WordPiece on each word.
+ * (pretok.c), then WordPiece on each word (the added tokens: added.c).
  *
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
  * points is unk_token whole; else greedy longest match from the left, the
@@ -33,6 +33,7 @@ void tv_hf_free(tv_hf *h)
     free(h->pre);
     tv_unigram_free(h->uni);
     tv_dec_free(h->dec, h->ndec);
+    tv_added_free(h);
     free(h->prefix);
     free(h->suffix);
     free(h->whole);
@@ -153,61 +154,6 @@ static int bad(char *err, size_t errlen, const char *what)
     return TOKVEC_E_TOKENIZER;
 }
 
-/* root.added_tokens after the model's tokens (matched in the raw text,
- * as HF's normalized: false tokens are). */
-static int hf_added(tokvec_tokenizer *t, json_t *root, char *err,
-                    size_t errlen)
-{
-    json_t *added = json_object_get(root, "added_tokens"), *v;
-    size_t k;
-    json_array_foreach(added, k, v) {
-        const char *c = json_string_value(json_object_get(v, "content"));
-        if (!c || !json_is_integer(json_object_get(v, "id"))) {
-            snprintf(err, errlen, "added_tokens[%zu]: no content or id", k);
-            return TOKVEC_E_TOKENIZER;
-        }
-        if (json_is_true(json_object_get(v, "lstrip")) ||
-            json_is_true(json_object_get(v, "rstrip")) ||
-            json_is_true(json_object_get(v, "single_word")) ||
-            (json_is_true(json_object_get(v, "normalized")) &&
-             !json_is_true(json_object_get(v, "special")))) {
-            snprintf(err, errlen,
-                     "added_tokens[%zu] (\"%.40s\"): lstrip, rstrip, "
-                     "single_word and normalized non-special added tokens "
-                     "are not supported",
-                     k, c);
-            return TOKVEC_E_TOKENIZER;
-        }
-    }
-    json_array_foreach(added, k, v) {
-        const char *c = json_string_value(json_object_get(v, "content"));
-        json_int_t id = json_integer_value(json_object_get(v, "id"));
-        size_t cl = strlen(c);
-        if (id < 0 || id >= TV_TOK_MAX_ID || !cl) {
-            snprintf(err, errlen, "added_tokens[%zu]: bad id or content", k);
-            return TOKVEC_E_TOKENIZER;
-        }
-        unsigned char kind = json_is_false(json_object_get(v, "special")) ? 2
-                                                                          : 1;
-        tv_tok *o = (tv_tok *)tv_tok_get(t, (int32_t)id);
-        if (o) {
-            if (o->len != cl || memcmp(t->blob + o->off, c, cl)) {
-                snprintf(err, errlen,
-                         "added_tokens[%zu]: id %lld is another token", k,
-                         (long long)id);
-                return TOKVEC_E_TOKENIZER;
-            }
-            o->special = kind; /* also a model token */
-            continue;
-        }
-        int rc = tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id, 1);
-        if (rc)
-            return rc == TOKVEC_E_MISMATCH ? TOKVEC_E_TOKENIZER : rc;
-        t->tok[t->n_tok - 1].special = kind; /* tv_tok_add appends */
-    }
-    return 0;
-}
-
 /* model.vocab */
 static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
                     size_t errlen)
@@ -244,7 +190,7 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
                     size_t errlen)
 {
     tv_hf *h = t->hf;
-    int rc = hf_added(t, root, err, errlen);
+    int rc = tv_added_load(t, root, err, errlen);
     if (rc == 0)
         rc = tv_norm_parse(json_object_get(root, "normalizer"), "normalizer",
                            &h->norm, &h->nnorm, err, errlen);
@@ -256,7 +202,7 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
         h->has_decoder = d && !json_is_null(d);
         rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
     }
-    return rc;
+    return rc ? rc : tv_added_norm_build(t, err, errlen);
 }
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
@@ -467,7 +413,7 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
 
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                   const unsigned char *u, size_t i, size_t end,
-                  tokvec_tok_ids *out, int offs)
+                  tokvec_tok_ids *out, unsigned flags)
 {
     const tv_hf *h = t->hf;
     if (i >= end)
@@ -483,7 +429,19 @@ int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
         return -ENOMEM;
     utf8_in(u, i, end, &b->t[0]);
     int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
-    if (rc == 0 && h->npre && h->pre[0].kind == TV_P_METASPACE)
+    if (rc)
+        return rc;
+    if (h->nac.max)
+        return tv_added_norm_run(t, b, cur, out, flags);
+    return tv_hf_tail(t, b, cur, out, (flags & TOKVEC_TOK_OFFSETS) != 0);
+}
+
+int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
+               tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    int rc = 0;
+    if (h->npre && h->pre[0].kind == TV_P_METASPACE)
         rc = tv_metaspace_text(&h->pre[0].ms, b, &cur,
                                b->t[cur].n && b->t[cur].a0[0] == 0);
     if (rc)

@@ -14,8 +14,10 @@
  * vocabularies: merges that make lower ranks, ranks up to 2^24); and the
  * encoder cuts the input (which holds the file, so the specials' names)
  * at the special tokens the rule written out finds (leftmost, longest,
- * lowest id), whatever specials the file has. A tokenizer.json that opens
- * as WordPiece gets the first checks only (fuzz_wordpiece.c has the rest).
+ * lowest id), whatever specials the file has (without lstrip, rstrip,
+ * single_word or normalized: those are the oracle's, tests/oracle/hf.js). A
+ * tokenizer.json that opens as WordPiece gets the first checks only
+ * (fuzz_wordpiece.c has the rest).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +86,9 @@ static int32_t naive_special(const tokvec_tokenizer *t, const uint8_t *p,
 static void same_specials(const tokvec_tokenizer *t, tokvec_tok_state *s,
                           const uint8_t *p, size_t n)
 {
+    for (size_t k = 0; k < t->n_special; k++) /* added tokens' options: */
+        if (t->sp[k].flags & ~(uint32_t)TV_ADD_SPECIAL) /* test_added.c */
+            return;
     tokvec_tok_ids ids = {0};
     if (tokvec_tokenizer_encode(t, s, (const char *)p, n,
                                 TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS, &ids))

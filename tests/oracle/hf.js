@@ -12,7 +12,22 @@
 //       "a"+c+"b", c+c and "É"+c+" x"; --metaspace-variants 1 checks
 //       the tokenizer with its Metaspace (pre-tokenizer and decoder) set
 //       to each prepend_scheme (always, first, never) and split (true,
-//       false) instead
+//       false) instead; --added-variant 1 checks the tokenizer with
+//       added tokens of every option (lstrip, rstrip, single_word,
+//       normalized, special: addedVariant) appended, on texts that put
+//       them next to spaces, punctuation, word characters and each other,
+//       and once more with its special tokens taken out of added_tokens
+//       against tokvec's --no-special (HF's encode_special_tokens, which
+//       the Node binding does not offer: the same where no special
+//       token's text overlaps another token's, as in these); --fast 1:
+//       a sixth of those texts (chosen at random, the same each run), and
+//       without --added-variant the built-in texts and edge cases alone;
+//       --added-variant with --exhaustive: every Unicode scalar value
+//       beside single_word, lstrip and rstrip tokens
+//   --ids-only 1: compare ids alone (byte-level BPE, whose offsets are
+//       tokvec's own)
+//   node hf.js bytelevel --out FILE encoder.json vocab.bpe
+//       writes GPT-2's BPE as HF's byte-level tokenizer.json
 //   node hf.js train --out FILE F...
 //       trains a WordPiece tokenizer on the files with HF's trainer (NFKC,
 //       Lowercase; WhitespaceSplit, Punctuation, Digits), adds [UNK],
@@ -40,8 +55,10 @@ function args(argv) {
 
 function tokvec(opt, texts, add) {
     const input = texts.map((t) => JSON.stringify(t)).join('\n') + '\n';
-    const argv = ['tokenize', '--jsonl', '--offsets', '--tokenizer', opt.tokenizer];
+    const argv = ['tokenize', '--jsonl', '--tokenizer', opt.tokenizer];
+    if (!opt['ids-only']) argv.push('--offsets');
     if (add) argv.push('--add-special');
+    if (opt['no-special']) argv.push('--no-special');
     const r = spawnSync(opt.tokvec, argv, {
         input, maxBuffer: 1 << 30, encoding: 'utf8',
     });
@@ -73,8 +90,10 @@ async function compare(opt, tok, texts, add, report) {
     for (let i = 0; i < texts.length; i++) {
         const ids = encs[i].getIds(), offs = encs[i].getOffsets();
         const at = byteAt(texts[i]);
-        const want = '[' + ids.map((id, k) =>
-            `[${id},${at[offs[k][0]]},${at[offs[k][1]]}]`).join(',') + ']';
+        const want = opt['ids-only'] ? '[' + ids.map((id) =>
+            opt.idmap && id in opt.idmap ? opt.idmap[id] : id).join(',') + ']'
+            : '[' + ids.map((id, k) =>
+            `[${opt.idmap && id in opt.idmap ? opt.idmap[id] : id},${at[offs[k][0]]},${at[offs[k][1]]}]`).join(',') + ']';
         if (got[i] !== want) {
             bad++;
             if (report.shown++ < 20)
@@ -190,7 +209,108 @@ function metaspaceVariant(file, scheme, split) {
     return out;
 }
 
+// Added tokens of every option: <T0>..<T31> (bit 1 lstrip, 2 rstrip,
+// 4 single_word, 8 normalized, 16 special) and a few that real models
+// have or that tell the two matchers apart: XLM-R's <mask> (lstrip,
+// normalized special), words (single_word), ones the normalizer changes
+// (case, accents, CJK spacing) and ones overlapping each other across
+// the two passes ("zqj" in the input, "xzq" normalized).
+function addedTokens() {
+    const t = [];
+    for (let c = 0; c < 32; c++)
+        t.push([`<T${c}>`, c & 1, c & 2, c & 4, c & 8, c & 16]);
+    t.push(['<mask>', 1, 0, 0, 1, 1], ['Yesterday', 0, 0, 1, 1, 0],
+        ['qony', 0, 0, 1, 0, 0], ['zqj', 0, 0, 0, 0, 0], ['xzq', 0, 0, 0, 1, 0],
+        ['Äpfel', 1, 1, 0, 1, 0], ['中文', 0, 0, 0, 1, 0],
+        ['@@', 1, 1, 0, 0, 0], ['[Q]', 0, 1, 1, 1, 1], ['naïve', 0, 0, 1, 0, 0]);
+    return t.map(([content, l, r, w, n, s]) => ({ content, lstrip: !!l,
+        rstrip: !!r, single_word: !!w, normalized: !!n, special: !!s }));
+}
+
+// The tokenizer with addedTokens() appended (ids after the highest);
+// noSpecial: its special added tokens left out.
+function addedVariant(file, noSpecial) {
+    const j = JSON.parse(fs.readFileSync(file, 'utf8'));
+    let next = 0;
+    for (const id of Object.values(j.model.vocab || {}))
+        next = Math.max(next, id + 1);
+    if (Array.isArray(j.model.vocab)) next = j.model.vocab.length;
+    for (const a of j.added_tokens || []) next = Math.max(next, a.id + 1);
+    // HF gives an added token that is in the vocabulary the vocabulary's
+    // id, and the others the ids after it: those are left out
+    const inVocab = (c) => Array.isArray(j.model.vocab)
+        ? j.model.vocab.some((v) => v[0] === c) : c in j.model.vocab;
+    j.added_tokens = (j.added_tokens || []).concat(addedTokens()
+        .filter((a) => !inVocab(a.content))
+        .map((a) => Object.assign({ id: next++ }, a)));
+    if (noSpecial) j.added_tokens = j.added_tokens.filter((a) => !a.special);
+    const out = require('os').tmpdir() +
+        `/tokvec-hf-${process.pid}-added${noSpecial ? '-nosp' : ''}.json`;
+    fs.writeFileSync(out, JSON.stringify(j));
+    return out;
+}
+
+// Texts around the added tokens: each beside each context, repeated, at
+// the start and the end, cased otherwise, and random mixes.
+function addedTexts(fast, all) {
+    const toks = addedTokens().map((a) => a.content);
+    const ctx = ['', ' ', '  ', '\t', '\n', 'a', 'Z', 'é', '.', ',', '_',
+        '-', '1', '　', ' ', '́', '中', "'", ' \t ', '<T3>',
+        '<T17>', 'zqj', 'xzq'];
+    const t = [];
+    for (const c of toks) {
+        const forms = [c, c.toLowerCase(), c.toUpperCase()];
+        for (const f of forms)
+            for (const l of ctx)
+                for (const r of ctx) t.push(l + f + r);
+        t.push(c + c, c + ' ' + c, c + c + c, ' ' + c + '  ' + c + ' ',
+            'x' + c + 'y', 'the ' + c + ' end', c + '\u2000', '\u2000' + c);
+    }
+    const r = rng(7);
+    const words = ['the', 'Yesterday', 'yesterday', 'phqony', 'qony', 'xab',
+        'xzqj', 'naive', 'naïve', 'NAÏVE', 'Apfel', 'äpfel',
+        '中文字', 'café', '12', '!?', '<', '>', 'T1', 'mask'];
+    const seps = ['', ' ', '  ', '\t', '\n', '　', '.', '-'];
+    for (let k = 0; k < 4000; k++) {
+        let s = '';
+        const n = 1 + Math.floor(r() * 8);
+        for (let i = 0; i < n; i++) {
+            const pool = r() < 0.5 ? toks : words;
+            s += pool[Math.floor(r() * pool.length)] +
+                seps[Math.floor(r() * seps.length)];
+        }
+        t.push(s);
+    }
+    // every scalar value beside single_word tokens (regex \\w) and
+    // lstrip/rstrip ones (White_Space), in the input and normalized
+    for (let cp = 0; all && cp <= 0x10ffff; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) continue;
+        const c = String.fromCodePoint(cp);
+        t.push(c + '<T4>', '<T12>' + c, c + '<T3>' + c, c + '<T11>' + c);
+    }
+    const pick = rng(11);
+    return fast ? t.filter(() => pick() < 1 / 6) : t;
+}
+
 async function check(opt) {
+    if (opt['added-variant']) {
+        let bad = 0;
+        const f = addedVariant(opt.tokenizer, false);
+        const g = addedVariant(opt.tokenizer, true);
+        try {
+            for (const nosp of [false, true])
+                bad += await check(Object.assign({}, opt, {
+                    tokenizer: f, 'hf-tokenizer': nosp ? g : f,
+                    'added-variant': undefined,
+                    'no-special': nosp ? 1 : undefined,
+                    'texts-only': addedTexts(opt.fast, opt.exhaustive),
+                    exhaustive: undefined }));
+        } finally {
+            fs.unlinkSync(f);
+            fs.unlinkSync(g);
+        }
+        return bad;
+    }
     if (opt['metaspace-variants']) {
         let bad = 0;
         for (const scheme of ['always', 'first', 'never'])
@@ -205,9 +325,19 @@ async function check(opt) {
             }
         return bad;
     }
-    const tok = hf.Tokenizer.fromFile(opt.tokenizer);
-    let texts = builtins().concat(edgeCases());
-    for (const f of opt.files) {
+    const tok = hf.Tokenizer.fromFile(opt['hf-tokenizer'] || opt.tokenizer);
+    if (opt['hf-tokenizer'] !== opt.tokenizer && opt['hf-tokenizer']) {
+        // HF numbers added tokens itself: the ids of the file's
+        opt.idmap = {};
+        const full = JSON.parse(fs.readFileSync(opt.tokenizer, 'utf8'));
+        for (const a of full.added_tokens) {
+            const id = tok.tokenToId(a.content);
+            if (id !== null && id !== a.id) opt.idmap[id] = a.id;
+        }
+    }
+    let texts = opt['texts-only'] ||
+        builtins().concat(edgeCases());
+    for (const f of opt['texts-only'] || opt.fast ? [] : opt.files) {
         let s;
         try {
             s = fs.readFileSync(f);
@@ -228,8 +358,10 @@ async function check(opt) {
         for (let i = 0; i < texts.length; i += 50000)
             bad += await compare(opt, tok, texts.slice(i, i + 50000), add, report);
     const bytes = texts.reduce((a, t) => a + Buffer.byteLength(t), 0);
-    console.log(`hf ${opt.tokenizer}: ${texts.length} texts (${bytes} bytes) ` +
-        `x 2 (add_special_tokens false, true), ids and offsets, ${bad} differences`);
+    console.log(`hf ${opt.tokenizer}${opt['no-special'] ? ' --no-special' : ''}: ` +
+        `${texts.length} texts (${bytes} bytes) ` +
+        `x 2 (add_special_tokens false, true), ids${opt['ids-only'] ? '' :
+            ' and offsets'}, ${bad} differences`);
     return bad;
 }
 
@@ -275,10 +407,20 @@ function train(opt) {
     console.log(`trained ${opt.out}: ${next} tokens from ${files.length} files`);
 }
 
+// GPT-2's encoder.json and vocab.bpe as HF's byte-level BPE
+// tokenizer.json (ByteLevel pre-tokenizer, no added tokens).
+async function byteLevel(opt) {
+    const m = await hf.BPE.fromFile(opt.files[0], opt.files[1], {});
+    const t = new hf.Tokenizer(m);
+    t.setPreTokenizer(hf.byteLevelPreTokenizer(false, true));
+    t.save(opt.out);
+}
+
 async function main() {
     const mode = process.argv[2];
     const opt = args(process.argv.slice(3));
     if (mode === 'train') return train(opt);
+    if (mode === 'bytelevel') return byteLevel(opt);
     const bad = await check(opt);
     process.exit(bad ? 1 : 0);
 }

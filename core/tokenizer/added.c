@@ -1,0 +1,370 @@
+/* added.c -- the added tokens of a Hugging Face tokenizer.json, matched as
+ * HF's AddedVocabulary matches them: first those with normalized: false
+ * in the input (tokenizer.c, with the tokenizer's automaton), then, in the
+ * normalized text of each stretch between those, the ones with
+ * normalized: true, whose contents are normalized too (this file, with
+ * an automaton of their own). Each match is leftmost, the longest where
+ * several start at one place; the next is looked for after its end, even
+ * when it is left out: a special token with encode_special_tokens (no
+ * TOKVEC_TOK_SPECIAL), or a single_word token touching a word character
+ * (regex \w). lstrip and rstrip take the White_Space before and after the
+ * token into its span (lstrip not into an earlier token's).
+ *
+ * Must hold: ids and offsets are HF's (tokenizers 0.23.2), offsets the
+ * input's bytes. Threads: the patterns and the automaton are built at
+ * open and read-only after; working memory is the caller's tv_hf_buf.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_hf.h"
+
+/* The code point of the UTF-8 at u[i..len) and its bytes (*n); a byte
+ * that starts no valid sequence is U+FFFD alone. */
+static uint32_t cp_at(const unsigned char *u, size_t i, size_t len, size_t *n)
+{
+    unsigned c = u[i];
+    *n = 1;
+    if (c < 0x80)
+        return c;
+    size_t need = c >= 0xC2 && c <= 0xDF   ? 1
+                  : c >= 0xE0 && c <= 0xEF ? 2
+                  : c >= 0xF0 && c <= 0xF4 ? 3
+                                           : 0;
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    uint32_t v = c & (0x3F >> need);
+    if (!need || len - i <= need)
+        return 0xFFFD;
+    for (size_t j = 1; j <= need; j++) {
+        unsigned b = u[i + j];
+        if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF))
+            return 0xFFFD;
+        v = v << 6 | (b & 0x3F);
+    }
+    *n = need + 1;
+    return v;
+}
+
+/* The code point that ends at u[end) (start at *at); lo: the least start. */
+static uint32_t cp_before(const unsigned char *u, size_t lo, size_t end,
+                          size_t *at)
+{
+    size_t i = end - 1, n;
+    while (i > lo && end - i < 4 && (u[i] & 0xC0) == 0x80)
+        i--;
+    uint32_t c = cp_at(u, i, end, &n);
+    if (i + n != end) { /* not one sequence: its last byte alone */
+        i = end - 1;
+        c = 0xFFFD;
+    }
+    *at = i;
+    return c;
+}
+
+static int is_ws(uint32_t c)
+{
+    return (tv_hf_class(c) & TV_HF_WS) != 0;
+}
+
+static int is_word(uint32_t c)
+{
+    return (tv_hf_class(c) & TV_HF_WORD) != 0;
+}
+
+int tv_added_single(const unsigned char *u, size_t start, size_t stop,
+                    size_t len)
+{
+    size_t at, n;
+    if (start > 0 && is_word(cp_before(u, 0, start, &at)))
+        return 0;
+    return stop == len || !is_word(cp_at(u, stop, len, &n));
+}
+
+size_t tv_added_lstrip(const unsigned char *u, size_t lo, size_t start)
+{
+    size_t at;
+    while (start > lo && is_ws(cp_before(u, lo, start, &at)))
+        start = at;
+    return start;
+}
+
+size_t tv_added_rstrip(const unsigned char *u, size_t stop, size_t len)
+{
+    size_t n;
+    while (stop < len && is_ws(cp_at(u, stop, len, &n)))
+        stop += n;
+    return stop;
+}
+
+/* --- loading --- */
+
+uint32_t tv_added_options(json_t *v)
+{
+    uint32_t f = 0;
+    f |= json_is_true(json_object_get(v, "lstrip")) ? TV_ADD_LSTRIP : 0;
+    f |= json_is_true(json_object_get(v, "rstrip")) ? TV_ADD_RSTRIP : 0;
+    f |= json_is_true(json_object_get(v, "single_word")) ? TV_ADD_SINGLE : 0;
+    f |= json_is_true(json_object_get(v, "normalized")) ? TV_ADD_NORM : 0;
+    return f;
+}
+
+int tv_added_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
+{
+    json_t *added = json_object_get(root, "added_tokens"), *v;
+    size_t k;
+    json_array_foreach(added, k, v) {
+        const char *c = json_string_value(json_object_get(v, "content"));
+        json_int_t id = json_integer_value(json_object_get(v, "id"));
+        if (!c || !json_is_integer(json_object_get(v, "id"))) {
+            snprintf(err, errlen, "added_tokens[%zu]: no content or id", k);
+            return TOKVEC_E_TOKENIZER;
+        }
+        size_t cl = strlen(c);
+        if (id < 0 || id >= TV_TOK_MAX_ID || !cl) {
+            snprintf(err, errlen, "added_tokens[%zu]: bad id or content", k);
+            return TOKVEC_E_TOKENIZER;
+        }
+        unsigned char kind = json_is_false(json_object_get(v, "special")) ? 2
+                                                                          : 1;
+        uint32_t f = tv_added_options(v);
+        tv_tok *o = (tv_tok *)tv_tok_get(t, (int32_t)id);
+        if (o) {
+            if (o->len != cl || memcmp(t->blob + o->off, c, cl)) {
+                snprintf(err, errlen,
+                         "added_tokens[%zu]: id %lld is another token", k,
+                         (long long)id);
+                return TOKVEC_E_TOKENIZER;
+            }
+        } else {
+            int rc = tv_tok_add(t, (const unsigned char *)c, cl, (int32_t)id,
+                                1);
+            if (rc)
+                return rc == TOKVEC_E_MISMATCH ? TOKVEC_E_TOKENIZER : rc;
+            o = &t->tok[t->n_tok - 1]; /* tv_tok_add appends */
+        }
+        o->special = kind | f << 8;
+    }
+    return 0;
+}
+
+/* The UTF-8 s[0..n) as a text in flight (spans: its own bytes). */
+static void text_of(const unsigned char *s, size_t n, tv_hf_text *x)
+{
+    size_t m = 0, w;
+    for (size_t i = 0; i < n; i += w) {
+        x->cp[m] = cp_at(s, i, n, &w);
+        x->a0[m] = (uint32_t)i;
+        x->a1[m] = (uint32_t)(i + w);
+        m++;
+    }
+    x->n = m;
+}
+
+static size_t put_utf8(unsigned char *o, uint32_t c)
+{
+    if (c < 0x80) {
+        o[0] = (unsigned char)c;
+        return 1;
+    }
+    size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    for (size_t k = m; k-- > 1;) {
+        o[k] = (unsigned char)(0x80 | (c & 0x3F));
+        c >>= 6;
+    }
+    o[0] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+    return m;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int32_t x = ((const tv_special *)a)->id, y = ((const tv_special *)b)->id;
+    return (x > y) - (x < y);
+}
+
+const tv_special *tv_added_norm_of(const tv_hf *h, int32_t id)
+{
+    tv_special key = {id, 0, 0, 0};
+    return h->npat ? bsearch(&key, h->npat, h->nac.npat, sizeof key, by_id)
+                   : NULL;
+}
+
+/* The normalized added tokens, their contents through the normalizer
+ * (by id: of two with the same text, the lower id is matched). */
+static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
+                         char *err, size_t errlen)
+{
+    tv_hf *h = t->hf;
+    size_t cap = 64, used = 0, m = 0;
+    h->npat = malloc(n * sizeof *h->npat);
+    h->nbytes = malloc(cap);
+    if (!h->npat || !h->nbytes)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->n_tok; i++) {
+        const tv_tok *o = &t->tok[i];
+        if (!o->special || !(TV_TOK_ADDED(o) & TV_ADD_NORM))
+            continue;
+        int cur = 0;
+        if (tv_hf_text_reserve(&b->t[0], o->len) < 0)
+            return -ENOMEM;
+        text_of(t->blob + o->off, o->len, &b->t[0]);
+        int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
+        if (rc)
+            return rc;
+        const tv_hf_text *x = &b->t[cur];
+        if (!x->n) {
+            snprintf(err, errlen,
+                     "added_tokens: \"%.40s\" (id %d) is normalized to "
+                     "nothing",
+                     (const char *)t->blob + o->off, o->id);
+            return TOKVEC_E_TOKENIZER;
+        }
+        if (used + 4 * x->n > UINT32_MAX - 1)
+            return TOKVEC_E_TOO_LARGE;
+        while (cap < used + 4 * x->n)
+            cap *= 2;
+        unsigned char *nb = realloc(h->nbytes, cap);
+        if (!nb)
+            return -ENOMEM;
+        h->nbytes = nb;
+        size_t at = used;
+        for (size_t k = 0; k < x->n; k++)
+            used += put_utf8(h->nbytes + used, x->cp[k]);
+        uint32_t f = TV_TOK_ADDED(o) |
+                     (TV_TOK_KIND(o) == 1 ? TV_ADD_SPECIAL : 0);
+        h->npat[m++] = (tv_special){o->id, (uint32_t)at, (uint32_t)(used - at),
+                                    f};
+    }
+    qsort(h->npat, m, sizeof *h->npat, by_id); /* for tv_added_norm_of */
+    h->nac.pat = h->npat;
+    h->nac.bytes = h->nbytes;
+    h->nac.npat = m;
+    return tv_acm_build(&h->nac, 0, 0);
+}
+
+int tv_added_norm_build(tokvec_tokenizer *t, char *err, size_t errlen)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_tok; i++)
+        n += (TV_TOK_ADDED(&t->tok[i]) & TV_ADD_NORM) != 0;
+    if (!n)
+        return 0;
+    tv_hf_buf *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    int rc = norm_patterns(t, b, n, err, errlen);
+    tv_hf_buf_free(b);
+    return rc;
+}
+
+void tv_added_free(tv_hf *h)
+{
+    tv_acm_free(&h->nac);
+    free(h->npat);
+    free(h->nbytes);
+}
+
+/* --- encoding --- */
+
+/* The normalized text's code points [s, e) through the rest. */
+static int piece(const tokvec_tokenizer *t, tv_hf_buf *b, size_t s, size_t e,
+                 tokvec_tok_ids *out, int offs)
+{
+    tv_hf_text *x = &b->t[0];
+    if (tv_hf_text_reserve(x, e - s) < 0)
+        return -ENOMEM;
+    memcpy(x->cp, b->nt.cp + s, (e - s) * sizeof *x->cp);
+    memcpy(x->a0, b->nt.a0 + s, (e - s) * sizeof *x->a0);
+    memcpy(x->a1, b->nt.a1 + s, (e - s) * sizeof *x->a1);
+    x->n = e - s;
+    return tv_hf_tail(t, b, 0, out, offs);
+}
+
+/* The normalized text's UTF-8 into b->nu8 (*len bytes); b->nu8ch[j]: the
+ * code point byte j starts (its index), UINT32_MAX inside one. */
+static int nt_bytes(tv_hf_buf *b, size_t *len)
+{
+    const tv_hf_text *x = &b->nt;
+    size_t need = 4 * x->n + 1;
+    if (need > b->nu8cap) {
+        size_t cap = b->nu8cap ? b->nu8cap : 256;
+        while (cap < need)
+            cap *= 2;
+        unsigned char *u = realloc(b->nu8, cap);
+        if (u)
+            b->nu8 = u;
+        uint32_t *ch = u ? realloc(b->nu8ch, cap * sizeof *ch) : NULL;
+        if (!ch)
+            return -ENOMEM;
+        b->nu8ch = ch;
+        b->nu8cap = cap;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        size_t m = put_utf8(b->nu8 + n, x->cp[i]);
+        b->nu8ch[n] = (uint32_t)i;
+        for (size_t k = 1; k < m; k++)
+            b->nu8ch[n + k] = UINT32_MAX;
+        n += m;
+    }
+    b->nu8ch[n] = (uint32_t)x->n;
+    *len = n;
+    return 0;
+}
+
+int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
+                      tokvec_tok_ids *out, unsigned flags)
+{
+    const tv_acm *a = &t->hf->nac;
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
+    tv_hf_text keep = b->nt; /* the normalized text aside */
+    b->nt = b->t[cur];
+    b->t[cur] = keep;
+    const tv_hf_text *x = &b->nt;
+    size_t len;
+    int rc = nt_bytes(b, &len);
+    size_t i = 0, pos = 0, n = x->n; /* i: code points; pos: bytes */
+    tv_sp_win win = {0, 0, 0};
+    while (rc == 0 && (i < n || pos < len)) {
+        size_t at = len, k = 0;
+        if ((all || a->nfree) && pos < len)
+            rc = tv_acm_next(a, &b->hits, &win, b->nu8, pos, len, &at, &k);
+        if (rc == 0 && at == len && i < n)
+            rc = piece(t, b, i, n, out, offs);
+        if (rc || at == len)
+            break;
+        const tv_special *p = &a->pat[k];
+        size_t s = b->nu8ch[at], e = b->nu8ch[at + p->len];
+        pos = at + p->len;
+        if ((!all && (p->flags & TV_ADD_SPECIAL)) || s == UINT32_MAX ||
+            e == UINT32_MAX)
+            continue;
+        if ((p->flags & TV_ADD_SINGLE) &&
+            ((s > 0 && is_word(x->cp[s - 1])) || (e < n && is_word(x->cp[e]))))
+            continue;
+        if (p->flags & TV_ADD_LSTRIP) { /* not into the token before */
+            while (s > i && is_ws(x->cp[s - 1]))
+                s--;
+            s = s < i ? i : s;
+        }
+        if (p->flags & TV_ADD_RSTRIP)
+            while (e < n && is_ws(x->cp[e]))
+                e++;
+        if (i < s)
+            rc = piece(t, b, i, s, out, offs);
+        if (rc == 0)
+            rc = tv_ids_reserve(out, 1, offs);
+        if (rc)
+            break;
+        if (offs) {
+            out->offsets[out->n] = x->a0[s];
+            out->stops[out->n] = x->a1[e - 1];
+        }
+        out->ids[out->n++] = p->id;
+        i = e;
+    }
+    return rc;
+}
