@@ -162,26 +162,13 @@ static void added_tokens_fields(void **s)
          ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\"},{\"id\":"
          "\"8\",\"content\":\"[Y]\"}]",
          "added_tokens[1]: no content or id"},
+        {WP_TOP, ",\"added_tokens\":[{\"id\":1,\"content\":\"[X]\"}]",
+         "added_tokens[0]: id 1 is another token"},
         {WP_TOP,
-         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-         "\"lstrip\":true}]",
-         "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
-         "normalized non-special added tokens are not supported"},
-        {WP_TOP,
-         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-         "\"rstrip\":true}]",
-         "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
-         "normalized non-special added tokens are not supported"},
-        {WP_TOP,
-         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-         "\"single_word\":true}]",
-         "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
-         "normalized non-special added tokens are not supported"},
-        {WP_TOP,
-         ",\"added_tokens\":[{\"id\":7,\"content\":\"[X]\","
-         "\"normalized\":true,\"special\":false}]",
-         "added_tokens[0] (\"[X]\"): lstrip, rstrip, single_word and "
-         "normalized non-special added tokens are not supported"},
+         ",\"normalizer\":{\"type\":\"Strip\",\"strip_left\":true,"
+         "\"strip_right\":true},\"added_tokens\":[{\"id\":7,"
+         "\"content\":\" \",\"normalized\":true}]",
+         "added_tokens: \" \" (id 7) is normalized to nothing"},
         {WP_TOP, ",\"added_tokens\":[{\"id\":-1,\"content\":\"[X]\"}]",
          "added_tokens[0]: bad id or content"},
         {WP_TOP, ",\"added_tokens\":[{\"id\":16777216,\"content\":\"[X]\"}]",

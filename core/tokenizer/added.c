@@ -216,8 +216,9 @@ static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
         const tv_hf_text *x = &b->t[cur];
         if (!x->n) {
             snprintf(err, errlen,
-                     "added_tokens: \"%.40s\" (id %d) is normalized to "
+                     "added_tokens: \"%.*s\" (id %d) is normalized to "
                      "nothing",
+                     (int)(o->len < 40 ? o->len : 40),
                      (const char *)t->blob + o->off, o->id);
             return TOKVEC_E_TOKENIZER;
         }
