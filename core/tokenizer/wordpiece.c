@@ -24,6 +24,7 @@
 #include "tok_hf.h"
 
 #define EMPTY_SLOT (-1)
+#define PREFIX_ONLY (-2)
 
 void tv_hf_buf_free(tv_hf_buf *b)
 {
@@ -71,7 +72,8 @@ static inline size_t slot_of(uint64_t h, size_t mask)
     return (size_t)(h >> 20) & mask;
 }
 
-/* The token of n bytes p with hash hv in map m; -1 if none. */
+/* The token of n bytes p with hash hv in map m; -1 if none, PREFIX_ONLY
+ * when p is no token but begins one. */
 static int32_t map_get(const tokvec_tokenizer *t, const tv_wp_slot *m,
                        size_t mask, uint64_t hv, const unsigned char *p,
                        size_t n)
@@ -97,7 +99,8 @@ static int32_t map_get(const tokvec_tokenizer *t, const tv_wp_slot *m,
 }
 
 /* key: n bytes at blob offset at (a long key keeps its offset and size in
- * the slot's key bytes instead of the bytes). */
+ * the slot's key bytes instead of the bytes); id PREFIX_ONLY marks a
+ * proper prefix of some token that is no token itself. */
 static void map_put(const tokvec_tokenizer *t, tv_wp_slot *m, size_t mask,
                     uint64_t hv, int32_t id, uint32_t at, size_t n)
 {
@@ -116,6 +119,43 @@ static void map_put(const tokvec_tokenizer *t, tv_wp_slot *m, size_t mask,
     }
 }
 
+/* One of the two maps being built: its slots, mask and keys held. */
+typedef struct wmap {
+    tv_wp_slot *m;
+    size_t mask, n;
+} wmap;
+
+/* Adds key (as map_put) unless it is there; grows the map past half
+ * full. A prefix entry never replaces a token. */
+static int wmap_add(const tokvec_tokenizer *t, wmap *w, uint64_t hv,
+                    int32_t id, uint32_t at, size_t n)
+{
+    if (map_get(t, w->m, w->mask, hv, t->blob + at, n) != -1)
+        return 0;
+    if ((w->n + 1) * 2 > w->mask + 1) {
+        size_t size = (w->mask + 1) * 2;
+        tv_wp_slot *m = malloc(size * sizeof *m);
+        if (!m)
+            return -ENOMEM;
+        for (size_t k = 0; k < size; k++)
+            m[k].id = EMPTY_SLOT;
+        for (size_t k = 0; k <= w->mask; k++) {
+            if (w->m[k].id == EMPTY_SLOT)
+                continue;
+            size_t j = slot_of(w->m[k].hash, size - 1);
+            while (m[j].id != EMPTY_SLOT)
+                j = (j + 1) & (size - 1);
+            m[j] = w->m[k];
+        }
+        free(w->m);
+        w->m = m;
+        w->mask = size - 1;
+    }
+    map_put(t, w->m, w->mask, hv, id, at, n);
+    w->n++;
+    return 0;
+}
+
 static uint64_t hash_of(const unsigned char *p, size_t n)
 {
     uint64_t h = FNV0;
@@ -124,39 +164,65 @@ static uint64_t hash_of(const unsigned char *p, size_t n)
     return h;
 }
 
-/* Both maps, from the tokens model.vocab gave (all of tok[] so far). */
+/* Every proper prefix of the n bytes at blob offset at that ends at a
+ * character boundary, as PREFIX_ONLY (the forward walk of word() stops
+ * where no token goes on). */
+static int add_prefixes(const tokvec_tokenizer *t, wmap *w, uint32_t at,
+                        size_t n)
+{
+    const unsigned char *b = t->blob + at;
+    uint64_t hv = FNV0;
+    for (size_t m = 1; m < n; m++) {
+        hv = fnv(hv, b[m - 1]);
+        if ((b[m] & 0xC0) == 0x80)
+            continue;
+        int rc = wmap_add(t, w, hv, PREFIX_ONLY, at, m);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Both maps, from the tokens model.vocab gave (all of tok[] so far): the
+ * tokens first, then their prefixes. */
 static int maps_build(tokvec_tokenizer *t, tv_hf *h)
 {
     size_t count = t->n_tok, size = 16;
     while (size < count * 2)
         size *= 2;
-    h->whole = malloc(size * sizeof *h->whole);
-    h->cont = malloc(size * sizeof *h->cont);
-    if (!h->whole || !h->cont)
-        return -ENOMEM;
-    for (size_t k = 0; k < size; k++)
-        h->whole[k].id = h->cont[k].id = EMPTY_SLOT;
-    h->wmask = h->cmask = size - 1;
-    for (size_t i = 0; i < t->n_tok; i++) {
-        const tv_tok *o = &t->tok[i];
-        size_t n = o->len;
-        const unsigned char *b = t->blob + o->off;
-        map_put(t, h->whole, h->wmask, hash_of(b, n), o->id, o->off, n);
-        if (n > h->max_len)
-            h->max_len = n;
-        if (n <= 64)
-            h->lens_w |= 1ull << (n - 1);
-        if (n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
-            continue;
-        size_t m = n - h->nprefix;
-        map_put(t, h->cont, h->cmask, hash_of(b + h->nprefix, m), o->id,
-                o->off + (uint32_t)h->nprefix, m);
-        if (m > h->max_cont)
-            h->max_cont = m;
-        if (m <= 64)
-            h->lens_c |= 1ull << (m - 1);
-    }
-    return 0;
+    wmap w = {malloc(size * sizeof *w.m), size - 1, 0};
+    wmap c = {malloc(size * sizeof *c.m), size - 1, 0};
+    int rc = w.m && c.m ? 0 : -ENOMEM;
+    for (size_t k = 0; rc == 0 && k < size; k++)
+        w.m[k].id = c.m[k].id = EMPTY_SLOT;
+    for (int pass = 0; pass < 2 && rc == 0; pass++)
+        for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
+            const tv_tok *o = &t->tok[i];
+            size_t n = o->len;
+            const unsigned char *b = t->blob + o->off;
+            rc = pass ? add_prefixes(t, &w, o->off, n)
+                      : wmap_add(t, &w, hash_of(b, n), o->id, o->off, n);
+            if (!pass && n > h->max_len)
+                h->max_len = n;
+            if (!pass && n <= 64)
+                h->lens_w |= 1ull << (n - 1);
+            if (rc || n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
+                continue;
+            size_t m = n - h->nprefix;
+            uint32_t at = o->off + (uint32_t)h->nprefix;
+            rc = pass ? add_prefixes(t, &c, at, m)
+                      : wmap_add(t, &c, hash_of(b + h->nprefix, m), o->id, at,
+                                 m);
+            if (!pass && m > h->max_cont)
+                h->max_cont = m;
+            if (!pass && m <= 64)
+                h->lens_c |= 1ull << (m - 1);
+        }
+    h->whole = w.m;
+    h->cont = c.m;
+    h->wmask = w.mask;
+    h->cmask = c.mask;
+    return rc;
 }
 
 /* --- loading --- */
@@ -416,18 +482,32 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         size_t lim = start ? h->max_cont : h->max_len;
         size_t end = len - start > lim ? start + lim : len;
         uint64_t hv = FNV0, lens = start ? h->lens_c : h->lens_w;
+        const tv_wp_slot *m = start ? h->cont : h->whole;
+        size_t mask = start ? h->cmask : h->wmask;
         for (size_t j = start; j < end; j++)
             ph[j - start + 1] = hv = fnv(hv, u[j]);
+        /* the whole rest first (most words are one token), then forward
+         * while some token begins with the bytes so far: the last token
+         * seen is the longest match */
         int32_t id = -1;
-        for (; end > start; end--) {
-            size_t n = end - start;
-            if (b->u8ch[end] == UINT32_MAX ||
-                (n <= 64 && !(lens >> (n - 1) & 1)))
-                continue;
-            id = start ? map_get(t, h->cont, h->cmask, ph[n], u + start, n)
-                       : map_get(t, h->whole, h->wmask, ph[n], u, n);
-            if (id >= 0)
-                break;
+        while (end > start && b->u8ch[end] == UINT32_MAX)
+            end--;
+        size_t n = end - start;
+        if (n && (n > 64 || (lens >> (n - 1) & 1)))
+            id = map_get(t, m, mask, ph[n], u + start, n);
+        if (id < 0) {
+            size_t stop = end, j = start + 1;
+            end = start;
+            for (; j < stop; j++) {
+                if (b->u8ch[j] == UINT32_MAX)
+                    continue;
+                int32_t r = map_get(t, m, mask, ph[j - start], u + start,
+                                    j - start);
+                if (r == EMPTY_SLOT)
+                    break;
+                if (r >= 0)
+                    id = r, end = j;
+            }
         }
         if (id < 0) {
             out->n = n0;
