@@ -330,6 +330,38 @@ size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,
     }
 }
 
+/* Printable ASCII but '/': no piece reaches past a newline into it. */
+static int cut_char(unsigned char c)
+{
+    return c > 0x20 && c < 0x7F && c != '/';
+}
+
+/* Why a cut between "X\n" and "Y" (X, Y printable ASCII, Y not '/') is
+ * safe, pattern by pattern: the white space there is the newline alone,
+ * which every pattern makes a piece of its own (\s+(?!\S) fails before
+ * Y and \s+ takes it; at the end of the left half \s+(?!\S) takes the
+ * same one character; cl100k's, qwen2's and o200k's \s*[\r\n]+ comes
+ * first), unless punctuation X takes it as its [\r\n]* (cl100k, qwen2)
+ * or [\r\n/]* tail (o200k: hence not before '/'), which ends there too;
+ * no prefix ([^\r\n\p{L}\p{N}]?, ' ?') is a newline; the only
+ * look-ahead, (?!\S), is at the end of white space; and nothing looks
+ * behind, so the scan from the cut finds what the whole text's scan
+ * finds there. */
+size_t tv_split_cut(const unsigned char *s, size_t from, size_t len)
+{
+    size_t i = from > 2 ? from : 2;
+    while (i < len) {
+        const unsigned char *nl = memchr(s + i - 1, '\n', len - i);
+        if (!nl)
+            return len;
+        i = (size_t)(nl - s) + 1;
+        if (cut_char(s[i - 2]) && cut_char(s[i]))
+            return i;
+        i++;
+    }
+    return len;
+}
+
 static const struct {
     const char *name;
     tv_pattern pat;
