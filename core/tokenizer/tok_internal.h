@@ -136,6 +136,7 @@ struct tokvec_tok_state {
     uint64_t *bmess;            /* buckets whose keys came out of order */
     uint32_t cb, ci;            /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
+    struct tv_small_ent *small; /* recent short pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
     /* special tokens (tok_special.c): where they start in a window of
      * the text, (offset << 32 | index in sp), last first */
