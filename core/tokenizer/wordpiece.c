@@ -24,7 +24,6 @@
 #include "tok_hf.h"
 
 #define EMPTY_SLOT (-1)
-#define PREFIX_ONLY (-2)
 
 void tv_hf_buf_free(tv_hf_buf *b)
 {
@@ -52,6 +51,8 @@ void tv_hf_free(tv_hf *h)
     free(h->prefix);
     free(h->whole);
     free(h->cont);
+    for (int k = 0; k < 4; k++)
+        free(h->filter[k]);
     free(h);
 }
 
@@ -72,8 +73,7 @@ static inline size_t slot_of(uint64_t h, size_t mask)
     return (size_t)(h >> 20) & mask;
 }
 
-/* The token of n bytes p with hash hv in map m; -1 if none, PREFIX_ONLY
- * when p is no token but begins one. */
+/* The token of n bytes p with hash hv in map m; -1 if none. */
 static int32_t map_get(const tokvec_tokenizer *t, const tv_wp_slot *m,
                        size_t mask, uint64_t hv, const unsigned char *p,
                        size_t n)
@@ -99,8 +99,7 @@ static int32_t map_get(const tokvec_tokenizer *t, const tv_wp_slot *m,
 }
 
 /* key: n bytes at blob offset at (a long key keeps its offset and size in
- * the slot's key bytes instead of the bytes); id PREFIX_ONLY marks a
- * proper prefix of some token that is no token itself. */
+ * the slot's key bytes instead of the bytes). */
 static void map_put(const tokvec_tokenizer *t, tv_wp_slot *m, size_t mask,
                     uint64_t hv, int32_t id, uint32_t at, size_t n)
 {
@@ -126,7 +125,7 @@ typedef struct wmap {
 } wmap;
 
 /* Adds key (as map_put) unless it is there; grows the map past half
- * full. A prefix entry never replaces a token. */
+ * full. */
 static int wmap_add(const tokvec_tokenizer *t, wmap *w, uint64_t hv,
                     int32_t id, uint32_t at, size_t n)
 {
@@ -164,27 +163,41 @@ static uint64_t hash_of(const unsigned char *p, size_t n)
     return h;
 }
 
-/* Every proper prefix of the n bytes at blob offset at that ends at a
- * character boundary, as PREFIX_ONLY (the forward walk of word() stops
- * where no token goes on). */
-static int add_prefixes(const tokvec_tokenizer *t, wmap *w, uint32_t at,
-                        size_t n)
+#define FILTER_BITS 20 /* 2^20 bits (128 KB) a filter */
+
+static inline size_t bit_of(uint64_t h)
 {
-    const unsigned char *b = t->blob + at;
-    uint64_t hv = FNV0;
-    for (size_t m = 1; m < n; m++) {
-        hv = fnv(hv, b[m - 1]);
-        if ((b[m] & 0xC0) == 0x80)
-            continue;
-        int rc = wmap_add(t, w, hv, PREFIX_ONLY, at, m);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> (64 - FILTER_BITS));
 }
 
-/* Both maps, from the tokens model.vocab gave (all of tok[] so far): the
- * tokens first, then their prefixes. */
+static inline int has_bit(const uint64_t *f, uint64_t h)
+{
+    size_t b = bit_of(h);
+    return (int)(f[b / 64] >> (b % 64) & 1);
+}
+
+static inline void set_bit(uint64_t *f, uint64_t h)
+{
+    size_t b = bit_of(h);
+    f[b / 64] |= 1ull << (b % 64);
+}
+
+/* The n bytes p into filters f[0] (them) and f[1] (every proper prefix
+ * that ends at a character boundary). */
+static void filter_add(uint64_t *const f[2], const unsigned char *p, size_t n)
+{
+    uint64_t hv = FNV0;
+    for (size_t m = 1; m <= n; m++) {
+        hv = fnv(hv, p[m - 1]);
+        if (m == n)
+            set_bit(f[0], hv);
+        else if ((p[m] & 0xC0) != 0x80)
+            set_bit(f[1], hv);
+    }
+}
+
+/* Both maps, from the tokens model.vocab gave (all of tok[] so far), and
+ * their filters. */
 static int maps_build(tokvec_tokenizer *t, tv_hf *h)
 {
     size_t count = t->n_tok, size = 16;
@@ -193,31 +206,34 @@ static int maps_build(tokvec_tokenizer *t, tv_hf *h)
     wmap w = {malloc(size * sizeof *w.m), size - 1, 0};
     wmap c = {malloc(size * sizeof *c.m), size - 1, 0};
     int rc = w.m && c.m ? 0 : -ENOMEM;
+    for (int k = 0; k < 4; k++) {
+        h->filter[k] = calloc((1u << FILTER_BITS) / 64, sizeof(uint64_t));
+        if (!h->filter[k])
+            rc = -ENOMEM;
+    }
     for (size_t k = 0; rc == 0 && k < size; k++)
         w.m[k].id = c.m[k].id = EMPTY_SLOT;
-    for (int pass = 0; pass < 2 && rc == 0; pass++)
-        for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
-            const tv_tok *o = &t->tok[i];
-            size_t n = o->len;
-            const unsigned char *b = t->blob + o->off;
-            rc = pass ? add_prefixes(t, &w, o->off, n)
-                      : wmap_add(t, &w, hash_of(b, n), o->id, o->off, n);
-            if (!pass && n > h->max_len)
-                h->max_len = n;
-            if (!pass && n <= 64)
-                h->lens_w |= 1ull << (n - 1);
-            if (rc || n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
-                continue;
-            size_t m = n - h->nprefix;
-            uint32_t at = o->off + (uint32_t)h->nprefix;
-            rc = pass ? add_prefixes(t, &c, at, m)
-                      : wmap_add(t, &c, hash_of(b + h->nprefix, m), o->id, at,
-                                 m);
-            if (!pass && m > h->max_cont)
-                h->max_cont = m;
-            if (!pass && m <= 64)
-                h->lens_c |= 1ull << (m - 1);
-        }
+    for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
+        const tv_tok *o = &t->tok[i];
+        size_t n = o->len;
+        const unsigned char *b = t->blob + o->off;
+        rc = wmap_add(t, &w, hash_of(b, n), o->id, o->off, n);
+        filter_add(h->filter, b, n);
+        if (n > h->max_len)
+            h->max_len = n;
+        if (n <= 64)
+            h->lens_w |= 1ull << (n - 1);
+        if (rc || n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
+            continue;
+        size_t m = n - h->nprefix;
+        uint32_t at = o->off + (uint32_t)h->nprefix;
+        rc = wmap_add(t, &c, hash_of(b + h->nprefix, m), o->id, at, m);
+        filter_add(h->filter + 2, b + h->nprefix, m);
+        if (m > h->max_cont)
+            h->max_cont = m;
+        if (m <= 64)
+            h->lens_c |= 1ull << (m - 1);
+    }
     h->whole = w.m;
     h->cont = c.m;
     h->wmask = w.mask;
@@ -361,10 +377,44 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
     return rc;
 }
 
-/* Checks once the token table is final (tok_load.c). */
+enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD };
+
+/* Once the token table is final (tok_load.c, WordPiece only): the ASCII
+ * table of BertNormalizer (normalize.c's bert_fused on ASCII: clean_text
+ * drops NUL, DEL and the controls but tab, LF and CR, which become
+ * spaces; lowercase) and BertPreTokenizer (pretok.c's bert: white space
+ * splits and goes, ASCII punctuation is a word of its own), when the
+ * pipeline is exactly those two (either may be missing). */
 int tv_wp_finish(tokvec_tokenizer *t)
 {
-    (void)t;
+    tv_hf *h = t->hf;
+    unsigned f = 0;
+    if (h->nnorm > 1 || (h->nnorm && h->norm[0].kind != TV_N_BERT) ||
+        h->npre > 1 || (h->npre && h->pre[0].kind != TV_P_BERT))
+        return 0;
+    if (h->nnorm)
+        f = h->norm[0].flags;
+    for (unsigned c = 0; c < 128; c++) {
+        unsigned m = c, tnr = c == '\t' || c == '\n' || c == '\r';
+        h->amap[c] = (unsigned char)c;
+        if ((f & TV_NB_CLEAN) && (c == 0 || c == 0x7F || (c < 0x20 && !tnr))) {
+            h->acls[c] = TV_A_DROP;
+            continue;
+        }
+        if ((f & TV_NB_CLEAN) && tnr)
+            m = ' ';
+        if ((f & TV_NB_LOWER) && m >= 'A' && m <= 'Z')
+            m += 32;
+        int ws = m == ' ' || (m >= 9 && m <= 13);
+        int pu = (m >= 33 && m <= 47) || (m >= 58 && m <= 64) ||
+                 (m >= 91 && m <= 96) || (m >= 123 && m <= 126);
+        h->amap[c] = (unsigned char)m;
+        h->acls[c] = !h->npre ? TV_A_WORD
+                     : ws     ? TV_A_WS
+                     : pu     ? TV_A_PUNCT
+                              : TV_A_WORD;
+    }
+    h->ascii_fast = 1;
     return 0;
 }
 
@@ -487,13 +537,16 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         for (size_t j = start; j < end; j++)
             ph[j - start + 1] = hv = fnv(hv, u[j]);
         /* the whole rest first (most words are one token), then forward
-         * while some token begins with the bytes so far: the last token
+         * while some token may begin with the bytes so far (the filters:
+         * the map is asked only where a token may end): the last token
          * seen is the longest match */
+        const uint64_t *ft = h->filter[start ? 2 : 0];
+        const uint64_t *fp = h->filter[start ? 3 : 1];
         int32_t id = -1;
         while (end > start && b->u8ch[end] == UINT32_MAX)
             end--;
         size_t n = end - start;
-        if (n && (n > 64 || (lens >> (n - 1) & 1)))
+        if (n && (n > 64 || (lens >> (n - 1) & 1)) && has_bit(ft, ph[n]))
             id = map_get(t, m, mask, ph[n], u + start, n);
         if (id < 0) {
             size_t stop = end, j = start + 1;
@@ -501,12 +554,14 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
             for (; j < stop; j++) {
                 if (b->u8ch[j] == UINT32_MAX)
                     continue;
-                int32_t r = map_get(t, m, mask, ph[j - start], u + start,
-                                    j - start);
-                if (r == EMPTY_SLOT)
-                    break;
+                uint64_t hj = ph[j - start];
+                int32_t r = has_bit(ft, hj)
+                                ? map_get(t, m, mask, hj, u + start, j - start)
+                                : -1;
                 if (r >= 0)
                     id = r, end = j;
+                if (!has_bit(fp, hj))
+                    break;
             }
         }
         if (id < 0) {
@@ -520,19 +575,61 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
     return 0;
 }
 
-int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                  const unsigned char *u, size_t i, size_t end,
-                  tokvec_tok_ids *out, int offs)
+static int add_word(tv_hf_buf *b, size_t s, size_t e)
+{
+    if (b->wn[0] == b->wcap[0]) {
+        size_t cap = b->wcap[0] ? b->wcap[0] * 2 : 64;
+        tv_hf_range *w = realloc(b->w[0], cap * sizeof *w);
+        if (!w)
+            return -ENOMEM;
+        b->w[0] = w;
+        b->wcap[0] = cap;
+    }
+    b->w[0][b->wn[0]++] = (tv_hf_range){s, e};
+    return 0;
+}
+
+/* An ASCII stretch in one pass (tv_wp_finish's tables): the normalized
+ * characters of the words only (white space is not kept), each with its
+ * byte as its span, and the words, as the three stages give them. */
+static int ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
+                       size_t i, size_t end)
+{
+    tv_hf_text *x = &b->t[0];
+    size_t n = 0, w = 0;
+    b->wn[0] = 0;
+    if (tv_hf_text_reserve(x, end - i) < 0)
+        return -ENOMEM;
+    for (size_t j = i; j < end; j++) {
+        unsigned c = u[j], k = h->acls[c];
+        if (k == TV_A_DROP)
+            continue;
+        if (k != TV_A_WORD && n > w && add_word(b, w, n) < 0)
+            return -ENOMEM;
+        if (k == TV_A_WS) {
+            w = n;
+            continue;
+        }
+        x->cp[n] = h->amap[c];
+        x->a0[n] = (uint32_t)j;
+        x->a1[n] = (uint32_t)j + 1;
+        n++;
+        if (k == TV_A_PUNCT) {
+            if (add_word(b, n - 1, n) < 0)
+                return -ENOMEM;
+            w = n;
+        }
+    }
+    x->n = n;
+    return n > w ? add_word(b, w, n) : 0;
+}
+
+/* u[i..end) through every stage, one after the other. */
+static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
+                       const unsigned char *u, size_t i, size_t end,
+                       tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
-    if (i >= end)
-        return 0;
-    if (!s->hf) {
-        s->hf = calloc(1, sizeof *s->hf);
-        if (!s->hf)
-            return -ENOMEM;
-    }
-    tv_hf_buf *b = s->hf;
     int cur = 0;
     if (tv_hf_text_reserve(&b->t[0], end - i) < 0)
         return -ENOMEM;
@@ -546,4 +643,68 @@ int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
     for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
         rc = word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
     return rc;
+}
+
+/* u[i..end) by stretches between ASCII white space: runs of ASCII ones
+ * through ascii_words, the others through every stage. Exact because
+ * white space ends a word and no normalizer step of BertNormalizer looks
+ * past a character of combining class 0 (NFD's reordering stops there). */
+static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
+                        const unsigned char *u, size_t i, size_t end,
+                        tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    size_t ps = i, cs = i; /* the pending run, the current chunk */
+    int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
+    for (size_t j = i;; j++) {
+        if (j < end && (u[j] >= 0x80 || h->acls[u[j]] != TV_A_WS)) {
+            ca &= u[j] < 0x80;
+            continue;
+        }
+        if (j == cs && pa >= 0) { /* no chunk: the run goes on */
+            if (j >= end)
+                break;
+            cs = j + 1;
+            continue;
+        }
+        if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
+            int rc = pa ? ascii_words(h, b, u, ps, cs)
+                        : stretch_all(t, b, u, ps, cs, out, offs);
+            for (size_t k = 0; rc == 0 && pa && k < b->wn[0]; k++)
+                rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out,
+                          offs);
+            if (rc)
+                return rc;
+            pa = -1;
+        }
+        if (pa < 0) {
+            pa = ca;
+            ps = cs;
+        }
+        if (j >= end)
+            break;
+        cs = j + 1;
+        ca = 1;
+    }
+    int rc = pa ? ascii_words(h, b, u, ps, end)
+                : stretch_all(t, b, u, ps, end, out, offs);
+    for (size_t k = 0; rc == 0 && pa && k < b->wn[0]; k++)
+        rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
+    return rc;
+}
+
+int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const unsigned char *u, size_t i, size_t end,
+                  tokvec_tok_ids *out, int offs)
+{
+    if (i >= end)
+        return 0;
+    if (!s->hf) {
+        s->hf = calloc(1, sizeof *s->hf);
+        if (!s->hf)
+            return -ENOMEM;
+    }
+    if (t->hf->ascii_fast)
+        return stretch_fast(t, s->hf, u, i, end, out, offs);
+    return stretch_all(t, s->hf, u, i, end, out, offs);
 }
