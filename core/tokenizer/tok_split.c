@@ -43,17 +43,11 @@ typedef struct ch {
     unsigned set; /* B(class) */
 } ch;
 
-/* Decodes the character at i < end (strict UTF-8: no overlongs, no
- * surrogates, nothing past U+10FFFF). */
-static inline ch at(const unsigned char *s, size_t i, size_t end)
+/* The character at i < end when it is not ASCII (at()). */
+static ch at_multi(const unsigned char *s, size_t i, size_t end)
 {
     unsigned c = s[i];
     ch r = {0xFFFFFFFFu, 1, B(C_OTHER)};
-    if (c < 0x80) {
-        r.cp = c;
-        r.set = B(tv_ucd_stage2[c]);
-        return r;
-    }
     size_t left = end - i;
     uint32_t cp;
     unsigned n;
@@ -80,6 +74,18 @@ static inline ch at(const unsigned char *s, size_t i, size_t end)
     r.len = n;
     r.set = B(tv_ucd_class(cp));
     return r;
+}
+
+/* Decodes the character at i < end (strict UTF-8: no overlongs, no
+ * surrogates, nothing past U+10FFFF); ASCII inline. */
+static inline ch at(const unsigned char *s, size_t i, size_t end)
+{
+    unsigned c = s[i];
+    if (c < 0x80) {
+        ch r = {c, 1, B(tv_ucd_stage2[c])};
+        return r;
+    }
+    return at_multi(s, i, end);
 }
 
 /* End of the run of characters in set starting at i. */

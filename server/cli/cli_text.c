@@ -118,17 +118,34 @@ static int read_all(FILE *f, char **buf, size_t *len)
     return 0;
 }
 
+/* v in decimal at buf + n, two digits a step; the new n. */
 static size_t put_num(char *buf, size_t n, uint64_t v)
 {
+    static const char pairs[201] = "00010203040506070809"
+                                   "10111213141516171819"
+                                   "20212223242526272829"
+                                   "30313233343536373839"
+                                   "40414243444546474849"
+                                   "50515253545556575859"
+                                   "60616263646566676869"
+                                   "70717273747576777879"
+                                   "80818283848586878889"
+                                   "90919293949596979899";
     char d[24];
-    int m = 0;
-    do {
-        d[m++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (m)
-        buf[n++] = d[--m];
-    return n;
+    int m = 24;
+    while (v >= 100) {
+        m -= 2;
+        memcpy(d + m, pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        m -= 2;
+        memcpy(d + m, pairs + 2 * v, 2);
+    } else {
+        d[--m] = (char)('0' + v);
+    }
+    memcpy(buf + n, d + m, (size_t)(24 - m));
+    return n + (size_t)(24 - m);
 }
 
 /* [[id, start, stop], ...] and a newline. */
