@@ -4,9 +4,10 @@
 # the Rust library as a native module, its default thread pool), as whole
 # processes (start-up, loading the tokenizer.json, reading, encoding,
 # printing one id array a line), best of 3 each, on ~10 MB of JSON lines:
-# the mixed-language text of tokbench.sh by lines, and one line holding a
-# single 10 MB word; tokvec on one thread (--threads 1) and on every CPU
-# (the default: blocks of lines). Wall and CPU (user + system) seconds;
+# the mixed-language text of tokbench.sh by lines, one line holding a
+# single 10 MB word, and one line of 2.5 million CJK characters outside
+# the vocabulary (each a word of its own: [UNK] each); tokvec on one
+# thread (--threads 1) and on every CPU (the default: blocks of lines). Wall and CPU (user + system) seconds;
 # MB/s per core is bytes over CPU seconds. The outputs must be the same
 # ids. Writes bench/results/tokenize-wordpiece.md.
 # Env: BUILD (build), ORACLE (build/oracle: node_modules), BEFORE
@@ -19,6 +20,13 @@ TOK=tests/data/bge/tokenizer.json
 out=$BUILD/bench/tok
 mkdir -p "$out" bench/results
 bench/mktext.sh "$out/mixed.txt"
+unk=$out/unk.jsonl
+[ -s "$unk" ] || python3 -c '
+import random, sys
+r = random.Random(7)
+w = "".join(chr(r.randrange(0x20000, 0x2A6E0)) for _ in range(2500000))
+open(sys.argv[1], "w", encoding="utf-8").write("\"" + w + "\"\n")
+' "$unk"
 lines=$out/mixed.jsonl
 long=$out/long.jsonl
 [ -s "$lines" ] || python3 -c '
@@ -56,7 +64,7 @@ row() { # name bytes "wall cpu" base_wall
     echo "bge's tokenizer.json (BertNormalizer, BertPreTokenizer, WordPiece);"
     echo "whole processes, best of 3 by wall time; HF: encodeBatch of all"
     echo "lines on its default thread pool. MB/s per core: bytes / CPU time."
-    for f in "$lines" "$long"; do
+    for f in "$lines" "$long" "$unk"; do
         bytes=$(stat -c %s "$f")
         name=tokvec; tv=$(best "$BUILD/tokvec" tokenize --jsonl --tokenizer "$TOK" "$f")
         name=tokvec1; tv1=$(best "$BUILD/tokvec" tokenize --threads 1 --jsonl --tokenizer "$TOK" "$f")
