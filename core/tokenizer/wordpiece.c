@@ -118,43 +118,6 @@ static void map_put(const tokvec_tokenizer *t, tv_wp_slot *m, size_t mask,
     }
 }
 
-/* One of the two maps being built: its slots, mask and keys held. */
-typedef struct wmap {
-    tv_wp_slot *m;
-    size_t mask, n;
-} wmap;
-
-/* Adds key (as map_put) unless it is there; grows the map past half
- * full. */
-static int wmap_add(const tokvec_tokenizer *t, wmap *w, uint64_t hv,
-                    int32_t id, uint32_t at, size_t n)
-{
-    if (map_get(t, w->m, w->mask, hv, t->blob + at, n) != -1)
-        return 0;
-    if ((w->n + 1) * 2 > w->mask + 1) {
-        size_t size = (w->mask + 1) * 2;
-        tv_wp_slot *m = malloc(size * sizeof *m);
-        if (!m)
-            return -ENOMEM;
-        for (size_t k = 0; k < size; k++)
-            m[k].id = EMPTY_SLOT;
-        for (size_t k = 0; k <= w->mask; k++) {
-            if (w->m[k].id == EMPTY_SLOT)
-                continue;
-            size_t j = slot_of(w->m[k].hash, size - 1);
-            while (m[j].id != EMPTY_SLOT)
-                j = (j + 1) & (size - 1);
-            m[j] = w->m[k];
-        }
-        free(w->m);
-        w->m = m;
-        w->mask = size - 1;
-    }
-    map_put(t, w->m, w->mask, hv, id, at, n);
-    w->n++;
-    return 0;
-}
-
 static uint64_t hash_of(const unsigned char *p, size_t n)
 {
     uint64_t h = FNV0;
@@ -197,48 +160,44 @@ static void filter_add(uint64_t *const f[2], const unsigned char *p, size_t n)
 }
 
 /* Both maps, from the tokens model.vocab gave (all of tok[] so far), and
- * their filters. */
+ * their filters (freed with the handle, tv_hf_free, on failure too). */
 static int maps_build(tokvec_tokenizer *t, tv_hf *h)
 {
     size_t count = t->n_tok, size = 16;
     while (size < count * 2)
         size *= 2;
-    wmap w = {malloc(size * sizeof *w.m), size - 1, 0};
-    wmap c = {malloc(size * sizeof *c.m), size - 1, 0};
-    int rc = w.m && c.m ? 0 : -ENOMEM;
-    for (int k = 0; k < 4; k++) {
+    h->whole = malloc(size * sizeof *h->whole);
+    h->cont = malloc(size * sizeof *h->cont);
+    for (int k = 0; k < 4; k++)
         h->filter[k] = calloc((1u << FILTER_BITS) / 64, sizeof(uint64_t));
-        if (!h->filter[k])
-            rc = -ENOMEM;
-    }
-    for (size_t k = 0; rc == 0 && k < size; k++)
-        w.m[k].id = c.m[k].id = EMPTY_SLOT;
-    for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
+    if (!h->whole || !h->cont || !h->filter[0] || !h->filter[1] ||
+        !h->filter[2] || !h->filter[3])
+        return -ENOMEM;
+    for (size_t k = 0; k < size; k++)
+        h->whole[k].id = h->cont[k].id = EMPTY_SLOT;
+    h->wmask = h->cmask = size - 1;
+    for (size_t i = 0; i < t->n_tok; i++) {
         const tv_tok *o = &t->tok[i];
         size_t n = o->len;
         const unsigned char *b = t->blob + o->off;
-        rc = wmap_add(t, &w, hash_of(b, n), o->id, o->off, n);
+        map_put(t, h->whole, h->wmask, hash_of(b, n), o->id, o->off, n);
         filter_add(h->filter, b, n);
         if (n > h->max_len)
             h->max_len = n;
         if (n <= 64)
             h->lens_w |= 1ull << (n - 1);
-        if (rc || n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
+        if (n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
             continue;
         size_t m = n - h->nprefix;
-        uint32_t at = o->off + (uint32_t)h->nprefix;
-        rc = wmap_add(t, &c, hash_of(b + h->nprefix, m), o->id, at, m);
+        map_put(t, h->cont, h->cmask, hash_of(b + h->nprefix, m), o->id,
+                o->off + (uint32_t)h->nprefix, m);
         filter_add(h->filter + 2, b + h->nprefix, m);
         if (m > h->max_cont)
             h->max_cont = m;
         if (m <= 64)
             h->lens_c |= 1ull << (m - 1);
     }
-    h->whole = w.m;
-    h->cont = c.m;
-    h->wmask = w.mask;
-    h->cmask = c.mask;
-    return rc;
+    return 0;
 }
 
 /* --- loading --- */
