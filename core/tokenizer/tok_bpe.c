@@ -320,12 +320,12 @@ int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
     return 0;
 }
 
-/* Sized by the tokens (room for 4 pairs a token: real vocabularies have
- * fewer, and probes stay short; the map grows past that), not by their
- * ids. */
+/* Sized by the tokens (room for 2.5 pairs a token: GPT-2 has 2.2, and
+ * the map grows past that; a smaller map is fewer cache misses), not by
+ * their ids. */
 int tv_pmap_from_ranks(tokvec_tokenizer *t)
 {
-    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 4);
+    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 5 / 2);
     for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
         const tv_tok *o = &t->tok[i];
         if (o->special || o->len < 2)

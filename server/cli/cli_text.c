@@ -144,8 +144,9 @@ static size_t put_num(char *buf, size_t n, uint64_t v)
     } else {
         d[--m] = (char)('0' + v);
     }
-    memcpy(buf + n, d + m, (size_t)(24 - m));
-    return n + (size_t)(24 - m);
+    while (m < 24) /* a few bytes: no call */
+        buf[n++] = d[m++];
+    return n;
 }
 
 /* [[id, start, stop], ...] and a newline. */
