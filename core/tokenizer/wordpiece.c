@@ -6,9 +6,14 @@
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
  * points is unk_token whole; else greedy longest match from the left, the
  * pieces after the first looked up with continuing_subword_prefix; when
- * some position matches nothing the whole word is unk_token. Lookups are
- * bounded by the longest token, so a word costs O(length x longest
- * token) at worst, and a word past the limit O(length).
+ * some position matches nothing the whole word is unk_token. A piece
+ * looks the whole rest up once, then walks forward while bit filters of
+ * the tokens' proper prefixes say a token may go on (the map is asked
+ * only where the token filter says one may end): a word costs
+ * O(length x longest token) at worst, and a word past the limit
+ * O(length). With exactly BertNormalizer and BertPreTokenizer, ASCII
+ * text between white space takes one table-driven pass instead of the
+ * stages (tv_wp_finish's tables; the rest goes through every stage).
  *
  * Must hold: ids are HF's encode(text, add_special_tokens=False) for valid
  * UTF-8 (bytes that are not are U+FFFD each, as one byte); token offsets
