@@ -552,6 +552,59 @@ static void tiktoken_file_opens_and_merges_by_rank(void **s)
     tokvec_tokenizer_close(t);
 }
 
+/* Encoding the two sides of every place tokvec_tokenizer_cut gives
+ * apart gives the whole text's ids: for each split pattern, with
+ * newlines next to white space, punctuation, '/', CR and special tokens,
+ * in a vocabulary that has tokens across newlines (so that a piece cut
+ * differently would show in the ids). */
+static void cut_halves_encode_as_the_whole(void **s)
+{
+    (void)s;
+    static const char text[] =
+        "a.\n\nb\n/c\n d\n\te.\n\n\nF\r\nG'\ns\n's x\n.\n/y\n 1\n2\n.\n"
+        "z<|endoftext|>\nw\n<|endoftext|>\n\n q\nr.\n/\nt\xc3\xa9\nu\n\n";
+    static const struct {
+        const char *file, *pattern;
+    } tk[] = {{"cut.tiktoken", "gpt2"},
+              {"cut.tiktoken", "cl100k_base"},
+              {"cut.tiktoken", "o200k_base"},
+              {"cut.tiktoken", "qwen2"}};
+    size_t n = sizeof text - 1;
+    for (size_t k = 0; k < sizeof tk / sizeof *tk; k++) {
+        tokvec_tokenizer *t = expect_open(
+            tiktoken_file(tk[k].file, -1,
+                          TT_EXTRA "Cgo= 259\nLgo= 260\nCi8= 261\nIAo= 262\n"
+                                   "Cgk= 263\nDQo= 264\nLgov 265\n"),
+            tk[k].pattern, 0, NULL);
+        tokvec_tok_ids whole = {0}, a = {0}, b = {0};
+        encode(t, text, n, TOKVEC_TOK_SPECIAL, &whole);
+        size_t cuts = 0;
+        for (size_t p = tokvec_tokenizer_cut(t, text, n, 0); p < n;
+             p = tokvec_tokenizer_cut(t, text, n, p + 1)) {
+            assert_true(p > 0 && text[p - 1] == '\n');
+            encode(t, text, p, TOKVEC_TOK_SPECIAL, &a);
+            encode(t, text + p, n - p, TOKVEC_TOK_SPECIAL, &b);
+            if (a.n + b.n != whole.n ||
+                memcmp(a.ids, whole.ids, a.n * sizeof *a.ids) ||
+                memcmp(b.ids, whole.ids + a.n, b.n * sizeof *b.ids))
+                fail_msg("%s: the cut at %zu changes the ids", tk[k].pattern,
+                         p);
+            cuts++;
+        }
+        assert_true(cuts >= 8);
+        assert_int_equal(tokvec_tokenizer_cut(t, text, n, n), n);
+        tokvec_tok_ids_free(&whole);
+        tokvec_tok_ids_free(&a);
+        tokvec_tok_ids_free(&b);
+        tokvec_tokenizer_close(t);
+    }
+    /* a pipeline other than byte-level BPE has no cut (yet) */
+    tokvec_tokenizer *t = expect_open("tests/data/bge/tokenizer.json", NULL, 0,
+                                      NULL);
+    assert_int_equal(tokvec_tokenizer_cut(t, "a\nb\nc", 5, 0), 5);
+    tokvec_tokenizer_close(t);
+}
+
 static void tiktoken_file_rules(void **s)
 {
     (void)s;
@@ -1130,6 +1183,7 @@ int main(void)
         cmocka_unit_test(megabyte_pieces_encode_and_round_trip),
         cmocka_unit_test(megabyte_runs_have_tiktokens_shape),
         cmocka_unit_test(threads_encode_one_handle_at_once),
+        cmocka_unit_test(cut_halves_encode_as_the_whole),
         FILE_TESTS,
     };
     return cmocka_run_group_tests(tests, setup, teardown);

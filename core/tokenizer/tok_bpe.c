@@ -17,7 +17,8 @@
  * time on real and repetitive text, about 30 bytes of working memory per
  * byte of the piece. Working memory lives in the caller's
  * tokvec_tok_state and grows only; nothing is allocated per token.
- * A small direct-mapped cache of recent multi-token pieces sits in front.
+ * Two direct-mapped caches of recent pieces sit in front (short pieces in
+ * half a cache line each, then longer ones).
  * Threads: maps are shared read-only; a state belongs to one thread.
  */
 #include <errno.h>
@@ -31,6 +32,27 @@
 #define CACHE_SLOTS 8192 /* per state (about 2 MB) */
 #define CACHE_BYTES TV_CACHE_BYTES
 #define TV_KEEP_PARTS 65536 /* longer pieces' memory is returned after */
+
+/* In front of it, for the many short pieces, half a cache line an entry
+ * (16384 of them: 512 KB, so that hits stay in the core's own cache): a
+ * piece of at most 15 bytes (its length, then its bytes, zero-padded: two
+ * words to compare) that makes at most 3 tokens; their starts come from
+ * the tokens' lengths. */
+#define SMALL_SLOTS 16384
+#define SMALL_BYTES 15
+#define SMALL_IDS 3
+typedef struct tv_small_ent {
+    uint64_t key[2];
+    int32_t ids[SMALL_IDS];
+    uint32_t n;
+} tv_small_ent;
+
+static inline void small_key(const unsigned char *p, size_t n, uint64_t k[2])
+{
+    unsigned char b[16] = {(unsigned char)n};
+    memcpy(b + 1, p, n);
+    memcpy(k, b, 16);
+}
 
 uint64_t tv_hash(const unsigned char *p, size_t n)
 {
@@ -277,12 +299,12 @@ int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
     return 0;
 }
 
-/* Sized by the tokens (room for 4 pairs a token: real vocabularies have
- * fewer, and probes stay short; the map grows past that), not by their
- * ids. */
+/* Sized by the tokens (room for 2.5 pairs a token: GPT-2 has 2.2, and
+ * the map grows past that; a smaller map is fewer cache misses), not by
+ * their ids. */
 int tv_pmap_from_ranks(tokvec_tokenizer *t)
 {
-    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 4);
+    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 5 / 2);
     for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
         const tv_tok *o = &t->tok[i];
         if (o->special || o->len < 2)
@@ -746,12 +768,28 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
         return 0;
     }
     tv_cache_ent *c = NULL;
+    tv_small_ent *sm = NULL;
     if (s->cache && s->cache_of != t->serial) { /* another tokenizer's */
         memset(s->cache, 0, CACHE_SLOTS * sizeof *s->cache);
+        memset(s->small, 0, SMALL_SLOTS * sizeof *s->small);
         s->cache_of = t->serial;
     }
+    uint64_t key[2] = {0, 0}, h = n <= CACHE_BYTES ? tv_hash(p, n) : 0;
+    if (n <= SMALL_BYTES && s->small) {
+        small_key(p, n, key);
+        sm = &s->small[(h >> 32) & (SMALL_SLOTS - 1)];
+        if (sm->key[0] == key[0] && sm->key[1] == key[1]) {
+            size_t at = base;
+            for (size_t k = 0; k < sm->n; k++) {
+                emit(out, offs, sm->ids[k], at);
+                if (offs)
+                    at += tv_tok_get(t, sm->ids[k])->len;
+            }
+            return 0;
+        }
+    }
     if (n <= CACHE_BYTES && s->cache) {
-        c = &s->cache[tv_hash(p, n) & (CACHE_SLOTS - 1)];
+        c = &s->cache[h & (CACHE_SLOTS - 1)];
         if (c->len == n && !memcmp(c->bytes, p, n)) {
             for (size_t k = 0; k < c->n; k++)
                 emit(out, offs, c->ids[k], base + c->start[k]);
@@ -769,7 +807,13 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
     }
     for (long k = 0; whole < 0 && k < m; k++)
         emit(out, offs, s->pid[k], base + s->pver[k]);
-    if (c) { /* the answer, for the next time this piece comes */
+    if (sm && m <= SMALL_IDS) { /* the answer, for the next time */
+        sm->key[0] = key[0];
+        sm->key[1] = key[1];
+        sm->n = (uint32_t)m;
+        for (long k = 0; k < m; k++)
+            sm->ids[k] = whole >= 0 ? whole : s->pid[k];
+    } else if (c) {
         c->len = (uint8_t)n;
         c->n = (uint8_t)m;
         memcpy(c->bytes, p, n);
@@ -789,7 +833,10 @@ tokvec_tok_state *tokvec_tok_state_new(void)
     if (!s)
         return NULL;
     s->cache = calloc(CACHE_SLOTS, sizeof *s->cache);
-    if (!s->cache) {
+    s->small = calloc(SMALL_SLOTS, sizeof *s->small);
+    if (!s->cache || !s->small) {
+        free(s->cache);
+        free(s->small);
         free(s);
         return NULL;
     }
@@ -807,6 +854,7 @@ void tokvec_tok_state_free(tokvec_tok_state *s)
     free(s->bmap);
     free(s->bmess);
     free(s->cache);
+    free(s->small);
     free(s->sp_hit);
     free(s);
 }

@@ -102,6 +102,7 @@ struct tokvec_tokenizer {
     size_t n_special;
     tv_special *sp;    /* by id */
     uint32_t sp_max;   /* longest special's bytes */
+    int sp_newline;    /* some special has a newline before its end */
     uint32_t sp_nodes; /* automaton nodes */
     uint32_t *sp_fail; /* per node: its failure link */
     int32_t *sp_best;  /* per node: index in sp of the longest special
@@ -144,6 +145,7 @@ struct tokvec_tok_state {
     uint64_t *bmess;            /* buckets whose keys came out of order */
     uint32_t cb, ci;            /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
+    struct tv_small_ent *small; /* recent short pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
     /* special tokens (tok_special.c): where they start in a window of
      * the text, (offset << 32 | index in sp), last first */
@@ -215,6 +217,11 @@ int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offsets);
 /* tok_split.c: end of the piece that starts at i (< end). */
 size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,
                      size_t end);
+/* tok_split.c: the first place at or after from (and above 1) where
+ * every pattern splits the same whether the text goes on or not: a
+ * newline between printable ASCII characters (the second not '/'); len
+ * when there is none. */
+size_t tv_split_cut(const unsigned char *s, size_t from, size_t len);
 /* Unicode class of a code point (0 other ... 8 White_Space). */
 unsigned tv_ucd_class(uint32_t cp);
 const char *tv_ucd_version(void);

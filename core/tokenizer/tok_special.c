@@ -172,6 +172,8 @@ int tv_special_build(tokvec_tokenizer *t)
         t->sp[n++] = (tv_special){o->id, o->off, o->len};
         if (o->len > t->sp_max)
             t->sp_max = o->len;
+        if (o->len > 1 && memchr(t->blob + o->off, '\n', o->len - 1))
+            t->sp_newline = 1; /* tokvec_tokenizer_cut cannot cut */
     }
     size_t cap = bytes + 1, esize = 16; /* nodes: at most one a byte */
     while (esize < bytes + bytes / 2 + 2)
