@@ -10,8 +10,10 @@
  * blocks (of lines with --jsonl, else at tokvec_tokenizer_cut's places)
  * that worker threads encode, each with its own tokvec_tok_state, into
  * their own output buffers; the main thread alone writes them, in order,
- * and at most WINDOW blocks a worker are in flight. A pipe is read line by
- * line on the main thread as before.
+ * and at most WINDOW blocks a worker are in flight. The file is read into
+ * memory first (read_input: read, not mmap, so that a file truncated
+ * meanwhile cannot SIGBUS the process). A pipe is read line by line on the
+ * main thread as before.
  * Also the text half of tokvec lookup --text (tv_cli_text_ids).
  */
 #include <errno.h>
@@ -22,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -539,19 +540,49 @@ static int run_par(const tokvec_tokenizer *t, const char *text, size_t len,
     return code;
 }
 
-/* A regular file from its start, mapped (or NULL: the serial path). */
-static const char *map_input(FILE *in, size_t *len)
+/* A regular file from its start, read whole into memory (*buf NULL: not
+ * one, or empty: the serial path). Read, not mapped: a mapped file that
+ * is truncated while the workers run is a SIGBUS; read() only returns
+ * less. The size is a hint: a file that grows is read to its end. */
+static int read_input(FILE *in, char **buf, size_t *len)
 {
     struct stat sb;
     int fd = fileno(in);
+    *buf = NULL;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
         lseek(fd, 0, SEEK_CUR) != 0)
-        return NULL;
-    void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    *len = (size_t)sb.st_size;
-    return m;
+        return 0;
+    size_t cap = (size_t)sb.st_size + 1, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(b);
+            return -EIO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n == 0) { /* emptied meanwhile: at its end, as the serial path */
+        free(b);
+        return 0;
+    }
+    *buf = b;
+    *len = n;
+    return 0;
 }
 
 int tv_cli_text_ids(const char *tok_path, const char *text, int special,
@@ -669,11 +700,10 @@ int cmd_tokenize(int argc, char **argv)
     tokvec_tok_ids ids = {0};
     tokvec_tok_state *st = tokvec_tok_state_new();
     rc = st ? 0 : -ENOMEM;
-    size_t mlen = 0;
-    const char *mapped = threads > 1 && rc == 0 ? map_input(in, &mlen) : NULL;
-    if (mapped) {
-        code = run_par(t, mapped, mlen, flags_enc, jsonl, (int)threads);
-        munmap((void *)mapped, mlen);
+    if (threads > 1 && rc == 0)
+        rc = read_input(in, &text, &len);
+    if (text) {
+        code = run_par(t, text, len, flags_enc, jsonl, (int)threads);
         jsonl = 1; /* done: nothing more to print */
     } else if (rc == 0 && jsonl)
         code = run_jsonl(t, st, in, flags_enc, &ids);

@@ -4,7 +4,10 @@ text (byte-level BPE cut at tokvec_tokenizer_cut's places, GPT-2 and a
 .tiktoken pattern) and for JSON lines (BPE and WordPiece, ids and
 offsets, with and without the post-processor's tokens), and a bad line
 in a later block stops at the same line with the same output before it.
-The files are ~1 MB, several blocks of 256 KB each.
+The files are ~1 MB, several blocks of 256 KB each. The file is read,
+not mapped: a file on standard input is read from where it stands, and
+one truncated while the process runs gives a shorter text, never a
+SIGBUS.
 
 Run: /usr/bin/python3 tests/e2e/test_tokenize_threads.py --binary build/tokvec
 """
@@ -130,6 +133,53 @@ class Threads(unittest.TestCase):
                            check=False)
         self.assertEqual((two.returncode, two.stdout, two.stderr),
                          (one.returncode, one.stdout, one.stderr))
+
+    def test_a_file_on_stdin_is_read_from_where_it_stands(self):
+        with open(self.text, "rb") as fh:
+            data = fh.read()
+        at = data.index(b"\n", len(data) // 3) + 1
+        want = subprocess.run([tc.BINARY, "tokenize", "--threads", "1",
+                               "--tokenizer", GPT2, "-"], input=data[at:],
+                              capture_output=True, timeout=300,
+                              check=True).stdout
+        for n in (1, 2, 8):
+            with open(self.text, "rb") as fh:
+                fh.seek(at)
+                got = subprocess.run([tc.BINARY, "tokenize", "--threads",
+                                      str(n), "--tokenizer", GPT2],
+                                     stdin=fh, capture_output=True,
+                                     timeout=300, check=True).stdout
+            self.assertEqual(got, want, "--threads %d" % n)
+        with open(self.text, "rb") as fh:
+            whole = subprocess.run([tc.BINARY, "tokenize", "--threads", "2",
+                                    "--tokenizer", GPT2], stdin=fh,
+                                   capture_output=True, timeout=300,
+                                   check=True).stdout
+        self.assertEqual(whole, self.run_tok(1, "--tokenizer", GPT2,
+                                             self.text).stdout)
+
+    def test_a_file_truncated_while_it_runs_is_no_sigbus(self):
+        # once the first ids are out the workers are at it: the file is
+        # cut to 1000 bytes then (a mapped file would lose its pages under
+        # them: SIGBUS). The text was read before: all of its ids come.
+        with open(self.text, "rb") as fh:
+            data = fh.read() * 8
+        big = os.path.join(self.tmp.name, "shrinks.txt")
+        with open(big, "wb") as fh:
+            fh.write(data)
+        want = self.run_tok(1, "--tokenizer", GPT2, big).stdout
+        for threads in (2, 8):
+            with open(big, "wb") as fh:
+                fh.write(data)
+            p = subprocess.Popen([tc.BINARY, "tokenize", "--threads",
+                                  str(threads), "--tokenizer", GPT2, big],
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, bufsize=0)
+            first = p.stdout.read(1)  # unbuffered: communicate reads on
+            os.truncate(big, 1000)
+            out, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, (threads, err))
+            self.assertEqual(first + out, want)
 
     def test_threads_must_be_a_number_from_1(self):
         for v in ("0", "x", "-2"):
