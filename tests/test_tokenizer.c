@@ -712,6 +712,74 @@ static void gpt2_json_pair_opens_and_merges(void **s)
     unlink(mt);
 }
 
+/* encoder.json is read without jansson when it is a plain object of
+ * token -> id (tok_load.c's fast_vocab): \u escapes in either case, raw
+ * two-byte UTF-8, other escapes, white space anywhere give the same
+ * tokens; what it leaves to jansson (an escape past U+07FF, a float, a
+ * key given twice) is refused with jansson's path's message. */
+static void encoder_json_spellings_open_the_same(void **s)
+{
+    (void)s;
+    static char buf[32768];
+    size_t n = 0;
+    int id = 0;
+    n += (size_t)sprintf(buf + n, " {\n");
+    for (int pass = 0; pass < 2; pass++)
+        for (int b = 0; b < 256; b++) {
+            int pr = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) ||
+                     b >= 174;
+            if (pr != !pass)
+                continue;
+            char c[3];
+            size_t cl = alpha_char(b, c);
+            uint32_t cp = cl == 1 ? (unsigned char)c[0]
+                                  : ((uint32_t)(c[0] & 0x1F) << 6 |
+                                     (uint32_t)(c[1] & 0x3F));
+            n += (size_t)sprintf(buf + n, id ? ",\t\"" : "\"");
+            if (c[0] == '/')
+                n += (size_t)sprintf(buf + n, "\\/");
+            else
+                n += (size_t)sprintf(buf + n, id % 2 ? "\\u%04X" : "\\u%04x",
+                                     cp);
+            n += (size_t)sprintf(buf + n, "\" :\r\n%d", id++);
+        }
+    n += (size_t)sprintf(buf + n, ", \"ab\" : 256 ,\"\\u0061bc\":257}\n\n");
+    write_file("encoder.json", buf, n);
+    write_str("vocab.bpe", "#version: 0.2\na b\nab c\n");
+    snprintf(path, sizeof path, "%s/encoder.json", tu_dir);
+    tokvec_tokenizer *t = expect_open(path, NULL, 0, NULL);
+    vocab_json("vocab.json", -1, ",\"ab\":256,\"abc\":257");
+    char other[600];
+    snprintf(other, sizeof other, "%s/vocab.json", tu_dir);
+    tokvec_tokenizer *u = expect_open(other, NULL, 0, NULL);
+    for (int32_t k = 0; k < 258; k++) {
+        const unsigned char *b1, *b2;
+        size_t l1, l2;
+        assert_int_equal(tokvec_tokenizer_token(t, k, &b1, &l1, NULL), 0);
+        assert_int_equal(tokvec_tokenizer_token(u, k, &b2, &l2, NULL), 0);
+        assert_int_equal(l1, l2);
+        assert_memory_equal(b1, b2, l1);
+    }
+    static const int32_t abc[] = {257, 256};
+    expect_ids(t, "abcab", 0, abc, 2);
+    tokvec_tokenizer_close(t);
+    tokvec_tokenizer_close(u);
+    unlink(other);
+    vocab_json("encoder.json", -1, ",\"\\ud83d\\ude00\":256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "alphabet");
+    vocab_json("encoder.json", -1, ",\"ab\":256.0");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "id is not an integer");
+    vocab_json("encoder.json", -1, ",\"ab\":0256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    vocab_json("encoder.json", -1, ",\"ab\":256,\"ab\":256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    vocab_json("encoder.json", -1, ",\"ab\":256} x");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    vocab_json("encoder.json", -1, ",\"a\\u0000\":256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, NULL);
+    unlink(path);
+}
+
 static void ids_that_are_not_merge_ranks_merge_by_list(void **s)
 {
     (void)s;
@@ -1160,6 +1228,7 @@ static void open_refuses_what_is_not_a_regular_file(void **s)
         cmocka_unit_test(gpt2_json_pair_opens_and_merges),               \
         cmocka_unit_test(ids_that_are_not_merge_ranks_merge_by_list),    \
         cmocka_unit_test(gpt2_json_rules),                               \
+        cmocka_unit_test(encoder_json_spellings_open_the_same),          \
         cmocka_unit_test(tokenizer_json_opens_with_and_without_split),   \
         cmocka_unit_test(tokenizer_json_rules),                          \
         cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),       \

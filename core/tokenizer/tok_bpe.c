@@ -211,14 +211,19 @@ int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup)
         if (o->special)
             continue;
         const unsigned char *b = t->blob + o->off;
-        if (tv_vmap_get(t, b, o->len) >= 0) {
-            *dup = o->id;
-            return TOKVEC_E_MISMATCH;
-        }
         uint64_t h = tv_hash(b, o->len);
+        if (i + 8 < t->n_tok) { /* the slot of a token ahead, on its way */
+            const tv_tok *a = &t->tok[i + 8];
+            __builtin_prefetch(
+                &t->vmap[tv_hash(t->blob + a->off, a->len) & t->vmask]);
+        }
         size_t k = h & t->vmask;
-        while (t->vmap[k].id >= 0)
-            k = (k + 1) & t->vmask;
+        for (; t->vmap[k].id >= 0; k = (k + 1) & t->vmask)
+            if (t->vmap[k].hash == (uint32_t)h && t->vmap[k].len == o->len &&
+                !memcmp(t->blob + t->vmap[k].off, b, o->len)) {
+                *dup = o->id;
+                return TOKVEC_E_MISMATCH;
+            }
         t->vmap[k] = (tv_vslot){(uint32_t)h, o->id, o->off, o->len};
     }
     return 0;
@@ -299,23 +304,77 @@ int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
     return 0;
 }
 
+/* The probe of tv_vmap_get for a hash computed before. */
+static inline int32_t vmap_probe(const tokvec_tokenizer *t, uint64_t h,
+                                 const unsigned char *b, size_t n)
+{
+    for (size_t k = h & t->vmask;; k = (k + 1) & t->vmask) {
+        const tv_vslot *s = &t->vmap[k];
+        if (s->id < 0)
+            return -1;
+        if (s->hash == (uint32_t)h && s->len == n &&
+            !memcmp(t->blob + s->off, b, n))
+            return s->id;
+    }
+}
+
+#define SPLITS 32 /* splits looked up at once */
+
+void tv_vmap_get_many(const tokvec_tokenizer *t, const unsigned char *const *b,
+                      const size_t *n, int32_t *id, size_t count)
+{
+    uint64_t h[SPLITS];
+    for (size_t k0 = 0; k0 < count; k0 += SPLITS) {
+        size_t m = count - k0 < SPLITS ? count - k0 : SPLITS;
+        for (size_t k = 0; k < m; k++) {
+            h[k] = tv_hash(b[k0 + k], n[k0 + k]);
+            __builtin_prefetch(&t->vmap[h[k] & t->vmask]);
+        }
+        for (size_t k = 0; k < m; k++)
+            id[k0 + k] = vmap_probe(t, h[k], b[k0 + k], n[k0 + k]);
+    }
+}
+
 /* Sized by the tokens (room for 2.5 pairs a token: GPT-2 has 2.2, and
  * the map grows past that; a smaller map is fewer cache misses), not by
- * their ids. */
+ * their ids. Every split of a token asks the vocabulary for both halves:
+ * a token's splits are hashed and their slots prefetched together, then
+ * probed (the probes' cache misses overlap instead of following one
+ * another: this loop was half of GPT-2's start-up). */
 int tv_pmap_from_ranks(tokvec_tokenizer *t)
 {
     int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 5 / 2);
+    uint64_t hl[SPLITS], hr[SPLITS], key[SPLITS];
     for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
         const tv_tok *o = &t->tok[i];
         if (o->special || o->len < 2)
             continue;
         const unsigned char *b = t->blob + o->off;
         size_t n = o->len;
-        for (size_t p = 1; rc == 0 && p < n; p++) {
-            int32_t l = tv_vmap_get(t, b, p);
-            int32_t r = l >= 0 ? tv_vmap_get(t, b + p, n - p) : -1;
-            if (r >= 0)
-                rc = tv_pmap_put(t, l, r, (uint32_t)o->id, o->id);
+        for (size_t p0 = 1; rc == 0 && p0 < n; p0 += SPLITS) {
+            size_t m = n - p0 < SPLITS ? n - p0 : SPLITS;
+            for (size_t k = 0; k < m; k++) {
+                size_t p = p0 + k;
+                hl[k] = tv_hash(b, p);
+                hr[k] = tv_hash(b + p, n - p);
+                __builtin_prefetch(&t->vmap[hl[k] & t->vmask]);
+                __builtin_prefetch(&t->vmap[hr[k] & t->vmask]);
+            }
+            size_t np = 0;
+            for (size_t k = 0; k < m; k++) {
+                size_t p = p0 + k;
+                int32_t l = vmap_probe(t, hl[k], b, p);
+                int32_t r = l >= 0 ? vmap_probe(t, hr[k], b + p, n - p) : -1;
+                if (r < 0)
+                    continue;
+                key[np] = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
+                __builtin_prefetch(&t->pmap[pslot(key[np], t->pmask)]);
+                np++;
+            }
+            for (size_t k = 0; rc == 0 && k < np; k++)
+                rc = tv_pmap_put(t, (int32_t)(key[k] >> 32),
+                                 (int32_t)(uint32_t)key[k], (uint32_t)o->id,
+                                 o->id);
         }
     }
     return rc;

@@ -194,6 +194,10 @@ static inline const tv_tok *tv_tok_get(const tokvec_tokenizer *t, int32_t id)
 int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup);
 int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
                     size_t n);
+/* tv_vmap_get of count keys (b[k], n[k]) into id[k], their slots fetched
+ * in groups before they are probed (cache misses overlap). */
+void tv_vmap_get_many(const tokvec_tokenizer *t, const unsigned char *const *b,
+                      const size_t *n, int32_t *id, size_t count);
 int tv_pmap_init(tokvec_tokenizer *t, size_t expect);
 /* The merge of pair (a, b): its slot, or NULL. */
 const tv_pslot *tv_pmap_get(const tokvec_tokenizer *t, int32_t a, int32_t b);
