@@ -354,8 +354,9 @@ int tv_wp_finish(tokvec_tokenizer *t)
 {
     tv_hf *h = t->hf;
     unsigned f = 0;
-    if (h->model != TV_M_WORDPIECE || h->nnorm > 1 || (h->nnorm && h->norm[0].kind != TV_N_BERT) ||
-        h->npre > 1 || (h->npre && h->pre[0].kind != TV_P_BERT))
+    if (h->model != TV_M_WORDPIECE || h->nnorm > 1 ||
+        (h->nnorm && h->norm[0].kind != TV_N_BERT) || h->npre > 1 ||
+        (h->npre && h->pre[0].kind != TV_P_BERT))
         return 0;
     if (h->nnorm)
         f = h->norm[0].flags;
@@ -643,6 +644,43 @@ static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
     return rc;
 }
 
+#define AHEAD 4 /* words whose first lookup is fetched ahead */
+
+/* Fetches what word()'s first lookup of ASCII word k of b->w[0] (the
+ * whole word, as many bytes as the longest token) will touch: its filter
+ * word and its map slot. Only a hint: the lookup itself is unchanged. */
+static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
+{
+    const tv_hf_text *x = &b->t[0];
+    size_t s = b->w[0][k].s, e = b->w[0][k].e;
+    if (e - s > h->max_len)
+        e = s + h->max_len;
+    uint64_t hv = FNV0;
+    for (size_t j = s; j < e; j++)
+        hv = fnv(hv, (unsigned char)x->cp[j]);
+    size_t bit = bit_of(hv);
+    __builtin_prefetch(&h->filter[0][bit / 64]);
+    __builtin_prefetch(&h->whole[slot_of(hv, h->wmask)]);
+}
+
+/* The ASCII words of ascii_words through word(), the first lookups of
+ * the words AHEAD of the current one on their way. */
+static int ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
+                     tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    size_t nw = b->wn[0];
+    for (size_t k = 0; k < nw && k < AHEAD; k++)
+        fetch_word(h, b, k);
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < nw; k++) {
+        if (k + AHEAD < nw)
+            fetch_word(h, b, k + AHEAD);
+        rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
+    }
+    return rc;
+}
+
 /* u[i..end) by stretches between ASCII white space: runs of ASCII ones
  * through ascii_words, the others through every stage. Exact because
  * white space ends a word and no normalizer step of BertNormalizer looks
@@ -668,9 +706,8 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
         if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
             int rc = pa ? ascii_words(h, b, u, ps, cs)
                         : stretch_all(t, b, u, ps, cs, out, offs);
-            for (size_t k = 0; rc == 0 && pa && k < b->wn[0]; k++)
-                rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out,
-                          offs);
+            if (rc == 0 && pa)
+                rc = ascii_run(t, b, out, offs);
             if (rc)
                 return rc;
             pa = -1;
@@ -686,8 +723,8 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
     }
     int rc = pa ? ascii_words(h, b, u, ps, end)
                 : stretch_all(t, b, u, ps, end, out, offs);
-    for (size_t k = 0; rc == 0 && pa && k < b->wn[0]; k++)
-        rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
+    if (rc == 0 && pa)
+        rc = ascii_run(t, b, out, offs);
     return rc;
 }
 
