@@ -4,18 +4,29 @@
 # the Rust library as a native module, its default thread pool), as whole
 # processes (start-up, loading the tokenizer.json, reading, encoding,
 # printing one id array a line), best of 3 each, on ~10 MB of JSON lines:
-# the mixed-language text of tokbench.sh by lines, and one line holding a
-# single 10 MB word. Wall and CPU (user + system) seconds; MB/s per core
-# is bytes over CPU seconds. The outputs must be the same ids. Writes
-# bench/results/tokenize-wordpiece.md.
-# Env: BUILD (build), ORACLE (build/oracle: node_modules).
+# the mixed-language text of tokbench.sh by lines, one line holding a
+# single 10 MB word, and one line of 2.5 million CJK characters outside
+# the vocabulary (each a word of its own: [UNK] each); tokvec on one
+# thread (--threads 1) and on every CPU (the default: blocks of lines). Wall and CPU (user + system) seconds;
+# MB/s per core is bytes over CPU seconds. The outputs must be the same
+# ids. Writes bench/results/tokenize-wordpiece.md.
+# Env: BUILD (build), ORACLE (build/oracle: node_modules), BEFORE
+# (optional: another tokvec binary, e.g. main's, for rows "before").
 set -eu
 BUILD=${BUILD:-build}
 ORACLE=${ORACLE:-$BUILD/oracle}
+BEFORE=${BEFORE:-}
 TOK=tests/data/bge/tokenizer.json
 out=$BUILD/bench/tok
 mkdir -p "$out" bench/results
 bench/mktext.sh "$out/mixed.txt"
+unk=$out/unk.jsonl
+[ -s "$unk" ] || python3 -c '
+import random, sys
+r = random.Random(7)
+w = "".join(chr(r.randrange(0x20000, 0x2A6E0)) for _ in range(2500000))
+open(sys.argv[1], "w", encoding="utf-8").write("\"" + w + "\"\n")
+' "$unk"
 lines=$out/mixed.jsonl
 long=$out/long.jsonl
 [ -s "$lines" ] || python3 -c '
@@ -53,17 +64,26 @@ row() { # name bytes "wall cpu" base_wall
     echo "bge's tokenizer.json (BertNormalizer, BertPreTokenizer, WordPiece);"
     echo "whole processes, best of 3 by wall time; HF: encodeBatch of all"
     echo "lines on its default thread pool. MB/s per core: bytes / CPU time."
-    for f in "$lines" "$long"; do
+    for f in "$lines" "$long" "$unk"; do
         bytes=$(stat -c %s "$f")
         name=tokvec; tv=$(best "$BUILD/tokvec" tokenize --jsonl --tokenizer "$TOK" "$f")
+        name=tokvec1; tv1=$(best "$BUILD/tokvec" tokenize --threads 1 --jsonl --tokenizer "$TOK" "$f")
         name=hf; hf=$(best env NODE_PATH="$ORACLE/node_modules" node bench/wppeer.js "$TOK" "$f")
-        cmp -s "$out/wp.tokvec" "$out/wp.hf" || { echo "wpbench: tokvec and HF differ on $f" >&2; exit 1; }
+        for n in tokvec1 hf; do
+            cmp -s "$out/wp.tokvec" "$out/wp.$n" || { echo "wpbench: tokvec and $n differ on $f" >&2; exit 1; }
+        done
+        if [ -n "$BEFORE" ]; then
+            name=before; bef=$(best "$BEFORE" tokenize --jsonl --tokenizer "$TOK" "$f")
+            cmp -s "$out/wp.tokvec" "$out/wp.before" || { echo "wpbench: before differs on $f" >&2; exit 1; }
+        fi
         echo
         echo "$(basename "$f"): $bytes bytes, $(wc -l < "$f") lines"
         echo
         echo "| tokenizer | wall s | CPU s | MB/s | MB/s per core | wall / tokvec |"
         echo "|---|---|---|---|---|---|"
-        row "tokvec tokenize --jsonl" "$bytes" "$tv" "${tv% *}"
+        [ -z "$BEFORE" ] || row "tokvec before (one thread)" "$bytes" "$bef" "${tv% *}"
+        row "tokvec tokenize --jsonl --threads 1" "$bytes" "$tv1" "${tv% *}"
+        row "tokvec tokenize --jsonl ($(nproc) threads)" "$bytes" "$tv" "${tv% *}"
         row "HF tokenizers 0.23.2 encodeBatch" "$bytes" "$hf" "${tv% *}"
     done
 } > bench/results/tokenize-wordpiece.md

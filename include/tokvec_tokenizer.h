@@ -150,6 +150,16 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
                             tokvec_tok_ids *out) TOKVEC_MUST_CHECK;
 void tokvec_tok_ids_free(tokvec_tok_ids *ids);
 
+/* The first place at or after from (0 < at <= len) where text may be cut
+ * to encode its halves apart, on two threads say: the ids of text[0..at)
+ * then those of text[at..len) (flags as for the whole, less
+ * TOKVEC_TOK_ADD_SPECIAL) are the whole text's ids. len when there is
+ * none. Byte-level BPE cuts at a newline between printable ASCII
+ * characters (no split pattern's piece and no special token spans that);
+ * other pipelines have no cut yet. */
+size_t tokvec_tokenizer_cut(const tokvec_tokenizer *t, const char *text,
+                            size_t len, size_t from);
+
 /* Decodes n ids into *text (malloc'd, NUL-terminated, *len bytes), the
  * bytes made valid UTF-8 as Python's errors="replace" does: each maximal
  * ill-formed subpart becomes U+FFFD. 0, TOKVEC_E_TOKEN_RANGE (*bad_index

@@ -552,6 +552,59 @@ static void tiktoken_file_opens_and_merges_by_rank(void **s)
     tokvec_tokenizer_close(t);
 }
 
+/* Encoding the two sides of every place tokvec_tokenizer_cut gives
+ * apart gives the whole text's ids: for each split pattern, with
+ * newlines next to white space, punctuation, '/', CR and special tokens,
+ * in a vocabulary that has tokens across newlines (so that a piece cut
+ * differently would show in the ids). */
+static void cut_halves_encode_as_the_whole(void **s)
+{
+    (void)s;
+    static const char text[] =
+        "a.\n\nb\n/c\n d\n\te.\n\n\nF\r\nG'\ns\n's x\n.\n/y\n 1\n2\n.\n"
+        "z<|endoftext|>\nw\n<|endoftext|>\n\n q\nr.\n/\nt\xc3\xa9\nu\n\n";
+    static const struct {
+        const char *file, *pattern;
+    } tk[] = {{"cut.tiktoken", "gpt2"},
+              {"cut.tiktoken", "cl100k_base"},
+              {"cut.tiktoken", "o200k_base"},
+              {"cut.tiktoken", "qwen2"}};
+    size_t n = sizeof text - 1;
+    for (size_t k = 0; k < sizeof tk / sizeof *tk; k++) {
+        tokvec_tokenizer *t = expect_open(
+            tiktoken_file(tk[k].file, -1,
+                          TT_EXTRA "Cgo= 259\nLgo= 260\nCi8= 261\nIAo= 262\n"
+                                   "Cgk= 263\nDQo= 264\nLgov 265\n"),
+            tk[k].pattern, 0, NULL);
+        tokvec_tok_ids whole = {0}, a = {0}, b = {0};
+        encode(t, text, n, TOKVEC_TOK_SPECIAL, &whole);
+        size_t cuts = 0;
+        for (size_t p = tokvec_tokenizer_cut(t, text, n, 0); p < n;
+             p = tokvec_tokenizer_cut(t, text, n, p + 1)) {
+            assert_true(p > 0 && text[p - 1] == '\n');
+            encode(t, text, p, TOKVEC_TOK_SPECIAL, &a);
+            encode(t, text + p, n - p, TOKVEC_TOK_SPECIAL, &b);
+            if (a.n + b.n != whole.n ||
+                memcmp(a.ids, whole.ids, a.n * sizeof *a.ids) ||
+                memcmp(b.ids, whole.ids + a.n, b.n * sizeof *b.ids))
+                fail_msg("%s: the cut at %zu changes the ids", tk[k].pattern,
+                         p);
+            cuts++;
+        }
+        assert_true(cuts >= 8);
+        assert_int_equal(tokvec_tokenizer_cut(t, text, n, n), n);
+        tokvec_tok_ids_free(&whole);
+        tokvec_tok_ids_free(&a);
+        tokvec_tok_ids_free(&b);
+        tokvec_tokenizer_close(t);
+    }
+    /* a pipeline other than byte-level BPE has no cut (yet) */
+    tokvec_tokenizer *t = expect_open("tests/data/bge/tokenizer.json", NULL, 0,
+                                      NULL);
+    assert_int_equal(tokvec_tokenizer_cut(t, "a\nb\nc", 5, 0), 5);
+    tokvec_tokenizer_close(t);
+}
+
 static void tiktoken_file_rules(void **s)
 {
     (void)s;
@@ -657,6 +710,74 @@ static void gpt2_json_pair_opens_and_merges(void **s)
     expect_ids(t, "abc", 0, abc, 1);
     tokvec_tokenizer_close(t);
     unlink(mt);
+}
+
+/* encoder.json is read without jansson when it is a plain object of
+ * token -> id (tok_load.c's fast_vocab): \u escapes in either case, raw
+ * two-byte UTF-8, other escapes, white space anywhere give the same
+ * tokens; what it leaves to jansson (an escape past U+07FF, a float, a
+ * key given twice) is refused with jansson's path's message. */
+static void encoder_json_spellings_open_the_same(void **s)
+{
+    (void)s;
+    static char buf[32768];
+    size_t n = 0;
+    int id = 0;
+    n += (size_t)sprintf(buf + n, " {\n");
+    for (int pass = 0; pass < 2; pass++)
+        for (int b = 0; b < 256; b++) {
+            int pr = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) ||
+                     b >= 174;
+            if (pr != !pass)
+                continue;
+            char c[3];
+            size_t cl = alpha_char(b, c);
+            uint32_t cp = cl == 1 ? (unsigned char)c[0]
+                                  : ((uint32_t)(c[0] & 0x1F) << 6 |
+                                     (uint32_t)(c[1] & 0x3F));
+            n += (size_t)sprintf(buf + n, id ? ",\t\"" : "\"");
+            if (c[0] == '/')
+                n += (size_t)sprintf(buf + n, "\\/");
+            else
+                n += (size_t)sprintf(buf + n, id % 2 ? "\\u%04X" : "\\u%04x",
+                                     cp);
+            n += (size_t)sprintf(buf + n, "\" :\r\n%d", id++);
+        }
+    n += (size_t)sprintf(buf + n, ", \"ab\" : 256 ,\"\\u0061bc\":257}\n\n");
+    write_file("encoder.json", buf, n);
+    write_str("vocab.bpe", "#version: 0.2\na b\nab c\n");
+    snprintf(path, sizeof path, "%s/encoder.json", tu_dir);
+    tokvec_tokenizer *t = expect_open(path, NULL, 0, NULL);
+    vocab_json("vocab.json", -1, ",\"ab\":256,\"abc\":257");
+    char other[600];
+    snprintf(other, sizeof other, "%s/vocab.json", tu_dir);
+    tokvec_tokenizer *u = expect_open(other, NULL, 0, NULL);
+    for (int32_t k = 0; k < 258; k++) {
+        const unsigned char *b1, *b2;
+        size_t l1, l2;
+        assert_int_equal(tokvec_tokenizer_token(t, k, &b1, &l1, NULL), 0);
+        assert_int_equal(tokvec_tokenizer_token(u, k, &b2, &l2, NULL), 0);
+        assert_int_equal(l1, l2);
+        assert_memory_equal(b1, b2, l1);
+    }
+    static const int32_t abc[] = {257, 256};
+    expect_ids(t, "abcab", 0, abc, 2);
+    tokvec_tokenizer_close(t);
+    tokvec_tokenizer_close(u);
+    unlink(other);
+    vocab_json("encoder.json", -1, ",\"\\ud83d\\ude00\":256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "alphabet");
+    vocab_json("encoder.json", -1, ",\"ab\":256.0");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "id is not an integer");
+    vocab_json("encoder.json", -1, ",\"ab\":0256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    vocab_json("encoder.json", -1, ",\"ab\":256,\"ab\":256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    vocab_json("encoder.json", -1, ",\"ab\":256} x");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, "not JSON");
+    vocab_json("encoder.json", -1, ",\"a\\u0000\":256");
+    expect_open(path, NULL, TOKVEC_E_TOKENIZER, NULL);
+    unlink(path);
 }
 
 static void ids_that_are_not_merge_ranks_merge_by_list(void **s)
@@ -1107,6 +1228,7 @@ static void open_refuses_what_is_not_a_regular_file(void **s)
         cmocka_unit_test(gpt2_json_pair_opens_and_merges),               \
         cmocka_unit_test(ids_that_are_not_merge_ranks_merge_by_list),    \
         cmocka_unit_test(gpt2_json_rules),                               \
+        cmocka_unit_test(encoder_json_spellings_open_the_same),          \
         cmocka_unit_test(tokenizer_json_opens_with_and_without_split),   \
         cmocka_unit_test(tokenizer_json_rules),                          \
         cmocka_unit_test(one_state_serves_two_tokenizers_in_turn),       \
@@ -1130,6 +1252,7 @@ int main(void)
         cmocka_unit_test(megabyte_pieces_encode_and_round_trip),
         cmocka_unit_test(megabyte_runs_have_tiktokens_shape),
         cmocka_unit_test(threads_encode_one_handle_at_once),
+        cmocka_unit_test(cut_halves_encode_as_the_whole),
         FILE_TESTS,
     };
     return cmocka_run_group_tests(tests, setup, teardown);

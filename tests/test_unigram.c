@@ -345,6 +345,46 @@ static void a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode(void **s)
     tokvec_tokenizer_close(t);
 }
 
+/* BertNormalizer and BertPreTokenizer in front of a Unigram model: every
+ * stage, then Viterbi (the one-pass ASCII route of WordPiece is
+ * WordPiece's alone). "AB c" -> "ab c" -> ab | c; "a,b" -> a | , | b with
+ * "," unknown. */
+static void bert_stages_before_unigram_run_every_stage(void **s)
+{
+    (void)s;
+    static const char json[] =
+        "{\"added_tokens\":[],\"normalizer\":{\"type\":\"BertNormalizer\","
+        "\"clean_text\":true,\"handle_chinese_chars\":true,"
+        "\"strip_accents\":null,\"lowercase\":true},\"pre_tokenizer\":"
+        "{\"type\":\"BertPreTokenizer\"},\"model\":{\"type\":\"Unigram\","
+        "\"unk_id\":0,\"vocab\":[[\"<unk>\",0],[\"ab\",-1],[\"a\",-2],"
+        "[\"b\",-3],[\"c\",-4]]}}";
+    tokvec_tokenizer *t = NULL;
+    char err[256] = "";
+    assert_int_equal(open_json(json, &t, err, sizeof err), 0);
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    tokvec_tok_ids ids = {0};
+    static const char *const text[] = {"AB c", "a,b"};
+    static const int32_t want[2][3][3] = {{{1, 0, 2}, {4, 3, 4}},
+                                          {{2, 0, 1}, {0, 1, 2}, {3, 2, 3}}};
+    static const size_t nwant[2] = {2, 3};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(tokvec_tokenizer_encode(t, st, text[k],
+                                                 strlen(text[k]),
+                                                 TOKVEC_TOK_OFFSETS, &ids),
+                         0);
+        assert_int_equal(ids.n, nwant[k]);
+        for (size_t j = 0; j < ids.n; j++) {
+            assert_int_equal(ids.ids[j], want[k][j][0]);
+            assert_int_equal(ids.offsets[j], want[k][j][1]);
+            assert_int_equal(ids.stops[j], want[k][j][2]);
+        }
+    }
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(st);
+    tokvec_tokenizer_close(t);
+}
+
 static void expect_refused(const char *json, const char *want)
 {
     tokvec_tokenizer *t = NULL;
@@ -451,6 +491,7 @@ int main(void)
             a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
         cmocka_unit_test(what_tokvec_does_not_run_is_refused_by_json_path),
         cmocka_unit_test(a_sentencepiece_bpe_falls_back_and_fuses_as_hf),
+        cmocka_unit_test(bert_stages_before_unigram_run_every_stage),
     };
     return cmocka_run_group_tests(tests, tu_setup_dir, tu_teardown_dir);
 }

@@ -17,7 +17,8 @@
  * time on real and repetitive text, about 30 bytes of working memory per
  * byte of the piece. Working memory lives in the caller's
  * tokvec_tok_state and grows only; nothing is allocated per token.
- * A small direct-mapped cache of recent multi-token pieces sits in front.
+ * Two direct-mapped caches of recent pieces sit in front (short pieces in
+ * half a cache line each, then longer ones).
  * Threads: maps are shared read-only; a state belongs to one thread.
  */
 #include <errno.h>
@@ -31,6 +32,27 @@
 #define CACHE_SLOTS 8192 /* per state (about 2 MB) */
 #define CACHE_BYTES TV_CACHE_BYTES
 #define TV_KEEP_PARTS 65536 /* longer pieces' memory is returned after */
+
+/* In front of it, for the many short pieces, half a cache line an entry
+ * (16384 of them: 512 KB, so that hits stay in the core's own cache): a
+ * piece of at most 15 bytes (its length, then its bytes, zero-padded: two
+ * words to compare) that makes at most 3 tokens; their starts come from
+ * the tokens' lengths. */
+#define SMALL_SLOTS 16384
+#define SMALL_BYTES 15
+#define SMALL_IDS 3
+typedef struct tv_small_ent {
+    uint64_t key[2];
+    int32_t ids[SMALL_IDS];
+    uint32_t n;
+} tv_small_ent;
+
+static inline void small_key(const unsigned char *p, size_t n, uint64_t k[2])
+{
+    unsigned char b[16] = {(unsigned char)n};
+    memcpy(b + 1, p, n);
+    memcpy(k, b, 16);
+}
 
 uint64_t tv_hash(const unsigned char *p, size_t n)
 {
@@ -189,14 +211,19 @@ int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup)
         if (o->special)
             continue;
         const unsigned char *b = t->blob + o->off;
-        if (tv_vmap_get(t, b, o->len) >= 0) {
-            *dup = o->id;
-            return TOKVEC_E_MISMATCH;
-        }
         uint64_t h = tv_hash(b, o->len);
+        if (i + 8 < t->n_tok) { /* the slot of a token ahead, on its way */
+            const tv_tok *a = &t->tok[i + 8];
+            __builtin_prefetch(
+                &t->vmap[tv_hash(t->blob + a->off, a->len) & t->vmask]);
+        }
         size_t k = h & t->vmask;
-        while (t->vmap[k].id >= 0)
-            k = (k + 1) & t->vmask;
+        for (; t->vmap[k].id >= 0; k = (k + 1) & t->vmask)
+            if (t->vmap[k].hash == (uint32_t)h && t->vmap[k].len == o->len &&
+                !memcmp(t->blob + t->vmap[k].off, b, o->len)) {
+                *dup = o->id;
+                return TOKVEC_E_MISMATCH;
+            }
         t->vmap[k] = (tv_vslot){(uint32_t)h, o->id, o->off, o->len};
     }
     return 0;
@@ -277,23 +304,77 @@ int tv_pmap_put(tokvec_tokenizer *t, int32_t a, int32_t b, uint32_t rank,
     return 0;
 }
 
-/* Sized by the tokens (room for 4 pairs a token: real vocabularies have
- * fewer, and probes stay short; the map grows past that), not by their
- * ids. */
+/* The probe of tv_vmap_get for a hash computed before. */
+static inline int32_t vmap_probe(const tokvec_tokenizer *t, uint64_t h,
+                                 const unsigned char *b, size_t n)
+{
+    for (size_t k = h & t->vmask;; k = (k + 1) & t->vmask) {
+        const tv_vslot *s = &t->vmap[k];
+        if (s->id < 0)
+            return -1;
+        if (s->hash == (uint32_t)h && s->len == n &&
+            !memcmp(t->blob + s->off, b, n))
+            return s->id;
+    }
+}
+
+#define SPLITS 32 /* splits looked up at once */
+
+void tv_vmap_get_many(const tokvec_tokenizer *t, const unsigned char *const *b,
+                      const size_t *n, int32_t *id, size_t count)
+{
+    uint64_t h[SPLITS];
+    for (size_t k0 = 0; k0 < count; k0 += SPLITS) {
+        size_t m = count - k0 < SPLITS ? count - k0 : SPLITS;
+        for (size_t k = 0; k < m; k++) {
+            h[k] = tv_hash(b[k0 + k], n[k0 + k]);
+            __builtin_prefetch(&t->vmap[h[k] & t->vmask]);
+        }
+        for (size_t k = 0; k < m; k++)
+            id[k0 + k] = vmap_probe(t, h[k], b[k0 + k], n[k0 + k]);
+    }
+}
+
+/* Sized by the tokens (room for 2.5 pairs a token: GPT-2 has 2.2, and
+ * the map grows past that; a smaller map is fewer cache misses), not by
+ * their ids. Every split of a token asks the vocabulary for both halves:
+ * a token's splits are hashed and their slots prefetched together, then
+ * probed (the probes' cache misses overlap instead of following one
+ * another: this loop was half of GPT-2's start-up). */
 int tv_pmap_from_ranks(tokvec_tokenizer *t)
 {
-    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 4);
+    int rc = t->pmap ? 0 : tv_pmap_init(t, t->n_tok * 5 / 2);
+    uint64_t hl[SPLITS], hr[SPLITS], key[SPLITS];
     for (size_t i = 0; rc == 0 && i < t->n_tok; i++) {
         const tv_tok *o = &t->tok[i];
         if (o->special || o->len < 2)
             continue;
         const unsigned char *b = t->blob + o->off;
         size_t n = o->len;
-        for (size_t p = 1; rc == 0 && p < n; p++) {
-            int32_t l = tv_vmap_get(t, b, p);
-            int32_t r = l >= 0 ? tv_vmap_get(t, b + p, n - p) : -1;
-            if (r >= 0)
-                rc = tv_pmap_put(t, l, r, (uint32_t)o->id, o->id);
+        for (size_t p0 = 1; rc == 0 && p0 < n; p0 += SPLITS) {
+            size_t m = n - p0 < SPLITS ? n - p0 : SPLITS;
+            for (size_t k = 0; k < m; k++) {
+                size_t p = p0 + k;
+                hl[k] = tv_hash(b, p);
+                hr[k] = tv_hash(b + p, n - p);
+                __builtin_prefetch(&t->vmap[hl[k] & t->vmask]);
+                __builtin_prefetch(&t->vmap[hr[k] & t->vmask]);
+            }
+            size_t np = 0;
+            for (size_t k = 0; k < m; k++) {
+                size_t p = p0 + k;
+                int32_t l = vmap_probe(t, hl[k], b, p);
+                int32_t r = l >= 0 ? vmap_probe(t, hr[k], b + p, n - p) : -1;
+                if (r < 0)
+                    continue;
+                key[np] = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
+                __builtin_prefetch(&t->pmap[pslot(key[np], t->pmask)]);
+                np++;
+            }
+            for (size_t k = 0; rc == 0 && k < np; k++)
+                rc = tv_pmap_put(t, (int32_t)(key[k] >> 32),
+                                 (int32_t)(uint32_t)key[k], (uint32_t)o->id,
+                                 o->id);
         }
     }
     return rc;
@@ -746,12 +827,28 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
         return 0;
     }
     tv_cache_ent *c = NULL;
+    tv_small_ent *sm = NULL;
     if (s->cache && s->cache_of != t->serial) { /* another tokenizer's */
         memset(s->cache, 0, CACHE_SLOTS * sizeof *s->cache);
+        memset(s->small, 0, SMALL_SLOTS * sizeof *s->small);
         s->cache_of = t->serial;
     }
+    uint64_t key[2] = {0, 0}, h = n <= CACHE_BYTES ? tv_hash(p, n) : 0;
+    if (n <= SMALL_BYTES && s->small) {
+        small_key(p, n, key);
+        sm = &s->small[(h >> 32) & (SMALL_SLOTS - 1)];
+        if (sm->key[0] == key[0] && sm->key[1] == key[1]) {
+            size_t at = base;
+            for (size_t k = 0; k < sm->n; k++) {
+                emit(out, offs, sm->ids[k], at);
+                if (offs)
+                    at += tv_tok_get(t, sm->ids[k])->len;
+            }
+            return 0;
+        }
+    }
     if (n <= CACHE_BYTES && s->cache) {
-        c = &s->cache[tv_hash(p, n) & (CACHE_SLOTS - 1)];
+        c = &s->cache[h & (CACHE_SLOTS - 1)];
         if (c->len == n && !memcmp(c->bytes, p, n)) {
             for (size_t k = 0; k < c->n; k++)
                 emit(out, offs, c->ids[k], base + c->start[k]);
@@ -769,7 +866,13 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
     }
     for (long k = 0; whole < 0 && k < m; k++)
         emit(out, offs, s->pid[k], base + s->pver[k]);
-    if (c) { /* the answer, for the next time this piece comes */
+    if (sm && m <= SMALL_IDS) { /* the answer, for the next time */
+        sm->key[0] = key[0];
+        sm->key[1] = key[1];
+        sm->n = (uint32_t)m;
+        for (long k = 0; k < m; k++)
+            sm->ids[k] = whole >= 0 ? whole : s->pid[k];
+    } else if (c) {
         c->len = (uint8_t)n;
         c->n = (uint8_t)m;
         memcpy(c->bytes, p, n);
@@ -789,7 +892,10 @@ tokvec_tok_state *tokvec_tok_state_new(void)
     if (!s)
         return NULL;
     s->cache = calloc(CACHE_SLOTS, sizeof *s->cache);
-    if (!s->cache) {
+    s->small = calloc(SMALL_SLOTS, sizeof *s->small);
+    if (!s->cache || !s->small) {
+        free(s->cache);
+        free(s->small);
         free(s);
         return NULL;
     }
@@ -807,6 +913,7 @@ void tokvec_tok_state_free(tokvec_tok_state *s)
     free(s->bmap);
     free(s->bmess);
     free(s->cache);
+    free(s->small);
     free(s->sp_hit);
     free(s);
 }

@@ -227,6 +227,15 @@ typedef struct tv_hf {
     size_t wmask, cmask;
     size_t max_len, max_cont; /* longest token, longest continuation */
     uint64_t lens_w, lens_c;  /* bit n - 1: some token is n bytes (n <= 64) */
+    /* filters by the FNV-1a hash of the bytes (wordpiece.c's bit_of), one
+     * bit a hash, no false negatives: [0] tokens of whole, [1] their
+     * proper prefixes, [2] and [3] the same for cont */
+    uint64_t *filter[4];
+    /* ASCII text through [BertNormalizer] and [BertPreTokenizer] in one
+     * pass (wordpiece.c): per byte its class (TV_A_*) and what it becomes;
+     * ascii_fast when the pipeline is that */
+    int ascii_fast;
+    unsigned char acls[128], amap[128];
 } tv_hf;
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);

@@ -141,6 +141,9 @@ struct tokvec_tokenizer {
     tv_acm nac;       /* byte-level BPE: the normalized: true ones (no
                        * normalizer), matched between ac's (tokenizer.c) */
     tv_post_ids post; /* tokenizer.json's post_processor */
+    int sp_newline;   /* some special has a newline before its end, or
+                       * strips white space: tokvec_tokenizer_cut cannot
+                       * cut the text */
 };
 
 #define TV_BLOCK_KEYS 15
@@ -175,6 +178,7 @@ struct tokvec_tok_state {
     uint64_t *bmess;            /* buckets whose keys came out of order */
     uint32_t cb, ci;            /* current bucket read in place: block, key */
     struct tv_cache_ent *cache; /* recent pieces */
+    struct tv_small_ent *small; /* recent short pieces */
     uint64_t cache_of;          /* serial of the tokenizer they are of */
     /* special tokens (tok_special.c): where they start in a window of
      * the text, (offset << 32 | index in sp), last first */
@@ -223,6 +227,10 @@ static inline const tv_tok *tv_tok_get(const tokvec_tokenizer *t, int32_t id)
 int tv_vmap_build(tokvec_tokenizer *t, int32_t *dup);
 int32_t tv_vmap_get(const tokvec_tokenizer *t, const unsigned char *b,
                     size_t n);
+/* tv_vmap_get of count keys (b[k], n[k]) into id[k], their slots fetched
+ * in groups before they are probed (cache misses overlap). */
+void tv_vmap_get_many(const tokvec_tokenizer *t, const unsigned char *const *b,
+                      const size_t *n, int32_t *id, size_t count);
 int tv_pmap_init(tokvec_tokenizer *t, size_t expect);
 /* The merge of pair (a, b): its slot, or NULL. */
 const tv_pslot *tv_pmap_get(const tokvec_tokenizer *t, int32_t a, int32_t b);
@@ -246,6 +254,11 @@ int tv_ids_reserve(tokvec_tok_ids *o, size_t more, int offsets);
 /* tok_split.c: end of the piece that starts at i (< end). */
 size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,
                      size_t end);
+/* tok_split.c: the first place at or after from (and above 1) where
+ * every pattern splits the same whether the text goes on or not: a
+ * newline between printable ASCII characters (the second not '/'); len
+ * when there is none. */
+size_t tv_split_cut(const unsigned char *s, size_t from, size_t len);
 /* Unicode class of a code point (0 other ... 8 White_Space). */
 unsigned tv_ucd_class(uint32_t cp);
 const char *tv_ucd_version(void);

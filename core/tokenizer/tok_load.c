@@ -148,6 +148,31 @@ static int is_special_name(const char *k)
     return !strcmp(k, "<|endoftext|>") || !strcmp(k, "<|startoftext|>");
 }
 
+/* One token of a vocabulary in GPT-2's alphabet: key (kl bytes, no NUL)
+ * -> id; buf holds 4096 bytes. */
+static int vocab_entry(ld *l, const char *key, size_t kl, long long id,
+                       json_t *specials, unsigned char *buf)
+{
+    if (id < 0 || id >= TV_TOK_MAX_ID)
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "token \"%.40s\": id is not an integer in [0, 2^24)", key);
+    int sp = specials ? json_object_get(specials, key) != NULL
+                      : is_special_name(key);
+    long n = sp ? (long)kl : (kl <= 4096 ? unalpha(l, key, buf) : -1);
+    if (sp)
+        memcpy(buf, key, kl <= 4096 ? kl : 0);
+    if (n <= 0 || (sp && kl > 4096))
+        return fail(l, TOKVEC_E_TOKENIZER,
+                    "token \"%.40s\": empty, too "
+                    "long or not in GPT-2's byte alphabet",
+                    key);
+    int rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)id, sp);
+    if (rc == TOKVEC_E_MISMATCH)
+        rc = fail(l, TOKVEC_E_TOKENIZER,
+                  "token \"%.40s\": id %lld is given twice", key, id);
+    return rc;
+}
+
 /* An object of token -> id in GPT-2's alphabet. specials: names of keys
  * that are special tokens and stand for themselves (or NULL: the two of
  * GPT-2). */
@@ -163,36 +188,159 @@ static int load_vocab(ld *l, json_t *obj, json_t *specials)
         return -ENOMEM;
     int rc = 0;
     json_object_foreach(obj, key, v) {
-        size_t kl = strlen(key);
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
-        if (id < 0 || id >= TV_TOK_MAX_ID) {
-            rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "token \"%.40s\": id is not an integer in [0, 2^24)",
-                      key);
-            break;
-        }
-        int sp = specials ? json_object_get(specials, key) != NULL
-                          : is_special_name(key);
-        long n = sp ? (long)kl : (kl <= 4096 ? unalpha(l, key, buf) : -1);
-        if (sp)
-            memcpy(buf, key, kl <= 4096 ? kl : 0);
-        if (n <= 0 || (sp && kl > 4096)) {
-            rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "token \"%.40s\": empty, too "
-                      "long or not in GPT-2's byte alphabet",
-                      key);
-            break;
-        }
-        rc = tv_tok_add(l->t, buf, (size_t)n, (int32_t)id, sp);
-        if (rc == TOKVEC_E_MISMATCH)
-            rc = fail(l, TOKVEC_E_TOKENIZER,
-                      "token \"%.40s\": id %lld is given twice", key,
-                      (long long)id);
+        rc = vocab_entry(l, key, strlen(key), (long long)id, specials, buf);
         if (rc)
             break;
     }
     free(buf);
     return rc;
+}
+
+/* JSON white space from p; the first byte past it. */
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+static int hex4(const char *p, uint32_t *v)
+{
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        int c = (unsigned char)p[k], d = c >= '0' && c <= '9'   ? c - '0'
+                                         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                                : -1;
+        if (d < 0)
+            return -1;
+        *v = *v << 4 | (uint32_t)d;
+    }
+    return 0;
+}
+
+/* A JSON string at p (past its opening quote) decoded into out (>= the
+ * string's length + 1 bytes, NUL-terminated), for the common case only:
+ * escapes of code points below U+0800 but NUL, raw ASCII and two-byte
+ * UTF-8 (all GPT-2's alphabet needs). The byte past the closing quote,
+ * or NULL: something else (jansson decides). */
+static const char *fast_str(const char *p, const char *end, char *out,
+                            size_t *n)
+{
+    size_t o = 0;
+    while (p < end) {
+        unsigned c = (unsigned char)*p;
+        if (c == '"') {
+            out[o] = '\0';
+            *n = o;
+            return p + 1;
+        }
+        if (c < 0x20 || c >= 0xE0 || (c >= 0x80 && c < 0xC2))
+            return NULL;
+        if (c >= 0xC2) { /* two-byte UTF-8 */
+            if (p + 1 >= end || ((unsigned char)p[1] & 0xC0) != 0x80)
+                return NULL;
+            out[o++] = *p++;
+            out[o++] = *p++;
+            continue;
+        }
+        if (c != '\\') {
+            out[o++] = *p++;
+            continue;
+        }
+        if (p + 1 >= end)
+            return NULL;
+        char e = p[1];
+        const char *es = "\"\\/bfnrt", *ev = "\"\\/\b\f\n\r\t";
+        const char *f = e ? strchr(es, e) : NULL;
+        if (f) {
+            out[o++] = ev[f - es];
+            p += 2;
+            continue;
+        }
+        uint32_t v;
+        if (e != 'u' || end - p < 6 || hex4(p + 2, &v) < 0 || v == 0 ||
+            v >= 0x800)
+            return NULL;
+        if (v < 0x80) {
+            out[o++] = (char)v;
+        } else {
+            out[o++] = (char)(0xC0 | v >> 6);
+            out[o++] = (char)(0x80 | (v & 0x3F));
+        }
+        p += 6;
+    }
+    return NULL;
+}
+
+/* GPT-2's encoder.json (a flat object of token -> id, ~1 MB) without
+ * jansson: a fifth of the start-up went into building and freeing its
+ * objects. Takes only what it can be sure of (ids as plain decimals below
+ * 2^24, fast_str's strings, nothing after the object) and adds the tokens
+ * as load_vocab would. 1: loaded; 0: not taken, the handle as it was (a
+ * token table reset), for the jansson path to read or refuse with its
+ * own message -- so a duplicate key or a bad token fails there, as
+ * before. */
+static int fast_vocab(ld *l, const char *text, size_t len)
+{
+    tokvec_tokenizer *t = l->t;
+    unsigned char order[256];
+    alphabet(l, order);
+    const char *p = skip_ws(text, text + len), *end = text + len;
+    char *key = malloc(len + 1);
+    unsigned char *buf = malloc(4096);
+    char err1 = l->o && l->o->errbuf && l->o->errlen ? l->o->errbuf[0] : 0;
+    int ok = key && buf && p < end && *p == '{', first = 1;
+    if (ok)
+        p++;
+    while (ok) {
+        p = skip_ws(p, end);
+        if (p < end && *p == '}' && !first) {
+            p++;
+            break;
+        }
+        if (!first) {
+            ok = p < end && *p == ',';
+            p = skip_ws(p + ok, end);
+        }
+        first = 0;
+        size_t kl = 0;
+        ok = ok && p < end && *p == '"' &&
+             (p = fast_str(p + 1, end, key, &kl)) != NULL;
+        if (ok)
+            p = skip_ws(p, end);
+        ok = ok && p < end && *p == ':';
+        if (ok)
+            p = skip_ws(p + 1, end);
+        long long id = 0;
+        int digits = 0;
+        while (ok && p < end && *p >= '0' && *p <= '9' && digits < 9) {
+            id = id * 10 + (*p++ - '0');
+            digits++;
+        }
+        ok = ok && digits && !(digits > 1 && *(p - digits) == '0') &&
+             id < TV_TOK_MAX_ID && p < end &&
+             (*p == ',' || *p == '}' || *p == ' ' || *p == '\n' ||
+              *p == '\r' || *p == '\t');
+        ok = ok && vocab_entry(l, key, kl, id, NULL, buf) == 0;
+    }
+    ok = ok && skip_ws(p, end) == end;
+    free(key);
+    free(buf);
+    if (ok)
+        return 1;
+    free(t->tok); /* back to a fresh table: the jansson path reads it */
+    free(t->blob);
+    free(t->imap);
+    t->tok = NULL;
+    t->blob = NULL;
+    t->imap = NULL;
+    t->n_tok = t->tok_cap = t->blob_len = t->blob_cap = 0;
+    t->imask = 0;
+    if (l->o && l->o->errbuf && l->o->errlen)
+        l->o->errbuf[0] = err1; /* a message from vocab_entry goes */
+    return 0;
 }
 
 typedef struct merges {
@@ -263,7 +411,9 @@ static int parse_merges_txt(ld *l, char *text, size_t len, merges *m)
 }
 
 /* Chooses the merge rule: tiktoken's (ranks) when the ids are exactly the
- * ranks the merges build, else the listed merges in list order. */
+ * ranks the merges build, else the listed merges in list order. The
+ * merges' left, right and merged tokens are looked up in batches
+ * (tv_vmap_get_many: GPT-2 asks 150,000 times at start-up). */
 static int apply_merges(ld *l, const merges *m, const unsigned char *order)
 {
     tokvec_tokenizer *t = l->t;
@@ -274,28 +424,37 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
     shaped = ordinary == 256 + m->n;
     for (int k = 0; shaped && k < 256; k++)
         shaped = tv_vmap_get(t, &order[k], 1) == k;
-    for (size_t k = 0; shaped && k < m->n; k++) {
-        const unsigned char *b = m->bytes + m->at[3 * k];
-        shaped = tv_vmap_get(t, b, m->at[3 * k + 2] - m->at[3 * k]) ==
-                 (int32_t)(256 + k);
-    }
-    int rc = 0;
-    if (shaped) { /* tiktoken's rule: every split of every token */
-        t->whole_lookup = 1;
-        rc = tv_pmap_from_ranks(t);
-    }
+    size_t cnt = 3 * m->n;
+    const unsigned char **kb = malloc((cnt + 1) * sizeof *kb);
+    size_t *kn = malloc((cnt + 1) * sizeof *kn);
+    int32_t *id = malloc((cnt + 1) * sizeof *id);
+    int rc = kb && kn && id ? 0 : -ENOMEM;
     for (size_t k = 0; rc == 0 && k < m->n; k++) {
         const unsigned char *b = m->bytes + m->at[3 * k];
         size_t na = m->at[3 * k + 1] - m->at[3 * k];
         size_t n = m->at[3 * k + 2] - m->at[3 * k];
-        int32_t a = tv_vmap_get(t, b, na), c = tv_vmap_get(t, b + na, n - na);
-        int32_t r = tv_vmap_get(t, b, n);
-        if (a < 0 || c < 0 || r < 0)
-            return fail(l, TOKVEC_E_TOKENIZER,
-                        "merge %zu: the %s is not in the vocabulary", k + 1,
-                        a < 0   ? "left token"
-                        : c < 0 ? "right token"
-                                : "merged token");
+        kb[3 * k] = b, kn[3 * k] = na;
+        kb[3 * k + 1] = b + na, kn[3 * k + 1] = n - na;
+        kb[3 * k + 2] = b, kn[3 * k + 2] = n;
+    }
+    if (rc == 0)
+        tv_vmap_get_many(t, kb, kn, id, cnt);
+    for (size_t k = 0; rc == 0 && shaped && k < m->n; k++)
+        shaped = id[3 * k + 2] == (int32_t)(256 + k);
+    if (rc == 0 && shaped) { /* tiktoken's rule: every split of every token */
+        t->whole_lookup = 1;
+        rc = tv_pmap_from_ranks(t);
+    }
+    for (size_t k = 0; rc == 0 && k < m->n; k++) {
+        int32_t a = id[3 * k], c = id[3 * k + 1], r = id[3 * k + 2];
+        if (a < 0 || c < 0 || r < 0) {
+            rc = fail(l, TOKVEC_E_TOKENIZER,
+                      "merge %zu: the %s is not in the vocabulary", k + 1,
+                      a < 0   ? "left token"
+                      : c < 0 ? "right token"
+                              : "merged token");
+            break;
+        }
         if (!shaped) { /* Hugging Face's rule: listed pairs, list order */
             if (!t->pmap)
                 rc = tv_pmap_init(t, m->n + 16);
@@ -305,6 +464,9 @@ static int apply_merges(ld *l, const merges *m, const unsigned char *order)
     }
     if (rc == 0 && !t->pmap) /* no merges at all */
         rc = tv_pmap_init(t, 16);
+    free(kb);
+    free(kn);
+    free(id);
     return rc;
 }
 
@@ -326,11 +488,12 @@ static char *sibling(const char *path, const char *name)
     return s;
 }
 
+/* vocab NULL: fast_vocab read it. */
 static int load_gpt2(ld *l, const char *path, json_t *vocab)
 {
     unsigned char order[256];
     alphabet(l, order);
-    int rc = load_vocab(l, vocab, NULL);
+    int rc = vocab ? load_vocab(l, vocab, NULL) : 0;
     if (rc)
         return rc;
     const char *mp = l->o ? l->o->merges_path : NULL;
@@ -844,6 +1007,8 @@ int tv_tok_load(tokvec_tokenizer *t, const char *path,
     size_t bl = strlen(b);
     if (rc == 0 && bl >= 9 && !strcmp(b + bl - 9, ".tiktoken")) {
         rc = load_tiktoken(&l, text, len);
+    } else if (rc == 0 && fast_vocab(&l, text, len)) {
+        rc = load_gpt2(&l, path, NULL);
     } else if (rc == 0) {
         json_error_t je;
         json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);

@@ -231,6 +231,9 @@ int tv_special_build(tokvec_tokenizer *t)
         uint32_t f = TV_TOK_ADDED(o) |
                      (TV_TOK_KIND(o) == 1 ? TV_ADD_SPECIAL : 0);
         t->sp[n++] = (tv_special){o->id, o->off, o->len, f};
+        if ((o->len > 1 && memchr(t->blob + o->off, '\n', o->len - 1)) ||
+            (f & (TV_ADD_LSTRIP | TV_ADD_RSTRIP)))
+            t->sp_newline = 1; /* tokvec_tokenizer_cut cannot cut */
     }
     t->ac.pat = t->sp;
     t->ac.bytes = t->blob;

@@ -43,17 +43,11 @@ typedef struct ch {
     unsigned set; /* B(class) */
 } ch;
 
-/* Decodes the character at i < end (strict UTF-8: no overlongs, no
- * surrogates, nothing past U+10FFFF). */
-static inline ch at(const unsigned char *s, size_t i, size_t end)
+/* The character at i < end when it is not ASCII (at()). */
+static ch at_multi(const unsigned char *s, size_t i, size_t end)
 {
     unsigned c = s[i];
     ch r = {0xFFFFFFFFu, 1, B(C_OTHER)};
-    if (c < 0x80) {
-        r.cp = c;
-        r.set = B(tv_ucd_stage2[c]);
-        return r;
-    }
     size_t left = end - i;
     uint32_t cp;
     unsigned n;
@@ -80,6 +74,18 @@ static inline ch at(const unsigned char *s, size_t i, size_t end)
     r.len = n;
     r.set = B(tv_ucd_class(cp));
     return r;
+}
+
+/* Decodes the character at i < end (strict UTF-8: no overlongs, no
+ * surrogates, nothing past U+10FFFF); ASCII inline. */
+static inline ch at(const unsigned char *s, size_t i, size_t end)
+{
+    unsigned c = s[i];
+    if (c < 0x80) {
+        ch r = {c, 1, B(tv_ucd_stage2[c])};
+        return r;
+    }
+    return at_multi(s, i, end);
 }
 
 /* End of the run of characters in set starting at i. */
@@ -328,6 +334,38 @@ size_t tv_split_next(tv_pattern pat, const unsigned char *s, size_t i,
     default:
         return next_gpt2(s, i, end);
     }
+}
+
+/* Printable ASCII but '/': no piece reaches past a newline into it. */
+static int cut_char(unsigned char c)
+{
+    return c > 0x20 && c < 0x7F && c != '/';
+}
+
+/* Why a cut between "X\n" and "Y" (X, Y printable ASCII, Y not '/') is
+ * safe, pattern by pattern: the white space there is the newline alone,
+ * which every pattern makes a piece of its own (\s+(?!\S) fails before
+ * Y and \s+ takes it; at the end of the left half \s+(?!\S) takes the
+ * same one character; cl100k's, qwen2's and o200k's \s*[\r\n]+ comes
+ * first), unless punctuation X takes it as its [\r\n]* (cl100k, qwen2)
+ * or [\r\n/]* tail (o200k: hence not before '/'), which ends there too;
+ * no prefix ([^\r\n\p{L}\p{N}]?, ' ?') is a newline; the only
+ * look-ahead, (?!\S), is at the end of white space; and nothing looks
+ * behind, so the scan from the cut finds what the whole text's scan
+ * finds there. */
+size_t tv_split_cut(const unsigned char *s, size_t from, size_t len)
+{
+    size_t i = from > 2 ? from : 2;
+    while (i < len) {
+        const unsigned char *nl = memchr(s + i - 1, '\n', len - i);
+        if (!nl)
+            return len;
+        i = (size_t)(nl - s) + 1;
+        if (cut_char(s[i - 2]) && cut_char(s[i]))
+            return i;
+        i++;
+    }
+    return len;
 }
 
 static const struct {

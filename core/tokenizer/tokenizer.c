@@ -253,6 +253,14 @@ int tokvec_tokenizer_encode(const tokvec_tokenizer *t, tokvec_tok_state *s,
     return 0;
 }
 
+size_t tokvec_tokenizer_cut(const tokvec_tokenizer *t, const char *text,
+                            size_t len, size_t from)
+{
+    if (t->hf || t->sp_newline || from >= len)
+        return len;
+    return tv_split_cut((const unsigned char *)text, from, len);
+}
+
 void tokvec_tok_ids_free(tokvec_tok_ids *ids)
 {
     if (!ids)

@@ -6,9 +6,14 @@
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
  * points is unk_token whole; else greedy longest match from the left, the
  * pieces after the first looked up with continuing_subword_prefix; when
- * some position matches nothing the whole word is unk_token. Lookups are
- * bounded by the longest token, so a word costs O(length x longest
- * token) at worst, and a word past the limit O(length).
+ * some position matches nothing the whole word is unk_token. A piece
+ * looks the whole rest up once, then walks forward while bit filters of
+ * the tokens' proper prefixes say a token may go on (the map is asked
+ * only where the token filter says one may end): a word costs
+ * O(length x longest token) at worst, and a word past the limit
+ * O(length). With exactly BertNormalizer and BertPreTokenizer, ASCII
+ * text between white space takes one table-driven pass instead of the
+ * stages (tv_wp_finish's tables; the rest goes through every stage).
  *
  * Must hold: ids are HF's encode(text, add_special_tokens=False) for valid
  * UTF-8 (bytes that are not are U+FFFD each, as one byte); token offsets
@@ -38,6 +43,8 @@ void tv_hf_free(tv_hf *h)
     free(h->suffix);
     free(h->whole);
     free(h->cont);
+    for (int k = 0; k < 4; k++)
+        free(h->filter[k]);
     free(h);
 }
 
@@ -111,7 +118,41 @@ static uint64_t hash_of(const unsigned char *p, size_t n)
     return h;
 }
 
-/* Both maps, from the tokens model.vocab gave (all of tok[] so far). */
+#define FILTER_BITS 20 /* 2^20 bits (128 KB) a filter */
+
+static inline size_t bit_of(uint64_t h)
+{
+    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> (64 - FILTER_BITS));
+}
+
+static inline int has_bit(const uint64_t *f, uint64_t h)
+{
+    size_t b = bit_of(h);
+    return (int)(f[b / 64] >> (b % 64) & 1);
+}
+
+static inline void set_bit(uint64_t *f, uint64_t h)
+{
+    size_t b = bit_of(h);
+    f[b / 64] |= 1ull << (b % 64);
+}
+
+/* The n bytes p into filters f[0] (them) and f[1] (every proper prefix
+ * that ends at a character boundary). */
+static void filter_add(uint64_t *const f[2], const unsigned char *p, size_t n)
+{
+    uint64_t hv = FNV0;
+    for (size_t m = 1; m <= n; m++) {
+        hv = fnv(hv, p[m - 1]);
+        if (m == n)
+            set_bit(f[0], hv);
+        else if ((p[m] & 0xC0) != 0x80)
+            set_bit(f[1], hv);
+    }
+}
+
+/* Both maps, from the tokens model.vocab gave (all of tok[] so far), and
+ * their filters (freed with the handle, tv_hf_free, on failure too). */
 static int maps_build(tokvec_tokenizer *t, tv_hf *h)
 {
     size_t count = t->n_tok, size = 16;
@@ -119,7 +160,10 @@ static int maps_build(tokvec_tokenizer *t, tv_hf *h)
         size *= 2;
     h->whole = malloc(size * sizeof *h->whole);
     h->cont = malloc(size * sizeof *h->cont);
-    if (!h->whole || !h->cont)
+    for (int k = 0; k < 4; k++)
+        h->filter[k] = calloc((1u << FILTER_BITS) / 64, sizeof(uint64_t));
+    if (!h->whole || !h->cont || !h->filter[0] || !h->filter[1] ||
+        !h->filter[2] || !h->filter[3])
         return -ENOMEM;
     for (size_t k = 0; k < size; k++)
         h->whole[k].id = h->cont[k].id = EMPTY_SLOT;
@@ -129,6 +173,7 @@ static int maps_build(tokvec_tokenizer *t, tv_hf *h)
         size_t n = o->len;
         const unsigned char *b = t->blob + o->off;
         map_put(t, h->whole, h->wmask, hash_of(b, n), o->id, o->off, n);
+        filter_add(h->filter, b, n);
         if (n > h->max_len)
             h->max_len = n;
         if (n <= 64)
@@ -138,6 +183,7 @@ static int maps_build(tokvec_tokenizer *t, tv_hf *h)
         size_t m = n - h->nprefix;
         map_put(t, h->cont, h->cmask, hash_of(b + h->nprefix, m), o->id,
                 o->off + (uint32_t)h->nprefix, m);
+        filter_add(h->filter + 2, b + h->nprefix, m);
         if (m > h->max_cont)
             h->max_cont = m;
         if (m <= 64)
@@ -241,10 +287,46 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
     return tv_hf_load_rest(t, root, err, errlen);
 }
 
-/* Checks once the token table is final (tok_load.c). */
+enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD };
+
+/* Once the token table is final (tok_load.c; a WordPiece model only --
+ * Unigram and SentencePiece BPE always take every stage): the ASCII
+ * table of BertNormalizer (normalize.c's bert_fused on ASCII: clean_text
+ * drops NUL, DEL and the controls but tab, LF and CR, which become
+ * spaces; lowercase) and BertPreTokenizer (pretok.c's bert: white space
+ * splits and goes, ASCII punctuation is a word of its own), when the
+ * pipeline is exactly those two (either may be missing). */
 int tv_wp_finish(tokvec_tokenizer *t)
 {
-    (void)t;
+    tv_hf *h = t->hf;
+    unsigned f = 0;
+    if (h->model != TV_M_WORDPIECE || h->nnorm > 1 ||
+        (h->nnorm && h->norm[0].kind != TV_N_BERT) || h->npre > 1 ||
+        (h->npre && h->pre[0].kind != TV_P_BERT))
+        return 0;
+    if (h->nnorm)
+        f = h->norm[0].flags;
+    for (unsigned c = 0; c < 128; c++) {
+        unsigned m = c, tnr = c == '\t' || c == '\n' || c == '\r';
+        h->amap[c] = (unsigned char)c;
+        if ((f & TV_NB_CLEAN) && (c == 0 || c == 0x7F || (c < 0x20 && !tnr))) {
+            h->acls[c] = TV_A_DROP;
+            continue;
+        }
+        if ((f & TV_NB_CLEAN) && tnr)
+            m = ' ';
+        if ((f & TV_NB_LOWER) && m >= 'A' && m <= 'Z')
+            m += 32;
+        int ws = m == ' ' || (m >= 9 && m <= 13);
+        int pu = (m >= 33 && m <= 47) || (m >= 58 && m <= 64) ||
+                 (m >= 91 && m <= 96) || (m >= 123 && m <= 126);
+        h->amap[c] = (unsigned char)m;
+        h->acls[c] = !h->npre ? TV_A_WORD
+                     : ws     ? TV_A_WS
+                     : pu     ? TV_A_PUNCT
+                              : TV_A_WORD;
+    }
+    h->ascii_fast = 1;
     return 0;
 }
 
@@ -362,18 +444,37 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         size_t lim = start ? h->max_cont : h->max_len;
         size_t end = len - start > lim ? start + lim : len;
         uint64_t hv = FNV0, lens = start ? h->lens_c : h->lens_w;
+        const tv_wp_slot *m = start ? h->cont : h->whole;
+        size_t mask = start ? h->cmask : h->wmask;
         for (size_t j = start; j < end; j++)
             ph[j - start + 1] = hv = fnv(hv, u[j]);
+        /* the whole rest first (most words are one token), then forward
+         * while some token may begin with the bytes so far (the filters:
+         * the map is asked only where a token may end): the last token
+         * seen is the longest match */
+        const uint64_t *ft = h->filter[start ? 2 : 0];
+        const uint64_t *fp = h->filter[start ? 3 : 1];
         int32_t id = -1;
-        for (; end > start; end--) {
-            size_t n = end - start;
-            if (b->u8ch[end] == UINT32_MAX ||
-                (n <= 64 && !(lens >> (n - 1) & 1)))
-                continue;
-            id = start ? map_get(t, h->cont, h->cmask, ph[n], u + start, n)
-                       : map_get(t, h->whole, h->wmask, ph[n], u, n);
-            if (id >= 0)
-                break;
+        while (end > start && b->u8ch[end] == UINT32_MAX)
+            end--;
+        size_t n = end - start;
+        if (n && (n > 64 || (lens >> (n - 1) & 1)) && has_bit(ft, ph[n]))
+            id = map_get(t, m, mask, ph[n], u + start, n);
+        if (id < 0) {
+            size_t stop = end, j = start + 1;
+            end = start;
+            for (; j < stop; j++) {
+                if (b->u8ch[j] == UINT32_MAX)
+                    continue;
+                uint64_t hj = ph[j - start];
+                int32_t r = has_bit(ft, hj)
+                                ? map_get(t, m, mask, hj, u + start, j - start)
+                                : -1;
+                if (r >= 0)
+                    id = r, end = j;
+                if (!has_bit(fp, hj))
+                    break;
+            }
         }
         if (id < 0) {
             out->n = n0;
@@ -411,19 +512,61 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
     return 0;
 }
 
-int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                  const unsigned char *u, size_t i, size_t end,
-                  tokvec_tok_ids *out, unsigned flags)
+static int add_word(tv_hf_buf *b, size_t s, size_t e)
+{
+    if (b->wn[0] == b->wcap[0]) {
+        size_t cap = b->wcap[0] ? b->wcap[0] * 2 : 64;
+        tv_hf_range *w = realloc(b->w[0], cap * sizeof *w);
+        if (!w)
+            return -ENOMEM;
+        b->w[0] = w;
+        b->wcap[0] = cap;
+    }
+    b->w[0][b->wn[0]++] = (tv_hf_range){s, e};
+    return 0;
+}
+
+/* An ASCII stretch in one pass (tv_wp_finish's tables): the normalized
+ * characters of the words only (white space is not kept), each with its
+ * byte as its span, and the words, as the three stages give them. */
+static int ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
+                       size_t i, size_t end)
+{
+    tv_hf_text *x = &b->t[0];
+    size_t n = 0, w = 0;
+    b->wn[0] = 0;
+    if (tv_hf_text_reserve(x, end - i) < 0)
+        return -ENOMEM;
+    for (size_t j = i; j < end; j++) {
+        unsigned c = u[j], k = h->acls[c];
+        if (k == TV_A_DROP)
+            continue;
+        if (k != TV_A_WORD && n > w && add_word(b, w, n) < 0)
+            return -ENOMEM;
+        if (k == TV_A_WS) {
+            w = n;
+            continue;
+        }
+        x->cp[n] = h->amap[c];
+        x->a0[n] = (uint32_t)j;
+        x->a1[n] = (uint32_t)j + 1;
+        n++;
+        if (k == TV_A_PUNCT) {
+            if (add_word(b, n - 1, n) < 0)
+                return -ENOMEM;
+            w = n;
+        }
+    }
+    x->n = n;
+    return n > w ? add_word(b, w, n) : 0;
+}
+
+/* u[i..end) through every stage, one after the other. */
+static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
+                       const unsigned char *u, size_t i, size_t end,
+                       tokvec_tok_ids *out, unsigned flags)
 {
     const tv_hf *h = t->hf;
-    if (i >= end)
-        return 0;
-    if (!s->hf) {
-        s->hf = calloc(1, sizeof *s->hf);
-        if (!s->hf)
-            return -ENOMEM;
-    }
-    tv_hf_buf *b = s->hf;
     int cur = 0;
     if (tv_hf_text_reserve(&b->t[0], end - i) < 0)
         return -ENOMEM;
@@ -457,4 +600,107 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
                                  offs)
                  : word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
     return rc;
+}
+
+#define AHEAD 4 /* words whose first lookup is fetched ahead */
+
+/* Fetches what word()'s first lookup of ASCII word k of b->w[0] (the
+ * whole word, as many bytes as the longest token) will touch: its filter
+ * word and its map slot. Only a hint: the lookup itself is unchanged. */
+static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
+{
+    const tv_hf_text *x = &b->t[0];
+    size_t s = b->w[0][k].s, e = b->w[0][k].e;
+    if (e - s > h->max_len)
+        e = s + h->max_len;
+    uint64_t hv = FNV0;
+    for (size_t j = s; j < e; j++)
+        hv = fnv(hv, (unsigned char)x->cp[j]);
+    size_t bit = bit_of(hv);
+    __builtin_prefetch(&h->filter[0][bit / 64]);
+    __builtin_prefetch(&h->whole[slot_of(hv, h->wmask)]);
+}
+
+/* The ASCII words of ascii_words through word(), the first lookups of
+ * the words AHEAD of the current one on their way. */
+static int ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
+                     tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    size_t nw = b->wn[0];
+    for (size_t k = 0; k < nw && k < AHEAD; k++)
+        fetch_word(h, b, k);
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < nw; k++) {
+        if (k + AHEAD < nw)
+            fetch_word(h, b, k + AHEAD);
+        rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
+    }
+    return rc;
+}
+
+/* u[i..end) by stretches between ASCII white space: runs of ASCII ones
+ * through ascii_words, the others through every stage. Exact because
+ * white space ends a word and no normalizer step of BertNormalizer looks
+ * past a character of combining class 0 (NFD's reordering stops there). */
+static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
+                        const unsigned char *u, size_t i, size_t end,
+                        tokvec_tok_ids *out, unsigned flags)
+{
+    const tv_hf *h = t->hf;
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    size_t ps = i, cs = i; /* the pending run, the current chunk */
+    int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
+    for (size_t j = i;; j++) {
+        if (j < end && (u[j] >= 0x80 || h->acls[u[j]] != TV_A_WS)) {
+            ca &= u[j] < 0x80;
+            continue;
+        }
+        if (j == cs && pa >= 0) { /* no chunk: the run goes on */
+            if (j >= end)
+                break;
+            cs = j + 1;
+            continue;
+        }
+        if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
+            int rc = pa ? ascii_words(h, b, u, ps, cs)
+                        : stretch_all(t, b, u, ps, cs, out, flags);
+            if (rc == 0 && pa)
+                rc = ascii_run(t, b, out, offs);
+            if (rc)
+                return rc;
+            pa = -1;
+        }
+        if (pa < 0) {
+            pa = ca;
+            ps = cs;
+        }
+        if (j >= end)
+            break;
+        cs = j + 1;
+        ca = 1;
+    }
+    int rc = pa ? ascii_words(h, b, u, ps, end)
+                : stretch_all(t, b, u, ps, end, out, flags);
+    if (rc == 0 && pa)
+        rc = ascii_run(t, b, out, offs);
+    return rc;
+}
+
+int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const unsigned char *u, size_t i, size_t end,
+                  tokvec_tok_ids *out, unsigned flags)
+{
+    if (i >= end)
+        return 0;
+    if (!s->hf) {
+        s->hf = calloc(1, sizeof *s->hf);
+        if (!s->hf)
+            return -ENOMEM;
+    }
+    /* normalized added tokens are matched in the normalized text: the
+     * stage-by-stage path (tv_added_norm_run) */
+    if (t->hf->ascii_fast && !t->hf->nac.max)
+        return stretch_fast(t, s->hf, u, i, end, out, flags);
+    return stretch_all(t, s->hf, u, i, end, out, flags);
 }

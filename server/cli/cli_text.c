@@ -5,12 +5,21 @@
  * instead and prints one array per line as each arrives, flushed when no
  * more input is waiting (how the tests feed it many texts at once; a pipe
  * can use it as a service). Exit codes as cli.c: 0 ok, 1 runtime failure,
- * 2 bad usage or a bad file, with one line on stderr. Single-threaded.
+ * 2 bad usage or a bad file, with one line on stderr.
+ * Threads (--threads, default every CPU): a regular file is cut into
+ * blocks (of lines with --jsonl, else at tokvec_tokenizer_cut's places)
+ * that worker threads encode, each with its own tokvec_tok_state, into
+ * their own output buffers; the main thread alone writes them, in order,
+ * and at most WINDOW blocks a worker are in flight. The file is read into
+ * memory first (read_input: read, not mmap, so that a file truncated
+ * meanwhile cannot SIGBUS the process). A pipe is read line by line on the
+ * main thread as before.
  * Also the text half of tokvec lookup --text (tv_cli_text_ids).
  */
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +36,8 @@
 static const char tokenize_usage[] =
     "usage: tokvec tokenize [--tokenizer FILE] [--pattern NAME] "
     "[--no-special]\n"
-    "                       [--add-special] [--jsonl [--offsets]] [FILE|-]\n"
+    "                       [--add-special] [--jsonl [--offsets]]\n"
+    "                       [--threads N] [FILE|-]\n"
     "\n"
     "Prints the token ids of FILE (default: standard input) as one JSON\n"
     "array, as tiktoken's encode(text, allowed_special=\"all\").\n"
@@ -48,6 +58,8 @@ static const char tokenize_usage[] =
     "line\n"
     "  --offsets          with --jsonl: [id, start, stop] per token, the\n"
     "                     byte span of the input it came from\n"
+    "  --threads N        threads encoding a FILE (default: every CPU);\n"
+    "                     the output is the same, in order\n"
     "  -h, --help         this text\n";
 
 /* The tokenizer of a command (tokenize, lookup): given (--tokenizer; NULL
@@ -107,16 +119,34 @@ static int read_all(FILE *f, char **buf, size_t *len)
     return 0;
 }
 
+/* v in decimal at buf + n, two digits a step; the new n. */
 static size_t put_num(char *buf, size_t n, uint64_t v)
 {
+    static const char pairs[201] = "00010203040506070809"
+                                   "10111213141516171819"
+                                   "20212223242526272829"
+                                   "30313233343536373839"
+                                   "40414243444546474849"
+                                   "50515253545556575859"
+                                   "60616263646566676869"
+                                   "70717273747576777879"
+                                   "80818283848586878889"
+                                   "90919293949596979899";
     char d[24];
-    int m = 0;
-    do {
-        d[m++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (m)
-        buf[n++] = d[--m];
+    int m = 24;
+    while (v >= 100) {
+        m -= 2;
+        memcpy(d + m, pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        m -= 2;
+        memcpy(d + m, pairs + 2 * v, 2);
+    } else {
+        d[--m] = (char)('0' + v);
+    }
+    while (m < 24) /* a few bytes: no call */
+        buf[n++] = d[m++];
     return n;
 }
 
@@ -147,33 +177,34 @@ static int print_spans(const tokvec_tok_ids *ids, FILE *out)
     return fwrite(buf, 1, n, out) == n ? 0 : -EIO;
 }
 
-/* Prints ids as a JSON array and a newline, through one buffer. */
-static int print_ids(const tokvec_tok_ids *ids, FILE *out)
+/* Prints n ids, a comma before each (but the first when first), between
+ * open and close (strings, maybe empty), through one buffer. */
+static int print_list(const int32_t *ids, size_t cnt, int first,
+                      const char *open, const char *close, FILE *out)
 {
     char buf[1 << 16];
-    size_t n = 0;
-    buf[n++] = '[';
-    for (size_t k = 0; k < ids->n; k++) {
+    size_t n = strlen(open);
+    memcpy(buf, open, n);
+    for (size_t k = 0; k < cnt; k++) {
         if (n > sizeof buf - 16) {
             if (fwrite(buf, 1, n, out) != n)
                 return -EIO;
             n = 0;
         }
-        if (k)
+        if (k || !first)
             buf[n++] = ',';
-        char d[12];
-        int m = 0;
-        uint32_t v = (uint32_t)ids->ids[k];
-        do {
-            d[m++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        while (m)
-            buf[n++] = d[--m];
+        n = put_num(buf, n, (uint32_t)ids[k]);
     }
-    buf[n++] = ']';
-    buf[n++] = '\n';
+    size_t cl = strlen(close);
+    memcpy(buf + n, close, cl);
+    n += cl;
     return fwrite(buf, 1, n, out) == n ? 0 : -EIO;
+}
+
+/* Prints ids as a JSON array and a newline. */
+static int print_ids(const tokvec_tok_ids *ids, FILE *out)
+{
+    return print_list(ids->ids, ids->n, 1, "[", "]\n", out);
 }
 
 /* Whether more input can be read at once: a file always can (no flush
@@ -249,6 +280,48 @@ static long fast_string(const char *line, size_t len, char *out)
     return (long)o;
 }
 
+/* One input line (len bytes, its newline included or not) to one output
+ * line in out; *dec (*dcap bytes) is grown to decode it. 0, 2 when it is
+ * not a JSON string, or a negative errno. */
+static int jsonl_line(const tokvec_tokenizer *t, tokvec_tok_state *st,
+                      const char *line, size_t len, unsigned flags,
+                      tokvec_tok_ids *ids, char **dec, size_t *dcap, FILE *out)
+{
+    if (len + 1 > *dcap) {
+        char *nd = realloc(*dec, len + 1);
+        if (!nd)
+            return -ENOMEM;
+        *dec = nd;
+        *dcap = len + 1;
+    }
+    long fl = fast_string(line, len, *dec);
+    json_error_t je;
+    json_t *s = fl >= 0 ? NULL
+                        : json_loadb(line, len,
+                                     JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    int rc = 2;
+    if (fl >= 0 || json_is_string(s))
+        rc = tokvec_tokenizer_encode(
+            t, st, fl >= 0 ? *dec : json_string_value(s),
+            fl >= 0 ? (size_t)fl : json_string_length(s), flags, ids);
+    if (rc == 0)
+        rc = (flags & TOKVEC_TOK_OFFSETS) ? print_spans(ids, out)
+                                          : print_ids(ids, out);
+    json_decref(s);
+    return rc;
+}
+
+/* The message and exit code of jsonl_line's rc (not 0) on line. */
+static int jsonl_fail(int rc, size_t line)
+{
+    if (rc == 2) {
+        fprintf(stderr, "tokvec: input line %zu: not a JSON string\n", line);
+        return 2;
+    }
+    fprintf(stderr, "tokvec: %s\n", tokvec_strerror(rc));
+    return 1;
+}
+
 /* One JSON string per input line, one array per output line, flushed as
  * each line is done when no more input is waiting: a pipeline can feed
  * texts and read their ids as it goes (the input is never held whole),
@@ -266,41 +339,12 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
         if (len < 0)
             break;
         line++;
-        if ((size_t)len + 1 > dcap) {
-            char *nd = realloc(dec, (size_t)len + 1);
-            if (!nd) {
-                fprintf(stderr, "tokvec: out of memory\n");
-                code = 1;
-                break;
-            }
-            dec = nd;
-            dcap = (size_t)len + 1;
-        }
-        long fl = fast_string(buf, (size_t)len, dec);
-        json_error_t je;
-        json_t *s = fl >= 0
-                        ? NULL
-                        : json_loadb(buf, (size_t)len,
-                                     JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-        if (fl < 0 && !json_is_string(s)) {
-            fprintf(stderr, "tokvec: input line %zu: not a JSON string\n",
-                    line);
-            code = 2;
-        } else {
-            int rc = tokvec_tokenizer_encode(
-                t, st, fl >= 0 ? dec : json_string_value(s),
-                fl >= 0 ? (size_t)fl : json_string_length(s), flags, ids);
-            if (rc == 0)
-                rc = (flags & TOKVEC_TOK_OFFSETS) ? print_spans(ids, stdout)
-                                                  : print_ids(ids, stdout);
-            if (rc == 0 && !more_input(in, is_file) && fflush(stdout) != 0)
-                rc = -EIO;
-            if (rc) {
-                fprintf(stderr, "tokvec: %s\n", tokvec_strerror(rc));
-                code = 1;
-            }
-        }
-        json_decref(s);
+        int rc = jsonl_line(t, st, buf, (size_t)len, flags, ids, &dec, &dcap,
+                            stdout);
+        if (rc == 0 && !more_input(in, is_file) && fflush(stdout) != 0)
+            rc = -EIO;
+        if (rc)
+            code = jsonl_fail(rc, line);
     }
     if (code == 0 && ferror(in)) {
         fprintf(stderr, "tokvec: input: %s\n", strerror(errno));
@@ -309,6 +353,236 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
     free(buf);
     free(dec);
     return code;
+}
+
+/* --- several threads over a file held in memory --- */
+
+#define BLOCK_BYTES (256 * 1024) /* a block: lines, or text up to a cut */
+#define WINDOW 4                 /* blocks in flight a worker */
+
+typedef struct block {
+    size_t start, end; /* bytes of the input */
+    char *out;         /* its output (open_memstream) */
+    size_t out_len;
+    size_t lines; /* lines done (--jsonl) */
+    int rc;       /* 0, or what stopped it: jsonl_line's rc */
+    int done;
+} block;
+
+typedef struct par {
+    const tokvec_tokenizer *t;
+    unsigned flags;
+    int jsonl;
+    const char *text;
+    block *b;
+    size_t nb, next, written; /* blocks: all, next to take, written */
+    int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t window;
+} par;
+
+/* Encodes block k (its own state and ids; output into memory). */
+static void run_block(par *p, block *k, tokvec_tok_state *st,
+                      tokvec_tok_ids *ids, char **dec, size_t *dcap)
+{
+    FILE *m = open_memstream(&k->out, &k->out_len);
+    if (!m) {
+        k->rc = -ENOMEM;
+        return;
+    }
+    const char *s = p->text;
+    if (!p->jsonl) { /* a stretch between cuts: ids, a comma before each */
+        k->rc = tokvec_tokenizer_encode(p->t, st, s + k->start,
+                                        k->end - k->start, p->flags, ids);
+        if (k->rc == 0)
+            k->rc = print_list(ids->ids, ids->n, 0, "", "", m);
+    }
+    for (size_t i = k->start; p->jsonl && i < k->end && k->rc == 0;) {
+        const char *nl = memchr(s + i, '\n', k->end - i);
+        size_t e = nl ? (size_t)(nl - s) + 1 : k->end;
+        k->rc = jsonl_line(p->t, st, s + i, e - i, p->flags, ids, dec, dcap,
+                           m);
+        k->lines += k->rc == 0;
+        i = e;
+    }
+    if (fclose(m) != 0 && k->rc == 0)
+        k->rc = -ENOMEM;
+}
+
+static void *worker(void *arg)
+{
+    par *p = arg;
+    tokvec_tok_state *st = tokvec_tok_state_new();
+    tokvec_tok_ids ids = {0};
+    char *dec = NULL;
+    size_t dcap = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->next < p->nb &&
+               p->next >= p->written + p->window)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop || p->next >= p->nb)
+            break;
+        block *k = &p->b[p->next++];
+        pthread_mutex_unlock(&p->mu);
+        if (st)
+            run_block(p, k, st, &ids, &dec, &dcap);
+        else
+            k->rc = -ENOMEM;
+        pthread_mutex_lock(&p->mu);
+        k->done = 1;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    free(dec);
+    tokvec_tok_ids_free(&ids);
+    tokvec_tok_state_free(st);
+    return NULL;
+}
+
+/* The blocks of text: lines (jsonl), else stretches between cuts. */
+static block *cut_blocks(const tokvec_tokenizer *t, const char *s, size_t len,
+                         int jsonl, size_t *nb)
+{
+    size_t n = 0, cap = len / BLOCK_BYTES + 2;
+    block *b = calloc(cap, sizeof *b);
+    for (size_t i = 0; b && i < len; n++) {
+        size_t e = len - i > BLOCK_BYTES ? i + BLOCK_BYTES : len;
+        if (e < len && jsonl) {
+            const char *nl = memchr(s + e - 1, '\n', len - e + 1);
+            e = nl ? (size_t)(nl - s) + 1 : len;
+        } else if (e < len) {
+            e = tokvec_tokenizer_cut(t, s, len, e);
+        }
+        b[n].start = i;
+        b[n].end = e;
+        i = e;
+    }
+    *nb = n;
+    return b;
+}
+
+/* Encodes text[0..len) on threads, writing what the serial path would. */
+static int run_par(const tokvec_tokenizer *t, const char *text, size_t len,
+                   unsigned flags, int jsonl, int threads)
+{
+    par p = {.t = t, .text = text, .jsonl = jsonl};
+    p.flags = jsonl ? flags : flags & ~(unsigned)TOKVEC_TOK_ADD_SPECIAL;
+    p.window = (size_t)threads * WINDOW;
+    p.b = cut_blocks(t, text, len, jsonl, &p.nb);
+    if (!p.b) {
+        fprintf(stderr, "tokvec: out of memory\n");
+        return 1;
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    pthread_t *th = calloc((size_t)threads, sizeof *th);
+    int started = 0, code = 0, rc = 0;
+    while (th && started < threads &&
+           pthread_create(&th[started], NULL, worker, &p) == 0)
+        started++;
+    const int32_t *pre = NULL, *post = NULL;
+    size_t npre = 0, npost = 0, lines = 0;
+    int first = 1;
+    if (!jsonl && (flags & TOKVEC_TOK_ADD_SPECIAL))
+        tokvec_tokenizer_added(t, &pre, &npre, &post, &npost);
+    if (!jsonl) {
+        rc = print_list(pre, npre, 1, "[", "", stdout);
+        first = npre == 0;
+    }
+    if (!started)
+        rc = -ENOMEM;
+    for (size_t i = 0; i < p.nb && rc == 0; i++) {
+        block *k = &p.b[i];
+        pthread_mutex_lock(&p.mu);
+        while (!k->done)
+            pthread_cond_wait(&p.cv, &p.mu);
+        pthread_mutex_unlock(&p.mu);
+        /* the first block's ids must not start with a comma */
+        size_t skip = !jsonl && first && k->out_len ? 1 : 0;
+        if (k->out_len > skip) {
+            if (fwrite(k->out + skip, 1, k->out_len - skip, stdout) !=
+                k->out_len - skip)
+                rc = -EIO;
+            first = 0;
+        }
+        free(k->out);
+        k->out = NULL;
+        if (k->rc && rc == 0) {
+            code = jsonl ? jsonl_fail(k->rc, lines + k->lines + 1) : 0;
+            rc = k->rc;
+        }
+        lines += k->lines;
+        pthread_mutex_lock(&p.mu);
+        p.written = i + 1;
+        pthread_cond_broadcast(&p.cv);
+        pthread_mutex_unlock(&p.mu);
+    }
+    if (!jsonl && rc == 0)
+        rc = print_list(post, npost, first, "", "]\n", stdout);
+    pthread_mutex_lock(&p.mu);
+    p.stop = 1;
+    pthread_cond_broadcast(&p.cv);
+    pthread_mutex_unlock(&p.mu);
+    for (int k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+    for (size_t i = 0; i < p.nb; i++)
+        free(p.b[i].out);
+    free(p.b);
+    free(th);
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+    if (rc && !code) {
+        fprintf(stderr, "tokvec: tokenize: %s\n", tokvec_strerror(rc));
+        code = 1;
+    }
+    return code;
+}
+
+/* A regular file from its start, read whole into memory (*buf NULL: not
+ * one, or empty: the serial path). Read, not mapped: a mapped file that
+ * is truncated while the workers run is a SIGBUS; read() only returns
+ * less. The size is a hint: a file that grows is read to its end. */
+static int read_input(FILE *in, char **buf, size_t *len)
+{
+    struct stat sb;
+    int fd = fileno(in);
+    *buf = NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
+        lseek(fd, 0, SEEK_CUR) != 0)
+        return 0;
+    size_t cap = (size_t)sb.st_size + 1, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(b);
+            return -EIO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n == 0) { /* emptied meanwhile: at its end, as the serial path */
+        free(b);
+        return 0;
+    }
+    *buf = b;
+    *len = n;
+    return 0;
 }
 
 int tv_cli_text_ids(const char *tok_path, const char *text, int special,
@@ -355,13 +629,15 @@ int cmd_tokenize(int argc, char **argv)
                                         "add-special", "offsets",    NULL};
     static const char *const known[] = {"help",       "tokenizer",   "pattern",
                                         "no-special", "add-special", "offsets",
-                                        "jsonl",      NULL};
+                                        "jsonl",      "threads",     NULL};
     opts_t o = {
         .argc = argc, .argv = argv, .i = 1, .flags = flags, .known = known};
     const char *tok_path = NULL, *in_path = NULL;
     tokvec_tokenizer_opts topts = {0};
     unsigned flags_enc = TOKVEC_TOK_SPECIAL;
     int jsonl = 0, r;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t threads = ncpu > 0 ? ncpu : 1;
     char buf[4096];
     for (r = tv_cli_opt_next(&o); r > 0; r = tv_cli_opt_next(&o)) {
         if (!o.name) {
@@ -386,6 +662,12 @@ int cmd_tokenize(int argc, char **argv)
             tok_path = o.value;
         } else if (!strcmp(o.name, "pattern")) {
             topts.pattern = o.value;
+        } else if (!strcmp(o.name, "threads")) {
+            if (tv_cli_parse_i64(o.value, 1, 1024, &threads) < 0)
+                return tv_cli_fail(EXIT_USAGE,
+                                   "tokenize: --threads %s: not a number "
+                                   "from 1 to 1024",
+                                   o.value);
         } else {
             return tv_cli_unknown_option("tokenize", o.name, known);
         }
@@ -418,7 +700,12 @@ int cmd_tokenize(int argc, char **argv)
     tokvec_tok_ids ids = {0};
     tokvec_tok_state *st = tokvec_tok_state_new();
     rc = st ? 0 : -ENOMEM;
-    if (rc == 0 && jsonl)
+    if (threads > 1 && rc == 0)
+        rc = read_input(in, &text, &len);
+    if (text) {
+        code = run_par(t, text, len, flags_enc, jsonl, (int)threads);
+        jsonl = 1; /* done: nothing more to print */
+    } else if (rc == 0 && jsonl)
         code = run_jsonl(t, st, in, flags_enc, &ids);
     else if (rc == 0)
         rc = read_all(in, &text, &len);
