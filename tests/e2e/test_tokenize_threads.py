@@ -88,6 +88,50 @@ class Threads(unittest.TestCase):
         self.assertEqual(piped, one)
         self.same_for_threads("--tokenizer", GPT2, "--no-special", self.text)
 
+    def test_added_tokens_that_strip_white_space_are_never_cut_from_it(self):
+        # GPT-2 as HF's byte-level tokenizer.json with an added token
+        # that takes the white space on both sides (lstrip, rstrip, as
+        # XLM-R's <mask>): at the start of a line it swallows the newline
+        # before it, so no cut may fall between them
+        with open(os.path.join(GPT2, "encoder.json"), encoding="utf-8") as f:
+            vocab = json.load(f)
+        with open(os.path.join(GPT2, "vocab.bpe"), encoding="utf-8") as f:
+            merges = [ln.split(" ") for ln in f.read().splitlines()[1:]
+                      if ln]
+        tok = {"version": "1.0", "truncation": None, "padding": None,
+               "added_tokens": [
+                   {"id": 50256, "content": "<|endoftext|>",
+                    "single_word": False, "lstrip": False, "rstrip": False,
+                    "normalized": False, "special": True},
+                   {"id": 50257, "content": "<mask>", "single_word": False,
+                    "lstrip": True, "rstrip": True, "normalized": False,
+                    "special": True}],
+               "normalizer": None,
+               "pre_tokenizer": {"type": "ByteLevel",
+                                 "add_prefix_space": False,
+                                 "trim_offsets": True, "use_regex": True},
+               "post_processor": None, "decoder": None,
+               "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                         "continuing_subword_prefix": None,
+                         "end_of_word_suffix": None, "fuse_unk": False,
+                         "byte_fallback": False, "ignore_merges": False,
+                         "vocab": vocab, "merges": merges}}
+        path = os.path.join(self.tmp.name, "strip.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(tok, fh)
+        r = random.Random(7)
+        text = os.path.join(self.tmp.name, "strip.txt")
+        with open(text, "w", encoding="utf-8") as fh:
+            size = 0
+            while size < (1 << 20) + (1 << 18):
+                # every line starts with it: every cut place is one
+                line = r.choice(["<mask> is", "<mask> x <mask>",
+                                 "<mask>And so.", "<mask>word"])
+                fh.write(line + "\n")
+                size += len(line) + 1
+        one = self.same_for_threads("--tokenizer", path, text)
+        self.assertIn(50257, json.loads(one))
+
     def test_a_tiktoken_pattern_cuts_the_same(self):
         # the tiny vocabulary of bytes plus tokens across newlines: a cut
         # that split a piece differently would change the ids
