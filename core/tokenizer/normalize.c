@@ -515,6 +515,34 @@ static inline void emit_lower(tv_hf_text *o, uint32_t c, uint32_t a0,
     }
 }
 
+/* Fused one-character Replaces (TV_N_CHARMAP): each character becomes
+ * its string, every output character with the input character's span --
+ * what the Replaces one after the other give (a Replace of one character
+ * is a map of characters, its content taking the replaced one's span). */
+static int charmap(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        long k;
+        if (c < 0x80)
+            k = r->amap[c];
+        else if (r->npat && c >= r->pat[0] && c <= r->pat[r->npat - 1])
+            k = bsearch32(r->pat, r->npat, 1, c, 0);
+        else
+            k = -1;
+        size_t a = k < 0 ? 0 : r->moff[k], b = k < 0 ? 1 : r->moff[k + 1];
+        if (out->cap - out->n < b - a &&
+            tv_hf_text_reserve(out, out->n + (b - a) + (in->n - i)) < 0)
+            return -ENOMEM;
+        if (k < 0)
+            emit(out, c, in->a0[i], in->a1[i]);
+        else
+            for (size_t j = a; j < b; j++)
+                emit(out, r->rep[j], in->a0[i], in->a1[i]);
+    }
+    return 0;
+}
+
 /* BertNormalizer in one pass, each character's output with its own span.
  * That is HF's answer unless a character kept after strip_accents has a
  * non-zero combining class (NFD's reordering can then move spans among
@@ -594,6 +622,8 @@ static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
         return prepend(v, in, out);
     case TV_N_PRECOMPILED:
         return precompiled(v, in, out);
+    case TV_N_CHARMAP:
+        return charmap(v, in, out);
     default:
         return -EINVAL;
     }
@@ -853,6 +883,160 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
     return rc;
 }
 
+/* Frees what steps v[0..n) hold (not v). */
+static void free_steps(tv_norm *v, size_t n)
+{
+    for (size_t k = 0; v && k < n; k++) {
+        free(v[k].pat);
+        free(v[k].rep);
+        free(v[k].moff);
+        free(v[k].amap);
+        tv_precompiled_free(v[k].pc);
+    }
+}
+
+/* A one-character String Replace (fusable into a TV_N_CHARMAP). */
+static int one_char(const tv_norm *x)
+{
+    return x->kind == TV_N_REPLACE && !x->re && x->npat == 1;
+}
+
+#define CHARMAP_MAX 4096 /* characters one input character may become */
+
+/* What character c becomes through the Replaces r[0..n) in turn, into
+ * *s (malloc'd, *ns characters): 0, 1 past CHARMAP_MAX, -ENOMEM. */
+static int map_through(const tv_norm *r, size_t n, uint32_t c, uint32_t **s,
+                       size_t *ns)
+{
+    uint32_t *a = malloc(CHARMAP_MAX * sizeof *a);
+    uint32_t *b = malloc(CHARMAP_MAX * sizeof *b);
+    int rc = 0;
+    size_t na = 1;
+    if (!a || !b) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    a[0] = c;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        size_t nb = 0;
+        for (size_t i = 0; i < na && rc == 0; i++) {
+            const uint32_t *p = a[i] == r[k].pat[0] ? r[k].rep : a + i;
+            size_t m = a[i] == r[k].pat[0] ? r[k].nrep : 1;
+            if (m > CHARMAP_MAX - nb)
+                rc = 1;
+            else
+                memcpy(b + nb, p, m * sizeof *p);
+            nb += m;
+        }
+        uint32_t *t = a;
+        a = b;
+        b = t;
+        na = nb;
+    }
+    if (rc == 0) {
+        *s = a;
+        *ns = na;
+        a = NULL;
+    }
+cleanup:
+    free(a);
+    free(b);
+    return rc;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The TV_N_CHARMAP of the Replaces r[0..n) into *x: 0, 1 when a
+ * character would grow past CHARMAP_MAX (then left as they are),
+ * -ENOMEM. */
+static int fuse_run(const tv_norm *r, size_t n, tv_norm *x)
+{
+    int rc = 0;
+    size_t nk = 0, total = 0;
+    tv_norm m = {0};
+    m.kind = TV_N_CHARMAP;
+    m.pat = malloc(n * sizeof *m.pat);
+    m.moff = malloc((n + 1) * sizeof *m.moff);
+    m.amap = malloc(128 * sizeof *m.amap);
+    if (!m.pat || !m.moff || !m.amap) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    for (size_t k = 0; k < n; k++)
+        m.pat[nk++] = r[k].pat[0];
+    qsort(m.pat, nk, sizeof *m.pat, cmp_u32);
+    size_t d = 0;
+    for (size_t k = 0; k < nk; k++)
+        if (d == 0 || m.pat[d - 1] != m.pat[k])
+            m.pat[d++] = m.pat[k];
+    m.npat = d;
+    for (int c = 0; c < 128; c++)
+        m.amap[c] = -1;
+    m.moff[0] = 0;
+    for (size_t k = 0; k < m.npat; k++) {
+        uint32_t *s = NULL;
+        size_t ns = 0;
+        rc = map_through(r, n, m.pat[k], &s, &ns);
+        if (rc)
+            goto cleanup;
+        uint32_t *g = realloc(m.rep, (total + ns + 1) * sizeof *g);
+        if (!g) {
+            free(s);
+            rc = -ENOMEM;
+            goto cleanup;
+        }
+        m.rep = g;
+        if (ns)
+            memcpy(m.rep + total, s, ns * sizeof *s);
+        free(s);
+        total += ns;
+        m.moff[k + 1] = (uint32_t)total;
+        if (m.pat[k] < 128)
+            m.amap[m.pat[k]] = (int32_t)k;
+    }
+    m.nrep = total;
+    *x = m;
+    memset(&m, 0, sizeof m);
+cleanup:
+    free(m.pat);
+    free(m.rep);
+    free(m.moff);
+    free(m.amap);
+    return rc;
+}
+
+/* Each run of two or more one-character String Replaces becomes one
+ * TV_N_CHARMAP step (the same characters and spans, one pass). */
+static int fuse(tv_norm *v, size_t *n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < *n;) {
+        size_t e = i;
+        while (e < *n && one_char(&v[e]))
+            e++;
+        tv_norm x = {0};
+        int rc = e - i >= 2 ? fuse_run(v + i, e - i, &x) : 1;
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            free_steps(v + i, e - i);
+            v[w++] = x;
+            i = e;
+            continue;
+        }
+        if (e == i)
+            e = i + 1;
+        while (i < e)
+            v[w++] = v[i++];
+    }
+    *n = w;
+    return 0;
+}
+
 int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
                   char *err, size_t errlen)
 {
@@ -862,6 +1046,8 @@ int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
     if (!j || json_is_null(j))
         return 0;
     int rc = parse_one(j, where, out, n, &cap, err, errlen);
+    if (rc == 0)
+        rc = fuse(*out, n);
     if (rc) {
         tv_norm_free(*out, *n);
         *out = NULL;
@@ -872,10 +1058,6 @@ int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
 
 void tv_norm_free(tv_norm *v, size_t n)
 {
-    for (size_t k = 0; v && k < n; k++) {
-        free(v[k].pat);
-        free(v[k].rep);
-        tv_precompiled_free(v[k].pc);
-    }
+    free_steps(v, n);
     free(v);
 }
