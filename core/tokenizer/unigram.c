@@ -462,24 +462,93 @@ const unsigned char *tv_unigram_piece(const tv_unigram *u, int32_t id,
  * hold the shortest decimal that reads back as d, so those digits are
  * found again and put through serde_json's steps. pow10[k]: the f64
  * nearest 10^k, k = 0..308. */
-static double serde_f64(double d, const double *pow10)
+/* Whether sig * 10^e reads back as a (> 0): one IEEE operation when sig
+ * and 10^|e| are exact doubles (then correctly rounded, Clinger's fast
+ * path), else strtod. */
+static int reads_back(uint64_t sig, int e, double a, const double *pow10)
+{
+    if (sig < (1ull << 53) && e >= -22 && e <= 22)
+        return (e >= 0 ? (double)sig * pow10[e] : (double)sig / pow10[-e]) ==
+               a;
+    char buf[48];
+    snprintf(buf, sizeof buf, "%llue%d", (unsigned long long)sig, e);
+    return strtod(buf, NULL) == a;
+}
+
+/* The digits of a (> 0, finite) rounded to p significant ones, as the
+ * integer *sig and exponent *e (a ~ sig * 10^e), from printf. */
+static void digits_printf(double a, int p, uint64_t *sig, int *e)
 {
     char buf[40];
-    int p = 1;
-    if (d == 0 || !isfinite(d))
-        return d;
-    for (; p < 17; p++) {
-        snprintf(buf, sizeof buf, "%.*e", p - 1, d);
-        if (strtod(buf, NULL) == d)
-            break;
-    }
-    snprintf(buf, sizeof buf, "%.*e", p - 1, d);
-    uint64_t sig = 0;
-    const char *c = buf + (buf[0] == '-');
+    snprintf(buf, sizeof buf, "%.*e", p - 1, a);
+    uint64_t s = 0;
+    const char *c = buf;
     for (; *c && *c != 'e'; c++)
         if (*c >= '0' && *c <= '9')
-            sig = sig * 10 + (uint64_t)(*c - '0');
-    int e = (int)strtol(c + 1, NULL, 10) - (p - 1);
+            s = s * 10 + (uint64_t)(*c - '0');
+    *sig = s;
+    *e = (int)strtol(c + 1, NULL, 10) - (p - 1);
+}
+
+/* The shortest decimal that reads back as a (> 0, finite; 17 digits when
+ * none of 1..16 does), as *sig and *e. One printf of 17 digits, each
+ * shorter rounding taken from them (the same as printf's own unless the
+ * digits cut off are exactly 5000...: then printf is asked). */
+static void shortest(double a, const double *pow10, uint64_t *sig, int *e)
+{
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.16e", a); /* d.dddddddddddddddde+XX */
+    char dig[17];
+    dig[0] = buf[0];
+    memcpy(dig + 1, buf + 2, 16);
+    int ex = (int)strtol(buf + 19, NULL, 10);
+    uint64_t s = 0, ten = 1;
+    for (int p = 1; p <= 16; p++) {
+        s = s * 10 + (uint64_t)(dig[p - 1] - '0');
+        ten *= 10;
+        int k = p + 1;
+        while (k < 17 && dig[k] == '0')
+            k++;
+        uint64_t r;
+        int re;
+        if (dig[p] == '5' && k == 17) {
+            digits_printf(a, p, &r, &re);
+        } else {
+            r = s + (dig[p] >= '5');
+            re = ex - (p - 1);
+            if (r == ten) {
+                r /= 10;
+                re++;
+            }
+        }
+        if (reads_back(r, re, a, pow10)) {
+            *sig = r;
+            *e = re;
+            return;
+        }
+    }
+    *sig = s * 10 + (uint64_t)(dig[16] - '0');
+    *e = ex - 16;
+}
+
+/* A score as tokenizers reads it. serde_json (without its
+ * float_roundtrip feature, as tokenizers builds it) does not round
+ * decimals correctly: it takes the digits as an integer s (u64 -> f64,
+ * rounded) and the decimal exponent e, then computes s * 10^e or
+ * s / 10^-e with the f64 nearest 10^|e| (dividing by 1e308 first while
+ * |e| > 308). About one score in ten comes out 1 ulp away from the
+ * correctly rounded value, and Viterbi ties then break differently. jansson
+ * gives the correctly rounded d; files that tokenizers or Python wrote
+ * hold the shortest decimal that reads back as d, so those digits are
+ * found again and put through serde_json's steps. pow10[k]: the f64
+ * nearest 10^k, k = 0..308. */
+static double serde_f64(double d, const double *pow10)
+{
+    if (d == 0 || !isfinite(d))
+        return d;
+    uint64_t sig;
+    int e;
+    shortest(fabs(d), pow10, &sig, &e);
     double f = (double)sig;
     while (e < -308 && f != 0) {
         f /= 1e308;
@@ -560,7 +629,7 @@ int tv_unigram_from_json(const struct json_t *model, tv_unigram **out,
         rc = -ENOMEM;
         goto cleanup;
     }
-    double pow10[309];
+    double pow10[309], last = 0, last_f = 0; /* serde_f64(0) */
     for (int k = 0; k < 309; k++) {
         char b[16];
         snprintf(b, sizeof b, "1e%d", k);
@@ -576,8 +645,16 @@ int tv_unigram_from_json(const struct json_t *model, tv_unigram **out,
         }
         piece[i] = (const unsigned char *)json_string_value(p);
         len[i] = json_string_length(p);
-        score[i] = json_is_integer(s) ? (double)json_integer_value(s)
-                                      : serde_f64(json_real_value(s), pow10);
+        if (json_is_integer(s)) {
+            score[i] = (double)json_integer_value(s);
+        } else { /* quantized vocabularies repeat their scores */
+            double d = json_real_value(s);
+            if (memcmp(&d, &last, sizeof d) != 0) {
+                last = d;
+                last_f = serde_f64(d, pow10);
+            }
+            score[i] = last_f;
+        }
     }
     rc = tv_unigram_new(piece, len, score, n, unk_id, json_is_true(bf), out);
     if (rc == TOKVEC_E_INVAL) {
