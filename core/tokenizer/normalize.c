@@ -389,10 +389,12 @@ static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
         s++;
     while ((side & 2) && n > s && (tv_hf_class(in->cp[n - 1]) & TV_HF_WS))
         n--;
-    em e = {in, out, 0};
-    for (size_t i = s; i < n; i++)
-        if (keep(&e, i, in->cp[i]) < 0)
-            return -ENOMEM;
+    if (tv_hf_text_reserve(out, out->n + (n - s)) < 0)
+        return -ENOMEM;
+    memcpy(out->cp + out->n, in->cp + s, (n - s) * sizeof *in->cp);
+    memcpy(out->a0 + out->n, in->a0 + s, (n - s) * sizeof *in->a0);
+    memcpy(out->a1 + out->n, in->a1 + s, (n - s) * sizeof *in->a1);
+    out->n += n - s;
     return 0;
 }
 
@@ -400,7 +402,7 @@ static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
 static size_t match_at(const tv_norm *r, const tv_hf_text *in, size_t i)
 {
     if (!r->re)
-        return r->npat && i + r->npat <= in->n &&
+        return r->npat && i + r->npat <= in->n && in->cp[i] == r->pat[0] &&
                        !memcmp(in->cp + i, r->pat, r->npat * sizeof *r->pat)
                    ? r->npat
                    : 0;
@@ -412,23 +414,32 @@ static size_t match_at(const tv_norm *r, const tv_hf_text *in, size_t i)
     return k >= r->re_min ? k : 0;
 }
 
+/* Appends c with the span a0..a1 (room made by the caller). */
+static inline void emit(tv_hf_text *o, uint32_t c, uint32_t a0, uint32_t a1)
+{
+    o->cp[o->n] = c;
+    o->a0[o->n] = a0;
+    o->a1[o->n] = a1;
+    o->n++;
+}
+
 static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
-    em e = {in, out, 0};
     size_t i = 0;
     while (i < in->n) {
+        if (out->cap - out->n < r->nrep + 1 &&
+            tv_hf_text_reserve(out, out->n + r->nrep + 1 + (in->n - i)) < 0)
+            return -ENOMEM;
         size_t m = match_at(r, in, i);
-        if (m) {
-            e.pos = i + m; /* the match is gone; the new text takes the
-                            * span of its last character */
+        if (m) { /* the match is gone; the new text takes the span of its
+                  * last character */
+            uint32_t a0 = in->a0[i + m - 1], a1 = in->a1[i + m - 1];
             for (size_t k = 0; k < r->nrep; k++)
-                if (put(&e, r->rep[k], 1) < 0)
-                    return -ENOMEM;
+                emit(out, r->rep[k], a0, a1);
             i += m;
             continue;
         }
-        if (keep(&e, i, in->cp[i]) < 0)
-            return -ENOMEM;
+        emit(out, in->cp[i], in->a0[i], in->a1[i]);
         i++;
     }
     return 0;
@@ -486,15 +497,6 @@ static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
         if (keep(&e, i, in->cp[i]) < 0)
             return -ENOMEM;
     return 0;
-}
-
-/* Appends c with the span a0..a1 (room made by the caller). */
-static inline void emit(tv_hf_text *o, uint32_t c, uint32_t a0, uint32_t a1)
-{
-    o->cp[o->n] = c;
-    o->a0[o->n] = a0;
-    o->a1[o->n] = a1;
-    o->n++;
 }
 
 /* c lowercased (1 to 3 characters) into o, each with the span a0..a1. */
