@@ -1022,8 +1022,11 @@ static int fuse(tv_norm *v, size_t *n)
             e++;
         tv_norm x = {0};
         int rc = e - i >= 2 ? fuse_run(v + i, e - i, &x) : 1;
-        if (rc < 0)
+        if (rc < 0) { /* the steps not yet seen close the gap, as they are */
+            memmove(v + w, v + i, (*n - i) * sizeof *v);
+            *n = w + (*n - i);
             return rc;
+        }
         if (rc == 0) {
             free_steps(v + i, e - i);
             v[w++] = x;

@@ -55,7 +55,7 @@ struct tv_precompiled {
     size_t n_units;
     unsigned char *norm; /* the normalized strings */
     size_t norm_len;
-    int32_t asc_at[128]; /* an ASCII byte's lookup: norm + asc_at, ... */
+    int32_t asc_at[128];   /* an ASCII byte's lookup: norm + asc_at, ... */
     uint32_t asc_len[128]; /* ... asc_len bytes; asc_at -1: none */
 };
 

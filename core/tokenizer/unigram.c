@@ -270,8 +270,8 @@ static int build_dat(tv_unigram *u, const uni_trie *t)
     size_t nn = t->n_nodes, ne = 0;
     dat_build d = {NULL, NULL, NULL, 0, 0, DAT_FREE, DAT_FREE};
     uint32_t *first = calloc(nn + 1, sizeof *first); /* children of x: */
-    uint32_t *kid = malloc(nn * sizeof *kid);     /* kid[first[x]..] */
-    unsigned char *kb = malloc(nn);               /* and their bytes */
+    uint32_t *kid = malloc(nn * sizeof *kid);        /* kid[first[x]..] */
+    unsigned char *kb = malloc(nn);                  /* and their bytes */
     uint32_t *queue = malloc(nn * sizeof *queue);
     uint32_t *slot = malloc(nn * sizeof *slot); /* node -> its slot */
     if (!first || !kid || !kb || !queue || !slot) {
