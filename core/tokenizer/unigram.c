@@ -1,10 +1,13 @@
 /* unigram.c -- the Unigram model exactly as Hugging Face tokenizers runs
  * it (models/unigram/model.rs: Unigram::from, encode_optimized, tokenize).
  *
- * The vocabulary is a byte trie: node 0 the root, its children in a table
- * of 256, deeper edges (parent, byte) -> child in one open-addressing hash;
- * a node holds the id of the piece that ends there (the last of equal
- * pieces, as tokenizers' HashMap insert leaves it). Encoding is one pass
+ * The vocabulary is a byte trie, built as a hash of edges (parent, byte)
+ * -> child, then laid out breadth first as a double array (slot 0 the
+ * root; the child of slot s by byte c is slot base[s] + c when that
+ * slot's check is s): one load per byte walked, the shallow nodes that
+ * every character start visits packed at the front. A node holds the id
+ * of the piece that ends there (the last of equal pieces, as tokenizers'
+ * HashMap insert leaves it). Encoding is one pass
  * of the Viterbi over character starts, in tokenizers' order and with its
  * comparisons, so ties break the same way:
  *   for each character start p (left to right), with best[p] the score of
