@@ -2,7 +2,11 @@
  * BertNormalizer (clean_text, handle_chinese_chars, strip_accents,
  * lowercase), NFD, NFKD, NFC, NFKC, Lowercase, StripAccents, Strip,
  * Replace (string patterns and one-atom regexes), Prepend, Precompiled
- * (SentencePiece's charsmap, precompiled.c), Sequence.
+ * (SentencePiece's charsmap, precompiled.c), Sequence. A run of two or
+ * more one-character String Replaces is fused at parse into one
+ * character map (TV_N_CHARMAP: each character's string through the
+ * whole run, worked out once), one pass with the same characters and
+ * spans as the Replaces one after the other.
  *
  * Must hold: each step gives exactly HF's characters, and each character
  * the original span HF's alignments give it. A step writes (character,
