@@ -10,12 +10,14 @@ BENCH_BINS := $(BUILD)/bench/embedbench $(BUILD)/bench/httpload \
               $(BUILD)/bench/idbench $(BUILD)/bench/quantbench \
               $(BUILD)/bench/similarbench $(BUILD)/bench/ceiling \
               $(if $(wildcard bench/floatbench.c),$(BUILD)/bench/floatbench)
-.PHONY: bench bench-tokenize bench-wordpiece bench-similar bench-specials \
+.PHONY: bench bench-tokenize bench-wordpiece bench-unigram bench-similar \
+        bench-specials \
         bench-sentences
 help::
 	@echo "make bench-sentences /v1/embeddings against a Node server (~4 min)"
 	@echo "make bench-tokenize  tokvec tokenize against tiktoken, gpt-tokenizer"
 	@echo "make bench-wordpiece tokvec tokenize (bge WordPiece) against HF tokenizers"
+	@echo "make bench-unigram   only its Unigram part (BEFORE=tokvec: add its rows)"
 	@echo "make bench-specials  special tokens at scale (~10 s)"
 bench: all data $(BENCH_BINS) bench-tokenize
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) TABLE=$(DEFAULT_TABLE) \
@@ -41,8 +43,16 @@ bench-tokenize: $(BUILD)/tokvec data $(ORACLE)/.installed
 # tokvec tokenize --jsonl with bge's WordPiece against Hugging Face
 # tokenizers' encodeBatch on ~10 MB of JSON lines and one 10 MB word
 # (bench/wpbench.sh; after bench-tokenize, which makes the text).
-bench-wordpiece: $(BUILD)/tokvec $(ORACLE)/.installed
+bench-wordpiece: $(BUILD)/tokvec $(ORACLE)/.installed $(ORACLE)/spm-test_model.json
 	@BUILD=$(BUILD) ORACLE=$(ORACLE) bench/wpbench.sh
+
+# Its Unigram part alone (model2vec's, SentencePiece's test model, the
+# Debian-trained one; the lines, the long word and a run of unknown
+# characters); BEFORE=path/to/tokvec adds that binary's rows.
+BEFORE ?=
+bench-unigram: $(BUILD)/tokvec $(ORACLE)/.installed $(ORACLE)/spm-test_model.json
+	@BUILD=$(BUILD) ORACLE=$(ORACLE) WPBENCH=unigram BEFORE=$(BEFORE) \
+	  bench/wpbench.sh
 
 # POST /similar alone (~1 min once its 50257x768 table is made): one scan
 # on one core and whole requests over HTTP, default table and 50257x768

@@ -7,15 +7,24 @@
 # the mixed-language text of tokbench.sh by lines, one line holding a
 # single 10 MB word, and one line of 2.5 million CJK characters outside
 # the vocabulary (each a word of its own: [UNK] each); tokvec on one
-# thread (--threads 1) and on every CPU (the default: blocks of lines). Wall and CPU (user + system) seconds;
-# MB/s per core is bytes over CPU seconds. The outputs must be the same
-# ids. Writes bench/results/tokenize-wordpiece.md.
-# Env: BUILD (build), ORACLE (build/oracle: node_modules), BEFORE
-# (optional: another tokvec binary, e.g. main's, for rows "before").
+# thread (--threads 1) and on every CPU (the default: blocks of lines).
+# Wall and CPU (user + system) seconds; MB/s per core is bytes over CPU
+# seconds. The outputs must be the same ids. Writes
+# bench/results/tokenize-wordpiece.md.
+# Then the same for Unigram (SentencePiece style) tokenizer.json files:
+# model2vec's Unigram fixture, SentencePiece's test model converted by
+# tools/spm2json.py ($ORACLE/spm-test_model.json) and the Unigram trained
+# on Debian's texts, on the lines, the word and a third file: one line of
+# ~10 MB of Ethiopic letters, which no piece of the three spells (one run
+# of unknown characters). Writes bench/results/tokenize-unigram.md.
+# Env: BUILD (build), ORACLE (build/oracle: node_modules), WPBENCH
+# (wordpiece,unigram: which parts), BEFORE (optional: another tokvec
+# binary, e.g. main's, for rows "before", in the same run).
 set -eu
+WPBENCH=${WPBENCH:-wordpiece,unigram}
+BEFORE=${BEFORE:-}
 BUILD=${BUILD:-build}
 ORACLE=${ORACLE:-$BUILD/oracle}
-BEFORE=${BEFORE:-}
 TOK=tests/data/bge/tokenizer.json
 out=$BUILD/bench/tok
 mkdir -p "$out" bench/results
@@ -58,7 +67,8 @@ row() { # name bytes "wall cpu" base_wall
         "$(echo "$2 / $w / 1000000" | bc -l)" \
         "$(echo "$2 / $c / 1000000" | bc -l)" "$(echo "$w / $4" | bc -l)"
 }
-{
+case ,$WPBENCH, in *,wordpiece,*) ;; *) TOK= ;; esac
+[ -z "$TOK" ] || {
     echo "# tokvec tokenize --jsonl vs Hugging Face tokenizers, WordPiece ($(date -u +%Y-%m-%d), $(nproc) CPUs)"
     echo
     echo "bge's tokenizer.json (BertNormalizer, BertPreTokenizer, WordPiece);"
@@ -87,4 +97,45 @@ row() { # name bytes "wall cpu" base_wall
         row "HF tokenizers 0.23.2 encodeBatch" "$bytes" "$hf" "${tv% *}"
     done
 } > bench/results/tokenize-wordpiece.md
-cat bench/results/tokenize-wordpiece.md
+[ -z "$TOK" ] || cat bench/results/tokenize-wordpiece.md
+
+case ,$WPBENCH, in *,unigram,*) ;; *) exit 0 ;; esac
+unk=$out/unknown.jsonl
+[ -s "$unk" ] || python3 -c '
+import random, sys
+r = random.Random(7)
+w = "".join(chr(r.randrange(0x1200, 0x1249)) for _ in range(3333333))
+open(sys.argv[1], "w", encoding="utf-8").write("\"" + w + "\"\n")
+' "$unk"
+{
+    echo "# tokvec tokenize --jsonl vs Hugging Face tokenizers, Unigram ($(date -u +%Y-%m-%d), $(nproc) CPUs)"
+    echo
+    echo "SentencePiece-style tokenizer.json files (Unigram); whole processes,"
+    echo "best of 3 by wall time; HF: encodeBatch of all lines on its default"
+    echo "thread pool. MB/s per core: bytes / CPU time."
+    for TOK in tests/data/unigram/model2vec-vocab-quantized.json \
+               "$ORACLE/spm-test_model.json" \
+               tests/data/unigram/debian-unigram.json; do
+        echo
+        echo "## $(basename "$TOK")"
+        for f in "$lines" "$long" "$unk"; do
+            bytes=$(stat -c %s "$f")
+            name=tokvec; tv=$(best "$BUILD/tokvec" tokenize --jsonl --tokenizer "$TOK" "$f")
+            name=hf; hf=$(best env NODE_PATH="$ORACLE/node_modules" node bench/wppeer.js "$TOK" "$f")
+            cmp -s "$out/wp.tokvec" "$out/wp.hf" || { echo "wpbench: tokvec and HF differ on $f with $TOK" >&2; exit 1; }
+            if [ -n "$BEFORE" ]; then
+                name=before; bf=$(best "$BEFORE" tokenize --jsonl --tokenizer "$TOK" "$f")
+                cmp -s "$out/wp.before" "$out/wp.hf" || { echo "wpbench: BEFORE and HF differ on $f with $TOK" >&2; exit 1; }
+            fi
+            echo
+            echo "$(basename "$f"): $bytes bytes, $(wc -l < "$f") lines"
+            echo
+            echo "| tokenizer | wall s | CPU s | MB/s | MB/s per core | wall / tokvec |"
+            echo "|---|---|---|---|---|---|"
+            row "tokvec tokenize --jsonl" "$bytes" "$tv" "${tv% *}"
+            [ -z "$BEFORE" ] || row "tokvec before" "$bytes" "$bf" "${tv% *}"
+            row "HF tokenizers 0.23.2 encodeBatch" "$bytes" "$hf" "${tv% *}"
+        done
+    done
+} > bench/results/tokenize-unigram.md
+cat bench/results/tokenize-unigram.md

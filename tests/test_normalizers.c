@@ -256,6 +256,85 @@ static void new_characters_take_the_spans_hf_gives_them(void **s)
     tv_hf_buf_free(b);
 }
 
+/* The Replaces of a Sequence over one character each, run as one map,
+ * give the characters and spans they give one after the other (each
+ * parsed alone, so none is fused): contents that later patterns change
+ * (a -> bc, b -> x, c -> nothing), non-ASCII patterns and contents; and a
+ * run whose content would grow past what one character may become is
+ * left as single steps with the same result. */
+static void one_character_replaces_in_a_row_give_what_they_give_alone(void **s)
+{
+    (void)s;
+    static const char *const rep[][2] = {
+        {"a", "bc"},      {"b", "x"},
+        {"c", ""},        {"x", "yy"},
+        {"\\u00e9", "a"}, {"\\u4e2d", " \\u4e2d "},
+        {"!", " ! "},     {"\\u00fc", "\\u00e9"},
+    };
+    static const char *const texts[] = {
+        "abc!", "caf\xc3\xa9 \xc3\xbc!", "x\xe4\xb8\xad\xe4\xb8\xadz",
+        "",     "no pattern at all",     "aaaa bbbb cccc",
+    };
+    char json[4096], one[256];
+    size_t nr = sizeof rep / sizeof *rep;
+    for (int grow = 0; grow < 2; grow++) {
+        size_t steps = grow ? 13 : nr, at = 0;
+        at += (size_t)snprintf(json + at, sizeof json - at,
+                               "{\"type\":\"Sequence\",\"normalizers\":[");
+        tv_norm *alone[16];
+        size_t nalone[16];
+        for (size_t k = 0; k < steps; k++) {
+            const char *p = grow ? "a" : rep[k][0];
+            const char *c = grow ? "aa" : rep[k][1];
+            snprintf(one, sizeof one,
+                     "{\"type\":\"Replace\",\"pattern\":{\"String\":\"%s\"},"
+                     "\"content\":\"%s\"}",
+                     p, c);
+            at += (size_t)snprintf(json + at, sizeof json - at, "%s%s",
+                                   k ? "," : "", one);
+            parse(one, &alone[k], &nalone[k]);
+            assert_int_equal(nalone[k], 1);
+        }
+        snprintf(json + at, sizeof json - at, "]}");
+        tv_norm *v;
+        size_t nv;
+        parse(json, &v, &nv);
+        assert_int_equal(nv, grow ? 13 : 1); /* 2^13 a's: not fused */
+        tv_hf_buf *b = calloc(1, sizeof *b); /* freed by tv_hf_buf_free */
+        tv_hf_buf *c = calloc(1, sizeof *c);
+        assert_non_null(b);
+        assert_non_null(c);
+        for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+            const unsigned char *x = (const unsigned char *)texts[t];
+            size_t n = strlen(texts[t]);
+            int cur = 0, cur2 = 0;
+            load_text(&b->t[0], x, n);
+            load_text(&c->t[0], x, n);
+            assert_int_equal(tv_norm_run(v, nv, b, &cur), 0);
+            for (size_t k = 0; k < steps; k++)
+                assert_int_equal(tv_norm_run(alone[k], 1, c, &cur2), 0);
+            const tv_hf_text *f = &b->t[cur], *g = &c->t[cur2];
+            assert_int_equal(f->n, g->n);
+            assert_memory_equal(f->cp, g->cp, f->n * sizeof *f->cp);
+            assert_memory_equal(f->a0, g->a0, f->n * sizeof *f->a0);
+            assert_memory_equal(f->a1, g->a1, f->n * sizeof *f->a1);
+            if (!grow && t == 0) { /* abc! -> yy yy (c gone) " ! " */
+                assert_int_equal(f->n, 7);
+                assert_int_equal(f->cp[0], 'y');
+                assert_int_equal(f->a1[1], 1); /* a's y y */
+                assert_int_equal(f->a0[2], 1); /* b's y y */
+                assert_int_equal(f->cp[5], '!');
+                assert_int_equal(f->a0[5], 3);
+            }
+        }
+        for (size_t k = 0; k < steps; k++)
+            tv_norm_free(alone[k], nalone[k]);
+        tv_norm_free(v, nv);
+        tv_hf_buf_free(b);
+        tv_hf_buf_free(c);
+    }
+}
+
 static void normalizers_that_cannot_be_are_refused_naming_where(void **s)
 {
     (void)s;
@@ -309,7 +388,9 @@ static void every_failing_allocation_is_no_memory(void **s)
         "{\"type\":\"NFC\"},{\"type\":\"Lowercase\"},"
         "{\"type\":\"StripAccents\"},{\"type\":\"Strip\",\"strip_left\":true},"
         "{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},"
-        "\"content\":\"bb\"},{\"type\":\"Prepend\",\"prepend\":\"_\"}]}";
+        "\"content\":\"bb\"},"
+        "{\"type\":\"Replace\",\"pattern\":{\"String\":\"b\"},"
+        "\"content\":\"cd\"},{\"type\":\"Prepend\",\"prepend\":\"_\"}]}";
     unsigned char text[4096];
     size_t n = 0;
     memcpy(text, "A", 1), n = 1;
@@ -361,6 +442,8 @@ int main(void)
         cmocka_unit_test(
             each_normalizer_gives_the_characters_of_its_definition),
         cmocka_unit_test(new_characters_take_the_spans_hf_gives_them),
+        cmocka_unit_test(
+            one_character_replaces_in_a_row_give_what_they_give_alone),
         cmocka_unit_test(normalizers_that_cannot_be_are_refused_naming_where),
         cmocka_unit_test(every_failing_allocation_is_no_memory),
     };

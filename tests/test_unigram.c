@@ -226,6 +226,126 @@ static void scores_are_read_as_serde_json_reads_them(void **state)
     assert_non_null(tv_unigram_piece(u, 1, NULL, &s));
     assert_true(s == -0.5);
     tv_unigram_free(u);
+    /* 17 digits (the integer past 2^53), one digit and a small exponent,
+     * and a repeat of the first (read once) */
+    assert_int_equal(from_json("{\"vocab\":[[\"a\",-0.30000000000000004],"
+                               "[\"b\",-1e-07],[\"c\",-0.30000000000000004]]}",
+                               &u, err),
+                     0);
+    volatile double s17 = 30000000000000004.0, p17 = 1e17, p7 = 1e7;
+    assert_non_null(tv_unigram_piece(u, 0, NULL, &s));
+    assert_true(s == -(s17 / p17));
+    assert_non_null(tv_unigram_piece(u, 1, NULL, &s));
+    assert_true(s == -(1.0 / p7));
+    assert_non_null(tv_unigram_piece(u, 2, NULL, &s));
+    assert_true(s == -(s17 / p17));
+    tv_unigram_free(u);
+}
+
+/* The vocabulary trie (a double array): among 6,000 pieces of shared
+ * prefixes, ASCII and 2-, 3- and 4-byte characters, with repeats, each
+ * piece's bytes give the id of its last copy; every proper prefix that
+ * is not a piece, and strings that are none, give -1 (against a sorted
+ * list). */
+typedef struct ref_piece {
+    char s[48];
+    int32_t id;
+} ref_piece;
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const ref_piece *x = a, *y = b;
+    int c = strcmp(x->s, y->s);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int32_t ref_id(const ref_piece *r, size_t n, const char *s)
+{
+    size_t lo = 0, hi = n; /* the last of equal pieces: past them, back */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(r[mid].s, s) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && !strcmp(r[lo - 1].s, s) ? r[lo - 1].id : -1;
+}
+
+static void every_piece_is_found_by_its_bytes_among_thousands(void **state)
+{
+    (void)state;
+    enum { N = 6000 };
+    static const char *const ch[] = {"a",
+                                     "b",
+                                     "e",
+                                     "\xe2\x96\x81",
+                                     "\xc3\xa9",
+                                     "\xe4\xb8\xad",
+                                     "\xf0\x9f\x98\x80",
+                                     "z",
+                                     "~",
+                                     "\x7f"};
+    ref_piece *r = malloc(N * sizeof *r);
+    const unsigned char **pp = malloc(N * sizeof *pp);
+    size_t *len = malloc(N * sizeof *len);
+    double *sc = malloc(N * sizeof *sc);
+    assert_non_null(r);
+    assert_non_null(pp);
+    assert_non_null(len);
+    assert_non_null(sc);
+    uint64_t x = 12345;
+    for (size_t i = 0; i < N; i++) {
+        size_t k = 0, m;
+        if (i > 0 && i % 97 == 0) { /* a repeat of an earlier piece */
+            memcpy(r[i].s, r[i / 2].s, sizeof r[i].s);
+        } else {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            m = 1 + (size_t)(x >> 60) % 8;
+            for (size_t j = 0; j < m; j++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                const char *c = ch[(x >> 33) % (j < 2 ? 4 : 10)];
+                memcpy(r[i].s + k, c, strlen(c));
+                k += strlen(c);
+            }
+            r[i].s[k] = '\0';
+        }
+        r[i].id = (int32_t)i;
+        pp[i] = (const unsigned char *)r[i].s;
+        len[i] = strlen(r[i].s);
+        sc[i] = -(double)i;
+    }
+    tv_unigram *u = NULL;
+    assert_int_equal(tv_unigram_new(pp, len, sc, N, -1, 0, &u), 0);
+    qsort(r, N, sizeof *r, ref_cmp);
+    size_t found = 0, absent = 0;
+    for (size_t i = 0; i < N; i++) {
+        const char *s = r[i].s;
+        size_t n = strlen(s);
+        for (size_t m = 1; m <= n; m++) { /* every prefix, the piece too */
+            char q[48];
+            memcpy(q, s, m);
+            q[m] = '\0';
+            int32_t want = ref_id(r, N, q);
+            assert_int_equal(tv_unigram_id(u, (const unsigned char *)q, m),
+                             want);
+            if (want >= 0)
+                found++;
+            else
+                absent++;
+            q[m - 1] ^= 0x20; /* a last byte off: usually none */
+            assert_int_equal(tv_unigram_id(u, (const unsigned char *)q, m),
+                             ref_id(r, N, q));
+        }
+    }
+    assert_true(found >= N);
+    assert_true(absent > 1000);
+    assert_int_equal(tv_unigram_id(u, (const unsigned char *)"", 0), -1);
+    tv_unigram_free(u);
+    free(r);
+    free(pp);
+    free(len);
+    free(sc);
 }
 
 static tv_uni_toks encode_all(const tv_unigram *u, tv_uni_work *w,
@@ -486,6 +606,7 @@ int main(void)
         cmocka_unit_test(missing_unk_id_fails_only_on_unknowns),
         cmocka_unit_test(model_object_rules_are_tokenizers),
         cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
+        cmocka_unit_test(every_piece_is_found_by_its_bytes_among_thousands),
         cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
         cmocka_unit_test(
             a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),

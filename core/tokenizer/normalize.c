@@ -2,7 +2,11 @@
  * BertNormalizer (clean_text, handle_chinese_chars, strip_accents,
  * lowercase), NFD, NFKD, NFC, NFKC, Lowercase, StripAccents, Strip,
  * Replace (string patterns and one-atom regexes), Prepend, Precompiled
- * (SentencePiece's charsmap, precompiled.c), Sequence.
+ * (SentencePiece's charsmap, precompiled.c), Sequence. A run of two or
+ * more one-character String Replaces is fused at parse into one
+ * character map (TV_N_CHARMAP: each character's string through the
+ * whole run, worked out once), one pass with the same characters and
+ * spans as the Replaces one after the other.
  *
  * Must hold: each step gives exactly HF's characters, and each character
  * the original span HF's alignments give it. A step writes (character,
@@ -389,10 +393,12 @@ static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
         s++;
     while ((side & 2) && n > s && (tv_hf_class(in->cp[n - 1]) & TV_HF_WS))
         n--;
-    em e = {in, out, 0};
-    for (size_t i = s; i < n; i++)
-        if (keep(&e, i, in->cp[i]) < 0)
-            return -ENOMEM;
+    if (tv_hf_text_reserve(out, out->n + (n - s)) < 0)
+        return -ENOMEM;
+    memcpy(out->cp + out->n, in->cp + s, (n - s) * sizeof *in->cp);
+    memcpy(out->a0 + out->n, in->a0 + s, (n - s) * sizeof *in->a0);
+    memcpy(out->a1 + out->n, in->a1 + s, (n - s) * sizeof *in->a1);
+    out->n += n - s;
     return 0;
 }
 
@@ -400,7 +406,7 @@ static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
 static size_t match_at(const tv_norm *r, const tv_hf_text *in, size_t i)
 {
     if (!r->re)
-        return r->npat && i + r->npat <= in->n &&
+        return r->npat && i + r->npat <= in->n && in->cp[i] == r->pat[0] &&
                        !memcmp(in->cp + i, r->pat, r->npat * sizeof *r->pat)
                    ? r->npat
                    : 0;
@@ -412,23 +418,32 @@ static size_t match_at(const tv_norm *r, const tv_hf_text *in, size_t i)
     return k >= r->re_min ? k : 0;
 }
 
+/* Appends c with the span a0..a1 (room made by the caller). */
+static inline void emit(tv_hf_text *o, uint32_t c, uint32_t a0, uint32_t a1)
+{
+    o->cp[o->n] = c;
+    o->a0[o->n] = a0;
+    o->a1[o->n] = a1;
+    o->n++;
+}
+
 static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
-    em e = {in, out, 0};
     size_t i = 0;
     while (i < in->n) {
+        if (out->cap - out->n < r->nrep + 1 &&
+            tv_hf_text_reserve(out, out->n + r->nrep + 1 + (in->n - i)) < 0)
+            return -ENOMEM;
         size_t m = match_at(r, in, i);
-        if (m) {
-            e.pos = i + m; /* the match is gone; the new text takes the
-                            * span of its last character */
+        if (m) { /* the match is gone; the new text takes the span of its
+                  * last character */
+            uint32_t a0 = in->a0[i + m - 1], a1 = in->a1[i + m - 1];
             for (size_t k = 0; k < r->nrep; k++)
-                if (put(&e, r->rep[k], 1) < 0)
-                    return -ENOMEM;
+                emit(out, r->rep[k], a0, a1);
             i += m;
             continue;
         }
-        if (keep(&e, i, in->cp[i]) < 0)
-            return -ENOMEM;
+        emit(out, in->cp[i], in->a0[i], in->a1[i]);
         i++;
     }
     return 0;
@@ -488,15 +503,6 @@ static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
     return 0;
 }
 
-/* Appends c with the span a0..a1 (room made by the caller). */
-static inline void emit(tv_hf_text *o, uint32_t c, uint32_t a0, uint32_t a1)
-{
-    o->cp[o->n] = c;
-    o->a0[o->n] = a0;
-    o->a1[o->n] = a1;
-    o->n++;
-}
-
 /* c lowercased (1 to 3 characters) into o, each with the span a0..a1. */
 static inline void emit_lower(tv_hf_text *o, uint32_t c, uint32_t a0,
                               uint32_t a1)
@@ -513,6 +519,34 @@ static inline void emit_lower(tv_hf_text *o, uint32_t c, uint32_t a0,
         if (j == 0 || m)
             emit(o, m, a0, a1);
     }
+}
+
+/* Fused one-character Replaces (TV_N_CHARMAP): each character becomes
+ * its string, every output character with the input character's span --
+ * what the Replaces one after the other give (a Replace of one character
+ * is a map of characters, its content taking the replaced one's span). */
+static int charmap(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        long k;
+        if (c < 0x80)
+            k = r->amap[c];
+        else if (r->npat && c >= r->pat[0] && c <= r->pat[r->npat - 1])
+            k = bsearch32(r->pat, r->npat, 1, c, 0);
+        else
+            k = -1;
+        size_t a = k < 0 ? 0 : r->moff[k], b = k < 0 ? 1 : r->moff[k + 1];
+        if (out->cap - out->n < b - a &&
+            tv_hf_text_reserve(out, out->n + (b - a) + (in->n - i)) < 0)
+            return -ENOMEM;
+        if (k < 0)
+            emit(out, c, in->a0[i], in->a1[i]);
+        else
+            for (size_t j = a; j < b; j++)
+                emit(out, r->rep[j], in->a0[i], in->a1[i]);
+    }
+    return 0;
 }
 
 /* BertNormalizer in one pass, each character's output with its own span.
@@ -594,6 +628,8 @@ static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
         return prepend(v, in, out);
     case TV_N_PRECOMPILED:
         return precompiled(v, in, out);
+    case TV_N_CHARMAP:
+        return charmap(v, in, out);
     default:
         return -EINVAL;
     }
@@ -853,6 +889,163 @@ static int parse_one(json_t *j, const char *where, tv_norm **v, size_t *n,
     return rc;
 }
 
+/* Frees what steps v[0..n) hold (not v). */
+static void free_steps(tv_norm *v, size_t n)
+{
+    for (size_t k = 0; v && k < n; k++) {
+        free(v[k].pat);
+        free(v[k].rep);
+        free(v[k].moff);
+        free(v[k].amap);
+        tv_precompiled_free(v[k].pc);
+    }
+}
+
+/* A one-character String Replace (fusable into a TV_N_CHARMAP). */
+static int one_char(const tv_norm *x)
+{
+    return x->kind == TV_N_REPLACE && !x->re && x->npat == 1;
+}
+
+#define CHARMAP_MAX 4096 /* characters one input character may become */
+
+/* What character c becomes through the Replaces r[0..n) in turn, into
+ * *s (malloc'd, *ns characters): 0, 1 past CHARMAP_MAX, -ENOMEM. */
+static int map_through(const tv_norm *r, size_t n, uint32_t c, uint32_t **s,
+                       size_t *ns)
+{
+    uint32_t *a = malloc(CHARMAP_MAX * sizeof *a);
+    uint32_t *b = malloc(CHARMAP_MAX * sizeof *b);
+    int rc = 0;
+    size_t na = 1;
+    if (!a || !b) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    a[0] = c;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        size_t nb = 0;
+        for (size_t i = 0; i < na && rc == 0; i++) {
+            const uint32_t *p = a[i] == r[k].pat[0] ? r[k].rep : a + i;
+            size_t m = a[i] == r[k].pat[0] ? r[k].nrep : 1;
+            if (m > CHARMAP_MAX - nb)
+                rc = 1;
+            else
+                memcpy(b + nb, p, m * sizeof *p);
+            nb += m;
+        }
+        uint32_t *t = a;
+        a = b;
+        b = t;
+        na = nb;
+    }
+    if (rc == 0) {
+        *s = a;
+        *ns = na;
+        a = NULL;
+    }
+cleanup:
+    free(a);
+    free(b);
+    return rc;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The TV_N_CHARMAP of the Replaces r[0..n) into *x: 0, 1 when a
+ * character would grow past CHARMAP_MAX (then left as they are),
+ * -ENOMEM. */
+static int fuse_run(const tv_norm *r, size_t n, tv_norm *x)
+{
+    int rc = 0;
+    size_t nk = 0, total = 0;
+    tv_norm m = {0};
+    m.kind = TV_N_CHARMAP;
+    m.pat = malloc(n * sizeof *m.pat);
+    m.moff = malloc((n + 1) * sizeof *m.moff);
+    m.amap = malloc(128 * sizeof *m.amap);
+    if (!m.pat || !m.moff || !m.amap) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    for (size_t k = 0; k < n; k++)
+        m.pat[nk++] = r[k].pat[0];
+    qsort(m.pat, nk, sizeof *m.pat, cmp_u32);
+    size_t d = 0;
+    for (size_t k = 0; k < nk; k++)
+        if (d == 0 || m.pat[d - 1] != m.pat[k])
+            m.pat[d++] = m.pat[k];
+    m.npat = d;
+    for (int c = 0; c < 128; c++)
+        m.amap[c] = -1;
+    m.moff[0] = 0;
+    for (size_t k = 0; k < m.npat; k++) {
+        uint32_t *s = NULL;
+        size_t ns = 0;
+        rc = map_through(r, n, m.pat[k], &s, &ns);
+        if (rc)
+            goto cleanup;
+        uint32_t *g = realloc(m.rep, (total + ns + 1) * sizeof *g);
+        if (!g) {
+            free(s);
+            rc = -ENOMEM;
+            goto cleanup;
+        }
+        m.rep = g;
+        if (ns)
+            memcpy(m.rep + total, s, ns * sizeof *s);
+        free(s);
+        total += ns;
+        m.moff[k + 1] = (uint32_t)total;
+        if (m.pat[k] < 128)
+            m.amap[m.pat[k]] = (int32_t)k;
+    }
+    m.nrep = total;
+    *x = m;
+    memset(&m, 0, sizeof m);
+cleanup:
+    free(m.pat);
+    free(m.rep);
+    free(m.moff);
+    free(m.amap);
+    return rc;
+}
+
+/* Each run of two or more one-character String Replaces becomes one
+ * TV_N_CHARMAP step (the same characters and spans, one pass). */
+static int fuse(tv_norm *v, size_t *n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < *n;) {
+        size_t e = i;
+        while (e < *n && one_char(&v[e]))
+            e++;
+        tv_norm x = {0};
+        int rc = e - i >= 2 ? fuse_run(v + i, e - i, &x) : 1;
+        if (rc < 0) { /* the steps not yet seen close the gap, as they are */
+            memmove(v + w, v + i, (*n - i) * sizeof *v);
+            *n = w + (*n - i);
+            return rc;
+        }
+        if (rc == 0) {
+            free_steps(v + i, e - i);
+            v[w++] = x;
+            i = e;
+            continue;
+        }
+        if (e == i)
+            e = i + 1;
+        while (i < e)
+            v[w++] = v[i++];
+    }
+    *n = w;
+    return 0;
+}
+
 int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
                   char *err, size_t errlen)
 {
@@ -862,6 +1055,8 @@ int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
     if (!j || json_is_null(j))
         return 0;
     int rc = parse_one(j, where, out, n, &cap, err, errlen);
+    if (rc == 0)
+        rc = fuse(*out, n);
     if (rc) {
         tv_norm_free(*out, *n);
         *out = NULL;
@@ -872,10 +1067,6 @@ int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
 
 void tv_norm_free(tv_norm *v, size_t n)
 {
-    for (size_t k = 0; v && k < n; k++) {
-        free(v[k].pat);
-        free(v[k].rep);
-        tv_precompiled_free(v[k].pc);
-    }
+    free_steps(v, n);
     free(v);
 }

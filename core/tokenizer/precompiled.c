@@ -55,6 +55,8 @@ struct tv_precompiled {
     size_t n_units;
     unsigned char *norm; /* the normalized strings */
     size_t norm_len;
+    int32_t asc_at[128];   /* an ASCII byte's lookup: norm + asc_at, ... */
+    uint32_t asc_len[128]; /* ... asc_len bytes; asc_at -1: none */
 };
 
 static int gcb_class(uint32_t cp)
@@ -105,6 +107,10 @@ static int joins(int a, int b, int pict, int ri)
 
 size_t tv_grapheme_next(const unsigned char *s, size_t i, size_t n)
 {
+    /* ASCII before ASCII (or the end) is a boundary unless CR LF: no
+     * ASCII character extends, prepends or is pictographic */
+    if (s[i] < 0x80 && (i + 1 == n || (s[i + 1] < 0x80 && s[i] != '\r')))
+        return i + 1;
     size_t k;
     int raw = gcb_class(tv_u8_next(s + i, n - i, &k));
     int prev = raw & 15, pict = 0, ri = prev == GCB_RI;
@@ -164,6 +170,13 @@ int tv_precompiled_new(const unsigned char *map, size_t n,
         memcpy(p->norm, norm, norm_len);
     p->norm[norm_len] = 0;
     p->norm_len = norm_len;
+    for (unsigned c = 0; c < 128; c++) {
+        unsigned char b = (unsigned char)c;
+        size_t rl = 0;
+        const unsigned char *r = tv_precompiled_lookup(p, &b, 1, &rl);
+        p->asc_at[c] = r ? (int32_t)(r - p->norm) : -1;
+        p->asc_len[c] = (uint32_t)rl;
+    }
     *out = p;
     return 0;
 }
@@ -364,8 +377,18 @@ static int build_list(const tv_precompiled *p, const unsigned char *s,
     while (g < n) {
         size_t ge = tv_grapheme_next(s, g, n);
         const unsigned char *r = NULL;
-        if (ge - g < 6)
+        if (ge == g + 1 && s[g] < 0x80) { /* the lookup made at open */
+            if (p->asc_at[s[g]] < 0) {
+                if (tr_push(l, s + g, 1, 0) < 0)
+                    return -ENOMEM;
+                g = ge;
+                continue;
+            }
+            r = p->norm + p->asc_at[s[g]];
+            rl = p->asc_len[s[g]];
+        } else if (ge - g < 6) {
             r = tv_precompiled_lookup(p, s + g, ge - g, &rl);
+        }
         if (r) {
             *modified = 1;
             if (tr_replace(l, s + g, ge - g, r, rl) < 0)

@@ -96,6 +96,7 @@ enum {
     TV_N_REPLACE,
     TV_N_PREPEND,
     TV_N_PRECOMPILED,
+    TV_N_CHARMAP, /* consecutive one-character String Replaces, fused */
 };
 enum { /* TV_N_BERT flags */
        TV_NB_CLEAN = 1,
@@ -114,6 +115,10 @@ typedef struct tv_norm {
     uint32_t re_c;
     size_t re_min, re_max;
     tv_precompiled *pc; /* Precompiled */
+    /* TV_N_CHARMAP: character pat[k] (sorted, npat of them) becomes
+     * rep[moff[k]..moff[k + 1]); amap[c] = k for ASCII c, -1 none */
+    uint32_t *moff;
+    int32_t *amap;
 } tv_norm;
 int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
                   char *err, size_t errlen);

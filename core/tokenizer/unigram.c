@@ -1,10 +1,13 @@
 /* unigram.c -- the Unigram model exactly as Hugging Face tokenizers runs
  * it (models/unigram/model.rs: Unigram::from, encode_optimized, tokenize).
  *
- * The vocabulary is a byte trie: node 0 the root, its children in a table
- * of 256, deeper edges (parent, byte) -> child in one open-addressing hash;
- * a node holds the id of the piece that ends there (the last of equal
- * pieces, as tokenizers' HashMap insert leaves it). Encoding is one pass
+ * The vocabulary is a byte trie, built as a hash of edges (parent, byte)
+ * -> child, then laid out breadth first as a double array (slot 0 the
+ * root; the child of slot s by byte c is slot base[s] + c when that
+ * slot's check is s): one load per byte walked, the shallow nodes that
+ * every character start visits packed at the front. A node holds the id
+ * of the piece that ends there (the last of equal pieces, as tokenizers'
+ * HashMap insert leaves it). Encoding is one pass
  * of the Viterbi over character starts, in tokenizers' order and with its
  * comparisons, so ties break the same way:
  *   for each character start p (left to right), with best[p] the score of
@@ -45,21 +48,38 @@ typedef struct uni_edge { /* (parent << 8 | byte) + 1 -> child; 0 empty */
     uint32_t child;
 } uni_edge;
 
+/* One slot of the double array: the children of the node in slot s are
+ * in slots base + byte whose check is s. */
+typedef struct uni_slot {
+    uint32_t check; /* the parent's slot; DAT_FREE: no node here */
+    int32_t base;   /* where this node's children are (>= 0) */
+    int32_t id;     /* the piece ending here, -1 none */
+} uni_slot;
+
+#define DAT_FREE UINT32_MAX
+
 struct tv_unigram {
     size_t n;             /* pieces */
     double *score;        /* per id */
     uint32_t *off, *len;  /* piece bytes: blob + off[id] */
     unsigned char *blob;  /* all pieces */
-    int32_t *node_tok;    /* per trie node: id ending there or -1 */
-    uint32_t n_nodes;     /* nodes in the trie */
-    uint32_t root[256];   /* root's children (0: none) */
-    uni_edge *edge;       /* deeper edges */
-    size_t emask;         /* hash size - 1 */
+    uni_slot *dat;        /* the trie as a double array, root in slot 0 */
+    size_t ndat;          /* its slots */
     int64_t unk;          /* unk_id or -1 */
     int byte_fallback;    /* tokenizers' byte_fallback */
     int32_t byte_id[256]; /* "<0xXX>" ids or -1 */
     double unk_score;     /* min_score - kUnkPenalty */
 };
+
+/* The byte trie while it is built: node 0 the root, its children in a
+ * table of 256, deeper edges in one open-addressing hash. */
+typedef struct uni_trie {
+    int32_t *node_tok; /* per node: id ending there or -1 */
+    uint32_t n_nodes;
+    uint32_t root[256]; /* root's children (0: none) */
+    uni_edge *edge;
+    size_t emask; /* hash size - 1 */
+} uni_trie;
 
 struct tv_uni_work {
     double *best; /* best path score to byte i */
@@ -75,7 +95,7 @@ static uint64_t edge_hash(uint64_t k)
 }
 
 /* The child of node by byte c, 0 when none. */
-static uint32_t child_of(const tv_unigram *u, uint32_t node, unsigned c)
+static uint32_t child_of(const uni_trie *u, uint32_t node, unsigned c)
 {
     if (node == 0)
         return u->root[c];
@@ -89,7 +109,7 @@ static uint32_t child_of(const tv_unigram *u, uint32_t node, unsigned c)
 }
 
 /* Adds edge node -c-> child (absent before). */
-static void edge_put(tv_unigram *u, uint32_t node, unsigned c, uint32_t ch)
+static void edge_put(uni_trie *u, uint32_t node, unsigned c, uint32_t ch)
 {
     if (node == 0) {
         u->root[c] = ch;
@@ -103,48 +123,239 @@ static void edge_put(tv_unigram *u, uint32_t node, unsigned c, uint32_t ch)
     u->edge[i].child = ch;
 }
 
+/* The slot of the child of slot s by byte c, 0 when none (slot 0 is the
+ * root, nobody's child). */
+static inline uint32_t dat_child(const tv_unigram *u, uint32_t s, unsigned c)
+{
+    size_t t = (size_t)u->dat[s].base + c;
+    return t < u->ndat && u->dat[t].check == s ? (uint32_t)t : 0;
+}
+
 int32_t tv_unigram_id(const tv_unigram *u, const unsigned char *s, size_t n)
 {
     uint32_t node = 0;
     if (n == 0)
         return -1; /* the trie never yields the empty prefix */
     for (size_t i = 0; i < n; i++) {
-        node = child_of(u, node, s[i]);
+        node = dat_child(u, node, s[i]);
         if (node == 0)
             return -1;
     }
-    return u->node_tok[node];
+    return u->dat[node].id;
 }
 
 /* The trie over all pieces; bytes of all pieces is total. */
-static int build_trie(tv_unigram *u, size_t total)
+static int build_trie(const tv_unigram *u, uni_trie *t, size_t total)
 {
     size_t cap = 16;
     while (cap < 2 * total + 2)
         cap *= 2;
-    u->edge = calloc(cap, sizeof *u->edge);
-    u->node_tok = malloc((total + 1) * sizeof *u->node_tok);
-    if (!u->edge || !u->node_tok)
+    t->edge = calloc(cap, sizeof *t->edge);
+    t->node_tok = malloc((total + 1) * sizeof *t->node_tok);
+    if (!t->edge || !t->node_tok)
         return -ENOMEM;
-    u->emask = cap - 1;
-    u->node_tok[0] = -1;
-    u->n_nodes = 1;
+    t->emask = cap - 1;
+    t->node_tok[0] = -1;
+    t->n_nodes = 1;
     for (size_t id = 0; id < u->n; id++) {
         const unsigned char *p = u->blob + u->off[id];
         uint32_t node = 0;
         for (size_t i = 0; i < u->len[id]; i++) {
-            uint32_t ch = child_of(u, node, p[i]);
+            uint32_t ch = child_of(t, node, p[i]);
             if (ch == 0) {
-                ch = u->n_nodes++;
-                u->node_tok[ch] = -1;
-                edge_put(u, node, p[i], ch);
+                ch = t->n_nodes++;
+                t->node_tok[ch] = -1;
+                edge_put(t, node, p[i], ch);
             }
             node = ch;
         }
         if (node != 0)
-            u->node_tok[node] = (int32_t)id;
+            t->node_tok[node] = (int32_t)id;
     }
     return 0;
+}
+
+/* The double array while it is built: its free slots in a doubly linked
+ * list (nxt/prv, DAT_FREE ends it) for the first-fit search. */
+typedef struct dat_build {
+    uni_slot *dat;
+    uint32_t *nxt, *prv;
+    size_t cap;
+    size_t end;          /* past the last slot taken */
+    uint32_t head, tail; /* free list, DAT_FREE when empty */
+} dat_build;
+
+#define DAT_TRIES 64 /* free slots tried for a node before the end */
+#define DAT_MAX ((size_t)INT32_MAX - 512)
+
+static int dat_grow(dat_build *d, size_t need)
+{
+    if (need <= d->cap)
+        return 0;
+    if (need > DAT_MAX)
+        return -ENOMEM;
+    size_t cap = d->cap ? d->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    if (cap > DAT_MAX)
+        cap = DAT_MAX;
+    uni_slot *s = realloc(d->dat, cap * sizeof *s);
+    if (s)
+        d->dat = s;
+    uint32_t *a = s ? realloc(d->nxt, cap * sizeof *a) : NULL;
+    if (a)
+        d->nxt = a;
+    uint32_t *b = a ? realloc(d->prv, cap * sizeof *b) : NULL;
+    if (!b)
+        return -ENOMEM;
+    d->prv = b;
+    for (size_t i = d->cap; i < cap; i++) {
+        d->dat[i] = (uni_slot){DAT_FREE, 0, -1};
+        d->nxt[i] = DAT_FREE;
+        d->prv[i] = d->tail;
+        if (d->tail == DAT_FREE)
+            d->head = (uint32_t)i;
+        else
+            d->nxt[d->tail] = (uint32_t)i;
+        d->tail = (uint32_t)i;
+    }
+    d->cap = cap;
+    return 0;
+}
+
+/* Takes free slot i off the list for a child of slot parent. */
+static void dat_take(dat_build *d, uint32_t i, uint32_t parent, int32_t id)
+{
+    uint32_t a = d->prv[i], b = d->nxt[i];
+    if (a == DAT_FREE)
+        d->head = b;
+    else
+        d->nxt[a] = b;
+    if (b == DAT_FREE)
+        d->tail = a;
+    else
+        d->prv[b] = a;
+    d->dat[i] = (uni_slot){parent, 0, id};
+    if (i >= d->end)
+        d->end = (size_t)i + 1;
+}
+
+/* A base at which every byte of c[0..k) (ascending) is a free slot: the
+ * first fit among the first DAT_TRIES free slots, else past the end. */
+static int dat_base(dat_build *d, const unsigned char *c, size_t k,
+                    size_t *out)
+{
+    size_t tries = 0;
+    for (uint32_t f = d->head; f != DAT_FREE && tries < DAT_TRIES;
+         f = d->nxt[f]) {
+        if (f < c[0])
+            continue;
+        tries++;
+        size_t b = f - c[0], j = 1;
+        if (dat_grow(d, b + 257) < 0)
+            return -ENOMEM;
+        while (j < k && d->dat[b + c[j]].check == DAT_FREE)
+            j++;
+        if (j == k) {
+            *out = b;
+            return 0;
+        }
+    }
+    *out = d->end;
+    return dat_grow(d, d->end + 257);
+}
+
+/* The hash trie t laid out as u's double array, breadth first (the
+ * shallow nodes every encode walks sit together at the front). */
+static int build_dat(tv_unigram *u, const uni_trie *t)
+{
+    int rc = 0;
+    size_t nn = t->n_nodes, ne = 0;
+    dat_build d = {NULL, NULL, NULL, 0, 0, DAT_FREE, DAT_FREE};
+    uint32_t *first = calloc(nn + 1, sizeof *first); /* children of x: */
+    uint32_t *kid = malloc(nn * sizeof *kid);        /* kid[first[x]..] */
+    unsigned char *kb = malloc(nn);                  /* and their bytes */
+    uint32_t *queue = malloc(nn * sizeof *queue);
+    uint32_t *slot = malloc(nn * sizeof *slot); /* node -> its slot */
+    if (!first || !kid || !kb || !queue || !slot) {
+        rc = -ENOMEM;
+        goto cleanup;
+    }
+    /* children by parent (counting sort), each parent's by byte */
+    for (unsigned c = 0; c < 256; c++)
+        if (t->root[c])
+            first[1]++;
+    for (size_t i = 0; i <= t->emask; i++)
+        if (t->edge[i].key)
+            first[((t->edge[i].key - 1) >> 8) + 1]++;
+    for (size_t x = 0; x < nn; x++)
+        first[x + 1] += first[x];
+    for (unsigned c = 0; c < 256; c++)
+        if (t->root[c]) {
+            kid[ne] = t->root[c];
+            kb[ne++] = (unsigned char)c;
+        }
+    {
+        uint32_t *at = slot; /* next free place per parent (borrowed) */
+        for (size_t x = 1; x < nn; x++)
+            at[x] = first[x];
+        for (size_t i = 0; i <= t->emask; i++) {
+            uint64_t k = t->edge[i].key;
+            if (!k)
+                continue;
+            size_t x = (size_t)((k - 1) >> 8);
+            kid[at[x]] = t->edge[i].child;
+            kb[at[x]++] = (unsigned char)((k - 1) & 255);
+        }
+    }
+    for (size_t x = 1; x < nn; x++) /* insertion sort by byte */
+        for (size_t i = first[x] + 1; i < first[x + 1]; i++)
+            for (size_t j = i; j > first[x] && kb[j - 1] > kb[j]; j--) {
+                unsigned char b = kb[j];
+                uint32_t q = kid[j];
+                kb[j] = kb[j - 1];
+                kid[j] = kid[j - 1];
+                kb[j - 1] = b;
+                kid[j - 1] = q;
+            }
+    rc = dat_grow(&d, 1024);
+    if (rc)
+        goto cleanup;
+    dat_take(&d, 0, DAT_FREE - 1, -1); /* the root: slot 0, no parent */
+    slot[0] = 0;
+    size_t qh = 0, qt = 0;
+    queue[qt++] = 0;
+    while (qh < qt) {
+        uint32_t x = queue[qh++];
+        size_t k = first[x + 1] - first[x], b = 0;
+        if (k == 0)
+            continue;
+        rc = dat_base(&d, kb + first[x], k, &b);
+        if (rc)
+            goto cleanup;
+        d.dat[slot[x]].base = (int32_t)b;
+        for (size_t i = first[x]; i < first[x + 1]; i++) {
+            uint32_t y = kid[i];
+            slot[y] = (uint32_t)(b + kb[i]);
+            dat_take(&d, slot[y], slot[x], t->node_tok[y]);
+            queue[qt++] = y;
+        }
+    }
+    size_t used = d.end;
+    uni_slot *s = realloc(d.dat, used * sizeof *s);
+    u->dat = s ? s : d.dat;
+    u->ndat = used;
+    d.dat = NULL;
+cleanup:
+    free(d.dat);
+    free(d.nxt);
+    free(d.prv);
+    free(first);
+    free(kid);
+    free(kb);
+    free(queue);
+    free(slot);
+    return rc;
 }
 
 int tv_unigram_new(const unsigned char *const *piece, const size_t *len,
@@ -189,7 +400,12 @@ int tv_unigram_new(const unsigned char *const *piece, const size_t *len,
         at += len[i];
     }
     u->unk_score = min_score - UNK_PENALTY;
-    rc = build_trie(u, total);
+    uni_trie t = {0};
+    rc = build_trie(u, &t, total);
+    if (rc == 0)
+        rc = build_dat(u, &t);
+    free(t.node_tok);
+    free(t.edge);
     if (rc < 0)
         goto cleanup;
     for (unsigned b = 0; b < 256; b++) {
@@ -212,8 +428,7 @@ void tv_unigram_free(tv_unigram *u)
     free(u->off);
     free(u->len);
     free(u->blob);
-    free(u->node_tok);
-    free(u->edge);
+    free(u->dat);
     free(u);
 }
 
@@ -250,24 +465,93 @@ const unsigned char *tv_unigram_piece(const tv_unigram *u, int32_t id,
  * hold the shortest decimal that reads back as d, so those digits are
  * found again and put through serde_json's steps. pow10[k]: the f64
  * nearest 10^k, k = 0..308. */
-static double serde_f64(double d, const double *pow10)
+/* Whether sig * 10^e reads back as a (> 0): one IEEE operation when sig
+ * and 10^|e| are exact doubles (then correctly rounded, Clinger's fast
+ * path), else strtod. */
+static int reads_back(uint64_t sig, int e, double a, const double *pow10)
+{
+    if (sig < (1ull << 53) && e >= -22 && e <= 22)
+        return (e >= 0 ? (double)sig * pow10[e] : (double)sig / pow10[-e]) ==
+               a;
+    char buf[48];
+    snprintf(buf, sizeof buf, "%llue%d", (unsigned long long)sig, e);
+    return strtod(buf, NULL) == a;
+}
+
+/* The digits of a (> 0, finite) rounded to p significant ones, as the
+ * integer *sig and exponent *e (a ~ sig * 10^e), from printf. */
+static void digits_printf(double a, int p, uint64_t *sig, int *e)
 {
     char buf[40];
-    int p = 1;
-    if (d == 0 || !isfinite(d))
-        return d;
-    for (; p < 17; p++) {
-        snprintf(buf, sizeof buf, "%.*e", p - 1, d);
-        if (strtod(buf, NULL) == d)
-            break;
-    }
-    snprintf(buf, sizeof buf, "%.*e", p - 1, d);
-    uint64_t sig = 0;
-    const char *c = buf + (buf[0] == '-');
+    snprintf(buf, sizeof buf, "%.*e", p - 1, a);
+    uint64_t s = 0;
+    const char *c = buf;
     for (; *c && *c != 'e'; c++)
         if (*c >= '0' && *c <= '9')
-            sig = sig * 10 + (uint64_t)(*c - '0');
-    int e = (int)strtol(c + 1, NULL, 10) - (p - 1);
+            s = s * 10 + (uint64_t)(*c - '0');
+    *sig = s;
+    *e = (int)strtol(c + 1, NULL, 10) - (p - 1);
+}
+
+/* The shortest decimal that reads back as a (> 0, finite; 17 digits when
+ * none of 1..16 does), as *sig and *e. One printf of 17 digits, each
+ * shorter rounding taken from them (the same as printf's own unless the
+ * digits cut off are exactly 5000...: then printf is asked). */
+static void shortest(double a, const double *pow10, uint64_t *sig, int *e)
+{
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.16e", a); /* d.dddddddddddddddde+XX */
+    char dig[17];
+    dig[0] = buf[0];
+    memcpy(dig + 1, buf + 2, 16);
+    int ex = (int)strtol(buf + 19, NULL, 10);
+    uint64_t s = 0, ten = 1;
+    for (int p = 1; p <= 16; p++) {
+        s = s * 10 + (uint64_t)(dig[p - 1] - '0');
+        ten *= 10;
+        int k = p + 1;
+        while (k < 17 && dig[k] == '0')
+            k++;
+        uint64_t r;
+        int re;
+        if (dig[p] == '5' && k == 17) {
+            digits_printf(a, p, &r, &re);
+        } else {
+            r = s + (dig[p] >= '5');
+            re = ex - (p - 1);
+            if (r == ten) {
+                r /= 10;
+                re++;
+            }
+        }
+        if (reads_back(r, re, a, pow10)) {
+            *sig = r;
+            *e = re;
+            return;
+        }
+    }
+    *sig = s * 10 + (uint64_t)(dig[16] - '0');
+    *e = ex - 16;
+}
+
+/* A score as tokenizers reads it. serde_json (without its
+ * float_roundtrip feature, as tokenizers builds it) does not round
+ * decimals correctly: it takes the digits as an integer s (u64 -> f64,
+ * rounded) and the decimal exponent e, then computes s * 10^e or
+ * s / 10^-e with the f64 nearest 10^|e| (dividing by 1e308 first while
+ * |e| > 308). About one score in ten comes out 1 ulp away from the
+ * correctly rounded value, and Viterbi ties then break differently. jansson
+ * gives the correctly rounded d; files that tokenizers or Python wrote
+ * hold the shortest decimal that reads back as d, so those digits are
+ * found again and put through serde_json's steps. pow10[k]: the f64
+ * nearest 10^k, k = 0..308. */
+static double serde_f64(double d, const double *pow10)
+{
+    if (d == 0 || !isfinite(d))
+        return d;
+    uint64_t sig;
+    int e;
+    shortest(fabs(d), pow10, &sig, &e);
     double f = (double)sig;
     while (e < -308 && f != 0) {
         f /= 1e308;
@@ -348,7 +632,7 @@ int tv_unigram_from_json(const struct json_t *model, tv_unigram **out,
         rc = -ENOMEM;
         goto cleanup;
     }
-    double pow10[309];
+    double pow10[309], last = 0, last_f = 0; /* serde_f64(0) */
     for (int k = 0; k < 309; k++) {
         char b[16];
         snprintf(b, sizeof b, "1e%d", k);
@@ -364,8 +648,16 @@ int tv_unigram_from_json(const struct json_t *model, tv_unigram **out,
         }
         piece[i] = (const unsigned char *)json_string_value(p);
         len[i] = json_string_length(p);
-        score[i] = json_is_integer(s) ? (double)json_integer_value(s)
-                                      : serde_f64(json_real_value(s), pow10);
+        if (json_is_integer(s)) {
+            score[i] = (double)json_integer_value(s);
+        } else { /* quantized vocabularies repeat their scores */
+            double d = json_real_value(s);
+            if (memcmp(&d, &last, sizeof d) != 0) {
+                last = d;
+                last_f = serde_f64(d, pow10);
+            }
+            score[i] = last_f;
+        }
     }
     rc = tv_unigram_new(piece, len, score, n, unk_id, json_is_true(bf), out);
     if (rc == TOKVEC_E_INVAL) {
@@ -482,10 +774,10 @@ static int viterbi(const tv_unigram *u, tv_uni_work *w, const unsigned char *s,
         int single = 0;
         uint32_t node = 0;
         for (size_t q = p; q < n; q++) {
-            node = child_of(u, node, s[q]);
+            node = dat_child(u, node, s[q]);
             if (node == 0)
                 break;
-            int32_t id = u->node_tok[node];
+            int32_t id = u->dat[node].id;
             if (id < 0)
                 continue;
             relax(w, p, q + 1, u->score[id] + here, id);
