@@ -107,7 +107,9 @@ static size_t reference(const char *w, size_t nmerges, int32_t *ids)
                 }
         if (best == SIZE_MAX)
             break;
-        strcat(sym[at], sym[at + 1]);
+        char m[64];
+        snprintf(m, sizeof m, "%s%s", sym[at], sym[at + 1]);
+        memcpy(sym[at], m, sizeof m);
         memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof *sym);
         n--;
     }
