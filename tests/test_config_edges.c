@@ -118,6 +118,20 @@ static void sizes_and_seconds_out_of_the_number_syntax_are_refused(void **state)
     refused("--port", "--port", "-");
 }
 
+static void a_lone_double_dash_is_an_unknown_option_a_lone_dash_a_table(
+    void **state)
+{
+    (void)state;
+    refused("unknown option '--'", "--", NULL);
+    tv_config c;
+    char err[512];
+    assert_int_equal(load(&c, err, sizeof err, "-", NULL), TV_CONFIG_OK);
+    assert_string_equal(c.table, "-");
+    tv_config_free(&c);
+    assert_int_equal(load(&c, err, sizeof err, "--port", "1", "-h", NULL),
+                     TV_CONFIG_HELP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +141,8 @@ int main(void)
         cmocka_unit_test(a_key_file_with_a_nul_byte_holds_no_key),
         cmocka_unit_test(
             sizes_and_seconds_out_of_the_number_syntax_are_refused),
+        cmocka_unit_test(
+            a_lone_double_dash_is_an_unknown_option_a_lone_dash_a_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
