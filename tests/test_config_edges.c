@@ -105,13 +105,13 @@ static void a_key_file_with_a_nul_byte_holds_no_key(void **state)
     unlink(path);
 }
 
-static void sizes_and_seconds_out_of_the_number_syntax_are_refused(void **state)
+static void sizes_and_seconds_out_of_the_number_syntax_are_refused(
+    void **state)
 {
     (void)state;
     refused("--max-body-bytes", "--max-body-bytes", "+5");
     refused("--max-body-bytes", "--max-body-bytes", "5 MiB");
-    refused("--max-body-bytes", "--max-body-bytes",
-            "99999999999999999999999");
+    refused("--max-body-bytes", "--max-body-bytes", "99999999999999999999999");
     refused("--request-timeout", "--request-timeout", "1e999");
     refused("--request-timeout", "--request-timeout", "5h");
     refused("--port", "--port", "80x");

@@ -75,8 +75,7 @@ static int out_of_memory_once_grown(fixture *f, const char *path)
     tv_alloc_fault = NULL;
     assert_int_equal(fx_idle(f), 0);
     if (st != 200 && st != 500)
-        fail_msg("%s %.200s: status %d %.300s", path, body, st,
-                 fx_body(resp));
+        fail_msg("%s %.200s: status %d %.300s", path, body, st, fx_body(resp));
     if (st == 500 && !strstr(fx_body(resp), "\"error_type\":\"internal\""))
         fail_msg("%s %.200s: %.300s", path, body, fx_body(resp));
     assert_true(budget_is_whole(f));
