@@ -131,7 +131,8 @@ class JsonLines(unittest.TestCase):
         for bad in (b"123", b"\"caf\xc3\" ", b"\"\xc0\xaf\"",
                     b"\"ok\" trailing", b"\"bad \\q escape\"", b"\"open",
                     b"\"\xed\xa0\x80\"", b"\"\xf4\x90\x80\x80\"",
-                    b"", b"\"ends in a backslash\\"):
+                    b"", b"\"ends in a backslash\\",
+                    b"\"a NUL after a backslash \\\x00\""):
             r = tokenize(["--jsonl"], b"\"fine\"\n" + bad + b"\n\"x\"\n")
             self.assertEqual(r.returncode, 2, bad)
             self.assertIn(b"input line 2: not a JSON string", r.stderr, bad)
