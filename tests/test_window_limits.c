@@ -2,7 +2,8 @@
  * max_tokens (server/routes/text.c for /tokenize, embed_text.c for
  * /embed): a text within max_tokens whose windows together are over it
  * (windows overlap when stride < max_length) is a 413 payload_too_large
- * naming the windows; fewer windows that fit are a 200.
+ * naming the windows; fewer windows that fit are a 200. And a text with
+ * "truncate" at start_position = context_length is sequence_too_long.
  *
  * Threads: the server's threads run the requests; the test's thread sends.
  */
@@ -65,6 +66,23 @@ static void overlapping_windows_over_max_tokens_are_a_413(void **state)
     }
 }
 
+/* truncate keeps what fits after start_position: at context_length
+ * nothing does, and the refusal gives no hint (no option of the text
+ * helps). */
+static void a_truncated_text_at_the_context_end_is_too_long(void **state)
+{
+    fixture *f = *state;
+    int st = fx_http(f, "POST", "/embed", "application/json",
+                     "{\"inputs\":\"hello world again\",\"truncate\":"
+                     "true,\"start_position\":1024}",
+                     NULL, resp, RESP);
+    assert_int_equal(st, 422);
+    assert_string_equal(fx_body(resp),
+                        "{\"error\":\"start_position 1024 + sequence length "
+                        "3 exceeds context_length 1024\",\"error_type\":"
+                        "\"sequence_too_long\"}");
+}
+
 static int teardown(void **state)
 {
     fx_down(*state);
@@ -75,6 +93,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(overlapping_windows_over_max_tokens_are_a_413),
+        cmocka_unit_test(a_truncated_text_at_the_context_end_is_too_long),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
