@@ -3,7 +3,8 @@
  * /embed): a text within max_tokens whose windows together are over it
  * (windows overlap when stride < max_length) is a 413 payload_too_large
  * naming the windows; fewer windows that fit are a 200. And a text with
- * "truncate" at start_position = context_length is sequence_too_long.
+ * "truncate" at start_position = context_length, or pooled id lists past
+ * the context end, are sequence_too_long.
  *
  * Threads: the server's threads run the requests; the test's thread sends.
  */
@@ -83,6 +84,26 @@ static void a_truncated_text_at_the_context_end_is_too_long(void **state)
                         "\"sequence_too_long\"}");
 }
 
+/* Pooled id lists of unequal lengths: the longest one counts. */
+static void pooled_id_lists_over_the_context_end_are_too_long(void **state)
+{
+    fixture *f = *state;
+    int st = fx_http(f, "POST", "/embed", "application/json",
+                     "{\"inputs\":[[1,2],[3]],\"pooling\":\"mean\","
+                     "\"start_position\":1023}",
+                     NULL, resp, RESP);
+    assert_int_equal(st, 422);
+    assert_string_equal(fx_body(resp),
+                        "{\"error\":\"start_position 1023 + sequence length "
+                        "2 exceeds context_length 1024\",\"error_type\":"
+                        "\"sequence_too_long\"}");
+    st = fx_http(f, "POST", "/embed", "application/json",
+                 "{\"inputs\":[[1],[3]],\"pooling\":\"mean\","
+                 "\"start_position\":1023}",
+                 NULL, resp, RESP);
+    assert_int_equal(st, 200);
+}
+
 static int teardown(void **state)
 {
     fx_down(*state);
@@ -94,6 +115,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(overlapping_windows_over_max_tokens_are_a_413),
         cmocka_unit_test(a_truncated_text_at_the_context_end_is_too_long),
+        cmocka_unit_test(pooled_id_lists_over_the_context_end_are_too_long),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
