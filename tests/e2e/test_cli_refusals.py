@@ -109,6 +109,31 @@ class Refusals(unittest.TestCase):
                     self.assertEqual(r.returncode, 1, args)
                     self.assertIn(b"tokvec", r.stderr, args)
 
+    def test_outputs_longer_than_a_buffer_to_a_full_device_fail(self):
+        """A write to /dev/full of more than stdio buffers (a lookup of
+        many ids; ids and spans of a long text, over the 64 KiB chunk)
+        fails at that write: exit 1, and the error says so."""
+        t = self.table()
+        with open("/dev/full", "w") as full:
+            r = run("lookup", "--table", t, "--no-positions",
+                    *(["1"] * 400), stdout=full)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("lookup: write error", r.stderr)
+            if not os.path.isfile(os.path.join(GPT2, "encoder.json")):
+                return
+            text = " a" * 30000
+            for args, data in (([], text.encode()),
+                               (["--jsonl"], json.dumps(text).encode()),
+                               (["--jsonl", "--offsets"],
+                                json.dumps(text).encode()),
+                               (["--jsonl"], b'" a a a a"')):
+                r = subprocess.run(
+                    [tc.BINARY, "tokenize", "--tokenizer", GPT2] + args,
+                    input=data + b"\n", stdout=full,
+                    stderr=subprocess.PIPE, timeout=60)
+                self.assertEqual(r.returncode, 1, args)
+                self.assertIn(b"tokvec: ", r.stderr, args)
+
     def test_lookup_convert_inspect_refuse_bad_arguments(self):
         t = self.table()
         for args, says in (

@@ -130,7 +130,9 @@ class JsonLines(unittest.TestCase):
     def test_a_line_that_is_no_json_string_names_its_line(self):
         for bad in (b"123", b"\"caf\xc3\" ", b"\"\xc0\xaf\"",
                     b"\"ok\" trailing", b"\"bad \\q escape\"", b"\"open",
-                    b"\"\xed\xa0\x80\"", b"\"\xf4\x90\x80\x80\""):
+                    b"\"\xed\xa0\x80\"", b"\"\xf4\x90\x80\x80\"",
+                    b"", b"\"ends in a backslash\\",
+                    b"\"a NUL after a backslash \\\x00\""):
             r = tokenize(["--jsonl"], b"\"fine\"\n" + bad + b"\n\"x\"\n")
             self.assertEqual(r.returncode, 2, bad)
             self.assertIn(b"input line 2: not a JSON string", r.stderr, bad)
