@@ -578,11 +578,15 @@ tokenizer-oracle-all: tokenizer-oracle
 # server/ (`NN% path`) and `coverage: N% lines, M% branches`. Generated
 # tables (build/gen) are left out. Slow (~5 min): in .ci/run, not in test.
 COV_BUILD := build-cov
-coverage: test-deps data
+# The suites of make test on the coverage build: unit, end-to-end, and the
+# fast oracle (its npm packages and files from $(BUILD)/oracle).
+coverage: test-deps data $(ORACLE_FAST_DEPS)
 	@tools/deps.sh lcov
 	@rm -rf $(COV_BUILD)
 	-@$(MAKE) --no-print-directory BUILD=$(COV_BUILD) OPT=-O0 \
 	  SANFLAGS=--coverage QUIET=1 TEST_JOBS=1 unit e2e
+	-@$(PYTHON) tests/oracle/test_oracle.py --binary $(COV_BUILD)/tokvec \
+	  --oracle $(BUILD)/oracle --gpt2 $(TOKENIZER_DIR) 2>&1 | tail -1
 	@lcov --quiet --capture --directory $(COV_BUILD) \
 	  --rc lcov_branch_coverage=1 --output-file $(COV_BUILD)/all.info \
 	  2>/dev/null
