@@ -672,6 +672,8 @@ static int load_wp(ld *l, json_t *root, int kind)
     int rc = kind == 1   ? tv_uni_load(l->t, root, why, sizeof why)
              : kind == 2 ? tv_spbpe_load(l->t, root, why, sizeof why)
                          : tv_wp_load(l->t, root, why, sizeof why);
+    if (rc == 0)
+        rc = tv_hf_load_rest(l->t, root, why, sizeof why);
     if (rc == TOKVEC_E_TOKENIZER)
         return fail(l, rc, "%s", why);
     int32_t dup = -1;

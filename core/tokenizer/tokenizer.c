@@ -370,3 +370,16 @@ int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
     *text = out;
     return 0;
 }
+
+tokvec_tok_state *tokvec_tok_state_new(void)
+{
+    return tv_bpe_state_new();
+}
+
+void tokvec_tok_state_free(tokvec_tok_state *s)
+{
+    if (!s)
+        return;
+    tv_hf_buf_free(s->hf);
+    tv_bpe_state_free(s);
+}

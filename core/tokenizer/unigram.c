@@ -909,5 +909,5 @@ int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
             "encode on a character no piece spells)");
         return TOKVEC_E_TOKENIZER;
     }
-    return rc ? rc : tv_hf_load_rest(t, root, err, errlen);
+    return rc;
 }
