@@ -8,7 +8,9 @@
  * when it is left out: a special token with encode_special_tokens (no
  * TOKVEC_TOK_SPECIAL), or a single_word token touching a word character
  * (regex \w). lstrip and rstrip take the White_Space before and after the
- * token into its span (lstrip not into an earlier token's).
+ * token into its span (lstrip not into an earlier token's). Here: loading
+ * them, their automaton, the input-side tests; the run over the
+ * normalized text is hf_pipeline.c's (tv_added_norm_run).
  *
  * Must hold: ids and offsets are HF's (tokenizers 0.23.2), offsets the
  * input's bytes. Threads: the patterns and the automaton are built at
@@ -243,4 +245,3 @@ void tv_added_free(tv_hf *h)
 }
 
 /* --- encoding --- */
-

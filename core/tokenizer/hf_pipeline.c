@@ -1,4 +1,20 @@
-/* hf_pipeline.c -- HEADER */
+/* hf_pipeline.c -- the pipeline that runs a Hugging Face tokenizer.json
+ * beyond byte-level BPE (tok_hf.h), above its models and stages: UTF-8
+ * in, normalizers (normalize.c), the normalized added tokens (their
+ * automaton from added.c), Metaspace and the pre-tokenizers (pretok.c),
+ * then the model on each word: WordPiece (wordpiece.c), Unigram
+ * (unigram.c), SentencePiece-style BPE (spbpe.c). With exactly
+ * BertNormalizer and BertPreTokenizer, runs of ASCII words take
+ * wordpiece.c's one-pass path instead of the stages. Also the rest of
+ * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
+ * after the model's load) and freeing the whole pipeline.
+ *
+ * May call: the models and stages of this folder, tok_bpe.c; nothing in
+ * this folder calls up into it but tok_load.c and tokenizer.c.
+ * Must hold: ids and offsets as each model's and stage's file says (HF's
+ * encode(text, add_special_tokens=False)). Threads: the handle is
+ * read-only after open; working memory is the caller's tokvec_tok_state.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +122,7 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
         return -ENOMEM;
     for (size_t k = 0; k < b->ut.n; k++)
         tv_hf_put_tok(out, offs, b->ut.id[k], x, b->u8ch[b->ut.start[k]],
-                b->u8ch[b->ut.end[k]]);
+                      b->u8ch[b->ut.end[k]]);
     return 0;
 }
 
@@ -185,7 +201,8 @@ int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
             e == UINT32_MAX)
             continue;
         if ((p->flags & TV_ADD_SINGLE) &&
-            ((s > 0 && tv_hf_is_word(x->cp[s - 1])) || (e < n && tv_hf_is_word(x->cp[e]))))
+            ((s > 0 && tv_hf_is_word(x->cp[s - 1])) ||
+             (e < n && tv_hf_is_word(x->cp[e]))))
             continue;
         if (p->flags & TV_ADD_LSTRIP) { /* not into the token before */
             while (s > i && tv_hf_is_ws(x->cp[s - 1]))
@@ -245,10 +262,10 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
     for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
         rc = h->model == TV_M_UNIGRAM
                  ? uni_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs)
-             : h->model == TV_M_BPE
-                 ? tv_spbpe_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out,
-                                 offs)
-                 : tv_wp_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
+             : h->model == TV_M_BPE ? tv_spbpe_word(t, b, x, b->w[wc][k].s,
+                                                    b->w[wc][k].e, out, offs)
+                                    : tv_wp_word(t, b, x, b->w[wc][k].s,
+                                                 b->w[wc][k].e, out, offs);
     return rc;
 }
 

@@ -12,6 +12,8 @@
  *     span of the character before it: its own);
  *  3. split(replacement, MergedWithNext) when split is true: a piece ends
  *     before every replacement character (none empty; pretok.c).
+ * Steps 1 and 2 are tv_metaspace_text (pretok.c: it works on the
+ * pipeline's buffers); here the parsing and decoding, plain data only.
  * Must hold: tv_metaspace is read-only once filled. Threads: any.
  */
 #include <jansson.h>

@@ -14,6 +14,9 @@
  * takes the span of the next input character, -k also drops the k after
  * it, +1 is inserted and takes the span of the input character before.
  * Unicode data: build/gen/tok_hfucd.h (tools/gen_hfucd.awk).
+ * Also, as the lowest stage, what every stage and model shares: the
+ * character classes, the text and state buffers (tv_hf_buf_get/_free), a
+ * stage's refusal (tv_hf_bad), a word's UTF-8 and a token's append.
  * Threads: parsing runs once at open; running touches only the caller's
  * buffers.
  */
@@ -159,7 +162,7 @@ int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
 }
 
 void tv_hf_put_tok(tokvec_tok_ids *out, int offs, int32_t id,
-                    const tv_hf_text *x, size_t s, size_t e)
+                   const tv_hf_text *x, size_t s, size_t e)
 {
     if (offs) {
         out->offsets[out->n] = x->a0[s];

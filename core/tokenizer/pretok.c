@@ -1,6 +1,7 @@
 /* pretok.c -- Hugging Face pre-tokenizers over a normalized text in
  * flight (tok_hf.h): BertPreTokenizer, WhitespaceSplit, Punctuation,
- * Digits, Metaspace (first, its text change in metaspace.c), and
+ * Digits, Metaspace (first: its text change, tv_metaspace_text, and its
+ * split here, its scheme in metaspace.c), and
  * Sequences of them. (ByteLevel and Split belong to the
  * byte-level BPE path, tok_split.c.)
  *

@@ -1,10 +1,12 @@
 /* tok_hf.h -- Hugging Face tokenizer.json pipelines beyond byte-level BPE:
  * the stages' descriptions (built at open from the JSON, read-only after)
  * and the calls each stage's file offers. normalize.c: normalizers (with
- * precompiled.c: SentencePiece's charsmap); pretok.c: pre-tokenizers (with
- * metaspace.c); wordpiece.c: the WordPiece model, the added tokens and the
- * pipeline that runs the stages; unigram.c: the Unigram model;
- * postproc.c: post-processors; decoders.c: decoders. Not a public header.
+ * precompiled.c: SentencePiece's charsmap) and the helpers every stage
+ * and model shares (buffers, refusals, a word's UTF-8); pretok.c:
+ * pre-tokenizers (with metaspace.c); added.c: the added tokens;
+ * wordpiece.c, unigram.c, spbpe.c: the models; postproc.c:
+ * post-processors; decoders.c: decoders; hf_pipeline.c, above them all:
+ * the pipeline that runs the stages and the models. Not a public header.
  *
  * Text in flight is an array of code points, each with the byte span of
  * the original input it came from (HF's alignments): a normalizer maps
@@ -200,7 +202,8 @@ void tv_dec_free(tv_dec *v, size_t n);
 int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
                int skip, char **text, size_t *len);
 
-/* --- the models and the pipeline (wordpiece.c, unigram.c) --- */
+/* --- the models (wordpiece.c, unigram.c, spbpe.c) and the pipeline
+ * (hf_pipeline.c) --- */
 enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
 #define TV_WP_INLINE 19
 typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */

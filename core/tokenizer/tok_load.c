@@ -665,7 +665,7 @@ static int byte_level(json_t *root)
 
 /* tokenizer.json with model.type WordPiece, Unigram (kind 1) or BPE
  * without ByteLevel (kind 2): wordpiece.c, unigram.c or spbpe.c reads the
- * model, wordpiece.c the pipeline (tok_hf.h); the lookups follow. */
+ * model, hf_pipeline.c the pipeline (tok_hf.h); the lookups follow. */
 static int load_wp(ld *l, json_t *root, int kind)
 {
     char why[320] = "";

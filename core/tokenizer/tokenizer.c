@@ -17,6 +17,8 @@
  * ones still match; a match left out (a special one then, a single_word
  * one touching a word) does not cut the text, and the search goes on
  * after it; lstrip and rstrip widen a token's span.
+ * A state (tokvec_tok_state_new/_free) is tok_bpe.c's caches plus the
+ * pipeline's buffers (normalize.c frees them).
  * Threads: the handle is read-only here; a state belongs to its caller.
  */
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
- * BERT-family model) and the pipeline that runs a non-byte-level
- * tokenizer: UTF-8 in, normalizers (normalize.c), pre-tokenizers
- * (pretok.c), then WordPiece on each word (the added tokens: added.c).
+ * BERT-family model): a word of the pipeline (hf_pipeline.c, which runs
+ * the stages and calls tv_wp_word) to its tokens, and the one-pass path
+ * of ASCII words (tv_wp_ascii_words, tv_wp_ascii_run). Calls only down:
+ * normalize.c's helpers, tok_bpe.c.
  *
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
  * points is unk_token whole; else greedy longest match from the left, the
@@ -294,7 +295,7 @@ int tv_wp_finish(tokvec_tokenizer *t)
 /* --- encoding --- */
 
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
-                size_t s, size_t e, tokvec_tok_ids *out, int offs)
+               size_t s, size_t e, tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
     if (e - s > h->max_chars) {
@@ -375,7 +376,7 @@ static int add_word(tv_hf_buf *b, size_t s, size_t e)
  * characters of the words only (white space is not kept), each with its
  * byte as its span, and the words, as the three stages give them. */
 int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                       size_t i, size_t end)
+                      size_t i, size_t end)
 {
     tv_hf_text *x = &b->t[0];
     size_t n = 0, w = 0;
@@ -428,7 +429,7 @@ static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
 /* The ASCII words of ascii_words through tv_wp_word(), the first lookups of
  * the words AHEAD of the current one on their way. */
 int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                     tokvec_tok_ids *out, int offs)
+                    tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
     size_t nw = b->wn[0];
@@ -442,4 +443,3 @@ int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
     }
     return rc;
 }
-
