@@ -7,7 +7,8 @@
  * BertNormalizer and BertPreTokenizer, runs of ASCII words take
  * wordpiece.c's one-pass path instead of the stages. Also the rest of
  * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
- * after the model's load) and freeing the whole pipeline.
+ * after the model's load), the Unigram model's tokenizer.json part
+ * (tv_uni_load) and freeing the whole pipeline.
  *
  * May call: the models and stages of this folder, tok_bpe.c; nothing in
  * this folder calls up into it but tok_load.c and tokenizer.c.
@@ -16,6 +17,7 @@
  * read-only after open; working memory is the caller's tokvec_tok_state.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +60,40 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
         rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
     }
     return rc ? rc : tv_added_norm_build(t, err, errlen);
+}
+
+/* The Unigram model of root.model into t (unigram.c's model, its pieces
+ * the token table's ids 0..n-1). */
+int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
+{
+    tv_hf *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    t->hf = h;
+    h->model = TV_M_UNIGRAM;
+    t->info.model = "Unigram";
+    int rc = tv_unigram_from_json(json_object_get(root, "model"), &h->uni, err,
+                                  errlen);
+    size_t n = rc ? 0 : tv_unigram_size(h->uni);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t len = 0;
+        const unsigned char *p = tv_unigram_piece(h->uni, (int32_t)i, &len,
+                                                  NULL);
+        if (len == 0) {
+            snprintf(err, errlen, "model.vocab[%zu]: an empty piece", i);
+            return TOKVEC_E_TOKENIZER;
+        }
+        rc = tv_tok_add(t, p, len, (int32_t)i, 0);
+    }
+    /* Without unk_id HF fails the whole encode on a character no piece
+     * spells (MissingUnkId, byte fallback or not); tokvec's never fails. */
+    if (rc == 0 && tv_unigram_unk(h->uni) < 0) {
+        snprintf(err, errlen,
+                 "model.unk_id: null is not supported (HF fails the whole "
+                 "encode on a character no piece spells)");
+        return TOKVEC_E_TOKENIZER;
+    }
+    return rc;
 }
 
 /* --- encoding --- */

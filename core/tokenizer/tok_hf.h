@@ -268,7 +268,8 @@ int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
  * starts (UINT32_MAX inside one), b->u8ch[len] = e (normalize.c). */
 int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
                      size_t *len);
-/* The Unigram model of root.model into t (its pieces, ids 0..n-1). */
+/* The Unigram model of root.model into t (its pieces, ids 0..n-1;
+ * hf_pipeline.c, over unigram.h). */
 int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* After the model's tokens: root.added_tokens, then the normalizer,
  * pre-tokenizer and decoder into t->hf (hf_pipeline.c; tok_load.c calls
