@@ -8,7 +8,9 @@
  * when it is left out: a special token with encode_special_tokens (no
  * TOKVEC_TOK_SPECIAL), or a single_word token touching a word character
  * (regex \w). lstrip and rstrip take the White_Space before and after the
- * token into its span (lstrip not into an earlier token's).
+ * token into its span (lstrip not into an earlier token's). Here: loading
+ * them, their automaton, the input-side tests; the run over the
+ * normalized text is hf_pipeline.c's (tv_added_norm_run).
  *
  * Must hold: ids and offsets are HF's (tokenizers 0.23.2), offsets the
  * input's bytes. Threads: the patterns and the automaton are built at
@@ -64,29 +66,19 @@ static uint32_t cp_before(const unsigned char *u, size_t lo, size_t end,
     return c;
 }
 
-static int is_ws(uint32_t c)
-{
-    return (tv_hf_class(c) & TV_HF_WS) != 0;
-}
-
-static int is_word(uint32_t c)
-{
-    return (tv_hf_class(c) & TV_HF_WORD) != 0;
-}
-
 int tv_added_single(const unsigned char *u, size_t start, size_t stop,
                     size_t len)
 {
     size_t at, n;
-    if (start > 0 && is_word(cp_before(u, 0, start, &at)))
+    if (start > 0 && tv_hf_is_word(cp_before(u, 0, start, &at)))
         return 0;
-    return stop == len || !is_word(cp_at(u, stop, len, &n));
+    return stop == len || !tv_hf_is_word(cp_at(u, stop, len, &n));
 }
 
 size_t tv_added_lstrip(const unsigned char *u, size_t lo, size_t start)
 {
     size_t at;
-    while (start > lo && is_ws(cp_before(u, lo, start, &at)))
+    while (start > lo && tv_hf_is_ws(cp_before(u, lo, start, &at)))
         start = at;
     return start;
 }
@@ -94,7 +86,7 @@ size_t tv_added_lstrip(const unsigned char *u, size_t lo, size_t start)
 size_t tv_added_rstrip(const unsigned char *u, size_t stop, size_t len)
 {
     size_t n;
-    while (stop < len && is_ws(cp_at(u, stop, len, &n)))
+    while (stop < len && tv_hf_is_ws(cp_at(u, stop, len, &n)))
         stop += n;
     return stop;
 }
@@ -163,21 +155,6 @@ static void text_of(const unsigned char *s, size_t n, tv_hf_text *x)
     x->n = m;
 }
 
-static size_t put_utf8(unsigned char *o, uint32_t c)
-{
-    if (c < 0x80) {
-        o[0] = (unsigned char)c;
-        return 1;
-    }
-    size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-    for (size_t k = m; k-- > 1;) {
-        o[k] = (unsigned char)(0x80 | (c & 0x3F));
-        c >>= 6;
-    }
-    o[0] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
-    return m;
-}
-
 static int by_id(const void *a, const void *b)
 {
     int32_t x = ((const tv_special *)a)->id, y = ((const tv_special *)b)->id;
@@ -232,7 +209,7 @@ static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
         h->nbytes = nb;
         size_t at = used;
         for (size_t k = 0; k < x->n; k++)
-            used += put_utf8(h->nbytes + used, x->cp[k]);
+            used += tv_hf_put_utf8(h->nbytes + used, x->cp[k]);
         uint32_t f = TV_TOK_ADDED(o) |
                      (TV_TOK_KIND(o) == 1 ? TV_ADD_SPECIAL : 0);
         h->npat[m++] = (tv_special){o->id, (uint32_t)at, (uint32_t)(used - at),
@@ -268,104 +245,3 @@ void tv_added_free(tv_hf *h)
 }
 
 /* --- encoding --- */
-
-/* The normalized text's code points [s, e) through the rest. */
-static int piece(const tokvec_tokenizer *t, tv_hf_buf *b, size_t s, size_t e,
-                 tokvec_tok_ids *out, int offs)
-{
-    tv_hf_text *x = &b->t[0];
-    if (tv_hf_text_reserve(x, e - s) < 0)
-        return -ENOMEM;
-    memcpy(x->cp, b->nt.cp + s, (e - s) * sizeof *x->cp);
-    memcpy(x->a0, b->nt.a0 + s, (e - s) * sizeof *x->a0);
-    memcpy(x->a1, b->nt.a1 + s, (e - s) * sizeof *x->a1);
-    x->n = e - s;
-    return tv_hf_tail(t, b, 0, out, offs);
-}
-
-/* The normalized text's UTF-8 into b->nu8 (*len bytes); b->nu8ch[j]: the
- * code point byte j starts (its index), UINT32_MAX inside one. */
-static int nt_bytes(tv_hf_buf *b, size_t *len)
-{
-    const tv_hf_text *x = &b->nt;
-    size_t need = 4 * x->n + 1;
-    if (need > b->nu8cap) {
-        size_t cap = b->nu8cap ? b->nu8cap : 256;
-        while (cap < need)
-            cap *= 2;
-        unsigned char *u = realloc(b->nu8, cap);
-        if (u)
-            b->nu8 = u;
-        uint32_t *ch = u ? realloc(b->nu8ch, cap * sizeof *ch) : NULL;
-        if (!ch)
-            return -ENOMEM;
-        b->nu8ch = ch;
-        b->nu8cap = cap;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        size_t m = put_utf8(b->nu8 + n, x->cp[i]);
-        b->nu8ch[n] = (uint32_t)i;
-        for (size_t k = 1; k < m; k++)
-            b->nu8ch[n + k] = UINT32_MAX;
-        n += m;
-    }
-    b->nu8ch[n] = (uint32_t)x->n;
-    *len = n;
-    return 0;
-}
-
-int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
-                      tokvec_tok_ids *out, unsigned flags)
-{
-    const tv_acm *a = &t->hf->nac;
-    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
-    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
-    tv_hf_text keep = b->nt; /* the normalized text aside */
-    b->nt = b->t[cur];
-    b->t[cur] = keep;
-    const tv_hf_text *x = &b->nt;
-    size_t len;
-    int rc = nt_bytes(b, &len);
-    size_t i = 0, pos = 0, n = x->n; /* i: code points; pos: bytes */
-    tv_sp_win win = {0, 0, 0};
-    while (rc == 0 && (i < n || pos < len)) {
-        size_t at = len, k = 0;
-        if ((all || a->nfree) && pos < len)
-            rc = tv_acm_next(a, &b->hits, &win, b->nu8, pos, len, &at, &k);
-        if (rc == 0 && at == len && i < n)
-            rc = piece(t, b, i, n, out, offs);
-        if (rc || at == len)
-            break;
-        const tv_special *p = &a->pat[k];
-        size_t s = b->nu8ch[at], e = b->nu8ch[at + p->len];
-        pos = at + p->len;
-        if ((!all && (p->flags & TV_ADD_SPECIAL)) || s == UINT32_MAX ||
-            e == UINT32_MAX)
-            continue;
-        if ((p->flags & TV_ADD_SINGLE) &&
-            ((s > 0 && is_word(x->cp[s - 1])) || (e < n && is_word(x->cp[e]))))
-            continue;
-        if (p->flags & TV_ADD_LSTRIP) { /* not into the token before */
-            while (s > i && is_ws(x->cp[s - 1]))
-                s--;
-            s = s < i ? i : s;
-        }
-        if (p->flags & TV_ADD_RSTRIP)
-            while (e < n && is_ws(x->cp[e]))
-                e++;
-        if (i < s)
-            rc = piece(t, b, i, s, out, offs);
-        if (rc == 0)
-            rc = tv_ids_reserve(out, 1, offs);
-        if (rc)
-            break;
-        if (offs) {
-            out->offsets[out->n] = x->a0[s];
-            out->stops[out->n] = x->a1[e - 1];
-        }
-        out->ids[out->n++] = p->id;
-        i = e;
-    }
-    return rc;
-}

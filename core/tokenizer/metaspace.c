@@ -12,15 +12,15 @@
  *     span of the character before it: its own);
  *  3. split(replacement, MergedWithNext) when split is true: a piece ends
  *     before every replacement character (none empty; pretok.c).
+ * Steps 1 and 2 are tv_metaspace_text (pretok.c: it works on the
+ * pipeline's buffers); here the parsing and decoding, plain data only.
  * Must hold: tv_metaspace is read-only once filled. Threads: any.
  */
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "metaspace.h"
-#include "tok_hf.h"
 #include "tok_utf8.h"
 
 static int fail(char *err, size_t errlen, const char *msg)
@@ -80,35 +80,6 @@ static int at_rep(const tv_metaspace *m, const unsigned char *s, size_t i,
                   size_t n)
 {
     return n - i >= m->rep_len && memcmp(s + i, m->rep, m->rep_len) == 0;
-}
-
-int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur, int first)
-{
-    const tv_hf_text *in = &b->t[*cur];
-    tv_hf_text *o = &b->t[!*cur];
-    o->n = 0;
-    if (tv_hf_text_reserve(o, in->n + 1) < 0)
-        return -ENOMEM;
-    int pre = in->n && (m->prepend == TV_MS_ALWAYS ||
-                        (m->prepend == TV_MS_FIRST && first));
-    /* after the replacement the text starts with the replacement
-     * character when it starts with a space or with that character */
-    if (pre && (in->cp[0] == ' ' || in->cp[0] == m->replacement))
-        pre = 0;
-    if (pre) { /* it takes the first character's span (both of them do) */
-        o->cp[0] = m->replacement;
-        o->a0[0] = in->a0[0];
-        o->a1[0] = in->a1[0];
-        o->n = 1;
-    }
-    for (size_t i = 0; i < in->n; i++) {
-        o->cp[o->n] = in->cp[i] == ' ' ? m->replacement : in->cp[i];
-        o->a0[o->n] = in->a0[i];
-        o->a1[o->n] = in->a1[i];
-        o->n++;
-    }
-    *cur = !*cur;
-    return 0;
 }
 
 size_t tv_metaspace_decode(const tv_metaspace *m, const unsigned char *tok,

@@ -7,7 +7,7 @@
  *
  * Must hold: a tv_metaspace is plain data, filled once and read-only
  * after; every call is pure (any thread). The pre-tokenizer's text
- * change is tv_metaspace_text (tok_hf.h), its split pretok.c's.
+ * change is tv_metaspace_text (tok_hf.h), it and its split pretok.c's.
  */
 #ifndef TOKVEC_METASPACE_H
 #define TOKVEC_METASPACE_H

@@ -14,6 +14,9 @@
  * takes the span of the next input character, -k also drops the k after
  * it, +1 is inserted and takes the span of the input character before.
  * Unicode data: build/gen/tok_hfucd.h (tools/gen_hfucd.awk).
+ * Also, as the lowest stage, what every stage and model shares: the
+ * character classes, the text and state buffers (tv_hf_buf_get/_free), a
+ * stage's refusal (tv_hf_bad), a word's UTF-8 and a token's append.
  * Threads: parsing runs once at open; running touches only the caller's
  * buffers.
  */
@@ -51,6 +54,121 @@ int tv_hf_text_reserve(tv_hf_text *x, size_t n)
     x->a1 = c;
     x->cap = cap;
     return 0;
+}
+
+int tv_hf_buf_get(tokvec_tok_state *s)
+{
+    if (!s->hf)
+        s->hf = calloc(1, sizeof *s->hf);
+    return s->hf ? 0 : -ENOMEM;
+}
+
+void tv_hf_buf_free(tv_hf_buf *b)
+{
+    if (!b)
+        return;
+    for (int k = 0; k < 2; k++) {
+        free(b->t[k].cp);
+        free(b->t[k].a0);
+        free(b->t[k].a1);
+        free(b->w[k]);
+    }
+    free(b->u8);
+    free(b->u8ch);
+    free(b->ph);
+    tv_uni_work_free(b->uw);
+    tv_uni_toks_free(&b->ut);
+    free(b->nt.cp);
+    free(b->nt.a0);
+    free(b->nt.a1);
+    free(b->nu8);
+    free(b->nu8ch);
+    free(b->hits.hit);
+    free(b->hits2.hit);
+    free(b);
+}
+
+int tv_hf_is_ws(uint32_t c)
+{
+    return (tv_hf_class(c) & TV_HF_WS) != 0;
+}
+
+int tv_hf_is_word(uint32_t c)
+{
+    return (tv_hf_class(c) & TV_HF_WORD) != 0;
+}
+
+size_t tv_hf_put_utf8(unsigned char *o, uint32_t c)
+{
+    if (c < 0x80) {
+        o[0] = (unsigned char)c;
+        return 1;
+    }
+    size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    for (size_t k = m; k-- > 1;) {
+        o[k] = (unsigned char)(0x80 | (c & 0x3F));
+        c >>= 6;
+    }
+    o[0] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+    return m;
+}
+
+int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what)
+{
+    snprintf(err, errlen, "%s: %s", where, what);
+    return TOKVEC_E_TOKENIZER;
+}
+
+int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                     size_t *len)
+{
+    size_t need = 4 * (e - s) + 1;
+    if (need > b->u8cap) {
+        size_t cap = b->u8cap ? b->u8cap : 256;
+        while (cap < need)
+            cap *= 2;
+        unsigned char *u = realloc(b->u8, cap);
+        if (u)
+            b->u8 = u;
+        uint32_t *ch = u ? realloc(b->u8ch, cap * sizeof *ch) : NULL;
+        if (ch)
+            b->u8ch = ch;
+        uint64_t *ph = ch ? realloc(b->ph, (cap + 1) * sizeof *ph) : NULL;
+        if (!ph)
+            return -ENOMEM;
+        b->ph = ph;
+        b->u8cap = cap;
+    }
+    size_t n = 0;
+    for (size_t i = s; i < e; i++) {
+        uint32_t c = x->cp[i];
+        b->u8ch[n] = (uint32_t)i;
+        if (c < 0x80) {
+            b->u8[n++] = (unsigned char)c;
+            continue;
+        }
+        size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        for (size_t k = m; k-- > 1;) {
+            b->u8[n + k] = (unsigned char)(0x80 | (c & 0x3F));
+            b->u8ch[n + k] = UINT32_MAX;
+            c >>= 6;
+        }
+        b->u8[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+        n += m;
+    }
+    b->u8ch[n] = (uint32_t)e;
+    *len = n;
+    return 0;
+}
+
+void tv_hf_put_tok(tokvec_tok_ids *out, int offs, int32_t id,
+                   const tv_hf_text *x, size_t s, size_t e)
+{
+    if (offs) {
+        out->offsets[out->n] = x->a0[s];
+        out->stops[out->n] = x->a1[e - 1];
+    }
+    out->ids[out->n++] = id;
 }
 
 /* --- the transform --- */

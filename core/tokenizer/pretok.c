@@ -1,6 +1,7 @@
 /* pretok.c -- Hugging Face pre-tokenizers over a normalized text in
  * flight (tok_hf.h): BertPreTokenizer, WhitespaceSplit, Punctuation,
- * Digits, Metaspace (first, its text change in metaspace.c), and
+ * Digits, Metaspace (first: its text change, tv_metaspace_text, and its
+ * split here, its scheme in metaspace.c), and
  * Sequences of them. (ByteLevel and Split belong to the
  * byte-level BPE path, tok_split.c.)
  *
@@ -141,6 +142,37 @@ static int split_next(const tv_hf_text *x, size_t s, size_t e,
         b->w[k][a] = b->w[k][z - 1];
         b->w[k][z - 1] = t;
     }
+    return 0;
+}
+
+/* Metaspace's text change (metaspace.h): spaces become the replacement
+ * character, one prepended per the scheme. */
+int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur, int first)
+{
+    const tv_hf_text *in = &b->t[*cur];
+    tv_hf_text *o = &b->t[!*cur];
+    o->n = 0;
+    if (tv_hf_text_reserve(o, in->n + 1) < 0)
+        return -ENOMEM;
+    int pre = in->n && (m->prepend == TV_MS_ALWAYS ||
+                        (m->prepend == TV_MS_FIRST && first));
+    /* after the replacement the text starts with the replacement
+     * character when it starts with a space or with that character */
+    if (pre && (in->cp[0] == ' ' || in->cp[0] == m->replacement))
+        pre = 0;
+    if (pre) { /* it takes the first character's span (both of them do) */
+        o->cp[0] = m->replacement;
+        o->a0[0] = in->a0[0];
+        o->a1[0] = in->a1[0];
+        o->n = 1;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        o->cp[o->n] = in->cp[i] == ' ' ? m->replacement : in->cp[i];
+        o->a0[o->n] = in->a0[i];
+        o->a1[o->n] = in->a1[i];
+        o->n++;
+    }
+    *cur = !*cur;
     return 0;
 }
 

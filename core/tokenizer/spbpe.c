@@ -182,7 +182,7 @@ int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
     }
     rc = merges(t, vocab, json_object_get(model, "merges"), h->nprefix, err,
                 errlen);
-    return rc ? rc : tv_hf_load_rest(t, root, err, errlen);
+    return rc;
 }
 
 /* --- encoding --- */

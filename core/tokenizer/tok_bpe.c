@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_hf.h"
 #include "tok_internal.h"
 
 #define HEAP_ABOVE 64    /* pieces longer than this use the heap */
@@ -886,7 +885,7 @@ int tv_bpe_piece(const tokvec_tokenizer *t, tokvec_tok_state *s,
     return 0;
 }
 
-tokvec_tok_state *tokvec_tok_state_new(void)
+tokvec_tok_state *tv_bpe_state_new(void)
 {
     tokvec_tok_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -902,12 +901,11 @@ tokvec_tok_state *tokvec_tok_state_new(void)
     return s;
 }
 
-void tokvec_tok_state_free(tokvec_tok_state *s)
+void tv_bpe_state_free(tokvec_tok_state *s)
 {
     if (!s)
         return;
     state_release(s);
-    tv_hf_buf_free(s->hf);
     free(s->bhead);
     free(s->btail);
     free(s->bmap);

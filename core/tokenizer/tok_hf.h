@@ -1,10 +1,12 @@
 /* tok_hf.h -- Hugging Face tokenizer.json pipelines beyond byte-level BPE:
  * the stages' descriptions (built at open from the JSON, read-only after)
  * and the calls each stage's file offers. normalize.c: normalizers (with
- * precompiled.c: SentencePiece's charsmap); pretok.c: pre-tokenizers (with
- * metaspace.c); wordpiece.c: the WordPiece model, the added tokens and the
- * pipeline that runs the stages; unigram.c: the Unigram model;
- * postproc.c: post-processors; decoders.c: decoders. Not a public header.
+ * precompiled.c: SentencePiece's charsmap) and the helpers every stage
+ * and model shares (buffers, refusals, a word's UTF-8); pretok.c:
+ * pre-tokenizers (with metaspace.c); added.c: the added tokens;
+ * wordpiece.c, unigram.c, spbpe.c: the models; postproc.c:
+ * post-processors; decoders.c: decoders; hf_pipeline.c, above them all:
+ * the pipeline that runs the stages and the models. Not a public header.
  *
  * Text in flight is an array of code points, each with the byte span of
  * the original input it came from (HF's alignments): a normalizer maps
@@ -75,13 +77,22 @@ typedef struct tv_hf_buf {
     tv_ac_hits hits;
     tv_ac_hits hits2; /* byte-level BPE's normalized added tokens */
 } tv_hf_buf;
-/* s->hf, made when missing: 0 or -ENOMEM (tok_hf.c). */
+/* s->hf, made when missing: 0 or -ENOMEM (normalize.c). */
 int tv_hf_buf_get(tokvec_tok_state *s);
-void tv_hf_buf_free(tv_hf_buf *b); /* tok_hf.c */
+void tv_hf_buf_free(tv_hf_buf *b); /* normalize.c */
 /* A stage of tokenizer.json refused: "WHERE: WHAT" into err (the JSON
- * path, then why); returns TOKVEC_E_TOKENIZER (tok_hf.c). */
+ * path, then why); returns TOKVEC_E_TOKENIZER (normalize.c). */
 int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what);
 int tv_hf_text_reserve(tv_hf_text *x, size_t n);
+/* White_Space, and a word character (regex \w), by tv_hf_class. */
+int tv_hf_is_ws(uint32_t c);
+int tv_hf_is_word(uint32_t c);
+/* c's UTF-8 into o[0..4); its bytes. */
+size_t tv_hf_put_utf8(unsigned char *o, uint32_t c);
+/* Token id with the span of x's characters [s, e) appended to out (room
+ * reserved). */
+void tv_hf_put_tok(tokvec_tok_ids *out, int offs, int32_t id,
+                   const tv_hf_text *x, size_t s, size_t e);
 
 /* --- normalizers (normalize.c) --- */
 enum {
@@ -191,7 +202,8 @@ void tv_dec_free(tv_dec *v, size_t n);
 int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
                int skip, char **text, size_t *len);
 
-/* --- the models and the pipeline (wordpiece.c, unigram.c) --- */
+/* --- the models (wordpiece.c, unigram.c, spbpe.c) and the pipeline
+ * (hf_pipeline.c) --- */
 enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
 #define TV_WP_INLINE 19
 typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
@@ -243,6 +255,8 @@ typedef struct tv_hf {
     unsigned char acls[128], amap[128];
 } tv_hf;
 
+enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD }; /* tv_hf.acls */
+
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* BPE without ByteLevel (SentencePiece style: Llama 2, Mistral) from
  * root.model into t (spbpe.c). */
@@ -251,15 +265,26 @@ int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                   size_t s, size_t e, tokvec_tok_ids *out, int offs);
 /* A word's UTF-8 into b->u8 (*len bytes), b->u8ch[j] the character byte j
- * starts (UINT32_MAX inside one), b->u8ch[len] = e (wordpiece.c). */
+ * starts (UINT32_MAX inside one), b->u8ch[len] = e (normalize.c). */
 int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
                      size_t *len);
-/* The Unigram model of root.model into t (its pieces, ids 0..n-1). */
+/* The Unigram model of root.model into t (its pieces, ids 0..n-1;
+ * hf_pipeline.c, over unigram.h). */
 int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* After the model's tokens: root.added_tokens, then the normalizer,
- * pre-tokenizer and decoder into t->hf (wordpiece.c). */
+ * pre-tokenizer and decoder into t->hf (hf_pipeline.c; tok_load.c calls
+ * it after the model's load). */
 int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
                     size_t errlen);
+/* The WordPiece model on the word x[s, e), appended to out (wordpiece.c). */
+int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
+               size_t s, size_t e, tokvec_tok_ids *out, int offs);
+/* tv_wp_finish's one-pass ASCII path: the words of ASCII u[i..end) into
+ * b->t[0] and b->w[0], then through tv_wp_word (wordpiece.c). */
+int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
+                      size_t i, size_t end);
+int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
+                    tokvec_tok_ids *out, int offs);
 void tv_hf_free(tv_hf *h);
 /* Encodes one stretch (no added tokens matched in the input in it) of
  * u[i..end); flags: tokvec_tokenizer_encode's. */
@@ -267,7 +292,7 @@ int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
                   const unsigned char *u, size_t i, size_t end,
                   tokvec_tok_ids *out, unsigned flags);
 /* The normalized text b->t[cur] through Metaspace, the pre-tokenizers
- * and the model (wordpiece.c). */
+ * and the model (hf_pipeline.c). */
 int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
                tokvec_tok_ids *out, int offs);
 
@@ -284,7 +309,8 @@ void tv_added_free(tv_hf *h);
 /* The normalized added token id (its normalized text), or NULL. */
 const tv_special *tv_added_norm_of(const tv_hf *h, int32_t id);
 /* The normalized text b->t[cur]: the normalized added tokens in it
- * (HF's second find_matches), the pieces between through tv_hf_tail. */
+ * (HF's second find_matches), the pieces between through tv_hf_tail
+ * (hf_pipeline.c). */
 int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
                       tokvec_tok_ids *out, unsigned flags);
 

@@ -301,6 +301,11 @@ int tv_added_single(const unsigned char *u, size_t start, size_t stop,
 size_t tv_added_lstrip(const unsigned char *u, size_t lo, size_t start);
 size_t tv_added_rstrip(const unsigned char *u, size_t stop, size_t len);
 
+/* A state with its byte-pair caches, and its freeing but for s->hf (the
+ * public tokvec_tok_state_new and _free: tokenizer.c) (tok_bpe.c). */
+tokvec_tok_state *tv_bpe_state_new(void);
+void tv_bpe_state_free(tokvec_tok_state *s);
+
 /* wordpiece.c (tok_hf.h has the rest) */
 int tv_wp_finish(tokvec_tokenizer *t);
 

@@ -665,13 +665,15 @@ static int byte_level(json_t *root)
 
 /* tokenizer.json with model.type WordPiece, Unigram (kind 1) or BPE
  * without ByteLevel (kind 2): wordpiece.c, unigram.c or spbpe.c reads the
- * model, wordpiece.c the pipeline (tok_hf.h); the lookups follow. */
+ * model, hf_pipeline.c the pipeline (tok_hf.h); the lookups follow. */
 static int load_wp(ld *l, json_t *root, int kind)
 {
     char why[320] = "";
     int rc = kind == 1   ? tv_uni_load(l->t, root, why, sizeof why)
              : kind == 2 ? tv_spbpe_load(l->t, root, why, sizeof why)
                          : tv_wp_load(l->t, root, why, sizeof why);
+    if (rc == 0)
+        rc = tv_hf_load_rest(l->t, root, why, sizeof why);
     if (rc == TOKVEC_E_TOKENIZER)
         return fail(l, rc, "%s", why);
     int32_t dup = -1;

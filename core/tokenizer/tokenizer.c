@@ -17,6 +17,8 @@
  * ones still match; a match left out (a special one then, a single_word
  * one touching a word) does not cut the text, and the search goes on
  * after it; lstrip and rstrip widen a token's span.
+ * A state (tokvec_tok_state_new/_free) is tok_bpe.c's caches plus the
+ * pipeline's buffers (normalize.c frees them).
  * Threads: the handle is read-only here; a state belongs to its caller.
  */
 #include <errno.h>
@@ -369,4 +371,17 @@ int tokvec_tokenizer_decode_flags(const tokvec_tokenizer *t,
     free(raw);
     *text = out;
     return 0;
+}
+
+tokvec_tok_state *tokvec_tok_state_new(void)
+{
+    return tv_bpe_state_new();
+}
+
+void tokvec_tok_state_free(tokvec_tok_state *s)
+{
+    if (!s)
+        return;
+    tv_hf_buf_free(s->hf);
+    tv_bpe_state_free(s);
 }

@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_hf.h"
 #include "tok_utf8.h"
 #include "unigram.h"
 
@@ -876,38 +875,4 @@ int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
 fail:
     out->n = n0;
     return rc;
-}
-
-/* --- the tokenizer.json loader's part (tok_hf.h) --- */
-
-int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
-{
-    tv_hf *h = calloc(1, sizeof *h);
-    if (!h)
-        return -ENOMEM;
-    t->hf = h;
-    h->model = TV_M_UNIGRAM;
-    t->info.model = "Unigram";
-    int rc = tv_unigram_from_json(json_object_get(root, "model"), &h->uni, err,
-                                  errlen);
-    size_t n = rc ? 0 : tv_unigram_size(h->uni);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        size_t len = 0;
-        const unsigned char *p = tv_unigram_piece(h->uni, (int32_t)i, &len,
-                                                  NULL);
-        if (len == 0) {
-            say(err, errlen, "model.vocab[%zu]: an empty piece", i);
-            return TOKVEC_E_TOKENIZER;
-        }
-        rc = tv_tok_add(t, p, len, (int32_t)i, 0);
-    }
-    /* Without unk_id HF fails the whole encode on a character no piece
-     * spells (MissingUnkId, byte fallback or not); tokvec's never fails. */
-    if (rc == 0 && tv_unigram_unk(h->uni) < 0) {
-        say(err, errlen,
-            "model.unk_id: null is not supported (HF fails the whole "
-            "encode on a character no piece spells)");
-        return TOKVEC_E_TOKENIZER;
-    }
-    return rc ? rc : tv_hf_load_rest(t, root, err, errlen);
 }

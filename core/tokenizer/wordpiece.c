@@ -1,7 +1,8 @@
 /* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
- * BERT-family model) and the pipeline that runs a non-byte-level
- * tokenizer: UTF-8 in, normalizers (normalize.c), pre-tokenizers
- * (pretok.c), then WordPiece on each word (the added tokens: added.c).
+ * BERT-family model): a word of the pipeline (hf_pipeline.c, which runs
+ * the stages and calls tv_wp_word) to its tokens, and the one-pass path
+ * of ASCII words (tv_wp_ascii_words, tv_wp_ascii_run). Calls only down:
+ * normalize.c's helpers, tok_bpe.c.
  *
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
  * points is unk_token whole; else greedy longest match from the left, the
@@ -29,24 +30,6 @@
 #include "tok_hf.h"
 
 #define EMPTY_SLOT (-1)
-
-void tv_hf_free(tv_hf *h)
-{
-    if (!h)
-        return;
-    tv_norm_free(h->norm, h->nnorm);
-    free(h->pre);
-    tv_unigram_free(h->uni);
-    tv_dec_free(h->dec, h->ndec);
-    tv_added_free(h);
-    free(h->prefix);
-    free(h->suffix);
-    free(h->whole);
-    free(h->cont);
-    for (int k = 0; k < 4; k++)
-        free(h->filter[k]);
-    free(h);
-}
 
 /* --- the maps: bytes -> id, hashed so that every prefix's hash comes out
  * of one pass over a word (FNV-1a, then a mix for the slot) --- */
@@ -232,25 +215,6 @@ static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
     return maps_build(t, t->hf);
 }
 
-int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
-                    size_t errlen)
-{
-    tv_hf *h = t->hf;
-    int rc = tv_added_load(t, root, err, errlen);
-    if (rc == 0)
-        rc = tv_norm_parse(json_object_get(root, "normalizer"), "normalizer",
-                           &h->norm, &h->nnorm, err, errlen);
-    if (rc == 0)
-        rc = tv_pretok_parse(json_object_get(root, "pre_tokenizer"),
-                             "pre_tokenizer", &h->pre, &h->npre, err, errlen);
-    if (rc == 0) {
-        json_t *d = json_object_get(root, "decoder");
-        h->has_decoder = d && !json_is_null(d);
-        rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
-    }
-    return rc ? rc : tv_added_norm_build(t, err, errlen);
-}
-
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
 {
     json_t *model = json_object_get(root, "model");
@@ -284,10 +248,8 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
         return TOKVEC_E_TOKENIZER;
     }
     h->unk = (int32_t)json_integer_value(uid);
-    return tv_hf_load_rest(t, root, err, errlen);
+    return 0;
 }
-
-enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD };
 
 /* Once the token table is final (tok_load.c; a WordPiece model only --
  * Unigram and SentencePiece BPE always take every stage): the ASCII
@@ -332,105 +294,14 @@ int tv_wp_finish(tokvec_tokenizer *t)
 
 /* --- encoding --- */
 
-static void utf8_in(const unsigned char *u, size_t i, size_t end,
-                    tv_hf_text *x)
-{
-    size_t n = 0;
-    while (i < end) {
-        unsigned c = u[i];
-        uint32_t cp = 0xFFFD;
-        size_t m = 1;
-        if (c < 0x80) {
-            cp = c;
-        } else {
-            size_t need = c >= 0xC2 && c <= 0xDF   ? 1
-                          : c >= 0xE0 && c <= 0xEF ? 2
-                          : c >= 0xF0 && c <= 0xF4 ? 3
-                                                   : 0;
-            unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-            unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-            uint32_t v = c & (0x3F >> need);
-            size_t j = 1;
-            for (; need && j <= need && i + j < end; j++) {
-                unsigned b = u[i + j];
-                if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF))
-                    break;
-                v = v << 6 | (b & 0x3F);
-            }
-            if (need && j == need + 1) {
-                cp = v;
-                m = need + 1;
-            }
-        }
-        x->cp[n] = cp;
-        x->a0[n] = (uint32_t)i;
-        x->a1[n] = (uint32_t)(i + m);
-        n++;
-        i += m;
-    }
-    x->n = n;
-}
-
-int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
-                     size_t *len)
-{
-    size_t need = 4 * (e - s) + 1;
-    if (need > b->u8cap) {
-        size_t cap = b->u8cap ? b->u8cap : 256;
-        while (cap < need)
-            cap *= 2;
-        unsigned char *u = realloc(b->u8, cap);
-        if (u)
-            b->u8 = u;
-        uint32_t *ch = u ? realloc(b->u8ch, cap * sizeof *ch) : NULL;
-        if (ch)
-            b->u8ch = ch;
-        uint64_t *ph = ch ? realloc(b->ph, (cap + 1) * sizeof *ph) : NULL;
-        if (!ph)
-            return -ENOMEM;
-        b->ph = ph;
-        b->u8cap = cap;
-    }
-    size_t n = 0;
-    for (size_t i = s; i < e; i++) {
-        uint32_t c = x->cp[i];
-        b->u8ch[n] = (uint32_t)i;
-        if (c < 0x80) {
-            b->u8[n++] = (unsigned char)c;
-            continue;
-        }
-        size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-        for (size_t k = m; k-- > 1;) {
-            b->u8[n + k] = (unsigned char)(0x80 | (c & 0x3F));
-            b->u8ch[n + k] = UINT32_MAX;
-            c >>= 6;
-        }
-        b->u8[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
-        n += m;
-    }
-    b->u8ch[n] = (uint32_t)e;
-    *len = n;
-    return 0;
-}
-
-static void put_tok(tokvec_tok_ids *out, int offs, int32_t id,
-                    const tv_hf_text *x, size_t s, size_t e)
-{
-    if (offs) {
-        out->offsets[out->n] = x->a0[s];
-        out->stops[out->n] = x->a1[e - 1];
-    }
-    out->ids[out->n++] = id;
-}
-
-static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
-                size_t s, size_t e, tokvec_tok_ids *out, int offs)
+int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
+               size_t s, size_t e, tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
     if (e - s > h->max_chars) {
         if (tv_ids_reserve(out, 1, offs) < 0)
             return -ENOMEM;
-        put_tok(out, offs, h->unk, x, s, e);
+        tv_hf_put_tok(out, offs, h->unk, x, s, e);
         return 0;
     }
     size_t len;
@@ -478,37 +349,12 @@ static int word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         }
         if (id < 0) {
             out->n = n0;
-            put_tok(out, offs, h->unk, x, s, e);
+            tv_hf_put_tok(out, offs, h->unk, x, s, e);
             return 0;
         }
-        put_tok(out, offs, id, x, b->u8ch[start], b->u8ch[end]);
+        tv_hf_put_tok(out, offs, id, x, b->u8ch[start], b->u8ch[end]);
         start = end;
     }
-    return 0;
-}
-
-/* A word through the Unigram model (unigram.c): its pieces' byte spans
- * in the word's UTF-8 are whole characters, mapped back to theirs. */
-static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
-                    const tv_hf_text *x, size_t s, size_t e,
-                    tokvec_tok_ids *out, int offs)
-{
-    size_t len;
-    if (!b->uw)
-        b->uw = tv_uni_work_new();
-    if (!b->uw)
-        return -ENOMEM;
-    if (tv_hf_word_bytes(b, x, s, e, &len) < 0)
-        return -ENOMEM;
-    b->ut.n = 0;
-    int rc = tv_unigram_encode(t->hf->uni, b->uw, b->u8, len, 0, &b->ut);
-    if (rc)
-        return rc;
-    if (tv_ids_reserve(out, b->ut.n, offs) < 0)
-        return -ENOMEM;
-    for (size_t k = 0; k < b->ut.n; k++)
-        put_tok(out, offs, b->ut.id[k], x, b->u8ch[b->ut.start[k]],
-                b->u8ch[b->ut.end[k]]);
     return 0;
 }
 
@@ -529,8 +375,8 @@ static int add_word(tv_hf_buf *b, size_t s, size_t e)
 /* An ASCII stretch in one pass (tv_wp_finish's tables): the normalized
  * characters of the words only (white space is not kept), each with its
  * byte as its span, and the words, as the three stages give them. */
-static int ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                       size_t i, size_t end)
+int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
+                      size_t i, size_t end)
 {
     tv_hf_text *x = &b->t[0];
     size_t n = 0, w = 0;
@@ -561,50 +407,9 @@ static int ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
     return n > w ? add_word(b, w, n) : 0;
 }
 
-/* u[i..end) through every stage, one after the other. */
-static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
-                       const unsigned char *u, size_t i, size_t end,
-                       tokvec_tok_ids *out, unsigned flags)
-{
-    const tv_hf *h = t->hf;
-    int cur = 0;
-    if (tv_hf_text_reserve(&b->t[0], end - i) < 0)
-        return -ENOMEM;
-    utf8_in(u, i, end, &b->t[0]);
-    int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
-    if (rc)
-        return rc;
-    if (h->nac.max)
-        return tv_added_norm_run(t, b, cur, out, flags);
-    return tv_hf_tail(t, b, cur, out, (flags & TOKVEC_TOK_OFFSETS) != 0);
-}
-
-int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
-               tokvec_tok_ids *out, int offs)
-{
-    const tv_hf *h = t->hf;
-    int rc = 0;
-    if (h->npre && h->pre[0].kind == TV_P_METASPACE)
-        rc = tv_metaspace_text(&h->pre[0].ms, b, &cur,
-                               b->t[cur].n && b->t[cur].a0[0] == 0);
-    if (rc)
-        return rc;
-    const tv_hf_text *x = &b->t[cur];
-    int wc = 0;
-    rc = tv_pretok_run(h->pre, h->npre, x, b, &wc);
-    for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
-        rc = h->model == TV_M_UNIGRAM
-                 ? uni_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs)
-             : h->model == TV_M_BPE
-                 ? tv_spbpe_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out,
-                                 offs)
-                 : word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs);
-    return rc;
-}
-
 #define AHEAD 4 /* words whose first lookup is fetched ahead */
 
-/* Fetches what word()'s first lookup of ASCII word k of b->w[0] (the
+/* Fetches what tv_wp_word()'s first lookup of ASCII word k of b->w[0] (the
  * whole word, as many bytes as the longest token) will touch: its filter
  * word and its map slot. Only a hint: the lookup itself is unchanged. */
 static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
@@ -621,10 +426,10 @@ static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
     __builtin_prefetch(&h->whole[slot_of(hv, h->wmask)]);
 }
 
-/* The ASCII words of ascii_words through word(), the first lookups of
+/* The ASCII words of ascii_words through tv_wp_word(), the first lookups of
  * the words AHEAD of the current one on their way. */
-static int ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                     tokvec_tok_ids *out, int offs)
+int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
+                    tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
     size_t nw = b->wn[0];
@@ -634,73 +439,7 @@ static int ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
     for (size_t k = 0; rc == 0 && k < nw; k++) {
         if (k + AHEAD < nw)
             fetch_word(h, b, k + AHEAD);
-        rc = word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
+        rc = tv_wp_word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
     }
     return rc;
-}
-
-/* u[i..end) by stretches between ASCII white space: runs of ASCII ones
- * through ascii_words, the others through every stage. Exact because
- * white space ends a word and no normalizer step of BertNormalizer looks
- * past a character of combining class 0 (NFD's reordering stops there). */
-static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
-                        const unsigned char *u, size_t i, size_t end,
-                        tokvec_tok_ids *out, unsigned flags)
-{
-    const tv_hf *h = t->hf;
-    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
-    size_t ps = i, cs = i; /* the pending run, the current chunk */
-    int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
-    for (size_t j = i;; j++) {
-        if (j < end && (u[j] >= 0x80 || h->acls[u[j]] != TV_A_WS)) {
-            ca &= u[j] < 0x80;
-            continue;
-        }
-        if (j == cs && pa >= 0) { /* no chunk: the run goes on */
-            if (j >= end)
-                break;
-            cs = j + 1;
-            continue;
-        }
-        if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
-            int rc = pa ? ascii_words(h, b, u, ps, cs)
-                        : stretch_all(t, b, u, ps, cs, out, flags);
-            if (rc == 0 && pa)
-                rc = ascii_run(t, b, out, offs);
-            if (rc)
-                return rc;
-            pa = -1;
-        }
-        if (pa < 0) {
-            pa = ca;
-            ps = cs;
-        }
-        if (j >= end)
-            break;
-        cs = j + 1;
-        ca = 1;
-    }
-    int rc = pa ? ascii_words(h, b, u, ps, end)
-                : stretch_all(t, b, u, ps, end, out, flags);
-    if (rc == 0 && pa)
-        rc = ascii_run(t, b, out, offs);
-    return rc;
-}
-
-int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
-                  const unsigned char *u, size_t i, size_t end,
-                  tokvec_tok_ids *out, unsigned flags)
-{
-    if (i >= end)
-        return 0;
-    if (!s->hf) {
-        s->hf = calloc(1, sizeof *s->hf);
-        if (!s->hf)
-            return -ENOMEM;
-    }
-    /* normalized added tokens are matched in the normalized text: the
-     * stage-by-stage path (tv_added_norm_run) */
-    if (t->hf->ascii_fast && !t->hf->nac.max)
-        return stretch_fast(t, s->hf, u, i, end, out, flags);
-    return stretch_all(t, s->hf, u, i, end, out, flags);
 }

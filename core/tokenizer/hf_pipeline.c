@@ -1,0 +1,372 @@
+/* hf_pipeline.c -- the pipeline that runs a Hugging Face tokenizer.json
+ * beyond byte-level BPE (tok_hf.h), above its models and stages: UTF-8
+ * in, normalizers (normalize.c), the normalized added tokens (their
+ * automaton from added.c), Metaspace and the pre-tokenizers (pretok.c),
+ * then the model on each word: WordPiece (wordpiece.c), Unigram
+ * (unigram.c), SentencePiece-style BPE (spbpe.c). With exactly
+ * BertNormalizer and BertPreTokenizer, runs of ASCII words take
+ * wordpiece.c's one-pass path instead of the stages. Also the rest of
+ * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
+ * after the model's load), the Unigram model's tokenizer.json part
+ * (tv_uni_load) and freeing the whole pipeline.
+ *
+ * May call: the models and stages of this folder, tok_bpe.c; nothing in
+ * this folder calls up into it but tok_load.c and tokenizer.c.
+ * Must hold: ids and offsets as each model's and stage's file says (HF's
+ * encode(text, add_special_tokens=False)). Threads: the handle is
+ * read-only after open; working memory is the caller's tokvec_tok_state.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_hf.h"
+
+void tv_hf_free(tv_hf *h)
+{
+    if (!h)
+        return;
+    tv_norm_free(h->norm, h->nnorm);
+    free(h->pre);
+    tv_unigram_free(h->uni);
+    tv_dec_free(h->dec, h->ndec);
+    tv_added_free(h);
+    free(h->prefix);
+    free(h->suffix);
+    free(h->whole);
+    free(h->cont);
+    for (int k = 0; k < 4; k++)
+        free(h->filter[k]);
+    free(h);
+}
+
+/* --- loading --- */
+
+int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
+                    size_t errlen)
+{
+    tv_hf *h = t->hf;
+    int rc = tv_added_load(t, root, err, errlen);
+    if (rc == 0)
+        rc = tv_norm_parse(json_object_get(root, "normalizer"), "normalizer",
+                           &h->norm, &h->nnorm, err, errlen);
+    if (rc == 0)
+        rc = tv_pretok_parse(json_object_get(root, "pre_tokenizer"),
+                             "pre_tokenizer", &h->pre, &h->npre, err, errlen);
+    if (rc == 0) {
+        json_t *d = json_object_get(root, "decoder");
+        h->has_decoder = d && !json_is_null(d);
+        rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
+    }
+    return rc ? rc : tv_added_norm_build(t, err, errlen);
+}
+
+/* The Unigram model of root.model into t (unigram.c's model, its pieces
+ * the token table's ids 0..n-1). */
+int tv_uni_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
+{
+    tv_hf *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    t->hf = h;
+    h->model = TV_M_UNIGRAM;
+    t->info.model = "Unigram";
+    int rc = tv_unigram_from_json(json_object_get(root, "model"), &h->uni, err,
+                                  errlen);
+    size_t n = rc ? 0 : tv_unigram_size(h->uni);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        size_t len = 0;
+        const unsigned char *p = tv_unigram_piece(h->uni, (int32_t)i, &len,
+                                                  NULL);
+        if (len == 0) {
+            snprintf(err, errlen, "model.vocab[%zu]: an empty piece", i);
+            return TOKVEC_E_TOKENIZER;
+        }
+        rc = tv_tok_add(t, p, len, (int32_t)i, 0);
+    }
+    /* Without unk_id HF fails the whole encode on a character no piece
+     * spells (MissingUnkId, byte fallback or not); tokvec's never fails. */
+    if (rc == 0 && tv_unigram_unk(h->uni) < 0) {
+        snprintf(err, errlen,
+                 "model.unk_id: null is not supported (HF fails the whole "
+                 "encode on a character no piece spells)");
+        return TOKVEC_E_TOKENIZER;
+    }
+    return rc;
+}
+
+/* --- encoding --- */
+
+static void utf8_in(const unsigned char *u, size_t i, size_t end,
+                    tv_hf_text *x)
+{
+    size_t n = 0;
+    while (i < end) {
+        unsigned c = u[i];
+        uint32_t cp = 0xFFFD;
+        size_t m = 1;
+        if (c < 0x80) {
+            cp = c;
+        } else {
+            size_t need = c >= 0xC2 && c <= 0xDF   ? 1
+                          : c >= 0xE0 && c <= 0xEF ? 2
+                          : c >= 0xF0 && c <= 0xF4 ? 3
+                                                   : 0;
+            unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+            unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+            uint32_t v = c & (0x3F >> need);
+            size_t j = 1;
+            for (; need && j <= need && i + j < end; j++) {
+                unsigned b = u[i + j];
+                if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF))
+                    break;
+                v = v << 6 | (b & 0x3F);
+            }
+            if (need && j == need + 1) {
+                cp = v;
+                m = need + 1;
+            }
+        }
+        x->cp[n] = cp;
+        x->a0[n] = (uint32_t)i;
+        x->a1[n] = (uint32_t)(i + m);
+        n++;
+        i += m;
+    }
+    x->n = n;
+}
+
+/* A word through the Unigram model (unigram.c): its pieces' byte spans
+ * in the word's UTF-8 are whole characters, mapped back to theirs. */
+static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
+                    const tv_hf_text *x, size_t s, size_t e,
+                    tokvec_tok_ids *out, int offs)
+{
+    size_t len;
+    if (!b->uw)
+        b->uw = tv_uni_work_new();
+    if (!b->uw)
+        return -ENOMEM;
+    if (tv_hf_word_bytes(b, x, s, e, &len) < 0)
+        return -ENOMEM;
+    b->ut.n = 0;
+    int rc = tv_unigram_encode(t->hf->uni, b->uw, b->u8, len, 0, &b->ut);
+    if (rc)
+        return rc;
+    if (tv_ids_reserve(out, b->ut.n, offs) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < b->ut.n; k++)
+        tv_hf_put_tok(out, offs, b->ut.id[k], x, b->u8ch[b->ut.start[k]],
+                      b->u8ch[b->ut.end[k]]);
+    return 0;
+}
+
+/* The normalized text's code points [s, e) through the rest. */
+static int piece(const tokvec_tokenizer *t, tv_hf_buf *b, size_t s, size_t e,
+                 tokvec_tok_ids *out, int offs)
+{
+    tv_hf_text *x = &b->t[0];
+    if (tv_hf_text_reserve(x, e - s) < 0)
+        return -ENOMEM;
+    memcpy(x->cp, b->nt.cp + s, (e - s) * sizeof *x->cp);
+    memcpy(x->a0, b->nt.a0 + s, (e - s) * sizeof *x->a0);
+    memcpy(x->a1, b->nt.a1 + s, (e - s) * sizeof *x->a1);
+    x->n = e - s;
+    return tv_hf_tail(t, b, 0, out, offs);
+}
+
+/* The normalized text's UTF-8 into b->nu8 (*len bytes); b->nu8ch[j]: the
+ * code point byte j starts (its index), UINT32_MAX inside one. */
+static int nt_bytes(tv_hf_buf *b, size_t *len)
+{
+    const tv_hf_text *x = &b->nt;
+    size_t need = 4 * x->n + 1;
+    if (need > b->nu8cap) {
+        size_t cap = b->nu8cap ? b->nu8cap : 256;
+        while (cap < need)
+            cap *= 2;
+        unsigned char *u = realloc(b->nu8, cap);
+        if (u)
+            b->nu8 = u;
+        uint32_t *ch = u ? realloc(b->nu8ch, cap * sizeof *ch) : NULL;
+        if (!ch)
+            return -ENOMEM;
+        b->nu8ch = ch;
+        b->nu8cap = cap;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        size_t m = tv_hf_put_utf8(b->nu8 + n, x->cp[i]);
+        b->nu8ch[n] = (uint32_t)i;
+        for (size_t k = 1; k < m; k++)
+            b->nu8ch[n + k] = UINT32_MAX;
+        n += m;
+    }
+    b->nu8ch[n] = (uint32_t)x->n;
+    *len = n;
+    return 0;
+}
+
+int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
+                      tokvec_tok_ids *out, unsigned flags)
+{
+    const tv_acm *a = &t->hf->nac;
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    int all = (flags & TOKVEC_TOK_SPECIAL) != 0;
+    tv_hf_text keep = b->nt; /* the normalized text aside */
+    b->nt = b->t[cur];
+    b->t[cur] = keep;
+    const tv_hf_text *x = &b->nt;
+    size_t len;
+    int rc = nt_bytes(b, &len);
+    size_t i = 0, pos = 0, n = x->n; /* i: code points; pos: bytes */
+    tv_sp_win win = {0, 0, 0};
+    while (rc == 0 && (i < n || pos < len)) {
+        size_t at = len, k = 0;
+        if ((all || a->nfree) && pos < len)
+            rc = tv_acm_next(a, &b->hits, &win, b->nu8, pos, len, &at, &k);
+        if (rc == 0 && at == len && i < n)
+            rc = piece(t, b, i, n, out, offs);
+        if (rc || at == len)
+            break;
+        const tv_special *p = &a->pat[k];
+        size_t s = b->nu8ch[at], e = b->nu8ch[at + p->len];
+        pos = at + p->len;
+        if ((!all && (p->flags & TV_ADD_SPECIAL)) || s == UINT32_MAX ||
+            e == UINT32_MAX)
+            continue;
+        if ((p->flags & TV_ADD_SINGLE) &&
+            ((s > 0 && tv_hf_is_word(x->cp[s - 1])) ||
+             (e < n && tv_hf_is_word(x->cp[e]))))
+            continue;
+        if (p->flags & TV_ADD_LSTRIP) { /* not into the token before */
+            while (s > i && tv_hf_is_ws(x->cp[s - 1]))
+                s--;
+            s = s < i ? i : s;
+        }
+        if (p->flags & TV_ADD_RSTRIP)
+            while (e < n && tv_hf_is_ws(x->cp[e]))
+                e++;
+        if (i < s)
+            rc = piece(t, b, i, s, out, offs);
+        if (rc == 0)
+            rc = tv_ids_reserve(out, 1, offs);
+        if (rc)
+            break;
+        if (offs) {
+            out->offsets[out->n] = x->a0[s];
+            out->stops[out->n] = x->a1[e - 1];
+        }
+        out->ids[out->n++] = p->id;
+        i = e;
+    }
+    return rc;
+}
+
+/* u[i..end) through every stage, one after the other. */
+static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
+                       const unsigned char *u, size_t i, size_t end,
+                       tokvec_tok_ids *out, unsigned flags)
+{
+    const tv_hf *h = t->hf;
+    int cur = 0;
+    if (tv_hf_text_reserve(&b->t[0], end - i) < 0)
+        return -ENOMEM;
+    utf8_in(u, i, end, &b->t[0]);
+    int rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
+    if (rc)
+        return rc;
+    if (h->nac.max)
+        return tv_added_norm_run(t, b, cur, out, flags);
+    return tv_hf_tail(t, b, cur, out, (flags & TOKVEC_TOK_OFFSETS) != 0);
+}
+
+int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
+               tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    int rc = 0;
+    if (h->npre && h->pre[0].kind == TV_P_METASPACE)
+        rc = tv_metaspace_text(&h->pre[0].ms, b, &cur,
+                               b->t[cur].n && b->t[cur].a0[0] == 0);
+    if (rc)
+        return rc;
+    const tv_hf_text *x = &b->t[cur];
+    int wc = 0;
+    rc = tv_pretok_run(h->pre, h->npre, x, b, &wc);
+    for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
+        rc = h->model == TV_M_UNIGRAM
+                 ? uni_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs)
+             : h->model == TV_M_BPE ? tv_spbpe_word(t, b, x, b->w[wc][k].s,
+                                                    b->w[wc][k].e, out, offs)
+                                    : tv_wp_word(t, b, x, b->w[wc][k].s,
+                                                 b->w[wc][k].e, out, offs);
+    return rc;
+}
+
+/* u[i..end) by stretches between ASCII white space: runs of ASCII ones
+ * through ascii_words, the others through every stage. Exact because
+ * white space ends a word and no normalizer step of BertNormalizer looks
+ * past a character of combining class 0 (NFD's reordering stops there). */
+static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
+                        const unsigned char *u, size_t i, size_t end,
+                        tokvec_tok_ids *out, unsigned flags)
+{
+    const tv_hf *h = t->hf;
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    size_t ps = i, cs = i; /* the pending run, the current chunk */
+    int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
+    for (size_t j = i;; j++) {
+        if (j < end && (u[j] >= 0x80 || h->acls[u[j]] != TV_A_WS)) {
+            ca &= u[j] < 0x80;
+            continue;
+        }
+        if (j == cs && pa >= 0) { /* no chunk: the run goes on */
+            if (j >= end)
+                break;
+            cs = j + 1;
+            continue;
+        }
+        if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
+            int rc = pa ? tv_wp_ascii_words(h, b, u, ps, cs)
+                        : stretch_all(t, b, u, ps, cs, out, flags);
+            if (rc == 0 && pa)
+                rc = tv_wp_ascii_run(t, b, out, offs);
+            if (rc)
+                return rc;
+            pa = -1;
+        }
+        if (pa < 0) {
+            pa = ca;
+            ps = cs;
+        }
+        if (j >= end)
+            break;
+        cs = j + 1;
+        ca = 1;
+    }
+    int rc = pa ? tv_wp_ascii_words(h, b, u, ps, end)
+                : stretch_all(t, b, u, ps, end, out, flags);
+    if (rc == 0 && pa)
+        rc = tv_wp_ascii_run(t, b, out, offs);
+    return rc;
+}
+
+int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,
+                  const unsigned char *u, size_t i, size_t end,
+                  tokvec_tok_ids *out, unsigned flags)
+{
+    if (i >= end)
+        return 0;
+    if (!s->hf) {
+        s->hf = calloc(1, sizeof *s->hf);
+        if (!s->hf)
+            return -ENOMEM;
+    }
+    /* normalized added tokens are matched in the normalized text: the
+     * stage-by-stage path (tv_added_norm_run) */
+    if (t->hf->ascii_fast && !t->hf->nac.max)
+        return stretch_fast(t, s->hf, u, i, end, out, flags);
+    return stretch_all(t, s->hf, u, i, end, out, flags);
+}
