@@ -22,32 +22,14 @@
 #include <string.h>
 
 #include "tok_hf.h"
+#include "tok_utf8.h"
 
 /* The code point of the UTF-8 at u[i..len) and its bytes (*n); a byte
- * that starts no valid sequence is U+FFFD alone. */
+ * that starts no valid sequence is U+FFFD alone (tok_utf8.h's rules). */
 static uint32_t cp_at(const unsigned char *u, size_t i, size_t len, size_t *n)
 {
-    unsigned c = u[i];
-    *n = 1;
-    if (c < 0x80)
-        return c;
-    size_t need = c >= 0xC2 && c <= 0xDF   ? 1
-                  : c >= 0xE0 && c <= 0xEF ? 2
-                  : c >= 0xF0 && c <= 0xF4 ? 3
-                                           : 0;
-    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    uint32_t v = c & (0x3F >> need);
-    if (!need || len - i <= need)
-        return 0xFFFD;
-    for (size_t j = 1; j <= need; j++) {
-        unsigned b = u[i + j];
-        if (b < (j == 1 ? lo : 0x80) || b > (j == 1 ? hi : 0xBF))
-            return 0xFFFD;
-        v = v << 6 | (b & 0x3F);
-    }
-    *n = need + 1;
-    return v;
+    uint32_t c = tv_u8_next(u + i, len - i, n);
+    return c == TV_U8_BAD ? 0xFFFD : c;
 }
 
 /* The code point that ends at u[end) (start at *at); lo: the least start. */
@@ -209,7 +191,7 @@ static int norm_patterns(tokvec_tokenizer *t, tv_hf_buf *b, size_t n,
         h->nbytes = nb;
         size_t at = used;
         for (size_t k = 0; k < x->n; k++)
-            used += tv_hf_put_utf8(h->nbytes + used, x->cp[k]);
+            used += tv_u8_put(x->cp[k], h->nbytes + used);
         uint32_t f = TV_TOK_ADDED(o) |
                      (TV_TOK_KIND(o) == 1 ? TV_ADD_SPECIAL : 0);
         h->npat[m++] = (tv_special){o->id, (uint32_t)at, (uint32_t)(used - at),

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "tok_hf.h"
+#include "tok_utf8.h"
 
 void tv_hf_free(tv_hf *h)
 {
@@ -197,7 +198,7 @@ static int nt_bytes(tv_hf_buf *b, size_t *len)
     }
     size_t n = 0;
     for (size_t i = 0; i < x->n; i++) {
-        size_t m = tv_hf_put_utf8(b->nu8 + n, x->cp[i]);
+        size_t m = tv_u8_put(x->cp[i], b->nu8 + n);
         b->nu8ch[n] = (uint32_t)i;
         for (size_t k = 1; k < m; k++)
             b->nu8ch[n + k] = UINT32_MAX;

@@ -98,21 +98,6 @@ int tv_hf_is_word(uint32_t c)
     return (tv_hf_class(c) & TV_HF_WORD) != 0;
 }
 
-size_t tv_hf_put_utf8(unsigned char *o, uint32_t c)
-{
-    if (c < 0x80) {
-        o[0] = (unsigned char)c;
-        return 1;
-    }
-    size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-    for (size_t k = m; k-- > 1;) {
-        o[k] = (unsigned char)(0x80 | (c & 0x3F));
-        c >>= 6;
-    }
-    o[0] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
-    return m;
-}
-
 int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what)
 {
     snprintf(err, errlen, "%s: %s", where, what);

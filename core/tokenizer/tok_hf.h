@@ -87,8 +87,6 @@ int tv_hf_text_reserve(tv_hf_text *x, size_t n);
 /* White_Space, and a word character (regex \w), by tv_hf_class. */
 int tv_hf_is_ws(uint32_t c);
 int tv_hf_is_word(uint32_t c);
-/* c's UTF-8 into o[0..4); its bytes. */
-size_t tv_hf_put_utf8(unsigned char *o, uint32_t c);
 /* Token id with the span of x's characters [s, e) appended to out (room
  * reserved). */
 void tv_hf_put_tok(tokvec_tok_ids *out, int offs, int32_t id,

@@ -1,5 +1,5 @@
 /* tok_utf8.h -- one UTF-8 character at a time, for the tokenizer's
- * standalone stages (unigram.c, metaspace.c, precompiled.c).
+ * stages (unigram.c, metaspace.c, precompiled.c, added.c, hf_pipeline.c).
  *
  * Must hold: strict decoding (no overlong forms, no surrogates, nothing
  * above U+10FFFF); a byte that starts no valid sequence is a character of
