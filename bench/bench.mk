@@ -38,7 +38,8 @@ $(BUILD)/bench/ceiling: bench/ceiling.c
 # tokvec tokenize against npm tiktoken and gpt-tokenizer on ~10 MB of
 # mixed-language text, whole processes (bench/tokbench.sh).
 bench-tokenize: $(BUILD)/tokvec data $(ORACLE)/.installed
-	@BUILD=$(BUILD) ORACLE=$(ORACLE) TOKENIZER=$(TOKENIZER_DIR) bench/tokbench.sh
+	@BUILD=$(BUILD) ORACLE=$(ORACLE) TOKENIZER=$(TOKENIZER_DIR) \
+	  BEFORE=$(or $(BEFORE),$(BENCH_BASELINE)) bench/tokbench.sh
 
 # tokvec tokenize --jsonl with bge's WordPiece against Hugging Face
 # tokenizers' encodeBatch on ~10 MB of JSON lines and one 10 MB word

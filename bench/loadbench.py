@@ -89,10 +89,18 @@ def main():
         peer, peer_t = start_peer(workdir)
     else:
         peer, peer_t = None, None
-    for pr_ in (ngx.proc, tv, peer):
+    # env BENCH_BASELINE: an older binary beside this one on the seed
+    # workload (8x4 JSON) against the peer, before and after in one run
+    base_bin = os.environ.get("BENCH_BASELINE")
+    tvb = None
+    if base_bin and "main" in only:
+        tvb = start_tokvec(os.path.abspath(base_bin), table, workdir,
+                           "main-baseline")
+    for pr_ in (ngx.proc, tv, peer, tvb):
         run.register(pr_)
     res["peer_time_to_health_s"] = peer_t
     tv_url = "http://127.0.0.1:%d/embed" % tv.port if tv else None
+    tvb_url = "http://127.0.0.1:%d/embed" % tvb.port if tvb else None
     peer_url = "http://127.0.0.1:%d/embed" % peer.port if peer else None
 
     JSON, RAW, NPY = ("application/json", "application/octet-stream",
@@ -219,6 +227,8 @@ def main():
                     targets = []
                     if tv:
                         targets.append(("tokvec", tv_url))
+                    if tvb and name == "8x4" and f == "json":
+                        targets.append(("baseline", tvb_url))
                     if peer and f in ("json", "raw"):
                         targets.append(("peer", peer_url))
                     if (name, f) in bodies:
@@ -248,7 +258,7 @@ def main():
                     size = sizes.get((name, f))
                     ng = main_res.get((name, f, "nginx"))
                     pr = main_res.get((name, f, "peer"))
-                    for tgt in ("tokvec", "peer", "nginx"):
+                    for tgt in ("tokvec", "baseline", "peer", "nginx"):
                         s = main_res.get((name, f, tgt))
                         if s is None:
                             continue
@@ -437,6 +447,8 @@ def main():
             tv.stop()
         if peer:
             peer.stop()
+        if tvb:
+            tvb.stop()
 
     try:
         # ---- serial fraction, threads sweep ---------------------------
@@ -667,8 +679,13 @@ def main():
         return goal(name, ("%.0f%%" % (100 * r)) if pct else "%.1fx" % r,
                     r >= need)
     G = []
-    G.append(ratio_goal("8x4 JSON >= 20x peer req/s",
-                        rps("8x4/json/tokvec"), rps("8x4/json/peer"), 20))
+    g = ratio_goal("8x4 JSON >= 25x peer req/s",
+                   rps("8x4/json/tokvec"), rps("8x4/json/peer"), 25)
+    if tvb:
+        b_, p_ = rps("8x4/json/baseline"), rps("8x4/json/peer")
+        g[1] += " (baseline %s)" % ("%.1fx" % (b_ / p_) if b_ and p_
+                                    else "n/a")
+    G.append(g)
     G.append(ratio_goal("8x4 raw >= 10x peer req/s",
                         rps("8x4/raw/tokvec"), rps("8x4/raw/peer"), 10))
     G.append(ratio_goal("32x128 raw >= 3x peer req/s",
@@ -679,6 +696,27 @@ def main():
     G.append(ratio_goal("4x1024 JSON >= 50x peer req/s",
                         rps("4x1024/json/tokvec"), rps("4x1024/json/peer"),
                         50))
+    # GPT-2 BPE against npm tiktoken: make bench runs bench-tokenize first
+    # (bench/tokbench.sh, BEFORE=BENCH_BASELINE), which leaves its figures
+    tj_ = os.path.join(TOP, "bench", "results", "tokenize.json")
+    try:
+        tk = json.load(open(tj_))
+    except (OSError, ValueError):
+        tk = None
+    if tk and tk.get("tiktoken") and tk.get("tokvec"):
+        r = tk["tiktoken"]["wall"] / tk["tokvec"]["wall"]
+        val = "%.1fx wall (one thread %.1fx wall, %.1fx CPU)" % (
+            r, tk["tiktoken"]["wall"] / tk["tokvec1"]["wall"],
+            tk["tiktoken"]["cpu"] / tk["tokvec1"]["cpu"])
+        if tk.get("before"):
+            val += " (baseline %.1fx wall)" % (tk["tiktoken"]["wall"] /
+                                               tk["before"]["wall"])
+        G.append(goal("GPT-2 BPE >= 10x npm tiktoken (10 MB, whole "
+                      "processes; bench-tokenize, %s)" % tk["date"], val,
+                      r >= 10))
+    else:
+        G.append(goal("GPT-2 BPE >= 10x npm tiktoken (make bench-tokenize)",
+                      "n/a", None))
     jm = core.get("json_mfs")
     G.append(goal("JSON writer >= 40 M floats/s/core",
                   "%.1f M/s" % jm if jm else "n/a", jm and jm >= 40))

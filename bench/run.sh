@@ -20,8 +20,9 @@
 # Env: BENCH_QUICK=1 (about 1 s a point, fewer sweep points),
 #      BENCH_ONLY=main,tokens,dim,conns,startup,serial,large,unix
 #      (sections of the HTTP part), BENCH_BASELINE=PATH (an older tokvec
-#      binary measured beside this one in the serial and large sections:
-#      before and after in one run), LARGE_MODES=MODE,... (more ceilings in
+#      binary measured beside this one on 8x4 JSON against the peer, in
+#      the serial and large sections, and by make bench-tokenize: before
+#      and after in one run), LARGE_MODES=MODE,... (more ceilings in
 #      the large section, one per bench/ceiling --mode; MODE:hp adds
 #      --hugepage 1). Request bodies are in bench/load/,
 #      the PyTorch peer in bench/peers/.

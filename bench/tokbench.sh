@@ -8,7 +8,8 @@
 # system) seconds; MB/s per core is bytes over CPU seconds. The outputs
 # must be the same ids. Then tokvec alone on one 10 MB piece (one letter
 # repeated: the long-piece merge), against the mixed text's cost a byte.
-# Writes bench/results/tokenize.md.
+# Writes bench/results/tokenize.md, and tokenize.json for make bench's goal
+# table (bench/loadbench.py).
 # Env: BUILD (build), ORACLE (build/oracle: node_modules), TOKENIZER,
 # BEFORE (optional: another tokvec binary, e.g. main's, for rows "before").
 set -eu
@@ -84,3 +85,11 @@ w_all=${t_all% *}
     row "tokvec tokenize --threads 1" "$lbytes" "$l_one" "${l_one% *}"
 } > bench/results/tokenize.md
 cat bench/results/tokenize.md
+j() { printf '"%s": {"wall": %s, "cpu": %s}' "$1" "${2% *}" "${2#* }"; }
+{
+    printf '{"date": "%s", "bytes": %s, ' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" "$bytes"
+    j tokvec "$t_all"; printf ', '; j tokvec1 "$t_one"; printf ', '
+    j tiktoken "$t_tik"
+    [ -z "$BEFORE" ] || { printf ', '; j before "$t_bef"; }
+    printf '}\n'
+} > bench/results/tokenize.json
