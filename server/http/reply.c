@@ -164,8 +164,13 @@ enum MHD_Result reply_counted(req_ctx *x, const char *ctype, char *body,
     size_t budget = tv_pool_budget(pool);
     counted *c = NULL;
     struct MHD_Response *r = NULL;
-    tv_pool_charge(pool, len);
-    tv_pool_release(pool, charged); /* now counted once, as len */
+    /* now counted once, as len: only the difference moves, so the total
+     * never shows both charges at once (another thread's admission and
+     * the gauge read it in between) */
+    if (len > charged)
+        tv_pool_charge(pool, len - charged);
+    else
+        tv_pool_release(pool, charged - len);
     if (len > budget) {
         tv_pool_release(pool, len);
         free(body);
