@@ -405,7 +405,11 @@ class TokenizeDecode(unittest.TestCase):
         (one letter, random letters, spaces) against 4 MB of the book's
         text, CPU time of the server for the whole request (truncated to
         max_tokens, so the answers are the same size). Measured here: 2.3x,
-        5.2x and 1.4x; the merge before the rank buckets took 7x and 9x."""
+        5.2x and 1.4x (up to 6.7x beside two busy loops); the merge before
+        the rank buckets took 7x and 9x. The bound guards against work that
+        grows faster than the piece (a quadratic merge of 4 MB takes
+        minutes), with room for a loaded machine; the constant factor is
+        make bench-tokenize's long-piece row, not a test's."""
         import random
         n = 4 << 20
         rnd = random.Random(5)
@@ -426,7 +430,7 @@ class TokenizeDecode(unittest.TestCase):
                 took.append(self.cpu() - before)
             cost[name] = min(took)
         for name in texts:
-            self.assertLess(cost[name], 8 * max(cost["ordinary"], 0.05),
+            self.assertLess(cost[name], 30 * max(cost["ordinary"], 0.05),
                             (name, cost))
 
     def test_truncate_keeps_the_start_or_the_end(self):
