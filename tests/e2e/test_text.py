@@ -85,11 +85,11 @@ def cli_tokenize(text, special=True):
     return json.loads(out)
 
 
-def post(srv, path, obj, headers=None, raw=None):
+def post(srv, path, obj, headers=None, raw=None, timeout=30):
     h = {"Content-Type": "application/json"}
     h.update(headers or {})
     body = raw if raw is not None else json.dumps(obj)
-    st, hd, b = srv.request("POST", path, body, h)
+    st, hd, b = srv.request("POST", path, body, h, timeout=timeout)
     return st, json.loads(b) if b else None
 
 
@@ -422,7 +422,9 @@ class TokenizeDecode(unittest.TestCase):
             took = []
             for _ in range(2):
                 before = self.cpu()
-                st, out = self.tok(None, raw=body)
+                # ~1 s of CPU; on a busy machine far more of wall time
+                # (30 s ran out once): the limit only guards a hang
+                st, out = self.tok(None, raw=body, timeout=600)
                 self.assertEqual(st, 200, name)
                 self.assertEqual(len(out[0]), 20000, name)
                 took.append(self.cpu() - before)
