@@ -132,15 +132,8 @@ static void decoders_that_cannot_be_are_refused_naming_where(void **s)
         {TOKENIZER("{\"type\":\"CTC\"}"),
          "decoder CTC is not supported with this model"},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        char err[512] = "";
-        tokvec_tokenizer *t;
-        assert_int_equal(tf_open_json(bad[k].json, &t, err, sizeof err),
-                         TOKVEC_E_TOKENIZER);
-        assert_null(t);
-        if (!strstr(err, bad[k].says))
-            fail_msg("'%s' lacks '%s'", err, bad[k].says);
-    }
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        tf_json_refused(bad[k].json, TOKVEC_E_TOKENIZER, bad[k].says);
 }
 
 int main(void)

@@ -127,15 +127,8 @@ static void malformed_decoders_are_refused(void **s)
         {TOKENIZER("{\"type\":\"Metaspace\",\"replacement\":\"ab\"}"),
          "decoder: "},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        char err[512] = "";
-        tokvec_tokenizer *t;
-        assert_int_equal(tf_open_json(bad[k].json, &t, err, sizeof err),
-                         TOKVEC_E_TOKENIZER);
-        assert_null(t);
-        if (!strstr(err, bad[k].says))
-            fail_msg("'%s' lacks '%s'", err, bad[k].says);
-    }
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        tf_json_refused(bad[k].json, TOKVEC_E_TOKENIZER, bad[k].says);
 }
 
 static void every_failing_allocation_is_no_memory(void **s)

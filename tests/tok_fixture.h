@@ -90,6 +90,19 @@ static inline int tf_open_json(const char *json, tokvec_tokenizer **t,
     return tokvec_tokenizer_open(path, &o, t);
 }
 
+/* json, written as tu_dir/tokenizer.json, refused with code, leaving no
+ * tokenizer, with a message holding says. */
+static inline void tf_json_refused(const char *json, int code,
+                                   const char *says)
+{
+    char err[512] = "";
+    tokvec_tokenizer *t = (tokvec_tokenizer *)1;
+    assert_int_equal(tf_open_json(json, &t, err, sizeof err), code);
+    assert_null(t);
+    if (!strstr(err, says))
+        fail_msg("'%s' lacks '%s'", err, says);
+}
+
 /* path opened; a refusal fails the test with its message. */
 static inline tokvec_tokenizer *tf_open_ok(const char *path)
 {
