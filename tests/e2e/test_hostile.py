@@ -1314,9 +1314,9 @@ class Budget(unittest.TestCase):
         # n bytes leaves in malloc's arena for its next job (the decoded
         # text and the smaller buffers the body grew out of: under 3 n,
         # taken as 4 n); per request, its body, what it parsed into and
-        # MHD's buffers (3 x the body). Measured: 60-62 MB of 72-78 MB
-        # for /decode, 43 MB of 80-88 MB for /tokenize. The 24 answers
-        # held before were over 110 MB on their own.
+        # MHD's buffers (3 x the body). Measured: 55-62 MB of 73-78 MB
+        # allowed for /decode, 39-44 MB of 83-88 MB for /tokenize. The 24
+        # answers held before were over 110 MB on their own.
         allowed = held + 2 * 4 * max(lengths) + 24 * 3 * len(body)
         grown = (proc_status_kb(self.proc.pid, "RssAnon") - rss0) << 10
         # (ASan's quarantine keeps up to 256 MB of freed memory mapped)
