@@ -17,31 +17,8 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_tokenizer.h"
-
-/* GPT-2's bytes_to_unicode as UTF-8 (a JSON-escaped key when q). */
-static size_t alpha(int b, char *o)
-{
-    int pr = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-    unsigned cp = (unsigned)b;
-    if (!pr) {
-        int n = 0;
-        for (int k = 0; k < b; k++)
-            n += !((k >= 33 && k <= 126) || (k >= 161 && k <= 172) ||
-                   k >= 174);
-        cp = 256u + (unsigned)n;
-    }
-    size_t w = 0;
-    if (cp == '"' || cp == '\\')
-        o[w++] = '\\';
-    if (cp < 0x80) {
-        o[w++] = (char)cp;
-    } else {
-        o[w++] = (char)(0xC0 | cp >> 6);
-        o[w++] = (char)(0x80 | (cp & 0x3F));
-    }
-    return w;
-}
 
 /* merges over the letters a..d; merged tokens get ids 256 + k */
 static const char *const MERGES[][2] = {
@@ -58,7 +35,7 @@ static tokvec_tokenizer *open_bpe(size_t nmerges)
     n += (size_t)sprintf(buf + n, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
     for (int b = 0; b < 256; b++) {
         char c[4];
-        size_t cl = alpha(b, c);
+        size_t cl = tf_byte_char(b, c);
         buf[n++] = '"';
         memcpy(buf + n, c, cl), n += cl;
         n += (size_t)sprintf(buf + n, "\":%d,", b);
@@ -74,17 +51,9 @@ static tokvec_tokenizer *open_bpe(size_t nmerges)
     n += (size_t)sprintf(buf + n,
                          "]},\"pre_tokenizer\":{\"type\":\"ByteLevel\","
                          "\"add_prefix_space\":false}}");
-    char path[600], err[512] = "";
-    snprintf(path, sizeof path, "%s/t%zu.json", tu_dir, nmerges);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(buf, 1, n, f), n);
-    fclose(f);
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
-    tokvec_tokenizer *t = NULL;
-    if (tokvec_tokenizer_open(path, &o, &t))
-        fail_msg("%s", err);
-    return t;
+    char name[32];
+    snprintf(name, sizeof name, "t%zu.json", nmerges);
+    return tf_open_ok(tf_put(tu_dir, name, buf, n));
 }
 
 /* The reference: symbols as strings, merged until no listed pair is

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_tokenizer.h"
 
 /* ids: 0 [UNK], 1 [CLS] (special), 2 hello, 3 ##s, 4 ",", 5 world, 6 ".",
@@ -38,27 +39,13 @@
     "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\"," VOCAB     \
     "},\"decoder\":" decoder "}"
 
-static int write_open(const char *json, tokvec_tokenizer **t, char *err,
-                      size_t errlen)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/tokenizer.json", tu_dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    fclose(f);
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = errlen};
-    *t = NULL;
-    return tokvec_tokenizer_open(path, &o, t);
-}
-
 static void expect_decode(const char *json, const int32_t *ids, size_t n,
                           unsigned flags, const char *want)
 {
     char err[512] = "", *text = NULL;
     size_t len = 0;
     tokvec_tokenizer *t;
-    if (write_open(json, &t, err, sizeof err))
+    if (tf_open_json(json, &t, err, sizeof err))
         fail_msg("%s", err);
     assert_int_equal(
         tokvec_tokenizer_decode_flags(t, ids, n, flags, &text, &len, NULL), 0);
@@ -145,15 +132,8 @@ static void decoders_that_cannot_be_are_refused_naming_where(void **s)
         {TOKENIZER("{\"type\":\"CTC\"}"),
          "decoder CTC is not supported with this model"},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        char err[512] = "";
-        tokvec_tokenizer *t;
-        assert_int_equal(write_open(bad[k].json, &t, err, sizeof err),
-                         TOKVEC_E_TOKENIZER);
-        assert_null(t);
-        if (!strstr(err, bad[k].says))
-            fail_msg("'%s' lacks '%s'", err, bad[k].says);
-    }
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        tf_json_refused(bad[k].json, TOKVEC_E_TOKENIZER, bad[k].says);
 }
 
 int main(void)

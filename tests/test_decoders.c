@@ -20,6 +20,7 @@
 
 #include "fault_inject.h"
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_tokenizer.h"
 
 /* ids: see the vocabulary */
@@ -32,27 +33,13 @@
     "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\"," VOCAB \
     "},\"decoder\":" decoder "}"
 
-static int write_open(const char *json, tokvec_tokenizer **t, char *err,
-                      size_t errlen)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/tokenizer.json", tu_dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    fclose(f);
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = errlen};
-    *t = NULL;
-    return tokvec_tokenizer_open(path, &o, t);
-}
-
 static void expect_decode(const char *json, const int32_t *ids, size_t n,
                           const char *want)
 {
     char err[512] = "", *text = NULL;
     size_t len = 0;
     tokvec_tokenizer *t;
-    if (write_open(json, &t, err, sizeof err))
+    if (tf_open_json(json, &t, err, sizeof err))
         fail_msg("%s", err);
     assert_int_equal(tokvec_tokenizer_decode(t, ids, n, &text, &len, NULL), 0);
     assert_string_equal(text, want);
@@ -140,15 +127,8 @@ static void malformed_decoders_are_refused(void **s)
         {TOKENIZER("{\"type\":\"Metaspace\",\"replacement\":\"ab\"}"),
          "decoder: "},
     };
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        char err[512] = "";
-        tokvec_tokenizer *t;
-        assert_int_equal(write_open(bad[k].json, &t, err, sizeof err),
-                         TOKVEC_E_TOKENIZER);
-        assert_null(t);
-        if (!strstr(err, bad[k].says))
-            fail_msg("'%s' lacks '%s'", err, bad[k].says);
-    }
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        tf_json_refused(bad[k].json, TOKVEC_E_TOKENIZER, bad[k].says);
 }
 
 static void every_failing_allocation_is_no_memory(void **s)
@@ -165,7 +145,7 @@ static void every_failing_allocation_is_no_memory(void **s)
     static const int32_t ids[] = {1, 3, 4, 13, 3, 13, 10, 11};
     char err[512] = "";
     tokvec_tokenizer *t;
-    if (write_open(chain, &t, err, sizeof err))
+    if (tf_open_json(chain, &t, err, sizeof err))
         fail_msg("%s", err);
     int rc = -1, failures = 0;
     for (long nth = 1; nth < 200 && rc; nth++) {

@@ -18,45 +18,9 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_error.h"
 #include "tokvec_tokenizer.h"
-
-static char path[600];
-
-static const char *write_file(const char *name, const void *data, size_t n)
-{
-    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    if (n)
-        assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-    return path;
-}
-
-/* GPT-2's bytes_to_unicode as a JSON string's text. */
-static size_t alpha(int b, char *o)
-{
-    int pr = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-    unsigned cp = (unsigned)b;
-    if (!pr) {
-        int n = 0;
-        for (int k = 0; k < b; k++)
-            n += !((k >= 33 && k <= 126) || (k >= 161 && k <= 172) ||
-                   k >= 174);
-        cp = 256u + (unsigned)n;
-    }
-    size_t w = 0;
-    if (cp == '"' || cp == '\\')
-        o[w++] = '\\';
-    if (cp < 0x80) {
-        o[w++] = (char)cp;
-    } else {
-        o[w++] = (char)(0xC0 | cp >> 6);
-        o[w++] = (char)(0x80 | (cp & 0x3F));
-    }
-    return w;
-}
 
 /* The 256 bytes (ids 0..255 by byte value: not GPT-2's order) and
  * extra members, as an object's members. */
@@ -67,7 +31,7 @@ static char *byte_members(const char *extra)
     size_t n = 0;
     for (int b = 0; b < 256; b++) {
         char c[4];
-        size_t cl = alpha(b, c);
+        size_t cl = tf_byte_char(b, c);
         n += (size_t)sprintf(buf + n, "%s\"", b ? "," : "");
         memcpy(buf + n, c, cl), n += cl;
         n += (size_t)sprintf(buf + n, "\":%d", b);
@@ -85,7 +49,7 @@ static void encoder(const char *extra)
     j[0] = '{';
     memcpy(j + 1, m, n);
     j[n + 1] = '}';
-    write_file("encoder.json", j, n + 2);
+    tf_put(tu_dir, "encoder.json", j, n + 2);
     free(j);
     free(m);
 }
@@ -104,52 +68,38 @@ static tokvec_tokenizer *open_pair(int code, const char *says)
     return code ? NULL : t;
 }
 
-static void ids_are(const tokvec_tokenizer *t, const char *s,
-                    const int32_t *want, size_t n)
-{
-    tokvec_tok_state *st = tokvec_tok_state_new();
-    tokvec_tok_ids ids = {0};
-    assert_non_null(st);
-    assert_int_equal(tokvec_tokenizer_encode(t, st, s, strlen(s), 0, &ids), 0);
-    assert_int_equal(ids.n, n);
-    for (size_t i = 0; i < n; i++)
-        assert_int_equal(ids.ids[i], want[i]);
-    tokvec_tok_ids_free(&ids);
-    tokvec_tok_state_free(st);
-}
-
 static void merges_files_of_every_shape(void **s)
 {
     (void)s;
     encoder(",\"ab\":256,\"abc\":257");
     /* no final newline */
-    write_file("vocab.bpe", "#version: 0.2\na b\nab c", 22);
+    tf_put(tu_dir, "vocab.bpe", "#version: 0.2\na b\nab c", 22);
     tokvec_tokenizer *t = open_pair(0, NULL);
-    ids_are(t, "abc", (int32_t[]){257}, 1);
+    tf_ids_are(t, "abc", 0, (int32_t[]){257}, 1);
     tokvec_tokenizer_close(t);
     /* empty: bytes only */
-    write_file("vocab.bpe", "", 0);
+    tf_put(tu_dir, "vocab.bpe", "", 0);
     t = open_pair(0, NULL);
-    ids_are(t, "abc", (int32_t[]){'a', 'b', 'c'}, 3);
+    tf_ids_are(t, "abc", 0, (int32_t[]){'a', 'b', 'c'}, 3);
     tokvec_tokenizer_close(t);
     /* only the version line */
-    write_file("vocab.bpe", "#version: 0.2\n", 14);
+    tf_put(tu_dir, "vocab.bpe", "#version: 0.2\n", 14);
     t = open_pair(0, NULL);
-    ids_are(t, "ab", (int32_t[]){'a', 'b'}, 2);
+    tf_ids_are(t, "ab", 0, (int32_t[]){'a', 'b'}, 2);
     tokvec_tokenizer_close(t);
     /* "#version" on line 2 is a merge of two tokens not in the vocab */
-    write_file("vocab.bpe", "a b\n#version: 0.2\n", 18);
+    tf_put(tu_dir, "vocab.bpe", "a b\n#version: 0.2\n", 18);
     open_pair(TOKVEC_E_TOKENIZER, "merge 2: the left token");
     /* a NUL byte */
-    write_file("vocab.bpe", "a b\nab\0c\n", 9);
+    tf_put(tu_dir, "vocab.bpe", "a b\nab\0c\n", 9);
     open_pair(TOKVEC_E_TOKENIZER, "line 2: NUL byte");
     /* an empty line before the end */
-    write_file("vocab.bpe", "a b\n\nab c\n", 10);
+    tf_put(tu_dir, "vocab.bpe", "a b\n\nab c\n", 10);
     open_pair(TOKVEC_E_TOKENIZER,
               "line 2: not two tokens separated by one space");
     /* a key of two bytes past the alphabet (U+0201) */
     encoder(",\"\\u0201\":256");
-    write_file("vocab.bpe", "", 0);
+    tf_put(tu_dir, "vocab.bpe", "", 0);
     open_pair(TOKVEC_E_TOKENIZER, "not in GPT-2's byte alphabet");
 }
 
@@ -173,7 +123,7 @@ static void a_special_token_longer_than_a_token_is_refused(void **s)
                      "\"add_prefix_space\":false},\"added_tokens\":[{\"id\":"
                      "256,\"content\":\"%s\",\"special\":true}]}",
                      m, longtok);
-    write_file("tokenizer.json", j, (size_t)n);
+    const char *path = tf_put(tu_dir, "tokenizer.json", j, (size_t)n);
     char err[1024] = "";
     tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
     tokvec_tokenizer *t = (tokvec_tokenizer *)1;

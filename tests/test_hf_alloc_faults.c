@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault_inject.h"
+#include "tok_faults.h"
 #include "tokvec_tokenizer.h"
 
 static const char *const files[] = {
@@ -42,15 +42,8 @@ static int setup(void **state)
         "\xe2\x85\xa8 12345 xxx xxxx don't <s> </s> \x01\x7f "
         "\xf0\x9f\x98\x80 \xe2\x80\x83 \xc2\xa0 \xe1\x84\x80\xe1\x85\xa1 "
         "ZZzz \xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7\n";
-    size_t n = 0;
-    while (n + sizeof part < sizeof text / 2) {
-        memcpy(text + n, part, sizeof part - 1);
-        n += sizeof part - 1;
-    }
     /* one long word (Unigram's lattice over many characters) */
-    for (size_t k = 0; k < 3000; k++)
-        text[n++] = "abcdefghij"[(k * 7 + k / 10) % 10];
-    text_len = n;
+    text_len = tf_fault_text(text, sizeof text, part, 3000);
     fi_reset();
     return 0;
 }
@@ -62,58 +55,13 @@ static int teardown(void **state)
     return 0;
 }
 
-static tokvec_tokenizer *open_ok(const char *path)
-{
-    char err[512] = "";
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
-    tokvec_tokenizer *t = NULL;
-    if (tokvec_tokenizer_open(path, &o, &t) < 0)
-        fail_msg("%s: %s", path, err);
-    return t;
-}
-
 static void opening_fails_cleanly_at_each_allocation(void **s)
 {
     (void)s;
     if (!FI_HAVE_MALLOC)
         skip(); /* AddressSanitizer owns malloc */
-    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
-        fi_arm(FI_ALLOC, 0, 0); /* count only */
-        assert_int_equal(fi_spare_library("libjansson"), 0);
-        tokvec_tokenizer_close(open_ok(files[f]));
-        long total = fi_calls(FI_ALLOC), tried = 0;
-        fi_reset();
-        for (long nth = 1; nth <= total; nth += nth < 200 ? 1 : nth / 8) {
-            char err[512] = "";
-            tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
-            tokvec_tokenizer *t = (tokvec_tokenizer *)1;
-            fi_arm(FI_ALLOC, nth, ENOMEM);
-            assert_int_equal(fi_spare_library("libjansson"), 0);
-            int rc = tokvec_tokenizer_open(files[f], &o, &t);
-            fi_reset();
-            if (rc == 0) { /* an allocation whose failure is handled */
-                tokvec_tokenizer_close(t);
-                continue;
-            }
-            assert_int_equal(rc, -ENOMEM);
-            assert_null(t);
-            if (strncmp(err, files[f], strlen(files[f])))
-                fail_msg("allocation %ld: message '%s' does not name %s", nth,
-                         err, files[f]);
-            tried++;
-        }
-        if (tried < 5)
-            fail_msg("%s: %ld of %ld allocations failed the open", files[f],
-                     tried, total);
-    }
-}
-
-static int same_ids(const tokvec_tok_ids *a, const tokvec_tok_ids *b)
-{
-    return a->n == b->n && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) &&
-           (!a->offsets) == (!b->offsets) &&
-           (!a->offsets ||
-            !memcmp(a->offsets, b->offsets, a->n * sizeof *a->offsets));
+    tf_open_fails_at_each_allocation(files, sizeof files / sizeof *files, 200,
+                                     1, 5);
 }
 
 static void encode_fails_at_each_allocation(tokvec_tokenizer *t,
@@ -149,7 +97,7 @@ static void encode_fails_at_each_allocation(tokvec_tokenizer *t,
                                                      flags, &ids),
                              0);
         }
-        assert_true(same_ids(&ids, ref));
+        assert_true(tf_same_ids(&ids, ref));
         tokvec_tok_ids_free(&ids);
         tokvec_tok_state_free(st);
     }
@@ -162,7 +110,7 @@ static void encode_fails_at_each_allocation(tokvec_tokenizer *t,
     rc = tokvec_tokenizer_encode(t, st, text, text_len, flags, &ids);
     fi_reset();
     assert_int_equal(rc, 0);
-    assert_true(same_ids(&ids, ref));
+    assert_true(tf_same_ids(&ids, ref));
     tokvec_tok_ids_free(&ids);
     tokvec_tok_state_free(st);
 }
@@ -207,7 +155,7 @@ static void encoding_and_decoding_fail_with_no_memory(void **s)
     };
     for (size_t f = 0; f < sizeof files / sizeof *files; f++)
         for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
-            tokvec_tokenizer *t = open_ok(files[f]);
+            tokvec_tokenizer *t = tf_open_ok(files[f]);
             tokvec_tok_state *ref_st = tokvec_tok_state_new();
             tokvec_tok_ids ref = {0};
             assert_int_equal(tokvec_tokenizer_encode(t, ref_st, text, text_len,

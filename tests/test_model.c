@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_embed.h"
 #include "tokvec_model.h"
 
@@ -248,21 +249,6 @@ static void default_name_is_the_directory_or_the_hub_repository(void **st)
 
 static char dir[256];
 
-static void put(const char *name, const void *data, size_t n)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
-static void put_str(const char *name, const char *s)
-{
-    put(name, s, strlen(s));
-}
-
 /* A safetensors file of the named tensors: F32 embeddings [K, 2], and
  * optionally weights F64 [V] and mapping I32 [V] with the given values. */
 static void put_model(int64_t K, int64_t V, const int32_t *mapping,
@@ -298,7 +284,7 @@ static void put_model(int64_t K, int64_t V, const int32_t *mapping,
         memcpy(buf + 8 + n + e + 8 * (size_t)i, &one, 8);
     if (mapping)
         memcpy(buf + 8 + n + e + w, mapping, mp);
-    put("model.safetensors", buf, total);
+    tf_put(dir, "model.safetensors", buf, total);
     free(buf);
 }
 
@@ -337,7 +323,7 @@ static void malformed_directories_are_one_line_naming_the_file(void **st)
     int32_t good[3] = {0, 1, 1}, bad[3] = {0, 2, 1};
 
     fresh_dir("no-table");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     ASSERT_REFUSED(TOKVEC_E_MODEL, "no-table", "no model.safetensors");
 
     fresh_dir("no-tokenizer");
@@ -345,54 +331,55 @@ static void malformed_directories_are_one_line_naming_the_file(void **st)
     ASSERT_REFUSED(TOKVEC_E_MODEL, "tokenizer.json", "missing");
 
     fresh_dir("mapping-past-K");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     put_model(2, 3, bad, 1);
     ASSERT_REFUSED(TOKVEC_E_OFFSETS, "model.safetensors",
                    "'mapping'[1] is 2, not a row of 'embeddings' [0, 2)");
 
     fresh_dir("weights-without-mapping");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     put_model(2, 3, NULL, 1);
     ASSERT_REFUSED(TOKVEC_E_MISMATCH, "model.safetensors",
                    "'weights' has 3 values but 'embeddings' has 2 rows");
 
     fresh_dir("bad-modules");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     put_model(2, 3, good, 1);
-    put_str("modules.json", "{\"type\":\"x\"}");
+    tf_put_str(dir, "modules.json", "{\"type\":\"x\"}");
     ASSERT_REFUSED(TOKVEC_E_MODEL, "modules.json", "not a JSON list");
 
     fresh_dir("bad-config");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     put_model(2, 3, good, 1);
-    put_str("config.json", "{\"normalize\":\"yes\"}");
+    tf_put_str(dir, "config.json", "{\"normalize\":\"yes\"}");
     ASSERT_REFUSED(TOKVEC_E_MODEL, "config.json", "\"normalize\" is not");
 
     fresh_dir("broken-json");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     put_model(2, 3, good, 1);
-    put_str("config_sentence_transformers.json", "{\"normalize\":");
+    tf_put_str(dir, "config_sentence_transformers.json", "{\"normalize\":");
     ASSERT_REFUSED(TOKVEC_E_MODEL, "config_sentence_transformers.json",
                    "not valid JSON");
 
     fresh_dir("bad-tokenizer");
-    put_str("tokenizer.json", "{\"model\":{}}");
+    tf_put_str(dir, "tokenizer.json", "{\"model\":{}}");
     put_model(2, 3, good, 1);
     ASSERT_REFUSED(TOKVEC_E_MODEL, "tokenizer.json", "\"vocab\"");
 
     fresh_dir("unknown-unk");
-    put_str("tokenizer.json",
-            "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","
-            "\"vocab\":{\"a\":0}},\"added_tokens\":[]}");
+    tf_put_str(dir, "tokenizer.json",
+               "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","
+               "\"vocab\":{\"a\":0}},\"added_tokens\":[]}");
     put_model(2, 3, good, 1);
     ASSERT_REFUSED(TOKVEC_E_MODEL, "tokenizer.json", "unk_token");
 
     /* the good directory opens: V = 3 from 2 stored rows */
     fresh_dir("good");
-    put_str("tokenizer.json", TOKJSON);
+    tf_put_str(dir, "tokenizer.json", TOKJSON);
     put_model(2, 3, good, 1);
-    put_str("modules.json", "[{\"type\":\"sentence_transformers.models."
-                            "Normalize\"}]");
+    tf_put_str(dir, "modules.json",
+               "[{\"type\":\"sentence_transformers.models."
+               "Normalize\"}]");
     tokvec_model *m = open_ok(dir);
     assert_int_equal(tokvec_table_get_info(tokvec_model_table(m))->vocab_size,
                      3);

@@ -19,56 +19,18 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_error.h"
 #include "tokvec_model.h"
 
 static char dir[512];
 static int serial;
 
-static void put(const char *name, const void *data, size_t n)
-{
-    char p[700];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
-static void put_str(const char *name, const char *s)
-{
-    put(name, s, strlen(s));
-}
-
 static void sub(const char *name)
 {
     char p[700];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     assert_int_equal(mkdir(p, 0700), 0);
-}
-
-/* name: a safetensors file of one F32 [3, 2] tensor. */
-static void put_table(const char *name, const char *tensor)
-{
-    char hdr[256];
-    int n = snprintf(hdr, sizeof hdr,
-                     "{\"%s\":{\"dtype\":\"F32\",\"shape\":[3,2],"
-                     "\"data_offsets\":[0,24]}}",
-                     tensor);
-    unsigned char buf[8 + 256 + 24] = {0};
-    for (int i = 0; i < 8; i++)
-        buf[i] = (unsigned char)((uint64_t)n >> (8 * i));
-    memcpy(buf + 8, hdr, (size_t)n);
-    put(name, buf, 8 + (size_t)n + 24);
-}
-
-static void fresh(const char *tok)
-{
-    snprintf(dir, sizeof dir, "%s/e%d", tu_dir, serial++);
-    assert_int_equal(mkdir(dir, 0700), 0);
-    put_table("model.safetensors", "embeddings");
-    if (tok)
-        put_str("tokenizer.json", tok);
 }
 
 static const char TOK[] =
@@ -97,18 +59,18 @@ static void refused_every_way(int code)
 static void failures_without_an_error_buffer_keep_their_codes(void **s)
 {
     (void)s;
-    fresh(TOK);
-    put_str("config.json", "[true]");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "config.json", "[true]");
     refused_every_way(TOKVEC_E_MODEL);
-    fresh(TOK);
-    put_str("modules.json", "{}");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "modules.json", "{}");
     refused_every_way(TOKVEC_E_MODEL);
-    fresh(TOK);
-    put_table("model.safetensors", "other");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_table(dir, "model.safetensors", "other");
     refused_every_way(TOKVEC_E_MODEL);
-    fresh(NULL);
+    tf_model_dir(dir, sizeof dir, NULL);
     refused_every_way(TOKVEC_E_MODEL);
-    fresh("{\"model\":");
+    tf_model_dir(dir, sizeof dir, "{\"model\":");
     refused_every_way(TOKVEC_E_MODEL);
     /* a file, not a directory; nothing at all */
     char file[700];
@@ -126,7 +88,7 @@ static void directories_where_files_belong_are_not_files(void **s)
     snprintf(dir, sizeof dir, "%s/e%d", tu_dir, serial++);
     assert_int_equal(mkdir(dir, 0700), 0);
     sub("model.safetensors");
-    put_str("tokenizer.json", TOK);
+    tf_put_str(dir, "tokenizer.json", TOK);
     char err[900] = "", want[1000];
     tokvec_model_opts o = {.errbuf = err, .errlen = sizeof err};
     tokvec_model *m = (tokvec_model *)1;
@@ -142,8 +104,9 @@ static void directories_where_files_belong_are_not_files(void **s)
     assert_int_equal(mkdir(dir, 0700), 0);
     sub("0_StaticEmbedding");
     sub("tokenizer.json");
-    put_table("0_StaticEmbedding/model.safetensors", "embedding.weight");
-    put_str("0_StaticEmbedding/tokenizer.json", TOK);
+    tf_put_table(dir, "0_StaticEmbedding/model.safetensors",
+                 "embedding.weight");
+    tf_put_str(dir, "0_StaticEmbedding/tokenizer.json", TOK);
     assert_int_equal(tokvec_model_open(dir, &o, &m), 0);
     assert_non_null(strstr(tokvec_model_get_info(m)->tokenizer_path,
                            "0_StaticEmbedding/tokenizer.json"));
@@ -153,7 +116,8 @@ static void directories_where_files_belong_are_not_files(void **s)
     snprintf(dir, sizeof dir, "%s/e%d", tu_dir, serial++);
     assert_int_equal(mkdir(dir, 0700), 0);
     sub("0_StaticEmbedding");
-    put_table("0_StaticEmbedding/model.safetensors", "embedding.weight");
+    tf_put_table(dir, "0_StaticEmbedding/model.safetensors",
+                 "embedding.weight");
     assert_int_equal(tokvec_model_open(dir, &o, &m), TOKVEC_E_MODEL);
     assert_non_null(strstr(err, "/tokenizer.json: missing"));
 }
@@ -173,9 +137,11 @@ static void vocabulary_counts_and_the_unknown_token(void **s)
     (void)s;
     /* Unigram: added tokens with an id that is not their piece's (-1, past
      * the list, another piece) count; lengths 1 1 2 3 4 -> 2 */
-    fresh("{\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":[[\"u\","
-          "0],[\"ab\",-1]]},\"added_tokens\":[{\"id\":-1,\"content\":\"x\"},"
-          "{\"id\":7,\"content\":\"abc\"},{\"id\":0,\"content\":\"abcd\"}]}");
+    tf_model_dir(
+        dir, sizeof dir,
+        "{\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":[[\"u\","
+        "0],[\"ab\",-1]]},\"added_tokens\":[{\"id\":-1,\"content\":\"x\"},"
+        "{\"id\":7,\"content\":\"abc\"},{\"id\":0,\"content\":\"abcd\"}]}");
     tokvec_model *m = opened();
     assert_int_equal(tokvec_model_get_info(m)->tokenizer_tokens, 5);
     assert_int_equal(tokvec_model_get_info(m)->median_token_length, 2);
@@ -183,29 +149,30 @@ static void vocabulary_counts_and_the_unknown_token(void **s)
     tokvec_model_close(m);
     /* a list vocabulary of another model: the unknown token among the
      * added ones, after another */
-    fresh("{\"model\":{\"unk_token\":\"<unk>\",\"vocab\":[[\"a\",0]]},"
-          "\"added_tokens\":[{\"id\":4,\"content\":\"<s>\"},{\"id\":3,"
-          "\"content\":\"<unk>\"}]}");
+    tf_model_dir(dir, sizeof dir,
+                 "{\"model\":{\"unk_token\":\"<unk>\",\"vocab\":[[\"a\",0]]},"
+                 "\"added_tokens\":[{\"id\":4,\"content\":\"<s>\"},{\"id\":3,"
+                 "\"content\":\"<unk>\"}]}");
     m = opened();
     assert_int_equal(tokvec_model_get_info(m)->unk_id, 3);
     tokvec_model_close(m);
     /* an empty vocabulary: no lengths, median 0 */
-    fresh("{\"model\":{\"vocab\":{}}}");
+    tf_model_dir(dir, sizeof dir, "{\"model\":{\"vocab\":{}}}");
     m = opened();
     assert_int_equal(tokvec_model_get_info(m)->tokenizer_tokens, 0);
     assert_int_equal(tokvec_model_get_info(m)->median_token_length, 0);
     tokvec_model_close(m);
     /* modules.json's Normalize module, config.json's normalize: true */
-    fresh(TOK);
-    put_str("modules.json",
-            "[{\"type\":\"sentence_transformers.models.Normalize\"}]");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "modules.json",
+               "[{\"type\":\"sentence_transformers.models.Normalize\"}]");
     m = opened();
     assert_int_equal(tokvec_model_get_info(m)->normalize, 1);
     assert_string_equal(tokvec_model_get_info(m)->normalize_from,
                         "modules.json");
     tokvec_model_close(m);
-    fresh(TOK);
-    put_str("config.json", "{\"normalize\":true}");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "config.json", "{\"normalize\":true}");
     m = opened();
     assert_int_equal(tokvec_model_get_info(m)->normalize, 1);
     assert_string_equal(tokvec_model_get_info(m)->normalize_from,

@@ -19,53 +19,11 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_error.h"
 #include "tokvec_model.h"
 
 static char dir[512];
-
-static void put(const char *name, const void *data, size_t n)
-{
-    char p[700];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-}
-
-static void put_str(const char *name, const char *s)
-{
-    put(name, s, strlen(s));
-}
-
-/* name (a path under dir): a safetensors file of one F32 [3, 2] tensor. */
-static void put_table(const char *name, const char *tensor)
-{
-    char hdr[256];
-    int n = snprintf(hdr, sizeof hdr,
-                     "{\"%s\":{\"dtype\":\"F32\",\"shape\":[3,2],"
-                     "\"data_offsets\":[0,24]}}",
-                     tensor);
-    unsigned char buf[8 + 256 + 24] = {0};
-    for (int i = 0; i < 8; i++)
-        buf[i] = (unsigned char)((uint64_t)n >> (8 * i));
-    memcpy(buf + 8, hdr, (size_t)n);
-    put(name, buf, 8 + (size_t)n + 24);
-}
-
-static int serial;
-
-/* A new directory under tu_dir holding model.safetensors ("embeddings"
- * [3, 2], Model2Vec) and tokenizer.json tok (NULL: none). */
-static void fresh(const char *tok)
-{
-    snprintf(dir, sizeof dir, "%s/m%d", tu_dir, serial++);
-    assert_int_equal(mkdir(dir, 0700), 0);
-    put_table("model.safetensors", "embeddings");
-    if (tok)
-        put_str("tokenizer.json", tok);
-}
 
 static const char TOK[] =
     "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"vocab\":"
@@ -98,46 +56,50 @@ static tokvec_model *expect(int code, const char *file, const char *want)
 static void config_files_rules(void **s)
 {
     (void)s;
-    fresh(TOK);
-    put_str("config.json", "[true]");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "config.json", "[true]");
     expect(TOKVEC_E_MODEL, "config.json", "not a JSON object");
-    fresh(TOK);
-    put_str("config.json", "{\"normalize\":1}");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "config.json", "{\"normalize\":1}");
     expect(TOKVEC_E_MODEL, "config.json",
            "\"normalize\" is not true, false or null");
-    fresh(TOK);
-    put_str("modules.json", "[{\"type\":\"x.Pooling\"},5]");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "modules.json", "[{\"type\":\"x.Pooling\"},5]");
     expect(TOKVEC_E_MODEL, "modules.json",
            "module 1 is not an object with a string \"type\"");
-    fresh(TOK);
-    put_str("modules.json", "[{\"type\":7}]");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "modules.json", "[{\"type\":7}]");
     expect(TOKVEC_E_MODEL, "modules.json",
            "module 0 is not an object with a string \"type\"");
-    fresh(TOK);
-    put_str("modules.json", "[{\"path\":\"1_Pooling\"}]");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "modules.json", "[{\"path\":\"1_Pooling\"}]");
     expect(TOKVEC_E_MODEL, "modules.json",
            "module 0 is not an object with a string \"type\"");
     /* accepted: what says first wins; null and unsaid fall through */
-    fresh(TOK);
-    put_str("modules.json", "[{\"type\":\"x\"},{\"type\":\"Pooling\"}]");
-    put_str("config.json", "{\"normalize\":null}");
-    put_str("config_sentence_transformers.json", "{\"normalize\":false}");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "modules.json",
+               "[{\"type\":\"x\"},{\"type\":\"Pooling\"}]");
+    tf_put_str(dir, "config.json", "{\"normalize\":null}");
+    tf_put_str(dir, "config_sentence_transformers.json",
+               "{\"normalize\":false}");
     tokvec_model *m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->normalize, 0);
     assert_string_equal(tokvec_model_get_info(m)->normalize_from,
                         "config_sentence_transformers.json");
     tokvec_model_close(m);
-    fresh(TOK);
-    put_str("config.json", "{\"model_type\":\"model2vec\"}");
-    put_str("config_sentence_transformers.json", "{\"normalize\":true}");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "config.json", "{\"model_type\":\"model2vec\"}");
+    tf_put_str(dir, "config_sentence_transformers.json",
+               "{\"normalize\":true}");
     m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->normalize, 1);
     assert_string_equal(tokvec_model_get_info(m)->normalize_from,
                         "config_sentence_transformers.json");
     tokvec_model_close(m);
-    fresh(TOK);
-    put_str("config.json", "{\"normalize\":false}");
-    put_str("config_sentence_transformers.json", "{\"normalize\":true}");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_str(dir, "config.json", "{\"normalize\":false}");
+    tf_put_str(dir, "config_sentence_transformers.json",
+               "{\"normalize\":true}");
     m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->normalize, 0);
     assert_string_equal(tokvec_model_get_info(m)->normalize_from,
@@ -148,46 +110,57 @@ static void config_files_rules(void **s)
 static void vocabulary_rules(void **s)
 {
     (void)s;
-    fresh("{\"model\":5}");
+    tf_model_dir(dir, sizeof dir, "{\"model\":5}");
     expect(TOKVEC_E_MODEL, "tokenizer.json",
            "no \"model\" with a \"vocab\" object or list");
-    fresh("{\"model\":{\"vocab\":\"a b\"}}");
+    tf_model_dir(dir, sizeof dir, "{\"model\":{\"vocab\":\"a b\"}}");
     expect(TOKVEC_E_MODEL, "tokenizer.json",
            "no \"model\" with a \"vocab\" object or list");
-    fresh("{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1],[2,-2]]}}");
+    tf_model_dir(
+        dir, sizeof dir,
+        "{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1],[2,-2]]}}");
     expect(TOKVEC_E_MODEL, "tokenizer.json",
            "model.vocab[1] is not a [piece, score] pair");
-    fresh("{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1],\"b\"]}}");
+    tf_model_dir(
+        dir, sizeof dir,
+        "{\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1],\"b\"]}}");
     expect(TOKVEC_E_MODEL, "tokenizer.json",
            "model.vocab[1] is not a [piece, score] pair");
-    fresh("{\"model\":{\"vocab\":{\"a\":0}},\"added_tokens\":[{\"id\":1}]}");
+    tf_model_dir(
+        dir, sizeof dir,
+        "{\"model\":{\"vocab\":{\"a\":0}},\"added_tokens\":[{\"id\":1}]}");
     expect(TOKVEC_E_MODEL, "tokenizer.json",
            "added_tokens[0] has no string \"content\"");
-    fresh("{\"model\":{\"unk_token\":\"[UNK]\",\"vocab\":{\"a\":0}},"
-          "\"added_tokens\":[{\"id\":\"1\",\"content\":\"[UNK]\"}]}");
+    tf_model_dir(dir, sizeof dir,
+                 "{\"model\":{\"unk_token\":\"[UNK]\",\"vocab\":{\"a\":0}},"
+                 "\"added_tokens\":[{\"id\":\"1\",\"content\":\"[UNK]\"}]}");
     expect(TOKVEC_E_MODEL, "tokenizer.json",
            "model.unk_token is not a token of the vocabulary");
-    fresh("{\"model\":{\"type\":\"Unigram\",\"unk_token\":\"<unk>\","
-          "\"vocab\":[[\"a\",-1]]}}");
-    put_str("modules.json", "[]");
+    tf_model_dir(dir, sizeof dir,
+                 "{\"model\":{\"type\":\"Unigram\",\"unk_token\":\"<unk>\","
+                 "\"vocab\":[[\"a\",-1]]}}");
+    tf_put_str(dir, "modules.json", "[]");
     /* accepted: Unigram's unk_token is not looked up (unk_id is) */
     tokvec_model *m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->unk_id, -1);
     tokvec_model_close(m);
     /* a Unigram list: added tokens that are pieces at their id, or listed
      * twice, count once; lengths 1 2 3 5 -> median (2 + 3) / 2 = 2 */
-    fresh("{\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":[[\"<u>\","
-          "0],[\"ab\",-1],[\"c\",-2]]},\"added_tokens\":[{\"id\":1,"
-          "\"content\":\"ab\"},{\"id\":9,\"content\":\"<sep>\"},{\"id\":10,"
-          "\"content\":\"<sep>\"},{\"id\":7,\"content\":\"c\"}]}");
+    tf_model_dir(
+        dir, sizeof dir,
+        "{\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":[[\"<u>\","
+        "0],[\"ab\",-1],[\"c\",-2]]},\"added_tokens\":[{\"id\":1,"
+        "\"content\":\"ab\"},{\"id\":9,\"content\":\"<sep>\"},{\"id\":10,"
+        "\"content\":\"<sep>\"},{\"id\":7,\"content\":\"c\"}]}");
     m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->tokenizer_tokens, 5);
     assert_int_equal(tokvec_model_get_info(m)->median_token_length, 2);
     tokvec_model_close(m);
     /* the unknown token found among the added tokens */
-    fresh("{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","
-          "\"vocab\":{\"a\":0,\"bcd\":1}},\"added_tokens\":[{\"id\":5,"
-          "\"content\":\"[PAD]\"},{\"id\":2,\"content\":\"[UNK]\"}]}");
+    tf_model_dir(dir, sizeof dir,
+                 "{\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\","
+                 "\"vocab\":{\"a\":0,\"bcd\":1}},\"added_tokens\":[{\"id\":5,"
+                 "\"content\":\"[PAD]\"},{\"id\":2,\"content\":\"[UNK]\"}]}");
     m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->unk_id, 2);
     assert_int_equal(tokvec_model_get_info(m)->tokenizer_tokens, 4);
@@ -206,14 +179,14 @@ static void table_places_rules(void **s)
 {
     (void)s;
     /* model.safetensors with neither tensor */
-    fresh(TOK);
-    put_table("model.safetensors", "tok_emb.weight");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_table(dir, "model.safetensors", "tok_emb.weight");
     expect(TOKVEC_E_MODEL, "model.safetensors",
            "holds neither \"embeddings\" (Model2Vec) nor \"embedding.weight\" "
            "(sentence-transformers)");
     /* sentence-transformers at the top */
-    fresh(TOK);
-    put_table("model.safetensors", "embedding.weight");
+    tf_model_dir(dir, sizeof dir, TOK);
+    tf_put_table(dir, "model.safetensors", "embedding.weight");
     tokvec_model *m = expect(0, "", NULL);
     assert_int_equal(tokvec_model_get_info(m)->layout,
                      TOKVEC_LAYOUT_SENTENCE_TRANSFORMERS);
@@ -227,11 +200,12 @@ static void table_places_rules(void **s)
     assert_int_equal(mkdir(dir, 0700), 0);
     snprintf(sub, sizeof sub, "%s/0_StaticEmbedding", dir);
     assert_int_equal(mkdir(sub, 0700), 0);
-    put_table("0_StaticEmbedding/model.safetensors", "embeddings");
-    put_str("0_StaticEmbedding/tokenizer.json", TOK);
+    tf_put_table(dir, "0_StaticEmbedding/model.safetensors", "embeddings");
+    tf_put_str(dir, "0_StaticEmbedding/tokenizer.json", TOK);
     expect(TOKVEC_E_MODEL, "0_StaticEmbedding/model.safetensors",
            "holds no \"embedding.weight\" (sentence-transformers)");
-    put_table("0_StaticEmbedding/model.safetensors", "embedding.weight");
+    tf_put_table(dir, "0_StaticEmbedding/model.safetensors",
+                 "embedding.weight");
     /* "DIR//" is DIR */
     size_t n = strlen(dir);
     strcpy(dir + n, "//");

@@ -18,21 +18,9 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_error.h"
 #include "tokvec_tokenizer.h"
-
-static int open_json(const char *json, tokvec_tokenizer **t, char *err,
-                     size_t errlen)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/tokenizer.json", tu_dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    fclose(f);
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = errlen};
-    return tokvec_tokenizer_open(path, &o, t);
-}
 
 #define MODEL(fields) "{\"model\":{\"type\":\"BPE\"," fields "}}"
 
@@ -40,7 +28,7 @@ static void refused(const char *json, const char *says)
 {
     tokvec_tokenizer *t = (tokvec_tokenizer *)1;
     char err[512] = "";
-    int rc = open_json(json, &t, err, sizeof err);
+    int rc = tf_open_json(json, &t, err, sizeof err);
     if (rc != TOKVEC_E_TOKENIZER || !strstr(err, says))
         fail_msg("got %d '%s', want '%s'\nfile: %s", rc, err, says, json);
     assert_null(t);
@@ -112,7 +100,7 @@ static void ids_are(const char *json, const char *text, const int32_t *want)
 {
     tokvec_tokenizer *t = NULL;
     char err[512] = "";
-    if (open_json(json, &t, err, sizeof err))
+    if (tf_open_json(json, &t, err, sizeof err))
         fail_msg("refused: %s\nfile: %s", err, json);
     tokvec_tok_state *st = tokvec_tok_state_new();
     tokvec_tok_ids ids = {0};

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault_inject.h"
+#include "tok_faults.h"
 #include "tokvec_tokenizer.h"
 
 static const char *const files[] = {
@@ -36,15 +36,8 @@ static int setup(void **state)
     static const char part[] =
         "Hello, world! The quick brown fox -- caf\xc3\xa9 \xe4\xb8\xad\xe6\x96"
         "\x87 12345 don't <|endoftext|>\n\t";
-    size_t n = 0;
-    while (n + sizeof part < sizeof text / 2) {
-        memcpy(text + n, part, sizeof part - 1);
-        n += sizeof part - 1;
-    }
     /* one long piece: letters without a break (the heap merge) */
-    for (size_t k = 0; k < 6000; k++)
-        text[n++] = "abcdefghij"[(k * 7 + k / 10) % 10];
-    text_len = n;
+    text_len = tf_fault_text(text, sizeof text, part, 6000);
     fi_reset();
     return 0;
 }
@@ -56,49 +49,13 @@ static int teardown(void **state)
     return 0;
 }
 
-static tokvec_tokenizer *open_ok(const char *path)
-{
-    char err[512] = "";
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
-    tokvec_tokenizer *t = NULL;
-    if (tokvec_tokenizer_open(path, &o, &t) < 0)
-        fail_msg("%s: %s", path, err);
-    return t;
-}
-
 static void opening_fails_cleanly_at_each_allocation(void **s)
 {
     (void)s;
     if (!FI_HAVE_MALLOC)
         skip(); /* AddressSanitizer owns malloc */
-    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
-        fi_arm(FI_ALLOC, 0, 0); /* count only */
-        assert_int_equal(fi_spare_library("libjansson"), 0);
-        tokvec_tokenizer_close(open_ok(files[f]));
-        long total = fi_calls(FI_ALLOC), tried = 0;
-        fi_reset();
-        for (long nth = 1; nth <= total; nth += nth < 300 ? 1 : nth / 8) {
-            char err[512] = "";
-            tokvec_tokenizer_opts o = {.errbuf = err, .errlen = sizeof err};
-            tokvec_tokenizer *t = (tokvec_tokenizer *)1;
-            fi_arm(FI_ALLOC, nth, ENOMEM);
-            assert_int_equal(fi_spare_library("libjansson"), 0);
-            int rc = tokvec_tokenizer_open(files[f], &o, &t);
-            fi_reset();
-            if (rc == 0) { /* an allocation whose failure is handled */
-                tokvec_tokenizer_close(t);
-                continue;
-            }
-            assert_null(t);
-            tried++;
-        }
-        assert_true(tried > 10);
-    }
-}
-
-static int same_ids(const tokvec_tok_ids *a, const tokvec_tok_ids *b)
-{
-    return a->n == b->n && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids);
+    tf_open_fails_at_each_allocation(files, sizeof files / sizeof *files, 300,
+                                     0, 11);
 }
 
 static void encoding_and_decoding_fail_with_no_memory(void **s)
@@ -107,7 +64,7 @@ static void encoding_and_decoding_fail_with_no_memory(void **s)
     if (!FI_HAVE_MALLOC)
         skip();
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
-        tokvec_tokenizer *t = open_ok(files[f]);
+        tokvec_tokenizer *t = tf_open_ok(files[f]);
         tokvec_tok_state *ref_st = tokvec_tok_state_new();
         tokvec_tok_ids ref = {0};
         unsigned flags = TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS;
@@ -132,7 +89,7 @@ static void encoding_and_decoding_fail_with_no_memory(void **s)
                                                          flags, &ids),
                                  0);
             }
-            assert_true(same_ids(&ids, &ref));
+            assert_true(tf_same_ids(&ids, &ref));
             tokvec_tok_ids_free(&ids);
             tokvec_tok_state_free(st);
         }

@@ -23,26 +23,9 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_error.h"
 #include "tokvec_tokenizer.h"
-
-static char path[600];
-
-static const char *write_file(const char *name, const void *data, size_t n)
-{
-    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    if (n)
-        assert_int_equal(fwrite(data, 1, n, f), n);
-    fclose(f);
-    return path;
-}
-
-static const char *write_str(const char *name, const char *s)
-{
-    return write_file(name, s, strlen(s));
-}
 
 /* Opens p (pattern and merges path as given): want NULL expects success
  * (returned), else code and the message "<file>: want" exactly, file the
@@ -128,7 +111,7 @@ static const char *encoder_json(const char *extra)
             n += (size_t)sprintf(buf + n, "\":%d", id++);
         }
     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s}", extra);
-    return write_file("encoder.json", buf, n);
+    return tf_put(tu_dir, "encoder.json", buf, n);
 }
 
 #define AB ",\"ab\":256,\"abc\":257"
@@ -139,48 +122,48 @@ static void gpt2_pair_edges(void **s)
     char enc[700];
     snprintf(enc, sizeof enc, "%s", encoder_json(AB));
     /* a NUL byte in a line */
-    write_file("vocab.bpe", "#version: 0.2\na b\nab\0 c\n", 24);
+    tf_put(tu_dir, "vocab.bpe", "#version: 0.2\na b\nab\0 c\n", 24);
     expect(enc, NULL, NULL, TOKVEC_E_TOKENIZER, "vocab.bpe",
            "line 3: NUL byte");
     /* a line of one token */
-    write_str("vocab.bpe", "a b\nabc\n");
+    tf_put_str(tu_dir, "vocab.bpe", "a b\nabc\n");
     expect(enc, NULL, NULL, TOKVEC_E_TOKENIZER, "vocab.bpe",
            "line 2: not two tokens separated by one space");
     /* "#version" after the first line is a merge like any other */
-    write_str("vocab.bpe", "a b\n#version 2\n");
+    tf_put_str(tu_dir, "vocab.bpe", "a b\n#version 2\n");
     expect(enc, NULL, NULL, TOKVEC_E_TOKENIZER, "vocab.bpe",
            "merge 2: the left token is not in the vocabulary");
     /* a blank line in the middle is not two tokens */
-    write_str("vocab.bpe", "a b\n\nab c\n");
+    tf_put_str(tu_dir, "vocab.bpe", "a b\n\nab c\n");
     expect(enc, NULL, NULL, TOKVEC_E_TOKENIZER, "vocab.bpe",
            "line 2: not two tokens separated by one space");
     /* a token outside GPT-2's alphabet: a 3-byte character, U+01FF */
-    write_str("vocab.bpe", "a b\nab \xe2\x82\xac\n");
+    tf_put_str(tu_dir, "vocab.bpe", "a b\nab \xe2\x82\xac\n");
     expect(enc, NULL, NULL, TOKVEC_E_TOKENIZER, "vocab.bpe",
            "merge 2: \"ab \xe2\x82\xac\" is not in GPT-2's byte alphabet");
-    write_str("vocab.bpe", "\xc7\xbf b\n");
+    tf_put_str(tu_dir, "vocab.bpe", "\xc7\xbf b\n");
     expect(enc, NULL, NULL, TOKVEC_E_TOKENIZER, "vocab.bpe",
            "merge 1: \"\xc7\xbf b\" is not in GPT-2's byte alphabet");
     /* accepted: the last line without its newline; no trailing blank */
-    write_str("vocab.bpe", "#version: 0.2\na b\nab c");
+    tf_put_str(tu_dir, "vocab.bpe", "#version: 0.2\na b\nab c");
     tokvec_tokenizer *t = expect(enc, NULL, NULL, 0, NULL, NULL);
     static const int32_t abc[] = {257};
     expect_ids(t, "abc", abc, 1);
     tokvec_tokenizer_close(t);
     /* no merges at all: bytes only */
-    write_str("vocab.bpe", "#version: 0.2\n");
+    tf_put_str(tu_dir, "vocab.bpe", "#version: 0.2\n");
     encoder_json("");
     t = expect(enc, NULL, NULL, 0, NULL, NULL);
     static const int32_t bytes[] = {64, 65, 66};
     expect_ids(t, "abc", bytes, 3);
     tokvec_tokenizer_close(t);
-    write_str("vocab.bpe", "");
+    tf_put_str(tu_dir, "vocab.bpe", "");
     t = expect(enc, NULL, NULL, 0, NULL, NULL);
     expect_ids(t, "abc", bytes, 3);
     tokvec_tokenizer_close(t);
     /* an explicit merges path beats the files beside it */
     char mp[700];
-    snprintf(mp, sizeof mp, "%s", write_str("m.txt", "a b\n"));
+    snprintf(mp, sizeof mp, "%s", tf_put_str(tu_dir, "m.txt", "a b\n"));
     encoder_json(",\"ab\":256");
     t = expect(enc, NULL, mp, 0, NULL, NULL);
     static const int32_t ab_c[] = {256, 66};
@@ -194,7 +177,7 @@ static void gpt2_vocabulary_edges(void **s)
 {
     (void)s;
     char enc[700];
-    write_str("vocab.bpe", "a b\n");
+    tf_put_str(tu_dir, "vocab.bpe", "a b\n");
     /* a key of more than 4096 bytes */
     char *big = malloc(5000);
     assert_non_null(big);
@@ -232,7 +215,7 @@ static void gpt2_vocabulary_edges(void **s)
     char d[700];
     snprintf(d, sizeof d, "%s/pair", tu_dir);
     assert_int_equal(mkdir(d, 0700), 0);
-    write_str("pair/merges.txt", "a b\n");
+    tf_put_str(tu_dir, "pair/merges.txt", "a b\n");
     snprintf(enc, sizeof enc, "%s", encoder_json(",\"ab\":256"));
     char v[700];
     snprintf(v, sizeof v, "%s/pair/vocab.json", tu_dir);
@@ -244,7 +227,7 @@ static void gpt2_vocabulary_edges(void **s)
     assert_string_equal(i.name, "vocab");
     tokvec_tokenizer_close(t);
     /* ... and of encoder.json + vocab.bpe, preferred to vocab.json */
-    write_str("pair/vocab.bpe", "#version: 0.2\n"); /* no merges */
+    tf_put_str(tu_dir, "pair/vocab.bpe", "#version: 0.2\n"); /* no merges */
     snprintf(enc, sizeof enc, "%s", encoder_json(""));
     snprintf(v, sizeof v, "%s/pair/encoder.json", tu_dir);
     assert_int_equal(rename(enc, v), 0);
@@ -260,7 +243,7 @@ static void gpt2_vocabulary_edges(void **s)
 static void files_past_a_gibibyte_are_refused(void **s)
 {
     (void)s;
-    const char *p = write_str("big.json", "{");
+    const char *p = tf_put_str(tu_dir, "big.json", "{");
     FILE *f = fopen(p, "r+b");
     assert_non_null(f);
     assert_int_equal(ftruncate(fileno(f), ((off_t)1 << 30) + 1), 0);
@@ -299,7 +282,7 @@ static const char *tiktoken(const char *name, const char *extra)
         n += (size_t)sprintf(buf + n, " %d\n", b);
     }
     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", extra);
-    return write_file(name, buf, n);
+    return tf_put(tu_dir, name, buf, n);
 }
 
 static void tiktoken_base64_edges(void **s)
@@ -418,7 +401,7 @@ static const char *wp(const char *post)
              "true}],\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},"
              "\"decoder\":{\"type\":\"WordPiece\"},\"post_processor\":%s}",
              post);
-    return write_str("tokenizer.json", buf);
+    return tf_put_str(tu_dir, "tokenizer.json", buf);
 }
 
 static void post_processor_tokens_and_offsets(void **s)

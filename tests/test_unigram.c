@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tok_fixture.h"
 #include "tokvec_tokenizer.h"
 #include "unigram.h"
 
@@ -408,19 +409,6 @@ static void long_runs_give_the_longest_pieces_and_one_fused_unk(void **state)
     "\"pattern\":{\"Regex\":\" {2,}\"},\"content\":\"\u2581\"}]}"
 #define SPM_PRE "{\"type\":\"Metaspace\",\"replacement\":\"\u2581\"}"
 
-static int open_json(const char *json, tokvec_tokenizer **t, char *err,
-                     size_t errlen)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/tokenizer.json", tu_dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    fclose(f);
-    tokvec_tokenizer_opts o = {.errbuf = err, .errlen = errlen};
-    return tokvec_tokenizer_open(path, &o, t);
-}
-
 /* Expected values: npm tokenizers 0.23.2 on the same file. */
 static void a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode(void **s)
 {
@@ -428,7 +416,7 @@ static void a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode(void **s)
     tokvec_tokenizer *t = NULL;
     char err[256] = "";
     assert_int_equal(
-        open_json(SPM_JSON(SPM_NORM, SPM_PRE, ""), &t, err, sizeof err), 0);
+        tf_open_json(SPM_JSON(SPM_NORM, SPM_PRE, ""), &t, err, sizeof err), 0);
     tokvec_tok_state *st = tokvec_tok_state_new();
     tokvec_tok_ids ids = {0};
     /* "a  b " -> "a  b" -> "a\u2581b" -> "\u2581a\u2581b": the replaced
@@ -481,7 +469,7 @@ static void bert_stages_before_unigram_run_every_stage(void **s)
         "[\"b\",-3],[\"c\",-4]]}}";
     tokvec_tokenizer *t = NULL;
     char err[256] = "";
-    assert_int_equal(open_json(json, &t, err, sizeof err), 0);
+    assert_int_equal(tf_open_json(json, &t, err, sizeof err), 0);
     tokvec_tok_state *st = tokvec_tok_state_new();
     tokvec_tok_ids ids = {0};
     static const char *const text[] = {"AB c", "a,b"};
@@ -509,7 +497,8 @@ static void expect_refused(const char *json, const char *want)
 {
     tokvec_tokenizer *t = NULL;
     char err[512] = "";
-    assert_int_equal(open_json(json, &t, err, sizeof err), TOKVEC_E_TOKENIZER);
+    assert_int_equal(tf_open_json(json, &t, err, sizeof err),
+                     TOKVEC_E_TOKENIZER);
     assert_null(t);
     if (!strstr(err, want) || !strstr(err, tu_dir))
         fail_msg("message '%s' lacks '%s' or the file", err, want);
@@ -555,12 +544,13 @@ static void a_sentencepiece_bpe_falls_back_and_fuses_as_hf(void **s)
     (void)s;
     tokvec_tokenizer *t = NULL;
     char err[256] = "";
-    assert_int_equal(open_json("{\"model\":{\"type\":\"BPE\",\"unk_token\":"
-                               "\"<unk>\",\"fuse_unk\":true,\"byte_fallback\":"
-                               "true,\"vocab\":{\"<unk>\":0,\"a\":1,\"b\":2,"
-                               "\"ab\":3,\"<0x63>\":4},\"merges\":[\"a b\"]}}",
-                               &t, err, sizeof err),
-                     0);
+    assert_int_equal(
+        tf_open_json("{\"model\":{\"type\":\"BPE\",\"unk_token\":"
+                     "\"<unk>\",\"fuse_unk\":true,\"byte_fallback\":"
+                     "true,\"vocab\":{\"<unk>\":0,\"a\":1,\"b\":2,"
+                     "\"ab\":3,\"<0x63>\":4},\"merges\":[\"a b\"]}}",
+                     &t, err, sizeof err),
+        0);
     tokvec_tok_state *st = tokvec_tok_state_new();
     tokvec_tok_ids ids = {0};
     static const char *const text[] = {"abcd", "dab", "dcab", "ddcb"};

@@ -49,7 +49,8 @@ static const char tokenize_usage[] =
     "                     DATA_DIR/gpt2, shown below)\n"
     "  --pattern NAME     split pattern of a .tiktoken file: gpt2,\n"
     "                     r50k_base, p50k_base, cl100k_base, o200k_base\n"
-    "                     (default: from the file name)\n"
+    "                     (default: from the file name); refused for\n"
+    "                     other files, which bring their own\n"
     "  --no-special       special tokens in the text are ordinary text\n"
     "                     (encode_ordinary)\n"
     "  --add-special      add the post-processor's tokens (tokenizer.json:\n"
@@ -623,6 +624,32 @@ int tv_cli_text_ids(const char *tok_path, const char *text, int special,
     return 0;
 }
 
+/* --pattern names the split of a .tiktoken file, which holds only ranks;
+ * every other format brings its own (encoder.json: GPT-2's; tokenizer.json:
+ * its pre_tokenizer), so the option would be silently ignored there: 0,
+ * or EXIT_USAGE after saying so. */
+static int pattern_applies(const tokvec_tokenizer *t, const char *pattern,
+                           const char *path)
+{
+    tokvec_tokenizer_info info;
+    if (!pattern)
+        return 0;
+    tokvec_tokenizer_get_info(t, &info);
+    if (!strcmp(info.format, "tiktoken"))
+        return 0;
+    if (!strcmp(info.format, "tokenizer.json"))
+        return tv_cli_fail(EXIT_USAGE,
+                           "tokenize: --pattern is for .tiktoken files: "
+                           "%s is a tokenizer.json (%s), split by its own "
+                           "pre_tokenizer; leave --pattern out",
+                           path, info.model);
+    return tv_cli_fail(EXIT_USAGE,
+                       "tokenize: --pattern is for .tiktoken files: %s is "
+                       "GPT-2's encoder.json, always split by the gpt2 "
+                       "pattern; leave --pattern out",
+                       path);
+}
+
 int cmd_tokenize(int argc, char **argv)
 {
     static const char *const flags[] = {"help",        "no-special", "jsonl",
@@ -686,6 +713,11 @@ int cmd_tokenize(int argc, char **argv)
     if (rc < 0) {
         tv_log_fail("%s", err);
         return 2;
+    }
+    code = pattern_applies(t, topts.pattern, tok_path);
+    if (code) {
+        tokvec_tokenizer_close(t);
+        return code;
     }
     FILE *in = stdin;
     if (in_path && strcmp(in_path, "-"))

@@ -9,6 +9,7 @@ positions.
 
 Run: python3 tests/e2e/test_cli_refusals.py --binary build/tokvec
 """
+import base64
 import json
 import os
 import shutil
@@ -269,6 +270,68 @@ class Refusals(unittest.TestCase):
                                 "--add-special", "-"], input="hi",
                                text=True, capture_output=True, timeout=60)
             self.assertEqual((r.returncode, r.stdout), (0, "[5303]\n"))
+
+    def test_tokenize_refuses_a_pattern_where_the_file_has_its_own(self):
+        # --pattern names the split of a .tiktoken file (ranks only);
+        # encoder.json and every tokenizer.json model bring their own
+        # split: the option is refused there (exit 2, one line), with
+        # every way of reading the input, and taken for .tiktoken files.
+        if not os.path.isfile(os.path.join(GPT2, "encoder.json")):
+            self.skipTest("make data: data/gpt2")
+        with open(os.path.join(GPT2, "encoder.json"), encoding="utf-8") as f:
+            vocab = {k: v for k, v in json.load(f).items() if v < 256}
+        bytelevel = self.p("tokenizer.json")
+        with open(bytelevel, "w", encoding="utf-8") as f:
+            json.dump({"model": {"type": "BPE", "vocab": vocab,
+                                 "merges": []},
+                       "pre_tokenizer": {"type": "ByteLevel",
+                                         "add_prefix_space": False}}, f)
+        data = os.path.join(tc.TOP, "tests", "data")
+        own = {GPT2: "GPT-2's encoder.json",
+               os.path.join(GPT2, "encoder.json"): "GPT-2's encoder.json",
+               bytelevel: "a tokenizer.json (BPE)",
+               self.tmp: "a tokenizer.json (BPE)",  # the folder holding it
+               os.path.join(data, "bge", "tokenizer.json"):
+                   "a tokenizer.json (WordPiece)",
+               os.path.join(data, "unigram", "seq.json"):
+                   "a tokenizer.json (Unigram)",
+               os.path.join(data, "bpe-spm", "affix.json"):
+                   "a tokenizer.json (BPE)"}
+        text = self.p("in.txt")
+        with open(text, "w") as f:
+            f.write("Hello 12345 world\n")
+        modes = ([], ["--jsonl"], ["--threads", "1", text],
+                 ["--threads", "2", text], ["--no-special", "-"])
+        for tok, kind in own.items():
+            for mode in modes:
+                args = ["tokenize", "--tokenizer", tok] + mode
+                r = subprocess.run([tc.BINARY] + args, input='"Hi"\n',
+                                   text=True, capture_output=True,
+                                   timeout=60)
+                self.assertEqual(r.returncode, 0, (args, r.stderr))
+                r = self.refused(args + ["--pattern", "cl100k_base"],
+                                 "tokvec: tokenize: --pattern is for "
+                                 ".tiktoken files: %s is %s" % (tok, kind))
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        # a .tiktoken file: the pattern chooses the split (gpt2 keeps
+        # " 1234" one piece, "1234" merged; cl100k_base cuts digits in
+        # threes), and a name that is no pattern is refused
+        tt = self.p("ranks.tiktoken")
+        with open(tt, "w") as f:
+            for b in range(256):
+                f.write("%s %d\n" % (base64.b64encode(bytes([b])).decode(),
+                                      b))
+            for k, t in enumerate([b"12", b"34", b"1234"]):
+                f.write("%s %d\n" % (base64.b64encode(t).decode(), 256 + k))
+        for pattern, ids in (("gpt2", "[32,258]"),
+                             ("cl100k_base", "[32,256,51,52]")):
+            r = subprocess.run([tc.BINARY, "tokenize", "--tokenizer", tt,
+                                "--pattern", pattern], input=" 1234",
+                               text=True, capture_output=True, timeout=60)
+            self.assertEqual((r.returncode, r.stdout.replace(" ", "")),
+                             (0, ids + "\n"), (pattern, r.stderr))
+        self.refused(["tokenize", "--tokenizer", tt, "--pattern", "bert"],
+                     "name the split pattern")
 
     def test_inspect_counts_non_finite_values_of_every_float_dtype(self):
         inf, nan = float("inf"), float("nan")
