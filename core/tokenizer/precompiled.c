@@ -11,7 +11,8 @@
  * kept because tokenizers does it).
  *
  * Normalizing (normalizers/precompiled.rs): per extended grapheme cluster
- * (UAX #29 from Debian's UCD: build/gen/tok_gcb.h), a cluster of fewer
+ * (UAX #29 from Debian's UCD: build/gen/tok_gcb.h, a two-level table of
+ * the classes: one load for the page, one for the class), a cluster of fewer
  * than 6 bytes with a rule is replaced whole; otherwise each character
  * with a rule is replaced, the others kept. The replacements are recorded
  * as tokenizers' (char, change) list (0 replaces, 1 inserts, -N replaces
@@ -59,21 +60,16 @@ struct tv_precompiled {
     uint32_t asc_len[128]; /* ... asc_len bytes; asc_at -1: none */
 };
 
+int tv_grapheme_class(uint32_t cp)
+{
+    if (cp > 0x10FFFF) /* TV_U8_BAD: a byte outside UTF-8, a control */
+        return GCB_CONTROL;
+    return tv_gcb_block[tv_gcb_page[cp >> 8]][cp & 255];
+}
+
 static int gcb_class(uint32_t cp)
 {
-    if (cp == TV_U8_BAD)
-        return GCB_CONTROL;
-    size_t lo = 0, hi = TV_GCB_RANGES;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < tv_gcb_range[mid][0])
-            hi = mid;
-        else if (cp > tv_gcb_range[mid][1])
-            lo = mid + 1;
-        else
-            return (int)tv_gcb_range[mid][2];
-    }
-    return GCB_OTHER;
+    return tv_grapheme_class(cp);
 }
 
 static int is_ctl(int k)
