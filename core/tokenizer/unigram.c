@@ -735,15 +735,15 @@ static int toks_push(tv_uni_toks *t, int32_t id, size_t start, size_t end)
 {
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 64;
-        if (cap > SIZE_MAX / sizeof(size_t))
+        if (cap > SIZE_MAX / sizeof(uint32_t))
             return -ENOMEM;
         int32_t *i = realloc(t->id, cap * sizeof *i);
         if (i)
             t->id = i;
-        size_t *s = realloc(t->start, cap * sizeof *s);
+        uint32_t *s = realloc(t->start, cap * sizeof *s);
         if (s)
             t->start = s;
-        size_t *e = realloc(t->end, cap * sizeof *e);
+        uint32_t *e = realloc(t->end, cap * sizeof *e);
         if (e)
             t->end = e;
         if (!i || !s || !e)
@@ -751,8 +751,8 @@ static int toks_push(tv_uni_toks *t, int32_t id, size_t start, size_t end)
         t->cap = cap;
     }
     t->id[t->n] = id;
-    t->start[t->n] = start;
-    t->end[t->n] = end;
+    t->start[t->n] = (uint32_t)start;
+    t->end[t->n] = (uint32_t)end;
     t->n++;
     return 0;
 }
@@ -949,8 +949,8 @@ int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
     size_t n0 = out->n;
     if (n == 0)
         return 0;
-    if (n == SIZE_MAX)
-        return -ENOMEM;
+    if (base > UINT32_MAX || n > UINT32_MAX - base)
+        return -ENOMEM; /* the spans are 32-bit */
     uni_run r = {u, w, s, n, base, out, 0, NO_FROM};
     int rc = viterbi(&r);
     if (rc < 0)
