@@ -22,6 +22,13 @@
  * byte's "<0xXX>" piece present, those; else unk_id. Every step is O(1)
  * per trie edge walked: a run of unknown characters costs one lookup per
  * byte, a long word the depth of its matches.
+ * The lattice arrays hold a window, not the whole string: every
+ * UNI_WINDOW bytes, the last node shared by the best paths to every node
+ * a piece could still start from (those within the longest piece of p) is
+ * on the final path (every path to the end goes through one of those), so
+ * the path up to it is read back and emitted there (unknowns pending
+ * fusion carried on) and the arrays move down to it. The same scores are
+ * computed in the same order, so the result is the whole string's.
  *
  * Must hold: the model is immutable after construction; scores are f64;
  * pieces are valid UTF-8. Threads: any number may encode with one model,
