@@ -190,6 +190,7 @@ $(BUILD)/gen/tok_gcb.h: tools/gen_gcb.awk
 	awk -f tools/gen_gcb.awk $(UCD_DIR)/auxiliary/GraphemeBreakProperty.txt \
 	  $(UCD_DIR)/emoji/emoji-data.txt > $@.tmp && mv $@.tmp $@
 $(BUILD)/core/tokenizer/precompiled.o: $(BUILD)/gen/tok_gcb.h
+$(BUILD)/test_precompiled: $(BUILD)/gen/tok_gcb.h
 # Hugging Face's Unicode data (normalize.c, pretok.c): the same UCD limited
 # to the Unicode versions of the Rust crates HF uses, plus the measured
 # differences in tools/hf_ucd_extra.txt (see tools/gen_hfucd.awk).

@@ -395,6 +395,213 @@ static void long_runs_give_the_longest_pieces_and_one_fused_unk(void **state)
     tv_unigram_free(u);
 }
 
+/* The reference: tokenizers' Viterbi over the whole string at once
+ * (lattice arrays the string's length, no windows), its path fused and
+ * looked up as tokenizers does; appends to ids/st/en, returns the count. */
+static size_t whole_lattice(const tv_unigram *u, const unsigned char *s,
+                            size_t n, int bf, int32_t *ids, size_t *st,
+                            size_t *en)
+{
+    double *best = malloc((n + 1) * sizeof *best);
+    size_t *from = malloc((n + 1) * sizeof *from);
+    int32_t *id = malloc((n + 1) * sizeof *id);
+    assert_true(best && from && id);
+    size_t pieces = tv_unigram_size(u), k = 0;
+    double minsc = 0;
+    for (size_t i = 0; i < pieces; i++) {
+        double sc;
+        (void)tv_unigram_piece(u, (int32_t)i, NULL, &sc);
+        if (i == 0 || sc < minsc)
+            minsc = sc;
+    }
+    for (size_t i = 0; i <= n; i++)
+        from[i] = SIZE_MAX;
+    best[0] = 0;
+    for (size_t p = 0; p < n;) {
+        size_t ml = s[p] < 0x80 ? 1 : s[p] < 0xE0 ? 2 : s[p] < 0xF0 ? 3 : 4;
+        int single = 0;
+        for (size_t q = p + 1; q <= n && q - p <= 32; q++) { /* pieces */
+            int32_t t = tv_unigram_id(u, s + p, q - p);
+            double sc;
+            if (t < 0)
+                continue;
+            (void)tv_unigram_piece(u, t, NULL, &sc);
+            if (from[q] == SIZE_MAX || sc + best[p] > best[q]) {
+                best[q] = sc + best[p];
+                from[q] = p;
+                id[q] = t;
+            }
+            single |= q - p == ml;
+        }
+        double c = minsc - 10.0 + best[p];
+        if (!single && (from[p + ml] == SIZE_MAX || c > best[p + ml])) {
+            best[p + ml] = c;
+            from[p + ml] = p;
+            id[p + ml] = (int32_t)tv_unigram_unk(u);
+        }
+        p += ml;
+    }
+    size_t *cut = malloc((n + 1) * sizeof *cut), nc = 0; /* path, reversed */
+    assert_non_null(cut);
+    for (size_t e = n; e > 0; e = from[e])
+        cut[nc++] = e;
+    cut[nc] = 0;
+    int32_t unk = (int32_t)tv_unigram_unk(u);
+    for (size_t j = nc; j > 0;) {
+        size_t a = cut[j], b = cut[j - 1];
+        int32_t t = id[b];
+        j--;
+        if (t == unk) { /* fuse the run */
+            while (j > 0 && id[cut[j - 1]] == unk)
+                b = cut[--j];
+            t = tv_unigram_id(u, s + a, b - a);
+            size_t k0 = k;
+            for (size_t i = a; t < 0 && bf && i < b; i++) {
+                char name[8];
+                snprintf(name, sizeof name, "<0x%02X>", s[i]);
+                ids[k] = tv_unigram_id(u, (unsigned char *)name, 6);
+                st[k] = a;
+                en[k] = b;
+                if (ids[k++] < 0) { /* every byte has its piece, or unk */
+                    k = k0;
+                    break;
+                }
+            }
+            if (k > k0)
+                continue;
+            if (t < 0)
+                t = unk;
+        }
+        ids[k] = t;
+        st[k] = a;
+        en[k++] = b;
+    }
+    free(cut);
+    free(best);
+    free(from);
+    free(id);
+    return k;
+}
+
+/* Random texts of 5,000 to 40,000 bytes (many lattice windows) over
+ * letters, two- and three-byte characters and characters no piece spells,
+ * with runs of each, through random vocabularies whose scores tie often:
+ * the same ids and spans as the whole lattice gives, with and without
+ * byte fallback. Then a text whose best paths never meet (odd and even
+ * lengths of "aa" pieces: every window stays open to the end). */
+static void windows_give_the_ids_of_the_whole_lattice(void **state)
+{
+    (void)state;
+    static const char *ch[] = {"a",
+                               "b",
+                               "c",
+                               "\xc3\xa9",
+                               "\xe6\x97\xa5",
+                               "x",
+                               "\xf0\x9d\x84\x9e"}; /* x, U+1D11E: no
+                                                       piece */
+    static const double sc[] = {-1, -2, -1.5, -3, -2.5, -1};
+    uint64_t seed = 42;
+#define RND()                                                       \
+    (seed = seed * 6364136223846793005ull + 1442695040888963407ull, \
+     (unsigned)(seed >> 33))
+    size_t cap = 40000 + 64;
+    unsigned char *text = malloc(cap);
+    int32_t *want = malloc(cap * sizeof *want);
+    size_t *ws = malloc(cap * sizeof *ws), *we = malloc(cap * sizeof *we);
+    assert_true(text && want && ws && we);
+    for (int round = 0; round < 12; round++) {
+        char pbuf[300][32];
+        const unsigned char *pp[300];
+        size_t pl[300];
+        double ps[300];
+        size_t np = 0;
+        int bf = round % 2;
+        pp[np] = (const unsigned char *)"<unk>";
+        pl[np] = 5;
+        ps[np++] = 0;
+        for (unsigned b = 0; bf && b < 256; b += 3) { /* some bytes */
+            snprintf(pbuf[np], sizeof pbuf[np], "<0x%02X>", b);
+            pp[np] = (const unsigned char *)pbuf[np];
+            pl[np] = 6;
+            ps[np++] = -7;
+        }
+        size_t first = np;
+        while (np < first + 40) {
+            size_t len = 0, m = 1 + RND() % 6;
+            for (size_t j = 0; j < m; j++) {
+                const char *c = ch[RND() % 5];
+                memcpy(pbuf[np] + len, c, strlen(c));
+                len += strlen(c);
+            }
+            pp[np] = (const unsigned char *)pbuf[np];
+            pl[np] = len;
+            ps[np++] = sc[RND() % 6];
+        }
+        for (size_t j = 0; j < 5; j++) { /* every letter a piece */
+            pp[np] = (const unsigned char *)ch[j];
+            pl[np] = strlen(ch[j]);
+            ps[np++] = -4;
+        }
+        tv_unigram *u = NULL;
+        assert_int_equal(tv_unigram_new(pp, pl, ps, np, 0, bf, &u), 0);
+        size_t n = 0, target = 5000 + RND() % 35000;
+        while (n < target) {
+            size_t run = RND() % 8 == 0 ? 1 + RND() % 3000 : 1;
+            const char *c = ch[RND() % 7];
+            for (size_t j = 0; j < run && n + 4 < target; j++) {
+                memcpy(text + n, c, strlen(c));
+                n += strlen(c);
+            }
+            if (n + 4 >= target)
+                break;
+        }
+        size_t k = whole_lattice(u, text, n, bf, want, ws, we);
+        tv_uni_work *w = tv_uni_work_new();
+        tv_uni_toks t = {0};
+        assert_int_equal(tv_unigram_encode(u, w, text, n, 0, &t), 0);
+        assert_int_equal(t.n, k);
+        for (size_t i = 0; i < k; i++) {
+            if (t.id[i] != want[i] || t.start[i] != ws[i] || t.end[i] != we[i])
+                fprintf(stderr,
+                        "round %d token %zu: %d %u-%u, want %d %zu-%zu\n",
+                        round, i, t.id[i], t.start[i], t.end[i], want[i],
+                        ws[i], we[i]);
+            assert_int_equal(t.id[i], want[i]);
+            assert_int_equal(t.start[i], ws[i]);
+            assert_int_equal(t.end[i], we[i]);
+        }
+        tv_uni_toks_free(&t);
+        tv_uni_work_free(w);
+        tv_unigram_free(u);
+    }
+#undef RND
+    const char *p[] = {"<unk>", "a", "aa"};
+    const double s[] = {0, -10, 0};
+    tv_unigram *u = make(p, s, 3, 0, 0);
+    for (size_t n = 39999; n <= 40000; n++) {
+        memset(text, 'a', n);
+        size_t k = whole_lattice(u, text, n, 0, want, ws, we);
+        tv_uni_work *w = tv_uni_work_new();
+        tv_uni_toks t = {0};
+        assert_int_equal(tv_unigram_encode(u, w, text, n, 0, &t), 0);
+        assert_int_equal(t.n, k);
+        assert_int_equal(k, (n + 1) / 2);
+        assert_int_equal(t.id[0], n % 2 ? 1 : 2); /* the odd "a" first */
+        for (size_t i = 0; i < k; i++) {
+            assert_int_equal(t.id[i], want[i]);
+            assert_int_equal(t.end[i], we[i]);
+        }
+        tv_uni_toks_free(&t);
+        tv_uni_work_free(w);
+    }
+    tv_unigram_free(u);
+    free(text);
+    free(want);
+    free(ws);
+    free(we);
+}
+
 /* A SentencePiece layout (tools/spm2json.py) around a five-piece model;
  * extra: more top-level keys. */
 #define SPM_JSON(norm, pre, extra)                                          \
@@ -598,6 +805,7 @@ int main(void)
         cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
         cmocka_unit_test(every_piece_is_found_by_its_bytes_among_thousands),
         cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
+        cmocka_unit_test(windows_give_the_ids_of_the_whole_lattice),
         cmocka_unit_test(
             a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
         cmocka_unit_test(what_tokvec_does_not_run_is_refused_by_json_path),

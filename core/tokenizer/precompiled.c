@@ -11,7 +11,8 @@
  * kept because tokenizers does it).
  *
  * Normalizing (normalizers/precompiled.rs): per extended grapheme cluster
- * (UAX #29 from Debian's UCD: build/gen/tok_gcb.h), a cluster of fewer
+ * (UAX #29 from Debian's UCD: build/gen/tok_gcb.h, a two-level table of
+ * the classes: one load for the page, one for the class), a cluster of fewer
  * than 6 bytes with a rule is replaced whole; otherwise each character
  * with a rule is replaced, the others kept. The replacements are recorded
  * as tokenizers' (char, change) list (0 replaces, 1 inserts, -N replaces
@@ -59,21 +60,16 @@ struct tv_precompiled {
     uint32_t asc_len[128]; /* ... asc_len bytes; asc_at -1: none */
 };
 
+int tv_grapheme_class(uint32_t cp)
+{
+    if (cp > 0x10FFFF) /* TV_U8_BAD: a byte outside UTF-8, a control */
+        return GCB_CONTROL;
+    return tv_gcb_block[tv_gcb_page[cp >> 8]][cp & 255];
+}
+
 static int gcb_class(uint32_t cp)
 {
-    if (cp == TV_U8_BAD)
-        return GCB_CONTROL;
-    size_t lo = 0, hi = TV_GCB_RANGES;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < tv_gcb_range[mid][0])
-            hi = mid;
-        else if (cp > tv_gcb_range[mid][1])
-            lo = mid + 1;
-        else
-            return (int)tv_gcb_range[mid][2];
-    }
-    return GCB_OTHER;
+    return tv_grapheme_class(cp);
 }
 
 static int is_ctl(int k)
@@ -308,32 +304,38 @@ const unsigned char *tv_precompiled_lookup(const tv_precompiled *p,
     return NULL;
 }
 
-/* One (char, change) of tokenizers' transformation list. */
-typedef struct pc_tr {
-    const unsigned char *b; /* the character's bytes */
-    size_t len;
-    long change;
-} pc_tr;
-
+/* tokenizers' transformation list, (char, change) entries. */
 typedef struct pc_list {
-    pc_tr *v;
+    tv_pc_change *v;
     size_t n, cap;
 } pc_list;
 
-static int tr_push(pc_list *l, const unsigned char *b, size_t len, long change)
+static int tr_push(pc_list *l, uint32_t cp, long change)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
-        pc_tr *v = realloc(l->v, cap * sizeof *v);
+        tv_pc_change *v = realloc(l->v, cap * sizeof *v);
         if (!v)
             return -ENOMEM;
         l->v = v;
         l->cap = cap;
     }
-    l->v[l->n].b = b;
-    l->v[l->n].len = len;
+    l->v[l->n].cp = cp;
     l->v[l->n].change = change;
     l->n++;
+    return 0;
+}
+
+/* Each character of s[0..n) kept (change 0). */
+static int tr_keep(pc_list *l, const unsigned char *s, size_t n)
+{
+    size_t i = 0, k;
+    while (i < n) {
+        uint32_t cp = tv_u8_next(s + i, n - i, &k);
+        if (tr_push(l, cp, 0) < 0)
+            return -ENOMEM;
+        i += k;
+    }
     return 0;
 }
 
@@ -353,13 +355,9 @@ static int tr_replace(pc_list *l, const unsigned char *s, size_t n,
                       const unsigned char *r, size_t rn)
 {
     long diff = (long)n_chars(r, rn) - (long)n_chars(s, n);
-    size_t i = 0, k, first = l->n;
-    while (i < rn) {
-        (void)tv_u8_next(r + i, rn - i, &k);
-        if (tr_push(l, r + i, k, 0) < 0)
-            return -ENOMEM;
-        i += k;
-    }
+    size_t first = l->n;
+    if (tr_keep(l, r, rn) < 0)
+        return -ENOMEM;
     if (diff > 0) {
         for (size_t j = l->n; j > first && diff > 0; j--, diff--)
             l->v[j - 1].change = 1;
@@ -369,7 +367,23 @@ static int tr_replace(pc_list *l, const unsigned char *s, size_t n,
     return 0;
 }
 
-/* The transformation list of s[0..n); *modified set when any rule hit. */
+/* The replacement of s[g..ge) (a cluster) or of one character in it:
+ * NULL when none. */
+static const unsigned char *rule(const tv_precompiled *p,
+                                 const unsigned char *s, size_t g, size_t ge,
+                                 size_t *rl)
+{
+    if (ge == g + 1 && s[g] < 0x80) { /* the lookup made at open */
+        if (p->asc_at[s[g]] < 0)
+            return NULL;
+        *rl = p->asc_len[s[g]];
+        return p->norm + p->asc_at[s[g]];
+    }
+    return tv_precompiled_lookup(p, s + g, ge - g, rl);
+}
+
+/* The transformation list of s[0..n), built from the first rule that
+ * hits (the characters before it kept); empty when none hits. */
 static int build_list(const tv_precompiled *p, const unsigned char *s,
                       size_t n, pc_list *l, int *modified)
 {
@@ -377,33 +391,34 @@ static int build_list(const tv_precompiled *p, const unsigned char *s,
     while (g < n) {
         size_t ge = tv_grapheme_next(s, g, n);
         const unsigned char *r = NULL;
-        if (ge == g + 1 && s[g] < 0x80) { /* the lookup made at open */
-            if (p->asc_at[s[g]] < 0) {
-                if (tr_push(l, s + g, 1, 0) < 0)
-                    return -ENOMEM;
-                g = ge;
-                continue;
-            }
-            r = p->norm + p->asc_at[s[g]];
-            rl = p->asc_len[s[g]];
-        } else if (ge - g < 6) {
-            r = tv_precompiled_lookup(p, s + g, ge - g, &rl);
-        }
+        if (ge - g < 6)
+            r = rule(p, s, g, ge, &rl);
         if (r) {
+            if (!*modified && tr_keep(l, s, g) < 0)
+                return -ENOMEM;
             *modified = 1;
             if (tr_replace(l, s + g, ge - g, r, rl) < 0)
                 return -ENOMEM;
             g = ge;
             continue;
         }
+        if (ge == g + 1 && s[g] < 0x80) {
+            if (*modified && tr_push(l, s[g], 0) < 0)
+                return -ENOMEM;
+            g = ge;
+            continue;
+        }
         for (size_t i = g; i < ge; i += k) {
-            (void)tv_u8_next(s + i, ge - i, &k);
+            uint32_t cp = tv_u8_next(s + i, ge - i, &k);
             r = tv_precompiled_lookup(p, s + i, k, &rl);
-            int rc = r ? tr_replace(l, s + i, k, r, rl)
-                       : tr_push(l, s + i, k, 0);
+            if (r && !*modified && tr_keep(l, s, i) < 0)
+                return -ENOMEM;
+            *modified |= r != NULL;
+            int rc = r           ? tr_replace(l, s + i, k, r, rl)
+                     : *modified ? tr_push(l, cp, 0)
+                                 : 0;
             if (rc < 0)
                 return rc;
-            *modified |= r != NULL;
         }
         g = ge;
     }
@@ -418,21 +433,16 @@ int tv_precompiled_changes(const tv_precompiled *p, const unsigned char *s,
     *out = NULL;
     *count = 0;
     int rc = build_list(p, s, n, &l, &modified);
-    tv_pc_change *v = NULL;
-    if (rc == 0 && modified) {
-        v = malloc((l.n ? l.n : 1) * sizeof *v);
-        if (!v)
-            rc = -ENOMEM;
+    if (rc < 0 || !modified) {
+        free(l.v);
+        return rc < 0 ? rc : 0;
     }
-    for (size_t i = 0; v && i < l.n; i++) {
-        size_t k;
-        v[i].cp = tv_u8_next(l.v[i].b, l.v[i].len, &k);
-        v[i].change = l.v[i].change;
+    if (!l.v) { /* a rule that removes the only characters */
+        l.v = malloc(sizeof *l.v);
+        if (!l.v)
+            return -ENOMEM;
     }
-    free(l.v);
-    if (rc < 0)
-        return rc;
-    *out = v;
-    *count = v ? l.n : 0;
-    return modified;
+    *out = l.v;
+    *count = l.n;
+    return 1;
 }

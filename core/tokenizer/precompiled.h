@@ -56,6 +56,12 @@ int tv_precompiled_changes(const tv_precompiled *p, const unsigned char *s,
                            size_t n, tv_pc_change **out,
                            size_t *count) TOKVEC_MUST_CHECK;
 
+/* The grapheme cluster break class of cp (0 Other, 1 CR, 2 LF, 3 Control,
+ * 4 Extend, 5 ZWJ, 6 Regional_Indicator, 7 Prepend, 8 SpacingMark, 9 L,
+ * 10 V, 11 T, 12 LV, 13 LVT; 16 added for Extended_Pictographic), from
+ * Debian's UCD; a value past U+10FFFF (a byte outside UTF-8) is Control. */
+int tv_grapheme_class(uint32_t cp);
+
 /* Grapheme clusters (UAX #29 extended, Debian's UCD): the end of the
  * cluster that starts at s[i] (i < n). */
 size_t tv_grapheme_next(const unsigned char *s, size_t i, size_t n);

@@ -22,6 +22,13 @@
  * byte's "<0xXX>" piece present, those; else unk_id. Every step is O(1)
  * per trie edge walked: a run of unknown characters costs one lookup per
  * byte, a long word the depth of its matches.
+ * The lattice arrays hold a window, not the whole string: every
+ * UNI_WINDOW bytes, the last node shared by the best paths to every node
+ * a piece could still start from (those within the longest piece of p) is
+ * on the final path (every path to the end goes through one of those), so
+ * the path up to it is read back and emitted there (unknowns pending
+ * fusion carried on) and the arrays move down to it. The same scores are
+ * computed in the same order, so the result is the whole string's.
  *
  * Must hold: the model is immutable after construction; scores are f64;
  * pieces are valid UTF-8. Threads: any number may encode with one model,
@@ -41,6 +48,7 @@
 #define UNI_MAX_PIECES (1u << 24)
 #define UNK_PENALTY 10.0
 #define NO_FROM SIZE_MAX
+#define UNI_WINDOW 4096 /* bytes of lattice between convergence checks */
 
 typedef struct uni_edge { /* (parent << 8 | byte) + 1 -> child; 0 empty */
     uint64_t key;
@@ -68,6 +76,7 @@ struct tv_unigram {
     int byte_fallback;    /* tokenizers' byte_fallback */
     int32_t byte_id[256]; /* "<0xXX>" ids or -1 */
     double unk_score;     /* min_score - kUnkPenalty */
+    size_t maxlen;        /* bytes of the longest piece */
 };
 
 /* The byte trie while it is built: node 0 the root, its children in a
@@ -80,11 +89,13 @@ typedef struct uni_trie {
     size_t emask; /* hash size - 1 */
 } uni_trie;
 
+/* The lattice of one window of the text: entry i is byte wb + i. */
 struct tv_uni_work {
-    double *best; /* best path score to byte i */
-    size_t *from; /* its last node's start, NO_FROM: unset */
-    int32_t *id;  /* its last node's id */
-    size_t cap;   /* entries of the three */
+    double *best;        /* best path score to the byte */
+    size_t *from;        /* its last node's start, NO_FROM: unset */
+    int32_t *id;         /* its last node's id */
+    unsigned char *mark; /* all 0 between converge() calls */
+    size_t cap;          /* entries of the four */
 };
 
 static uint64_t edge_hash(uint64_t k)
@@ -394,6 +405,8 @@ int tv_unigram_new(const unsigned char *const *piece, const size_t *len,
             min_score = score[i];
         u->off[i] = (uint32_t)at;
         u->len[i] = (uint32_t)len[i];
+        if (len[i] > u->maxlen)
+            u->maxlen = len[i];
         if (len[i])
             memcpy(u->blob + at, piece[i], len[i]);
         at += len[i];
@@ -682,6 +695,7 @@ void tv_uni_work_free(tv_uni_work *w)
     free(w->best);
     free(w->from);
     free(w->id);
+    free(w->mark);
     free(w);
 }
 
@@ -695,6 +709,7 @@ void tv_uni_toks_free(tv_uni_toks *t)
     memset(t, 0, sizeof *t);
 }
 
+/* Room for need entries from the window's start, contents kept. */
 static int work_reserve(tv_uni_work *w, size_t need)
 {
     if (need <= w->cap)
@@ -708,14 +723,17 @@ static int work_reserve(tv_uni_work *w, size_t need)
     double *b = realloc(w->best, cap * sizeof *b);
     if (b)
         w->best = b;
-    size_t *f = realloc(w->from, cap * sizeof *f);
+    size_t *f = b ? realloc(w->from, cap * sizeof *f) : NULL;
     if (f)
         w->from = f;
-    int32_t *d = realloc(w->id, cap * sizeof *d);
+    int32_t *d = f ? realloc(w->id, cap * sizeof *d) : NULL;
     if (d)
         w->id = d;
-    if (!b || !f || !d)
+    unsigned char *m = d ? realloc(w->mark, cap) : NULL;
+    if (!m)
         return -ENOMEM;
+    memset(m + w->cap, 0, cap - w->cap);
+    w->mark = m;
     w->cap = cap;
     return 0;
 }
@@ -724,15 +742,15 @@ static int toks_push(tv_uni_toks *t, int32_t id, size_t start, size_t end)
 {
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 64;
-        if (cap > SIZE_MAX / sizeof(size_t))
+        if (cap > SIZE_MAX / sizeof(uint32_t))
             return -ENOMEM;
         int32_t *i = realloc(t->id, cap * sizeof *i);
         if (i)
             t->id = i;
-        size_t *s = realloc(t->start, cap * sizeof *s);
+        uint32_t *s = realloc(t->start, cap * sizeof *s);
         if (s)
             t->start = s;
-        size_t *e = realloc(t->end, cap * sizeof *e);
+        uint32_t *e = realloc(t->end, cap * sizeof *e);
         if (e)
             t->end = e;
         if (!i || !s || !e)
@@ -740,62 +758,36 @@ static int toks_push(tv_uni_toks *t, int32_t id, size_t start, size_t end)
         t->cap = cap;
     }
     t->id[t->n] = id;
-    t->start[t->n] = start;
-    t->end[t->n] = end;
+    t->start[t->n] = (uint32_t)start;
+    t->end[t->n] = (uint32_t)end;
     t->n++;
     return 0;
 }
 
 /* A node at q from p with score cand, kept when q is unset or cand is
- * strictly better (tokenizers' comparison). */
-static inline void relax(tv_uni_work *w, size_t p, size_t q, double cand,
-                         int32_t id)
+ * strictly better (tokenizers' comparison); q and p absolute, w's entry 0
+ * is byte wb. */
+static inline void relax(tv_uni_work *w, size_t wb, size_t p, size_t q,
+                         double cand, int32_t id)
 {
-    if (w->from[q] == NO_FROM || cand > w->best[q]) {
-        w->best[q] = cand;
-        w->from[q] = p;
-        w->id[q] = id;
+    size_t j = q - wb;
+    if (w->from[j] == NO_FROM || cand > w->best[j]) {
+        w->best[j] = cand;
+        w->from[j] = p;
+        w->id[j] = id;
     }
 }
 
-/* The Viterbi pass: fills w for s[0..n). */
-static int viterbi(const tv_unigram *u, tv_uni_work *w, const unsigned char *s,
-                   size_t n)
-{
-    for (size_t i = 0; i <= n; i++)
-        w->from[i] = NO_FROM;
-    w->best[0] = 0.0;
-    size_t p = 0;
-    while (p < n) {
-        size_t mblen;
-        (void)tv_u8_next(s + p, n - p, &mblen);
-        double here = w->best[p];
-        int single = 0;
-        uint32_t node = 0;
-        for (size_t q = p; q < n; q++) {
-            node = dat_child(u, node, s[q]);
-            if (node == 0)
-                break;
-            int32_t id = u->dat[node].id;
-            if (id < 0)
-                continue;
-            relax(w, p, q + 1, u->score[id] + here, id);
-            if (q + 1 - p == mblen)
-                single = 1;
-        }
-        if (!single) {
-            size_t q = p + mblen;
-            double cand = u->unk_score + here;
-            if (w->from[q] == NO_FROM || cand > w->best[q]) {
-                if (u->unk < 0)
-                    return TOKVEC_E_TOKENIZER; /* MissingUnkId */
-                relax(w, p, q, cand, (int32_t)u->unk);
-            }
-        }
-        p += mblen;
-    }
-    return 0;
-}
+/* One encode: the text, where its tokens go, the window. */
+typedef struct uni_run {
+    const tv_unigram *u;
+    tv_uni_work *w;
+    const unsigned char *s;
+    size_t n, base;
+    tv_uni_toks *out;
+    size_t wb;     /* the window's first byte: w's entry 0 */
+    size_t ustart; /* fused unknowns pending from here, NO_FROM: none */
+} uni_run;
 
 /* One string of the path (a piece, or fused unknown nodes) s[a..b). */
 static int emit(const tv_unigram *u, const unsigned char *s, size_t a,
@@ -821,6 +813,142 @@ static int emit(const tv_unigram *u, const unsigned char *s, size_t a,
     return toks_push(out, (int32_t)u->unk, base + a, base + b);
 }
 
+/* The best path from the window's start to c (a node every later path
+ * goes through) emitted: its back pointers reversed into forward ones,
+ * then walked; unknown nodes are fused across calls (r->ustart). */
+static int flush(uni_run *r, size_t c)
+{
+    tv_uni_work *w = r->w;
+    size_t wb = r->wb, end = c, next = NO_FROM;
+    while (end > wb) {
+        size_t start = w->from[end - wb];
+        w->from[end - wb] = next; /* end's successor on the path */
+        next = end;
+        end = start;
+    }
+    int32_t unk = r->u->unk >= 0 ? (int32_t)r->u->unk : -1;
+    for (size_t a = wb; a < c;) {
+        size_t b = next;
+        int32_t id = w->id[b - wb];
+        next = w->from[b - wb];
+        if (unk >= 0 && id == unk) {
+            if (r->ustart == NO_FROM)
+                r->ustart = a;
+        } else {
+            int rc = 0;
+            if (r->ustart != NO_FROM)
+                rc = emit(r->u, r->s, r->ustart, a, -1, r->base, r->out);
+            r->ustart = NO_FROM;
+            if (rc == 0)
+                rc = emit(r->u, r->s, a, b, id, r->base, r->out);
+            if (rc < 0)
+                return rc;
+        }
+        a = b;
+    }
+    return 0;
+}
+
+/* The last node that the best paths to every node in (p - reach, p]
+ * share (the window's start at worst): every path to the end goes
+ * through one of those, so through it. A sweep down from p over marked
+ * nodes, each replaced by its predecessor, until one is left. */
+static size_t converge(tv_uni_work *w, size_t wb, size_t p, size_t reach)
+{
+    size_t lo = p - wb >= reach ? p - reach + 1 : wb, active = 0;
+    for (size_t q = lo; q <= p; q++)
+        if (q == wb || w->from[q - wb] != NO_FROM) {
+            w->mark[q - wb] = 1;
+            active++;
+        }
+    for (size_t q = p;; q--) {
+        if (!w->mark[q - wb])
+            continue;
+        w->mark[q - wb] = 0;
+        if (active == 1 || q == wb)
+            return q;
+        active--;
+        size_t f = w->from[q - wb] - wb;
+        if (!w->mark[f]) {
+            w->mark[f] = 1;
+            active++;
+        }
+    }
+}
+
+/* The Viterbi pass over s[0..n), tokens emitted as the best path becomes
+ * known: every UNI_WINDOW bytes the nodes that the best paths to the
+ * frontier share are looked for, the path up to the last of them emitted
+ * and the arrays moved down to it, so they hold a window, not the text.
+ * The scores and comparisons are the same as over the whole text. */
+static int viterbi(uni_run *r)
+{
+    const tv_unigram *u = r->u;
+    tv_uni_work *w = r->w;
+    const unsigned char *s = r->s;
+    size_t n = r->n, p = 0, hw = 1; /* from[] set up to byte hw */
+    size_t reach = u->maxlen > 4 ? u->maxlen : 4, check = UNI_WINDOW;
+    int rc = work_reserve(w, (n < check + reach ? n : check + reach) + 1);
+    if (rc < 0)
+        return rc;
+    w->from[0] = NO_FROM;
+    w->best[0] = 0.0;
+    while (p < n) {
+        if (p >= check) {
+            size_t c = converge(w, r->wb, p, reach);
+            if (c > r->wb) {
+                rc = flush(r, c);
+                if (rc < 0)
+                    return rc;
+                size_t k = c - r->wb, m = hw - c;
+                memmove(w->best, w->best + k, m * sizeof *w->best);
+                memmove(w->from, w->from + k, m * sizeof *w->from);
+                memmove(w->id, w->id + k, m * sizeof *w->id);
+                r->wb = c;
+            }
+            check = p + (p - r->wb > UNI_WINDOW ? p - r->wb : UNI_WINDOW);
+        }
+        size_t lim = n - p > reach ? p + reach : n, wb = r->wb;
+        if (lim >= hw) {
+            rc = work_reserve(w, lim - wb + 1);
+            if (rc < 0)
+                return rc;
+            for (; hw <= lim; hw++)
+                w->from[hw - wb] = NO_FROM;
+        }
+        size_t mblen;
+        (void)tv_u8_next(s + p, n - p, &mblen);
+        double here = w->best[p - wb];
+        int single = 0;
+        uint32_t node = 0;
+        for (size_t q = p; q < n; q++) {
+            node = dat_child(u, node, s[q]);
+            if (node == 0)
+                break;
+            int32_t id = u->dat[node].id;
+            if (id < 0)
+                continue;
+            relax(w, wb, p, q + 1, u->score[id] + here, id);
+            if (q + 1 - p == mblen)
+                single = 1;
+        }
+        if (!single) {
+            size_t q = p + mblen;
+            double cand = u->unk_score + here;
+            if (w->from[q - wb] == NO_FROM || cand > w->best[q - wb]) {
+                if (u->unk < 0)
+                    return TOKVEC_E_TOKENIZER; /* MissingUnkId */
+                relax(w, wb, p, q, cand, (int32_t)u->unk);
+            }
+        }
+        p += mblen;
+    }
+    rc = flush(r, n);
+    if (rc == 0 && r->ustart != NO_FROM)
+        rc = emit(u, s, r->ustart, n, -1, r->base, r->out);
+    return rc;
+}
+
 int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
                       const unsigned char *s, size_t n, size_t base,
                       tv_uni_toks *out)
@@ -828,51 +956,11 @@ int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
     size_t n0 = out->n;
     if (n == 0)
         return 0;
-    if (n == SIZE_MAX)
-        return -ENOMEM;
-    int rc = work_reserve(w, n + 1);
+    if (base > UINT32_MAX || n > UINT32_MAX - base)
+        return -ENOMEM; /* the spans are 32-bit */
+    uni_run r = {u, w, s, n, base, out, 0, NO_FROM};
+    int rc = viterbi(&r);
     if (rc < 0)
-        return rc;
-    rc = viterbi(u, w, s, n);
-    if (rc < 0)
-        return rc;
-    /* Reverse the back pointers into forward ones (from[] of the path's
-     * ends now point forward: next[start] = end), then walk forward. */
-    size_t end = n, next = NO_FROM;
-    while (end > 0) {
-        size_t start = w->from[end];
-        w->from[end] = next; /* end's successor on the path */
-        next = end;
-        end = start;
-    }
-    size_t a = 0, ustart = NO_FROM;
-    while (a < n) {
-        size_t b = next;
-        int32_t id = w->id[b];
-        next = w->from[b];
-        if (u->unk >= 0 && id == (int32_t)u->unk) {
-            if (ustart == NO_FROM)
-                ustart = a;
-        } else {
-            if (ustart != NO_FROM) {
-                rc = emit(u, s, ustart, a, -1, base, out);
-                ustart = NO_FROM;
-                if (rc < 0)
-                    goto fail;
-            }
-            rc = emit(u, s, a, b, id, base, out);
-            if (rc < 0)
-                goto fail;
-        }
-        a = b;
-    }
-    if (ustart != NO_FROM) {
-        rc = emit(u, s, ustart, n, -1, base, out);
-        if (rc < 0)
-            goto fail;
-    }
-    return 0;
-fail:
-    out->n = n0;
+        out->n = n0;
     return rc;
 }

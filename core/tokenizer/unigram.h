@@ -24,10 +24,11 @@ typedef struct tv_uni_work tv_uni_work;
 /* Tokens appended by tv_unigram_encode: token i is id[i], its text the
  * bytes start[i]..end[i] of the caller's coordinates (base + offset in the
  * string). Byte-fallback tokens of one unknown stretch all carry that
- * stretch's span, as tokenizers does. Grown, never shrunk; n = 0 empties. */
+ * stretch's span, as tokenizers does. Grown, never shrunk; n = 0 empties.
+ * Spans are 32-bit (12 bytes a token): base + n must stay below 2^32. */
 typedef struct tv_uni_toks {
     int32_t *id;
-    size_t *start, *end;
+    uint32_t *start, *end;
     size_t n, cap;
 } tv_uni_toks;
 
@@ -57,14 +58,17 @@ int32_t tv_unigram_id(const tv_unigram *u, const unsigned char *s, size_t n);
 const unsigned char *tv_unigram_piece(const tv_unigram *u, int32_t id,
                                       size_t *len, double *score);
 
-/* Working memory of one thread (grows to ~28 bytes per byte of the longest
- * string encoded); NULL when out of memory. */
+/* Working memory of one thread: a window of the lattice, ~21 bytes per
+ * byte of the longest string encoded up to a few thousand, more only
+ * where the best paths do not meet within that; NULL when out of
+ * memory. */
 tv_uni_work *tv_uni_work_new(void);
 void tv_uni_work_free(tv_uni_work *w);
 
 /* Encodes s[0..n) (one pre-tokenized string) and appends its tokens to
  * out, spans offset by base. Bytes that are not UTF-8 count as characters
- * of one byte (tokenizers never passes such strings). 0, -ENOMEM,
+ * of one byte (tokenizers never passes such strings). 0, -ENOMEM (also
+ * when base + n does not fit the 32-bit spans),
  * TOKVEC_E_TOKENIZER when a character is unknown and the model has no
  * unk_id (tokenizers' MissingUnkId: the whole encode fails there too). On
  * error out->n is as before the call. */
