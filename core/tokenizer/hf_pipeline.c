@@ -4,8 +4,9 @@
  * automaton from added.c), Metaspace and the pre-tokenizers (pretok.c),
  * then the model on each word: WordPiece (wordpiece.c), Unigram
  * (unigram.c), SentencePiece-style BPE (spbpe.c). With exactly
- * BertNormalizer and BertPreTokenizer, runs of ASCII words take
- * wordpiece.c's one-pass path instead of the stages. Also the rest of
+ * BertNormalizer and BertPreTokenizer, runs of words of ASCII and
+ * two-byte characters take wordpiece.c's one-pass path instead of the
+ * stages. Also the rest of
  * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
  * after the model's load), the Unigram model's tokenizer.json part
  * (tv_uni_load) and freeing the whole pipeline.
@@ -306,10 +307,12 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
     return rc;
 }
 
-/* u[i..end) by stretches between ASCII white space: runs of ASCII ones
- * through ascii_words, the others through every stage. Exact because
- * white space ends a word and no normalizer step of BertNormalizer looks
- * past a character of combining class 0 (NFD's reordering stops there). */
+/* u[i..end) by stretches between ASCII white space: runs of those that
+ * are ASCII and two-byte characters of wordpiece.c's table (tv_hf.u2, not
+ * TV_A_SLOW) through tv_wp_fast_words, the others through every stage. Exact
+ * because white space ends a word and no normalizer step of BertNormalizer
+ * looks past a character of combining class 0 (NFD's reordering stops there).
+ */
 static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
                         const unsigned char *u, size_t i, size_t end,
                         tokvec_tok_ids *out, unsigned flags)
@@ -319,10 +322,18 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
     size_t ps = i, cs = i; /* the pending run, the current chunk */
     int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
     for (size_t j = i;; j++) {
-        if (j < end && (u[j] >= 0x80 || h->acls[u[j]] != TV_A_WS)) {
-            ca &= u[j] < 0x80;
+        if (j < end && u[j] >= 0x80) {
+            unsigned c = u[j], d = j + 1 < end ? u[j + 1] : 0;
+            if (c >= 0xC2 && c <= 0xDF && (d & 0xC0) == 0x80 &&
+                h->u2[((c & 0x1F) << 6 | (d & 0x3F)) - 0x80] >> 24 !=
+                    TV_A_SLOW)
+                j++;
+            else
+                ca = 0;
             continue;
         }
+        if (j < end && h->acls[u[j]] != TV_A_WS)
+            continue;
         if (j == cs && pa >= 0) { /* no chunk: the run goes on */
             if (j >= end)
                 break;
@@ -330,10 +341,10 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
             continue;
         }
         if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
-            int rc = pa ? tv_wp_ascii_words(h, b, u, ps, cs)
+            int rc = pa ? tv_wp_fast_words(h, b, u, ps, cs)
                         : stretch_all(t, b, u, ps, cs, out, flags);
             if (rc == 0 && pa)
-                rc = tv_wp_ascii_run(t, b, out, offs);
+                rc = tv_wp_fast_run(t, b, out, offs);
             if (rc)
                 return rc;
             pa = -1;
@@ -347,10 +358,10 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
         cs = j + 1;
         ca = 1;
     }
-    int rc = pa ? tv_wp_ascii_words(h, b, u, ps, end)
+    int rc = pa ? tv_wp_fast_words(h, b, u, ps, end)
                 : stretch_all(t, b, u, ps, end, out, flags);
     if (rc == 0 && pa)
-        rc = tv_wp_ascii_run(t, b, out, offs);
+        rc = tv_wp_fast_run(t, b, out, offs);
     return rc;
 }
 

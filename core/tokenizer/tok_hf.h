@@ -134,6 +134,12 @@ int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
 void tv_norm_free(tv_norm *v, size_t n);
 /* Runs the steps over b->t[*cur]; *cur names the result. */
 int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur);
+/* What BertNormalizer with flags f (TV_NB_*) makes of the non-ASCII
+ * character c on its own, into o[TV_NB_MAX_OUT]: their count (0: dropped),
+ * or -1 when its neighbours may change it (NFD's reordering: a kept
+ * character of non-zero combining class). */
+#define TV_NB_MAX_OUT 100
+int tv_norm_bert_char(unsigned f, uint32_t c, uint32_t *o);
 
 /* --- pre-tokenizers (pretok.c) --- */
 enum {
@@ -251,9 +257,15 @@ typedef struct tv_hf {
      * ascii_fast when the pipeline is that */
     int ascii_fast;
     unsigned char acls[128], amap[128];
+    /* the same for the two-byte UTF-8 characters U+0080..U+07FF (index
+     * c - 0x80): what the character becomes (one character, bits 0-23)
+     * and its class (TV_A_*, bits 24-31); TV_A_SLOW: it takes every stage
+     * (it becomes more than one character, or its neighbours matter) */
+    uint32_t u2[0x780];
 } tv_hf;
 
-enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD }; /* tv_hf.acls */
+/* tv_hf.acls, tv_hf.u2 */
+enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD, TV_A_SLOW };
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* BPE without ByteLevel (SentencePiece style: Llama 2, Mistral) from
@@ -277,12 +289,13 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
 /* The WordPiece model on the word x[s, e), appended to out (wordpiece.c). */
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs);
-/* tv_wp_finish's one-pass ASCII path: the words of ASCII u[i..end) into
- * b->t[0] and b->w[0], then through tv_wp_word (wordpiece.c). */
-int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                      size_t i, size_t end);
-int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                    tokvec_tok_ids *out, int offs);
+/* tv_wp_finish's one-pass path: the words of u[i..end) (ASCII and
+ * two-byte characters whose tv_hf.u2 class is not TV_A_SLOW) into b->t[0]
+ * and b->w[0], then through tv_wp_word (wordpiece.c). */
+int tv_wp_fast_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
+                     size_t i, size_t end);
+int tv_wp_fast_run(const tokvec_tokenizer *t, tv_hf_buf *b,
+                   tokvec_tok_ids *out, int offs);
 void tv_hf_free(tv_hf *h);
 /* Encodes one stretch (no added tokens matched in the input in it) of
  * u[i..end); flags: tokvec_tokenizer_encode's. */

@@ -1,7 +1,7 @@
 /* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
  * BERT-family model): a word of the pipeline (hf_pipeline.c, which runs
  * the stages and calls tv_wp_word) to its tokens, and the one-pass path
- * of ASCII words (tv_wp_ascii_words, tv_wp_ascii_run). Calls only down:
+ * of words (tv_wp_fast_words, tv_wp_fast_run). Calls only down:
  * normalize.c's helpers, tok_bpe.c.
  *
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
@@ -12,9 +12,12 @@
  * the tokens' proper prefixes say a token may go on (the map is asked
  * only where the token filter says one may end): a word costs
  * O(length x longest token) at worst, and a word past the limit
- * O(length). With exactly BertNormalizer and BertPreTokenizer, ASCII
- * text between white space takes one table-driven pass instead of the
- * stages (tv_wp_finish's tables; the rest goes through every stage).
+ * O(length). With exactly BertNormalizer and BertPreTokenizer, text
+ * between ASCII white space that is ASCII and two-byte characters takes
+ * one table-driven pass instead of the stages (tv_wp_finish's tables,
+ * made from normalize.c's and pretok.c's own rules; a character whose
+ * result is not one character whatever its neighbours, and any longer
+ * one, sends its stretch through every stage).
  *
  * Must hold: ids are HF's encode(text, add_special_tokens=False) for valid
  * UTF-8 (bytes that are not are U+FFFD each, as one byte); token offsets
@@ -256,8 +259,10 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
  * table of BertNormalizer (normalize.c's bert_fused on ASCII: clean_text
  * drops NUL, DEL and the controls but tab, LF and CR, which become
  * spaces; lowercase) and BertPreTokenizer (pretok.c's bert: white space
- * splits and goes, ASCII punctuation is a word of its own), when the
- * pipeline is exactly those two (either may be missing). */
+ * splits and goes, ASCII punctuation is a word of its own), and the
+ * table of two-byte characters (tv_hf.u2), when the pipeline is exactly
+ * those two (either may be missing; any flags of BertNormalizer: the
+ * tables are made from them). */
 int tv_wp_finish(tokvec_tokenizer *t)
 {
     tv_hf *h = t->hf;
@@ -287,6 +292,30 @@ int tv_wp_finish(tokvec_tokenizer *t)
                      : ws     ? TV_A_WS
                      : pu     ? TV_A_PUNCT
                               : TV_A_WORD;
+    }
+    /* two-byte characters: what normalize.c's BertNormalizer makes of
+     * each on its own, when that is one character whatever its
+     * neighbours; classed as pretok.c's BertPreTokenizer classes it */
+    for (uint32_t c = 0x80; c < 0x800; c++) {
+        uint32_t o[TV_NB_MAX_OUT];
+        int n = 1;
+        o[0] = c;
+        if (h->nnorm)
+            n = tv_norm_bert_char(f, c, o);
+        unsigned k = TV_A_SLOW;
+        if (n == 0) {
+            k = TV_A_DROP;
+            o[0] = 0;
+        } else if (n == 1 && o[0] < 0x80) {
+            k = h->acls[o[0]] == TV_A_DROP ? TV_A_SLOW : h->acls[o[0]];
+        } else if (n == 1) {
+            unsigned cl = tv_hf_class(o[0]);
+            k = !h->npre             ? TV_A_WORD
+                : (cl & TV_HF_WS)    ? TV_A_WS
+                : (cl & TV_HF_PUNCT) ? TV_A_PUNCT
+                                     : TV_A_WORD;
+        }
+        h->u2[c - 0x80] = (k == TV_A_SLOW ? 0 : o[0]) | (uint32_t)k << 24;
     }
     h->ascii_fast = 1;
     return 0;
@@ -372,11 +401,12 @@ static int add_word(tv_hf_buf *b, size_t s, size_t e)
     return 0;
 }
 
-/* An ASCII stretch in one pass (tv_wp_finish's tables): the normalized
+/* A stretch in one pass (tv_wp_finish's tables; its characters are ASCII
+ * or two-byte ones whose class is not TV_A_SLOW): the normalized
  * characters of the words only (white space is not kept), each with its
- * byte as its span, and the words, as the three stages give them. */
-int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                      size_t i, size_t end)
+ * bytes as its span, and the words, as the three stages give them. */
+int tv_wp_fast_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
+                     size_t i, size_t end)
 {
     tv_hf_text *x = &b->t[0];
     size_t n = 0, w = 0;
@@ -384,19 +414,33 @@ int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
     if (tv_hf_text_reserve(x, end - i) < 0)
         return -ENOMEM;
     for (size_t j = i; j < end; j++) {
-        unsigned c = u[j], k = h->acls[c];
-        if (k == TV_A_DROP)
+        unsigned c = u[j], k;
+        size_t m = 1;
+        if (c < 0x80) {
+            k = h->acls[c];
+            c = h->amap[c];
+        } else {
+            uint32_t v = h->u2[((c & 0x1F) << 6 | (u[j + 1] & 0x3F)) - 0x80];
+            k = v >> 24;
+            c = v & 0xFFFFFF;
+            m = 2;
+        }
+        if (k == TV_A_DROP) {
+            j += m - 1;
             continue;
+        }
         if (k != TV_A_WORD && n > w && add_word(b, w, n) < 0)
             return -ENOMEM;
         if (k == TV_A_WS) {
             w = n;
+            j += m - 1;
             continue;
         }
-        x->cp[n] = h->amap[c];
+        x->cp[n] = c;
         x->a0[n] = (uint32_t)j;
-        x->a1[n] = (uint32_t)j + 1;
+        x->a1[n] = (uint32_t)(j + m);
         n++;
+        j += m - 1;
         if (k == TV_A_PUNCT) {
             if (add_word(b, n - 1, n) < 0)
                 return -ENOMEM;
@@ -409,27 +453,35 @@ int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
 
 #define AHEAD 4 /* words whose first lookup is fetched ahead */
 
-/* Fetches what tv_wp_word()'s first lookup of ASCII word k of b->w[0] (the
+/* Fetches what tv_wp_word()'s first lookup of word k of b->w[0] (the
  * whole word, as many bytes as the longest token) will touch: its filter
  * word and its map slot. Only a hint: the lookup itself is unchanged. */
 static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
 {
     const tv_hf_text *x = &b->t[0];
-    size_t s = b->w[0][k].s, e = b->w[0][k].e;
-    if (e - s > h->max_len)
-        e = s + h->max_len;
+    size_t s = b->w[0][k].s, e = b->w[0][k].e, nb = 0;
     uint64_t hv = FNV0;
-    for (size_t j = s; j < e; j++)
-        hv = fnv(hv, (unsigned char)x->cp[j]);
+    for (size_t j = s; j < e; j++) {
+        uint32_t c = x->cp[j];
+        nb += c < 0x80 ? 1 : 2;
+        if (nb > h->max_len)
+            break;
+        if (c < 0x80) {
+            hv = fnv(hv, (unsigned char)c);
+        } else {
+            hv = fnv(hv, (unsigned char)(0xC0 | c >> 6));
+            hv = fnv(hv, (unsigned char)(0x80 | (c & 0x3F)));
+        }
+    }
     size_t bit = bit_of(hv);
     __builtin_prefetch(&h->filter[0][bit / 64]);
     __builtin_prefetch(&h->whole[slot_of(hv, h->wmask)]);
 }
 
-/* The ASCII words of ascii_words through tv_wp_word(), the first lookups of
- * the words AHEAD of the current one on their way. */
-int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                    tokvec_tok_ids *out, int offs)
+/* The words of tv_wp_fast_words through tv_wp_word(), the first lookups
+ * of the words AHEAD of the current one on their way. */
+int tv_wp_fast_run(const tokvec_tokenizer *t, tv_hf_buf *b,
+                   tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
     size_t nw = b->wn[0];
