@@ -346,6 +346,9 @@ async function check(opt) {
         const vs = [{}, { clean_text: false }, { handle_chinese_chars: false },
             { strip_accents: false }, { strip_accents: true, lowercase: false },
             { lowercase: false }, { strip_accents: null, lowercase: false }];
+        const pick = rng(13);
+        const texts = builtins().concat(edgeCases())
+            .filter(() => !opt.fast || pick() < 1 / 6);
         let bad = 0;
         for (let k = 0; k < vs.length; k++) {
             const f = bertVariant(opt.tokenizer, vs[k], k);
@@ -353,8 +356,7 @@ async function check(opt) {
                 console.log(`BertNormalizer ${JSON.stringify(vs[k])}:`);
                 bad += await check(Object.assign({}, opt, {
                     tokenizer: f, 'bert-variants': undefined,
-                    'texts-only': builtins().concat(edgeCases(),
-                        twoByteTexts()) }));
+                    'texts-only': texts.concat(twoByteTexts()) }));
             } finally {
                 fs.unlinkSync(f);
             }
