@@ -36,10 +36,9 @@ void tv_hf_free(tv_hf *h)
     tv_added_free(h);
     free(h->prefix);
     free(h->suffix);
-    free(h->whole);
-    free(h->cont);
-    for (int k = 0; k < 4; k++)
-        free(h->filter[k]);
+    free(h->trie);
+    free(h->tlab);
+    free(h->tdir);
     free(h);
 }
 

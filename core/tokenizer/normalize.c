@@ -75,7 +75,6 @@ void tv_hf_buf_free(tv_hf_buf *b)
     }
     free(b->u8);
     free(b->u8ch);
-    free(b->ph);
     tv_uni_work_free(b->uw);
     tv_uni_toks_free(&b->ut);
     free(b->nt.cp);
@@ -116,12 +115,9 @@ int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
         if (u)
             b->u8 = u;
         uint32_t *ch = u ? realloc(b->u8ch, cap * sizeof *ch) : NULL;
-        if (ch)
-            b->u8ch = ch;
-        uint64_t *ph = ch ? realloc(b->ph, (cap + 1) * sizeof *ph) : NULL;
-        if (!ph)
+        if (!ch)
             return -ENOMEM;
-        b->ph = ph;
+        b->u8ch = ch;
         b->u8cap = cap;
     }
     size_t n = 0;

@@ -64,7 +64,6 @@ typedef struct tv_hf_buf {
     size_t wn[2], wcap[2];
     unsigned char *u8; /* a word as UTF-8, ... */
     uint32_t *u8ch;    /* ... and the code point each byte starts (or -1) */
-    uint64_t *ph;      /* ... and the hashes of its prefixes (wordpiece.c) */
     size_t u8cap;
     tv_uni_work *uw; /* Unigram: the lattice ... */
     tv_uni_toks ut;  /* ... and one word's tokens */
@@ -209,13 +208,13 @@ int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
 /* --- the models (wordpiece.c, unigram.c, spbpe.c) and the pipeline
  * (hf_pipeline.c) --- */
 enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
-#define TV_WP_INLINE 19
-typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
-    uint64_t hash;
-    int32_t id;  /* -1: empty */
-    uint8_t len; /* key bytes, when at most TV_WP_INLINE (else 255) */
-    unsigned char key[TV_WP_INLINE];
-} tv_wp_slot;
+typedef struct tv_wp_node { /* WordPiece's trie (wordpiece.c) */
+    uint32_t first; /* its first child's number (children are numbered one
+                     * after the other) */
+    uint32_t n;     /* how many children; top bit set: the rest is the
+                     * number of its direct table (tv_hf.tdir) */
+    int32_t id;     /* the token that ends here, -1 none */
+} tv_wp_node;
 
 typedef struct tv_hf {
     int model; /* TV_M_* */
@@ -242,16 +241,14 @@ typedef struct tv_hf {
     size_t nprefix;
     int32_t unk;
     size_t max_chars;
-    tv_wp_slot *whole; /* model.vocab's tokens by their bytes */
-    tv_wp_slot *cont;  /* those that start with the prefix, by the bytes
-                        * after it */
-    size_t wmask, cmask;
-    size_t max_len, max_cont; /* longest token, longest continuation */
-    uint64_t lens_w, lens_c;  /* bit n - 1: some token is n bytes (n <= 64) */
-    /* filters by the FNV-1a hash of the bytes (wordpiece.c's bit_of), one
-     * bit a hash, no false negatives: [0] tokens of whole, [1] their
-     * proper prefixes, [2] and [3] the same for cont */
-    uint64_t *filter[4];
+    /* model.vocab as a trie of bytes (node 0 the root): each node's edge
+     * label in tlab, direct tables of 256 children; croot: the node of
+     * continuing_subword_prefix, where the pieces after the first begin */
+    tv_wp_node *trie;
+    unsigned char *tlab;
+    uint32_t *tdir;
+    size_t ntrie;
+    uint32_t croot;
     /* ASCII text through [BertNormalizer] and [BertPreTokenizer] in one
      * pass (wordpiece.c): per byte its class (TV_A_*) and what it becomes;
      * ascii_fast when the pipeline is that */
