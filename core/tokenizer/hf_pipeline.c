@@ -308,7 +308,7 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
 
 /* u[i..end) by stretches between ASCII white space: runs of those that
  * are ASCII and two-byte characters of wordpiece.c's table (tv_hf.u2, not
- * TV_A_SLOW) through tv_wp_fast_words, the others through every stage. Exact
+ * TV_A_SLOW) through tv_wp_fast, the others through every stage. Exact
  * because white space ends a word and no normalizer step of BertNormalizer
  * looks past a character of combining class 0 (NFD's reordering stops there).
  */
@@ -340,10 +340,8 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
             continue;
         }
         if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
-            int rc = pa ? tv_wp_fast_words(h, b, u, ps, cs)
+            int rc = pa ? tv_wp_fast(t, b, u, ps, cs, out, offs)
                         : stretch_all(t, b, u, ps, cs, out, flags);
-            if (rc == 0 && pa)
-                rc = tv_wp_fast_run(t, b, out, offs);
             if (rc)
                 return rc;
             pa = -1;
@@ -357,11 +355,8 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
         cs = j + 1;
         ca = 1;
     }
-    int rc = pa ? tv_wp_fast_words(h, b, u, ps, end)
-                : stretch_all(t, b, u, ps, end, out, flags);
-    if (rc == 0 && pa)
-        rc = tv_wp_fast_run(t, b, out, offs);
-    return rc;
+    return pa ? tv_wp_fast(t, b, u, ps, end, out, offs)
+              : stretch_all(t, b, u, ps, end, out, flags);
 }
 
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,

@@ -75,6 +75,9 @@ void tv_hf_buf_free(tv_hf_buf *b)
     }
     free(b->u8);
     free(b->u8ch);
+    free(b->fu8);
+    free(b->fst);
+    free(b->fen);
     tv_uni_work_free(b->uw);
     tv_uni_toks_free(&b->ut);
     free(b->nt.cp);

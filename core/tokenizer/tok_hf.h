@@ -64,6 +64,12 @@ typedef struct tv_hf_buf {
     size_t wn[2], wcap[2];
     unsigned char *u8; /* a word as UTF-8, ... */
     uint32_t *u8ch;    /* ... and the code point each byte starts (or -1) */
+    /* a word of wordpiece.c's one-pass path: its normalized UTF-8, the
+     * input byte where each byte's character starts (-1 inside one) and
+     * ends */
+    unsigned char *fu8;
+    uint32_t *fst, *fen;
+    size_t fcap;
     size_t u8cap;
     tv_uni_work *uw; /* Unigram: the lattice ... */
     tv_uni_toks ut;  /* ... and one word's tokens */
@@ -286,13 +292,11 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
 /* The WordPiece model on the word x[s, e), appended to out (wordpiece.c). */
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs);
-/* tv_wp_finish's one-pass path: the words of u[i..end) (ASCII and
- * two-byte characters whose tv_hf.u2 class is not TV_A_SLOW) into b->t[0]
- * and b->w[0], then through tv_wp_word (wordpiece.c). */
-int tv_wp_fast_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                     size_t i, size_t end);
-int tv_wp_fast_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                   tokvec_tok_ids *out, int offs);
+/* tv_wp_finish's one-pass path: u[i..end) (ASCII and two-byte characters
+ * whose tv_hf.u2 class is not TV_A_SLOW) normalized, cut into words and
+ * through the WordPiece model, appended to out (wordpiece.c). */
+int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
+               size_t i, size_t end, tokvec_tok_ids *out, int offs);
 void tv_hf_free(tv_hf *h);
 /* Encodes one stretch (no added tokens matched in the input in it) of
  * u[i..end); flags: tokvec_tokenizer_encode's. */

@@ -1,7 +1,7 @@
 /* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
  * BERT-family model): a word of the pipeline (hf_pipeline.c, which runs
  * the stages and calls tv_wp_word) to its tokens, and the one-pass path
- * of words (tv_wp_fast_words, tv_wp_fast_run). Calls only down:
+ * of words (tv_wp_fast). Calls only down:
  * normalize.c's helpers, tok_bpe.c.
  *
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "tok_hf.h"
+#include "tok_utf8.h"
 
 /* --- the vocabulary as a trie of bytes: node 0 the root, a node's
  * children numbered one after the other (depth first), found by their
@@ -336,6 +337,30 @@ int tv_wp_finish(tokvec_tokenizer *t)
 
 /* --- encoding --- */
 
+/* The longest token of u[start..len) (after the prefix when start > 0):
+ * down the trie as far as the bytes go, the last token passed at a
+ * character's end (ch[j] != UINT32_MAX: byte j starts one, or j == len)
+ * wins. Its end, *id its id; start and -1 if none. */
+static inline size_t longest(const tv_hf *h, const unsigned char *u,
+                             const uint32_t *ch, size_t start, size_t len,
+                             int32_t *id)
+{
+    uint32_t v = start ? h->croot : 0;
+    size_t end = start;
+    *id = -1;
+    for (size_t j = start; j < len; j++) {
+        v = child(h, v, u[j]);
+        if (!v)
+            break;
+        int32_t r = h->trie[v].id;
+        if (r >= 0 && ch[j + 1] != UINT32_MAX) {
+            *id = r;
+            end = j + 1;
+        }
+    }
+    return end;
+}
+
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs)
 {
@@ -351,69 +376,95 @@ int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         tv_ids_reserve(out, e - s, offs) < 0)
         return -ENOMEM;
     size_t n0 = out->n, start = 0;
-    const unsigned char *u = b->u8;
-    const uint32_t *ch = b->u8ch;
     while (start < len) {
-        /* the longest token from start: down the trie as far as the
-         * bytes go, the last token passed (at a character's end) wins */
-        uint32_t v = start ? h->croot : 0;
-        int32_t id = -1;
-        size_t end = start;
-        for (size_t j = start; j < len; j++) {
-            v = child(h, v, u[j]);
-            if (!v)
-                break;
-            int32_t r = h->trie[v].id;
-            if (r >= 0 && ch[j + 1] != UINT32_MAX) {
-                id = r;
-                end = j + 1;
-            }
-        }
+        int32_t id;
+        size_t end = longest(h, b->u8, b->u8ch, start, len, &id);
         if (id < 0) {
             out->n = n0;
             tv_hf_put_tok(out, offs, h->unk, x, s, e);
             return 0;
         }
-        tv_hf_put_tok(out, offs, id, x, ch[start], ch[end]);
+        tv_hf_put_tok(out, offs, id, x, b->u8ch[start], b->u8ch[end]);
         start = end;
     }
     return 0;
 }
 
-static int add_word(tv_hf_buf *b, size_t s, size_t e)
+/* One word of tv_wp_fast: its normalized bytes b->fu8[0..n), b->fst[j]
+ * the input byte where the character byte j starts begins (UINT32_MAX
+ * inside a character, anything else at n), b->fen[j] where that
+ * character ends; nch characters, from input bytes w0..w1 (nch past
+ * max_input_chars_per_word: the bytes were not kept). */
+static int fast_word(const tv_hf *h, tv_hf_buf *b, size_t n, size_t nch,
+                     uint32_t w0, uint32_t w1, tokvec_tok_ids *out, int offs)
 {
-    if (b->wn[0] == b->wcap[0]) {
-        size_t cap = b->wcap[0] ? b->wcap[0] * 2 : 64;
-        tv_hf_range *w = realloc(b->w[0], cap * sizeof *w);
-        if (!w)
-            return -ENOMEM;
-        b->w[0] = w;
-        b->wcap[0] = cap;
+    int whole = nch > h->max_chars;
+    if (tv_ids_reserve(out, whole ? 1 : nch, offs) < 0)
+        return -ENOMEM;
+    size_t n0 = out->n, start = 0;
+    b->fst[n] = 0;
+    while (!whole && start < n) {
+        int32_t id;
+        size_t end = longest(h, b->fu8, b->fst, start, n, &id);
+        if (id < 0) {
+            out->n = n0;
+            break;
+        }
+        if (offs) {
+            out->offsets[out->n] = b->fst[start];
+            out->stops[out->n] = b->fen[end - 1];
+        }
+        out->ids[out->n++] = id;
+        start = end;
     }
-    b->w[0][b->wn[0]++] = (tv_hf_range){s, e};
+    if (whole || start < n) {
+        if (offs) {
+            out->offsets[out->n] = w0;
+            out->stops[out->n] = w1;
+        }
+        out->ids[out->n++] = h->unk;
+    }
     return 0;
 }
 
-/* A stretch in one pass (tv_wp_finish's tables; its characters are ASCII
- * or two-byte ones whose class is not TV_A_SLOW): the normalized
- * characters of the words only (white space is not kept), each with its
- * bytes as its span, and the words, as the three stages give them. */
-int tv_wp_fast_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                     size_t i, size_t end)
+/* Room for n + 5 bytes of a word in b->fu8, fst, fen. */
+static int fast_reserve(tv_hf_buf *b, size_t n)
 {
-    tv_hf_text *x = &b->t[0];
-    size_t n = 0, w = 0;
-    b->wn[0] = 0;
-    if (tv_hf_text_reserve(x, end - i) < 0)
+    if (n + 5 <= b->fcap)
+        return 0;
+    size_t cap = b->fcap ? b->fcap * 2 : 256;
+    while (cap < n + 5)
+        cap *= 2;
+    unsigned char *u = realloc(b->fu8, cap);
+    if (u)
+        b->fu8 = u;
+    uint32_t *st = u ? realloc(b->fst, cap * sizeof *st) : NULL;
+    if (st)
+        b->fst = st;
+    uint32_t *en = st ? realloc(b->fen, cap * sizeof *en) : NULL;
+    if (!en)
         return -ENOMEM;
+    b->fen = en;
+    b->fcap = cap;
+    return 0;
+}
+
+int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
+               size_t i, size_t end, tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    size_t n = 0, nch = 0; /* the word so far: bytes kept, characters */
+    uint32_t w0 = 0, w1 = 0;
     for (size_t j = i; j < end; j++) {
-        unsigned c = u[j], k;
+        unsigned k;
+        uint32_t c;
         size_t m = 1;
-        if (c < 0x80) {
-            k = h->acls[c];
-            c = h->amap[c];
+        if (u[j] < 0x80) {
+            k = h->acls[u[j]];
+            c = h->amap[u[j]];
         } else {
-            uint32_t v = h->u2[((c & 0x1F) << 6 | (u[j + 1] & 0x3F)) - 0x80];
+            uint32_t v =
+                h->u2[((u[j] & 0x1Fu) << 6 | (u[j + 1] & 0x3Fu)) - 0x80];
             k = v >> 24;
             c = v & 0xFFFFFF;
             m = 2;
@@ -422,34 +473,36 @@ int tv_wp_fast_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
             j += m - 1;
             continue;
         }
-        if (k != TV_A_WORD && n > w && add_word(b, w, n) < 0)
-            return -ENOMEM;
+        if (k != TV_A_WORD && nch) { /* the word so far ends */
+            if (fast_word(h, b, n, nch, w0, w1, out, offs) < 0)
+                return -ENOMEM;
+            n = nch = 0;
+        }
         if (k == TV_A_WS) {
-            w = n;
             j += m - 1;
             continue;
         }
-        x->cp[n] = c;
-        x->a0[n] = (uint32_t)j;
-        x->a1[n] = (uint32_t)(j + m);
-        n++;
-        j += m - 1;
-        if (k == TV_A_PUNCT) {
-            if (add_word(b, n - 1, n) < 0)
+        if (!nch)
+            w0 = (uint32_t)j;
+        w1 = (uint32_t)(j + m);
+        if (nch++ <= h->max_chars) { /* its normalized bytes */
+            if (fast_reserve(b, n) < 0)
                 return -ENOMEM;
-            w = n;
+            size_t l = tv_u8_put(c, b->fu8 + n);
+            b->fst[n] = (uint32_t)j;
+            b->fen[n] = (uint32_t)(j + m);
+            for (size_t q = 1; q < l; q++) {
+                b->fst[n + q] = UINT32_MAX;
+                b->fen[n + q] = (uint32_t)(j + m);
+            }
+            n += l;
+        }
+        j += m - 1;
+        if (k == TV_A_PUNCT) { /* a word of its own */
+            if (fast_word(h, b, n, nch, w0, w1, out, offs) < 0)
+                return -ENOMEM;
+            n = nch = 0;
         }
     }
-    x->n = n;
-    return n > w ? add_word(b, w, n) : 0;
-}
-
-/* The words of tv_wp_fast_words through tv_wp_word(). */
-int tv_wp_fast_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                   tokvec_tok_ids *out, int offs)
-{
-    int rc = 0;
-    for (size_t k = 0; rc == 0 && k < b->wn[0]; k++)
-        rc = tv_wp_word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
-    return rc;
+    return nch ? fast_word(h, b, n, nch, w0, w1, out, offs) : 0;
 }
