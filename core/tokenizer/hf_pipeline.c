@@ -306,21 +306,16 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
     return rc;
 }
 
-/* u[i..end) by stretches between ASCII white space: runs of those that
- * are ASCII and two-byte characters of wordpiece.c's table (tv_hf.u2, not
- * TV_A_SLOW) through tv_wp_fast, the others through every stage. Exact
- * because white space ends a word and no normalizer step of BertNormalizer
- * looks past a character of combining class 0 (NFD's reordering stops there).
- */
-static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
-                        const unsigned char *u, size_t i, size_t end,
-                        tokvec_tok_ids *out, unsigned flags)
+/* Where the run of chunks (text between ASCII white space) from s ends
+ * that wordpiece.c's one-pass path does not take (each holds a character
+ * that is not ASCII nor a two-byte character of tv_hf.u2 other than
+ * TV_A_SLOW): where the next chunk that it takes begins, or end. */
+static size_t slow_run(const tv_hf *h, const unsigned char *u, size_t s,
+                       size_t end)
 {
-    const tv_hf *h = t->hf;
-    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
-    size_t ps = i, cs = i; /* the pending run, the current chunk */
-    int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
-    for (size_t j = i;; j++) {
+    size_t cs = s; /* the current chunk, ... */
+    int ca = 1;    /* ... whether the path takes it */
+    for (size_t j = s;; j++) {
         if (j < end && u[j] >= 0x80) {
             unsigned c = u[j], d = j + 1 < end ? u[j + 1] : 0;
             if (c >= 0xC2 && c <= 0xDF && (d & 0xC0) == 0x80 &&
@@ -333,30 +328,35 @@ static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
         }
         if (j < end && h->acls[u[j]] != TV_A_WS)
             continue;
-        if (j == cs && pa >= 0) { /* no chunk: the run goes on */
-            if (j >= end)
-                break;
-            cs = j + 1;
-            continue;
-        }
-        if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
-            int rc = pa ? tv_wp_fast(t, b, u, ps, cs, out, offs)
-                        : stretch_all(t, b, u, ps, cs, out, flags);
-            if (rc)
-                return rc;
-            pa = -1;
-        }
-        if (pa < 0) {
-            pa = ca;
-            ps = cs;
-        }
+        if (j > cs && ca && cs > s)
+            return cs;
         if (j >= end)
-            break;
+            return end;
         cs = j + 1;
         ca = 1;
     }
-    return pa ? tv_wp_fast(t, b, u, ps, end, out, offs)
-              : stretch_all(t, b, u, ps, end, out, flags);
+}
+
+/* u[i..end) through wordpiece.c's one-pass path, but the runs of chunks
+ * it does not take, which go through every stage. Exact because white
+ * space ends a word and no normalizer step of BertNormalizer looks past a
+ * character of combining class 0 (NFD's reordering stops there). */
+static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
+                        const unsigned char *u, size_t i, size_t end,
+                        tokvec_tok_ids *out, unsigned flags)
+{
+    int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
+    while (i < end) {
+        size_t stop;
+        int rc = tv_wp_fast(t, b, u, i, end, out, offs, &stop);
+        if (rc || stop >= end)
+            return rc;
+        i = slow_run(t->hf, u, stop, end);
+        rc = stretch_all(t, b, u, stop, i, out, flags);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,

@@ -292,11 +292,15 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
 /* The WordPiece model on the word x[s, e), appended to out (wordpiece.c). */
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs);
-/* tv_wp_finish's one-pass path: u[i..end) (ASCII and two-byte characters
- * whose tv_hf.u2 class is not TV_A_SLOW) normalized, cut into words and
- * through the WordPiece model, appended to out (wordpiece.c). */
+/* tv_wp_finish's one-pass path: u[i..end) normalized, cut into words and
+ * through the WordPiece model, appended to out, up to the first chunk
+ * (text between ASCII white space) that holds a character the path does
+ * not take (not ASCII, not a two-byte character of tv_hf.u2, or one of
+ * class TV_A_SLOW): *stop is where that chunk begins (nothing of it in
+ * out), end when there is none (wordpiece.c). */
 int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
-               size_t i, size_t end, tokvec_tok_ids *out, int offs);
+               size_t i, size_t end, tokvec_tok_ids *out, int offs,
+               size_t *stop);
 void tv_hf_free(tv_hf *h);
 /* Encodes one stretch (no added tokens matched in the input in it) of
  * u[i..end); flags: tokvec_tokenizer_encode's. */

@@ -450,24 +450,32 @@ static int fast_reserve(tv_hf_buf *b, size_t n)
 }
 
 int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
-               size_t i, size_t end, tokvec_tok_ids *out, int offs)
+               size_t i, size_t end, tokvec_tok_ids *out, int offs,
+               size_t *stop)
 {
     const tv_hf *h = t->hf;
-    size_t n = 0, nch = 0; /* the word so far: bytes kept, characters */
+    size_t n = 0, nch = 0;      /* the word so far: bytes kept, characters */
+    size_t cs = i, cn = out->n; /* the chunk: where it began, out then */
     uint32_t w0 = 0, w1 = 0;
     for (size_t j = i; j < end; j++) {
-        unsigned k;
+        unsigned k, d = j + 1 < end ? u[j + 1] : 0;
         uint32_t c;
         size_t m = 1;
         if (u[j] < 0x80) {
             k = h->acls[u[j]];
             c = h->amap[u[j]];
         } else {
-            uint32_t v =
-                h->u2[((u[j] & 0x1Fu) << 6 | (u[j + 1] & 0x3Fu)) - 0x80];
+            uint32_t v = u[j] >= 0xC2 && u[j] <= 0xDF && (d & 0xC0) == 0x80
+                             ? h->u2[((u[j] & 0x1Fu) << 6 | (d & 0x3F)) - 0x80]
+                             : (uint32_t)TV_A_SLOW << 24;
             k = v >> 24;
             c = v & 0xFFFFFF;
             m = 2;
+        }
+        if (k == TV_A_SLOW) { /* the chunk takes every stage */
+            out->n = cn;
+            *stop = cs;
+            return 0;
         }
         if (k == TV_A_DROP) {
             j += m - 1;
@@ -480,6 +488,10 @@ int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
         }
         if (k == TV_A_WS) {
             j += m - 1;
+            if (m == 1) { /* ASCII white space: a new chunk */
+                cs = j + 1;
+                cn = out->n;
+            }
             continue;
         }
         if (!nch)
@@ -504,5 +516,6 @@ int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
             n = nch = 0;
         }
     }
+    *stop = end;
     return nch ? fast_word(h, b, n, nch, w0, w1, out, offs) : 0;
 }
