@@ -216,10 +216,9 @@ int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
 enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
 typedef struct tv_wp_node { /* WordPiece's trie (wordpiece.c) */
     uint32_t first; /* its first child's number (children are numbered one
-                     * after the other) */
-    uint32_t n;     /* how many children; top bit set: the rest is the
-                     * number of its direct table (tv_hf.tdir) */
-    int32_t id;     /* the token that ends here, -1 none */
+                     * after the other), or its direct table's (tv_hf.tdir) */
+    uint32_t meta;  /* bits 0-3: how many children (15: a direct table);
+                     * 4-31: the id of the token that ends here + 1, 0 none */
 } tv_wp_node;
 
 typedef struct tv_hf {

@@ -36,20 +36,27 @@
 /* --- the vocabulary as a trie of bytes: node 0 the root, a node's
  * children numbered one after the other (depth first), found by their
  * labels (tv_hf.tlab) or, for a node of more than SCAN children, in a
- * direct table of 256 --- */
+ * direct table of 256; 8 bytes a node --- */
 
 #define SCAN 12
-#define DIRECT 0x80000000u
+#define DIRECT 15 /* a node's count of children when it has a table */
 #define NO_NODE UINT32_MAX
+
+/* A node's token id, -1 none. */
+static inline int32_t node_id(const tv_wp_node *n)
+{
+    return (int32_t)(n->meta >> 4) - 1;
+}
 
 /* Node v's child by byte c; 0 if none (the root is nobody's child). */
 static inline uint32_t child(const tv_hf *h, uint32_t v, unsigned char c)
 {
     const tv_wp_node *n = &h->trie[v];
-    if (n->n & DIRECT)
-        return h->tdir[(size_t)(n->n & ~DIRECT) * 256 + c];
+    uint32_t m = n->meta & 15;
+    if (m == DIRECT)
+        return h->tdir[(size_t)n->first * 256 + c];
     const unsigned char *l = h->tlab + n->first;
-    for (uint32_t k = 0; k < n->n; k++)
+    for (uint32_t k = 0; k < m; k++)
         if (l[k] == c)
             return n->first + k;
     return 0;
@@ -169,9 +176,8 @@ static int trie_build(tokvec_tokenizer *t, tv_hf *h)
     while (top) {
         uint32_t x = w.order[--top], m = w.cnt[x], q = w.newi[x];
         tv_wp_node *nd = &h->trie[q];
-        nd->first = (uint32_t)next;
-        nd->n = m > SCAN ? DIRECT | (uint32_t)dir : m;
-        nd->id = w.id[x];
+        nd->first = m > SCAN ? (uint32_t)dir : (uint32_t)next;
+        nd->meta = (uint32_t)(w.id[x] + 1) << 4 | (m > SCAN ? DIRECT : m);
         for (uint32_t k = 0; k < m; k++) {
             uint32_t y = w.kids[w.at[x] + k];
             w.newi[y] = (uint32_t)(next + k);
@@ -352,7 +358,7 @@ static inline size_t longest(const tv_hf *h, const unsigned char *u,
         v = child(h, v, u[j]);
         if (!v)
             break;
-        int32_t r = h->trie[v].id;
+        int32_t r = node_id(&h->trie[v]);
         if (r >= 0 && ch[j + 1] != UINT32_MAX) {
             *id = r;
             end = j + 1;
