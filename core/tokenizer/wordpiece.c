@@ -85,11 +85,37 @@ static void build_free(build *w)
     free(w->id);
 }
 
-/* The child of v by c, made when missing. */
-static uint32_t build_child(build *w, uint32_t v, unsigned char c)
+static inline size_t edge_slot(uint32_t v, unsigned char c, size_t mask)
 {
     uint64_t hv = ((uint64_t)v << 8 | c) * 0x9E3779B97F4A7C15ull;
-    for (size_t k = (size_t)(hv >> 32) & w->mask;; k = (k + 1) & w->mask) {
+    return (size_t)(hv >> 32) & mask;
+}
+
+/* The edge table twice as large, every node but the root in it again. */
+static int build_grow(build *w)
+{
+    size_t size = (w->mask + 1) * 2;
+    uint32_t *slot = calloc(size, sizeof *slot);
+    if (!slot)
+        return -ENOMEM;
+    for (size_t x = 1; x < w->n; x++) {
+        size_t k = edge_slot(w->par[x], w->lab[x], size - 1);
+        while (slot[k])
+            k = (k + 1) & (size - 1);
+        slot[k] = (uint32_t)x;
+    }
+    free(w->slot);
+    w->slot = slot;
+    w->mask = size - 1;
+    return 0;
+}
+
+/* The child of v by c, made when missing; 0 when out of memory. */
+static uint32_t build_child(build *w, uint32_t v, unsigned char c)
+{
+    if (2 * (w->n + 1) > w->mask + 1 && build_grow(w) < 0)
+        return 0;
+    for (size_t k = edge_slot(v, c, w->mask);; k = (k + 1) & w->mask) {
         uint32_t x = w->slot[k];
         if (x == 0) {
             x = (uint32_t)w->n++;
@@ -110,11 +136,11 @@ static uint32_t build_child(build *w, uint32_t v, unsigned char c)
 static int trie_build(tokvec_tokenizer *t, tv_hf *h)
 {
     build w = {0};
-    size_t cap = 1, size = 16;
+    size_t cap = 1, size = 16; /* nodes at most; the edge table (grown) */
     for (size_t i = 0; i < t->n_tok; i++)
         cap += t->tok[i].len;
     cap += h->nprefix;
-    while (size < cap * 2)
+    while (size < t->n_tok * 4 && size < cap * 2)
         size *= 2;
     w.mask = size - 1;
     w.par = malloc(cap * sizeof *w.par);
@@ -132,21 +158,26 @@ static int trie_build(tokvec_tokenizer *t, tv_hf *h)
         const tv_tok *o = &t->tok[i];
         const unsigned char *b = t->blob + o->off;
         uint32_t v = 0;
-        for (size_t j = 0; j < o->len; j++)
+        for (size_t j = 0; j < o->len && (j == 0 || v); j++)
             v = build_child(&w, v, b[j]);
+        if (!v)
+            goto out;
         w.id[v] = o->id;
     }
     /* the prefix's node: made only to be found (its own id, if the
      * prefix is a token, is never taken: a piece is longer) */
     uint32_t cr = 0;
-    for (size_t j = 0; j < h->nprefix; j++)
+    for (size_t j = 0; j < h->nprefix; j++) {
         cr = build_child(&w, cr, (unsigned char)h->prefix[j]);
-    /* children by parent, then breadth first */
+        if (!cr)
+            goto out;
+    }
+    /* children by parent, then numbered depth first */
     w.cnt = calloc(w.n + 1, sizeof *w.cnt);
     w.at = malloc((w.n + 1) * sizeof *w.at);
     w.kids = malloc(w.n * sizeof *w.kids);
     w.order = malloc(w.n * sizeof *w.order);
-    w.newi = malloc(w.n * sizeof *w.newi);
+    w.newi = calloc(w.n, sizeof *w.newi);
     h->trie = malloc(w.n * sizeof *h->trie);
     h->tlab = malloc(w.n);
     if (!w.cnt || !w.at || !w.kids || !w.order || !w.newi || !h->trie ||
