@@ -175,8 +175,8 @@ static int trie_build(tokvec_tokenizer *t, tv_hf *h)
     /* children by parent, then numbered depth first */
     w.cnt = calloc(w.n + 1, sizeof *w.cnt);
     w.at = malloc((w.n + 1) * sizeof *w.at);
-    w.kids = malloc(w.n * sizeof *w.kids);
-    w.order = malloc(w.n * sizeof *w.order);
+    w.kids = calloc(w.n, sizeof *w.kids);
+    w.order = calloc(w.n, sizeof *w.order);
     w.newi = calloc(w.n, sizeof *w.newi);
     h->trie = malloc(w.n * sizeof *h->trie);
     h->tlab = malloc(w.n);
