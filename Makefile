@@ -465,8 +465,9 @@ check-floats-slice: $(BUILD)/tools/check_floats
 # minutes; tokenizer-oracle-all is part of make check-long): corpora for gpt2, cl100k_base and o200k_base,
 # and every Unicode scalar value in four contexts for gpt2; WordPiece
 # (tests/oracle/hf.js): ids with and without add_special_tokens and
-# offsets for bge (tests/data/bge) and for a WordPiece tokenizer trained
-# on this machine's Debian texts; Unigram (SentencePiece) the same way:
+# offsets for bge (tests/data/bge), also with each of its BertNormalizer
+# flags changed (hf.js --bert-variants), and for a WordPiece tokenizer
+# trained on this machine's Debian texts; Unigram (SentencePiece) the same way:
 # model2vec's Unigram fixture (tests/data/unigram/, BertNormalizer, Replace,
 # Strip, Metaspace), SentencePiece's test model converted by
 # tools/spm2json.py, and a Unigram with byte fallback trained by Debian's
@@ -543,6 +544,8 @@ tokenizer-oracle: $(BUILD)/tokvec data $(ORACLE)/cl100k_base.tiktoken \
 	@set -e; for t in $(HF_BGE) $(ORACLE)/wp-trained.json; do \
 	  $(ORACLE_HF) check --tokvec $(BUILD)/tokvec --tokenizer $$t \
 	    $(ORACLE_CORPUS); done
+	$(ORACLE_HF) check --bert-variants 1 --tokvec $(BUILD)/tokvec \
+	  --tokenizer $(HF_BGE)
 	@set -e; for t in $(HF_ADDED); do \
 	  $(ORACLE_HF) check --added-variant 1 --tokvec $(BUILD)/tokvec \
 	    --tokenizer $$t; done

@@ -83,7 +83,7 @@ case ,$WPBENCH, in *,wordpiece,*) ;; *) TOK= ;; esac
             cmp -s "$out/wp.tokvec" "$out/wp.$n" || { echo "wpbench: tokvec and $n differ on $f" >&2; exit 1; }
         done
         if [ -n "$BEFORE" ]; then
-            name=before; bef=$(best "$BEFORE" tokenize --jsonl --tokenizer "$TOK" "$f")
+            name=before; bef=$(best "$BEFORE" tokenize --threads 1 --jsonl --tokenizer "$TOK" "$f")
             cmp -s "$out/wp.tokvec" "$out/wp.before" || { echo "wpbench: before differs on $f" >&2; exit 1; }
         fi
         echo

@@ -263,6 +263,75 @@ static void the_ascii_pass_is_the_stage_by_stage_run(void **s)
     tokvec_tokenizer_close(slow);
 }
 
+/* bge with its BertNormalizer's flag key set to v (key NULL: as it is),
+ * alone (the one-pass route) or stage by stage (open_stepwise's Strip). */
+static tokvec_tokenizer *open_bert(const char *key, json_t *v, int stepwise)
+{
+    json_error_t je;
+    json_t *root = json_load_file(BGE, 0, &je);
+    assert_non_null(root);
+    json_t *norm = json_object_get(root, "normalizer");
+    if (key)
+        assert_int_equal(json_object_set_new(norm, key, v), 0);
+    if (stepwise) {
+        json_t *seq = json_pack("{s:s, s:[O, {s:s, s:b, s:b}]}", "type",
+                                "Sequence", "normalizers", norm, "type",
+                                "Strip", "strip_left", 0, "strip_right", 0);
+        assert_non_null(seq);
+        assert_int_equal(json_object_set_new(root, "normalizer", seq), 0);
+    }
+    snprintf(path, sizeof path, "%s/bert-%d.json", tu_dir, stepwise);
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    return open_ok(path);
+}
+
+/* Two-byte characters (U+0080..U+07FF) take the one-pass route through a
+ * table made from BertNormalizer's flags: with the flags as bge has them
+ * and with each changed, every such character beside ASCII letters,
+ * itself, an accented capital, white space and punctuation gives the ids
+ * and spans of the stage by stage run (which the oracle checks against
+ * Hugging Face's: hf.js --bert-variants). */
+static void two_byte_characters_take_the_stage_by_stage_result(void **s)
+{
+    (void)s;
+    static const char *const keys[] = {NULL, "lowercase", "strip_accents",
+                                       "clean_text", "handle_chinese_chars"};
+    tokvec_tok_ids a = {0}, b = {0};
+    unsigned f = TOKVEC_TOK_SPECIAL | TOKVEC_TOK_OFFSETS;
+    for (size_t v = 0; v < sizeof keys / sizeof *keys; v++) {
+        tokvec_tokenizer *fast = open_bert(keys[v], json_false(), 0);
+        tokvec_tokenizer *slow = open_bert(keys[v], json_false(), 1);
+        for (unsigned c = 0x80; c < 0x800; c++) {
+            char u[3] = {(char)(0xC0 | c >> 6), (char)(0x80 | (c & 0x3F)), 0};
+            char text[128];
+            int n = snprintf(text, sizeof text,
+                             "a%sb %s%s \xc3\x89%s x,%s.\t%sing %s", u, u, u,
+                             u, u, u, u);
+            assert_true(n > 0 && (size_t)n < sizeof text);
+            assert_int_equal(
+                tokvec_tokenizer_encode(fast, st, text, (size_t)n, f, &a), 0);
+            assert_int_equal(
+                tokvec_tokenizer_encode(slow, st, text, (size_t)n, f, &b), 0);
+            if (a.n != b.n)
+                fail_msg("%s U+%04X: %zu tokens, stage by stage %zu",
+                         keys[v] ? keys[v] : "bge", c, a.n, b.n);
+            for (size_t j = 0; j < a.n; j++)
+                if (a.ids[j] != b.ids[j] || a.offsets[j] != b.offsets[j] ||
+                    a.stops[j] != b.stops[j])
+                    fail_msg("%s U+%04X token %zu: %d %zu..%zu, stage by "
+                             "stage %d %zu..%zu",
+                             keys[v] ? keys[v] : "bge", c, j, a.ids[j],
+                             a.offsets[j], a.stops[j], b.ids[j], b.offsets[j],
+                             b.stops[j]);
+        }
+        tokvec_tokenizer_close(fast);
+        tokvec_tokenizer_close(slow);
+    }
+    tokvec_tok_ids_free(&a);
+    tokvec_tok_ids_free(&b);
+}
+
 static void normalizer_and_pretokenizer_sequences_are_hfs(void **s)
 {
     (void)s;
@@ -353,6 +422,7 @@ int main(void)
             a_word_past_max_input_chars_or_with_no_piece_is_one_unk),
         cmocka_unit_test(a_long_word_costs_no_more_than_its_length),
         cmocka_unit_test(the_ascii_pass_is_the_stage_by_stage_run),
+        cmocka_unit_test(two_byte_characters_take_the_stage_by_stage_result),
         cmocka_unit_test(normalizer_and_pretokenizer_sequences_are_hfs),
         cmocka_unit_test(decoders_are_hfs),
         cmocka_unit_test(unsupported_components_are_refused_by_json_path),

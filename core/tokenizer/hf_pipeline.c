@@ -4,8 +4,9 @@
  * automaton from added.c), Metaspace and the pre-tokenizers (pretok.c),
  * then the model on each word: WordPiece (wordpiece.c), Unigram
  * (unigram.c), SentencePiece-style BPE (spbpe.c). With exactly
- * BertNormalizer and BertPreTokenizer, runs of ASCII words take
- * wordpiece.c's one-pass path instead of the stages. Also the rest of
+ * BertNormalizer and BertPreTokenizer, runs of words of ASCII and
+ * two-byte characters take wordpiece.c's one-pass path instead of the
+ * stages. Also the rest of
  * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
  * after the model's load), the Unigram model's tokenizer.json part
  * (tv_uni_load) and freeing the whole pipeline.
@@ -35,10 +36,9 @@ void tv_hf_free(tv_hf *h)
     tv_added_free(h);
     free(h->prefix);
     free(h->suffix);
-    free(h->whole);
-    free(h->cont);
-    for (int k = 0; k < 4; k++)
-        free(h->filter[k]);
+    free(h->trie);
+    free(h->tlab);
+    free(h->tdir);
     free(h);
 }
 
@@ -306,52 +306,57 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
     return rc;
 }
 
-/* u[i..end) by stretches between ASCII white space: runs of ASCII ones
- * through ascii_words, the others through every stage. Exact because
- * white space ends a word and no normalizer step of BertNormalizer looks
- * past a character of combining class 0 (NFD's reordering stops there). */
+/* Where the run of chunks (text between ASCII white space) from s ends
+ * that wordpiece.c's one-pass path does not take (each holds a character
+ * that is not ASCII nor a two-byte character of tv_hf.u2 other than
+ * TV_A_SLOW): where the next chunk that it takes begins, or end. */
+static size_t slow_run(const tv_hf *h, const unsigned char *u, size_t s,
+                       size_t end)
+{
+    size_t cs = s; /* the current chunk, ... */
+    int ca = 1;    /* ... whether the path takes it */
+    for (size_t j = s;; j++) {
+        if (j < end && u[j] >= 0x80) {
+            unsigned c = u[j], d = j + 1 < end ? u[j + 1] : 0;
+            if (c >= 0xC2 && c <= 0xDF && (d & 0xC0) == 0x80 &&
+                h->u2[((c & 0x1F) << 6 | (d & 0x3F)) - 0x80] >> 24 !=
+                    TV_A_SLOW)
+                j++;
+            else
+                ca = 0;
+            continue;
+        }
+        if (j < end && h->acls[u[j]] != TV_A_WS)
+            continue;
+        if (j > cs && ca && cs > s)
+            return cs;
+        if (j >= end)
+            return end;
+        cs = j + 1;
+        ca = 1;
+    }
+}
+
+/* u[i..end) through wordpiece.c's one-pass path, but the runs of chunks
+ * it does not take, which go through every stage. Exact because white
+ * space ends a word and no normalizer step of BertNormalizer looks past a
+ * character of combining class 0 (NFD's reordering stops there). */
 static int stretch_fast(const tokvec_tokenizer *t, tv_hf_buf *b,
                         const unsigned char *u, size_t i, size_t end,
                         tokvec_tok_ids *out, unsigned flags)
 {
-    const tv_hf *h = t->hf;
     int offs = (flags & TOKVEC_TOK_OFFSETS) != 0;
-    size_t ps = i, cs = i; /* the pending run, the current chunk */
-    int pa = -1, ca = 1;   /* their kinds: 1 ASCII, 0 not, -1 none */
-    for (size_t j = i;; j++) {
-        if (j < end && (u[j] >= 0x80 || h->acls[u[j]] != TV_A_WS)) {
-            ca &= u[j] < 0x80;
-            continue;
-        }
-        if (j == cs && pa >= 0) { /* no chunk: the run goes on */
-            if (j >= end)
-                break;
-            cs = j + 1;
-            continue;
-        }
-        if (pa >= 0 && pa != ca) { /* the run ends before this chunk */
-            int rc = pa ? tv_wp_ascii_words(h, b, u, ps, cs)
-                        : stretch_all(t, b, u, ps, cs, out, flags);
-            if (rc == 0 && pa)
-                rc = tv_wp_ascii_run(t, b, out, offs);
-            if (rc)
-                return rc;
-            pa = -1;
-        }
-        if (pa < 0) {
-            pa = ca;
-            ps = cs;
-        }
-        if (j >= end)
-            break;
-        cs = j + 1;
-        ca = 1;
+    while (i < end) {
+        size_t stop;
+        int rc = tv_wp_fast(t, b, u, i, end, out, offs, &stop);
+        if (rc || stop >= end)
+            return rc;
+        i = slow_run(t->hf, u, stop, end);
+        rc = stretch_all(t, b, u, stop, i, out, flags);
+        if (rc)
+            return rc;
     }
-    int rc = pa ? tv_wp_ascii_words(h, b, u, ps, end)
-                : stretch_all(t, b, u, ps, end, out, flags);
-    if (rc == 0 && pa)
-        rc = tv_wp_ascii_run(t, b, out, offs);
-    return rc;
+    return 0;
 }
 
 int tv_hf_stretch(const tokvec_tokenizer *t, tokvec_tok_state *s,

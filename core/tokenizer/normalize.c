@@ -75,7 +75,9 @@ void tv_hf_buf_free(tv_hf_buf *b)
     }
     free(b->u8);
     free(b->u8ch);
-    free(b->ph);
+    free(b->fu8);
+    free(b->fst);
+    free(b->fen);
     tv_uni_work_free(b->uw);
     tv_uni_toks_free(&b->ut);
     free(b->nt.cp);
@@ -116,12 +118,9 @@ int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
         if (u)
             b->u8 = u;
         uint32_t *ch = u ? realloc(b->u8ch, cap * sizeof *ch) : NULL;
-        if (ch)
-            b->u8ch = ch;
-        uint64_t *ph = ch ? realloc(b->ph, (cap + 1) * sizeof *ph) : NULL;
-        if (!ph)
+        if (!ch)
             return -ENOMEM;
-        b->ph = ph;
+        b->u8ch = ch;
         b->u8cap = cap;
     }
     size_t n = 0;
@@ -606,24 +605,6 @@ static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
     return 0;
 }
 
-/* c lowercased (1 to 3 characters) into o, each with the span a0..a1. */
-static inline void emit_lower(tv_hf_text *o, uint32_t c, uint32_t a0,
-                              uint32_t a1)
-{
-    long k = (tv_hf_class(c) & TV_HF_LOWER)
-                 ? bsearch32(tv_hf_lower, TV_HF_NLOWER, 4, c, 0)
-                 : -1;
-    if (k < 0) {
-        emit(o, c, a0, a1);
-        return;
-    }
-    for (int j = 0; j < 3; j++) {
-        uint32_t m = tv_hf_lower[4 * k + 1 + j];
-        if (j == 0 || m)
-            emit(o, m, a0, a1);
-    }
-}
-
 /* Fused one-character Replaces (TV_N_CHARMAP): each character becomes
  * its string, every output character with the input character's span --
  * what the Replaces one after the other give (a Replace of one character
@@ -652,6 +633,54 @@ static int charmap(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
     return 0;
 }
 
+/* What BertNormalizer with flags f makes of the non-ASCII character c, on
+ * its own, into o[] (up to TV_NB_MAX_OUT characters): their count (0:
+ * dropped), or -1 when a character kept after strip_accents has a
+ * non-zero combining class (NFD's reordering may then involve its
+ * neighbours). */
+int tv_norm_bert_char(unsigned f, uint32_t c, uint32_t *o)
+{
+    int clean = (f & TV_NB_CLEAN) != 0, lo = (f & TV_NB_LOWER) != 0;
+    unsigned cls = tv_hf_class(c);
+    if (clean && (c == 0xFFFD || (cls & TV_HF_CTRL)))
+        return 0;
+    if (clean && (cls & TV_HF_WS)) {
+        o[0] = ' ';
+        return 1;
+    }
+    int han = (f & TV_NB_CJK) && cjk(c), n = 0;
+    if (han)
+        o[n++] = ' ';
+    uint32_t d[32];
+    size_t nd = 1;
+    d[0] = c;
+    if (f & TV_NB_STRIP)
+        nd = decompose(c, 0, d);
+    for (size_t k = 0; k < nd; k++) {
+        if (f & TV_NB_STRIP) {
+            if (d[k] >= 0x300 && (tv_hf_class(d[k]) & TV_HF_MN))
+                continue;
+            if (ccc(d[k]))
+                return -1;
+        }
+        long m = lo && (tv_hf_class(d[k]) & TV_HF_LOWER)
+                     ? bsearch32(tv_hf_lower, TV_HF_NLOWER, 4, d[k], 0)
+                     : -1;
+        if (m < 0) {
+            o[n++] = d[k] >= 'A' && d[k] <= 'Z' && lo ? d[k] + 32 : d[k];
+            continue;
+        }
+        for (int j = 0; j < 3; j++) {
+            uint32_t l = tv_hf_lower[4 * m + 1 + j];
+            if (j == 0 || l)
+                o[n++] = l;
+        }
+    }
+    if (han)
+        o[n++] = ' ';
+    return n;
+}
+
 /* BertNormalizer in one pass, each character's output with its own span.
  * That is HF's answer unless a character kept after strip_accents has a
  * non-zero combining class (NFD's reordering can then move spans among
@@ -659,9 +688,11 @@ static int charmap(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 static int bert_fused(unsigned f, const tv_hf_text *in, tv_hf_text *out)
 {
     int clean = (f & TV_NB_CLEAN) != 0, lo = (f & TV_NB_LOWER) != 0;
+    uint32_t o[TV_NB_MAX_OUT];
     for (size_t i = 0; i < in->n; i++) {
-        if (out->cap - out->n < 64 &&
-            tv_hf_text_reserve(out, out->n + 64 + (in->n - i) * 2) < 0)
+        if (out->cap - out->n < TV_NB_MAX_OUT &&
+            tv_hf_text_reserve(out, out->n + TV_NB_MAX_OUT + (in->n - i) * 2) <
+                0)
             return -ENOMEM;
         uint32_t c = in->cp[i], a0 = in->a0[i], a1 = in->a1[i];
         if (c < 0x80) {
@@ -675,35 +706,11 @@ static int bert_fused(unsigned f, const tv_hf_text *in, tv_hf_text *out)
             emit(out, c, a0, a1);
             continue;
         }
-        unsigned cls = tv_hf_class(c);
-        if (clean && (c == 0xFFFD || (cls & TV_HF_CTRL)))
-            continue;
-        if (clean && (cls & TV_HF_WS)) {
-            emit(out, ' ', a0, a1);
-            continue;
-        }
-        int han = (f & TV_NB_CJK) && cjk(c);
-        if (han)
-            emit(out, ' ', a0, a1);
-        uint32_t d[32];
-        size_t nd = 1;
-        d[0] = c;
-        if (f & TV_NB_STRIP)
-            nd = decompose(c, 0, d);
-        for (size_t k = 0; k < nd; k++) {
-            if (f & TV_NB_STRIP) {
-                if (d[k] >= 0x300 && (tv_hf_class(d[k]) & TV_HF_MN))
-                    continue;
-                if (ccc(d[k]))
-                    return 1;
-            }
-            if (lo)
-                emit_lower(out, d[k], a0, a1);
-            else
-                emit(out, d[k], a0, a1);
-        }
-        if (han)
-            emit(out, ' ', a0, a1);
+        int n = tv_norm_bert_char(f, c, o);
+        if (n < 0)
+            return 1;
+        for (int k = 0; k < n; k++)
+            emit(out, o[k], a0, a1);
     }
     return 0;
 }

@@ -64,7 +64,12 @@ typedef struct tv_hf_buf {
     size_t wn[2], wcap[2];
     unsigned char *u8; /* a word as UTF-8, ... */
     uint32_t *u8ch;    /* ... and the code point each byte starts (or -1) */
-    uint64_t *ph;      /* ... and the hashes of its prefixes (wordpiece.c) */
+    /* a word of wordpiece.c's one-pass path: its normalized UTF-8, the
+     * input byte where each byte's character starts (-1 inside one) and
+     * ends */
+    unsigned char *fu8;
+    uint32_t *fst, *fen;
+    size_t fcap;
     size_t u8cap;
     tv_uni_work *uw; /* Unigram: the lattice ... */
     tv_uni_toks ut;  /* ... and one word's tokens */
@@ -134,6 +139,12 @@ int tv_norm_parse(json_t *j, const char *where, tv_norm **out, size_t *n,
 void tv_norm_free(tv_norm *v, size_t n);
 /* Runs the steps over b->t[*cur]; *cur names the result. */
 int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur);
+/* What BertNormalizer with flags f (TV_NB_*) makes of the non-ASCII
+ * character c on its own, into o[TV_NB_MAX_OUT]: their count (0: dropped),
+ * or -1 when its neighbours may change it (NFD's reordering: a kept
+ * character of non-zero combining class). */
+#define TV_NB_MAX_OUT 100
+int tv_norm_bert_char(unsigned f, uint32_t c, uint32_t *o);
 
 /* --- pre-tokenizers (pretok.c) --- */
 enum {
@@ -203,13 +214,12 @@ int tv_dec_run(const tokvec_tokenizer *t, const int32_t *ids, size_t n,
 /* --- the models (wordpiece.c, unigram.c, spbpe.c) and the pipeline
  * (hf_pipeline.c) --- */
 enum { TV_M_WORDPIECE, TV_M_UNIGRAM, TV_M_BPE };
-#define TV_WP_INLINE 19
-typedef struct tv_wp_slot { /* 32 bytes: a probe reads one cache line */
-    uint64_t hash;
-    int32_t id;  /* -1: empty */
-    uint8_t len; /* key bytes, when at most TV_WP_INLINE (else 255) */
-    unsigned char key[TV_WP_INLINE];
-} tv_wp_slot;
+typedef struct tv_wp_node { /* WordPiece's trie (wordpiece.c) */
+    uint32_t first; /* its first child's number (children are numbered one
+                     * after the other), or its direct table's (tv_hf.tdir) */
+    uint32_t meta;  /* bits 0-3: how many children (15: a direct table);
+                     * 4-31: the id of the token that ends here + 1, 0 none */
+} tv_wp_node;
 
 typedef struct tv_hf {
     int model; /* TV_M_* */
@@ -236,24 +246,28 @@ typedef struct tv_hf {
     size_t nprefix;
     int32_t unk;
     size_t max_chars;
-    tv_wp_slot *whole; /* model.vocab's tokens by their bytes */
-    tv_wp_slot *cont;  /* those that start with the prefix, by the bytes
-                        * after it */
-    size_t wmask, cmask;
-    size_t max_len, max_cont; /* longest token, longest continuation */
-    uint64_t lens_w, lens_c;  /* bit n - 1: some token is n bytes (n <= 64) */
-    /* filters by the FNV-1a hash of the bytes (wordpiece.c's bit_of), one
-     * bit a hash, no false negatives: [0] tokens of whole, [1] their
-     * proper prefixes, [2] and [3] the same for cont */
-    uint64_t *filter[4];
+    /* model.vocab as a trie of bytes (node 0 the root): each node's edge
+     * label in tlab, direct tables of 256 children; croot: the node of
+     * continuing_subword_prefix, where the pieces after the first begin */
+    tv_wp_node *trie;
+    unsigned char *tlab;
+    uint32_t *tdir;
+    size_t ntrie;
+    uint32_t croot;
     /* ASCII text through [BertNormalizer] and [BertPreTokenizer] in one
      * pass (wordpiece.c): per byte its class (TV_A_*) and what it becomes;
      * ascii_fast when the pipeline is that */
     int ascii_fast;
     unsigned char acls[128], amap[128];
+    /* the same for the two-byte UTF-8 characters U+0080..U+07FF (index
+     * c - 0x80): what the character becomes (one character, bits 0-23)
+     * and its class (TV_A_*, bits 24-31); TV_A_SLOW: it takes every stage
+     * (it becomes more than one character, or its neighbours matter) */
+    uint32_t u2[0x780];
 } tv_hf;
 
-enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD }; /* tv_hf.acls */
+/* tv_hf.acls, tv_hf.u2 */
+enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD, TV_A_SLOW };
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* BPE without ByteLevel (SentencePiece style: Llama 2, Mistral) from
@@ -277,12 +291,15 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
 /* The WordPiece model on the word x[s, e), appended to out (wordpiece.c). */
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs);
-/* tv_wp_finish's one-pass ASCII path: the words of ASCII u[i..end) into
- * b->t[0] and b->w[0], then through tv_wp_word (wordpiece.c). */
-int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                      size_t i, size_t end);
-int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                    tokvec_tok_ids *out, int offs);
+/* tv_wp_finish's one-pass path: u[i..end) normalized, cut into words and
+ * through the WordPiece model, appended to out, up to the first chunk
+ * (text between ASCII white space) that holds a character the path does
+ * not take (not ASCII, not a two-byte character of tv_hf.u2, or one of
+ * class TV_A_SLOW): *stop is where that chunk begins (nothing of it in
+ * out), end when there is none (wordpiece.c). */
+int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
+               size_t i, size_t end, tokvec_tok_ids *out, int offs,
+               size_t *stop);
 void tv_hf_free(tv_hf *h);
 /* Encodes one stretch (no added tokens matched in the input in it) of
  * u[i..end); flags: tokvec_tokenizer_encode's. */

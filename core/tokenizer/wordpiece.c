@@ -1,20 +1,23 @@
 /* wordpiece.c -- the WordPiece model of Hugging Face tokenizer.json (every
  * BERT-family model): a word of the pipeline (hf_pipeline.c, which runs
  * the stages and calls tv_wp_word) to its tokens, and the one-pass path
- * of ASCII words (tv_wp_ascii_words, tv_wp_ascii_run). Calls only down:
+ * of words (tv_wp_fast). Calls only down:
  * normalize.c's helpers, tok_bpe.c.
  *
  * WordPiece, as HF's: a word of more than max_input_chars_per_word code
  * points is unk_token whole; else greedy longest match from the left, the
  * pieces after the first looked up with continuing_subword_prefix; when
- * some position matches nothing the whole word is unk_token. A piece
- * looks the whole rest up once, then walks forward while bit filters of
- * the tokens' proper prefixes say a token may go on (the map is asked
- * only where the token filter says one may end): a word costs
- * O(length x longest token) at worst, and a word past the limit
- * O(length). With exactly BertNormalizer and BertPreTokenizer, ASCII
- * text between white space takes one table-driven pass instead of the
- * stages (tv_wp_finish's tables; the rest goes through every stage).
+ * some position matches nothing the whole word is unk_token. The
+ * vocabulary is a trie of bytes (built once at open; the pieces after the
+ * first start at the prefix's node): a piece walks down it as far as the
+ * word's bytes go, and the last token passed at a character's end is the
+ * longest match, so a word costs O(length x longest token) at worst, and
+ * a word past the limit O(length). With exactly BertNormalizer and
+ * BertPreTokenizer, text between ASCII white space that is ASCII and
+ * two-byte characters takes one table-driven pass instead of the stages
+ * (tv_wp_finish's tables, made from normalize.c's and pretok.c's own
+ * rules; a character whose result is not one character whatever its
+ * neighbours, and any longer one, sends its stretch through every stage).
  *
  * Must hold: ids are HF's encode(text, add_special_tokens=False) for valid
  * UTF-8 (bytes that are not are U+FFFD each, as one byte); token offsets
@@ -28,151 +31,202 @@
 #include <string.h>
 
 #include "tok_hf.h"
+#include "tok_utf8.h"
 
-#define EMPTY_SLOT (-1)
+/* --- the vocabulary as a trie of bytes: node 0 the root, a node's
+ * children numbered one after the other (depth first), found by their
+ * labels (tv_hf.tlab) or, for a node of more than SCAN children, in a
+ * direct table of 256; 8 bytes a node --- */
 
-/* --- the maps: bytes -> id, hashed so that every prefix's hash comes out
- * of one pass over a word (FNV-1a, then a mix for the slot) --- */
+#define SCAN 12
+#define DIRECT 15 /* a node's count of children when it has a table */
+#define NO_NODE UINT32_MAX
 
-#define FNV0 0xCBF29CE484222325ull
-
-static inline uint64_t fnv(uint64_t h, unsigned char c)
+/* A node's token id, -1 none. */
+static inline int32_t node_id(const tv_wp_node *n)
 {
-    return (h ^ c) * 0x100000001B3ull;
+    return (int32_t)(n->meta >> 4) - 1;
 }
 
-static inline size_t slot_of(uint64_t h, size_t mask)
+/* Node v's child by byte c; 0 if none (the root is nobody's child). */
+static inline uint32_t child(const tv_hf *h, uint32_t v, unsigned char c)
 {
-    h ^= h >> 31;
-    h *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 20) & mask;
+    const tv_wp_node *n = &h->trie[v];
+    uint32_t m = n->meta & 15;
+    if (m == DIRECT)
+        return h->tdir[(size_t)n->first * 256 + c];
+    const unsigned char *l = h->tlab + n->first;
+    for (uint32_t k = 0; k < m; k++)
+        if (l[k] == c)
+            return n->first + k;
+    return 0;
 }
 
-/* The token of n bytes p with hash hv in map m; -1 if none. */
-static int32_t map_get(const tokvec_tokenizer *t, const tv_wp_slot *m,
-                       size_t mask, uint64_t hv, const unsigned char *p,
-                       size_t n)
+/* Building: nodes first in the order they are made (par, lab, id), the
+ * edges in an open-addressed table of node numbers (0: empty), then
+ * numbered again depth first. */
+typedef struct build {
+    uint32_t *par, *slot, *cnt, *at, *kids, *order, *newi;
+    unsigned char *lab;
+    int32_t *id;
+    size_t n, mask;
+} build;
+
+static void build_free(build *w)
 {
-    for (size_t k = slot_of(hv, mask);; k = (k + 1) & mask) {
-        const tv_wp_slot *e = &m[k];
-        int32_t id = e->id;
-        if (id == EMPTY_SLOT)
-            return -1;
-        if (e->hash != hv)
-            continue;
-        if (n <= TV_WP_INLINE) {
-            if (e->len == n && !memcmp(e->key, p, n))
-                return id;
-            continue;
-        }
-        uint32_t at, kl; /* a long key: where its bytes are in the blob */
-        memcpy(&at, e->key, 4);
-        memcpy(&kl, e->key + 4, 4);
-        if (e->len == 255 && kl == n && !memcmp(t->blob + at, p, n))
-            return id;
-    }
+    free(w->par);
+    free(w->slot);
+    free(w->cnt);
+    free(w->at);
+    free(w->kids);
+    free(w->order);
+    free(w->newi);
+    free(w->lab);
+    free(w->id);
 }
 
-/* key: n bytes at blob offset at (a long key keeps its offset and size in
- * the slot's key bytes instead of the bytes). */
-static void map_put(const tokvec_tokenizer *t, tv_wp_slot *m, size_t mask,
-                    uint64_t hv, int32_t id, uint32_t at, size_t n)
+static inline size_t edge_slot(uint32_t v, unsigned char c, size_t mask)
 {
-    size_t k = slot_of(hv, mask);
-    while (m[k].id != EMPTY_SLOT)
-        k = (k + 1) & mask;
-    m[k].hash = hv;
-    m[k].id = id;
-    m[k].len = n <= TV_WP_INLINE ? (uint8_t)n : 255;
-    if (n <= TV_WP_INLINE) {
-        memcpy(m[k].key, t->blob + at, n);
-    } else {
-        uint32_t kl = (uint32_t)n;
-        memcpy(m[k].key, &at, 4);
-        memcpy(m[k].key + 4, &kl, 4);
-    }
+    uint64_t hv = ((uint64_t)v << 8 | c) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(hv >> 32) & mask;
 }
 
-static uint64_t hash_of(const unsigned char *p, size_t n)
+/* The edge table twice as large, every node but the root in it again. */
+static int build_grow(build *w)
 {
-    uint64_t h = FNV0;
-    for (size_t i = 0; i < n; i++)
-        h = fnv(h, p[i]);
-    return h;
-}
-
-#define FILTER_BITS 20 /* 2^20 bits (128 KB) a filter */
-
-static inline size_t bit_of(uint64_t h)
-{
-    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> (64 - FILTER_BITS));
-}
-
-static inline int has_bit(const uint64_t *f, uint64_t h)
-{
-    size_t b = bit_of(h);
-    return (int)(f[b / 64] >> (b % 64) & 1);
-}
-
-static inline void set_bit(uint64_t *f, uint64_t h)
-{
-    size_t b = bit_of(h);
-    f[b / 64] |= 1ull << (b % 64);
-}
-
-/* The n bytes p into filters f[0] (them) and f[1] (every proper prefix
- * that ends at a character boundary). */
-static void filter_add(uint64_t *const f[2], const unsigned char *p, size_t n)
-{
-    uint64_t hv = FNV0;
-    for (size_t m = 1; m <= n; m++) {
-        hv = fnv(hv, p[m - 1]);
-        if (m == n)
-            set_bit(f[0], hv);
-        else if ((p[m] & 0xC0) != 0x80)
-            set_bit(f[1], hv);
-    }
-}
-
-/* Both maps, from the tokens model.vocab gave (all of tok[] so far), and
- * their filters (freed with the handle, tv_hf_free, on failure too). */
-static int maps_build(tokvec_tokenizer *t, tv_hf *h)
-{
-    size_t count = t->n_tok, size = 16;
-    while (size < count * 2)
-        size *= 2;
-    h->whole = malloc(size * sizeof *h->whole);
-    h->cont = malloc(size * sizeof *h->cont);
-    for (int k = 0; k < 4; k++)
-        h->filter[k] = calloc((1u << FILTER_BITS) / 64, sizeof(uint64_t));
-    if (!h->whole || !h->cont || !h->filter[0] || !h->filter[1] ||
-        !h->filter[2] || !h->filter[3])
+    size_t size = (w->mask + 1) * 2;
+    uint32_t *slot = calloc(size, sizeof *slot);
+    if (!slot)
         return -ENOMEM;
-    for (size_t k = 0; k < size; k++)
-        h->whole[k].id = h->cont[k].id = EMPTY_SLOT;
-    h->wmask = h->cmask = size - 1;
+    for (size_t x = 1; x < w->n; x++) {
+        size_t k = edge_slot(w->par[x], w->lab[x], size - 1);
+        while (slot[k])
+            k = (k + 1) & (size - 1);
+        slot[k] = (uint32_t)x;
+    }
+    free(w->slot);
+    w->slot = slot;
+    w->mask = size - 1;
+    return 0;
+}
+
+/* The child of v by c, made when missing; 0 when out of memory. */
+static uint32_t build_child(build *w, uint32_t v, unsigned char c)
+{
+    if (2 * (w->n + 1) > w->mask + 1 && build_grow(w) < 0)
+        return 0;
+    for (size_t k = edge_slot(v, c, w->mask);; k = (k + 1) & w->mask) {
+        uint32_t x = w->slot[k];
+        if (x == 0) {
+            x = (uint32_t)w->n++;
+            w->par[x] = v;
+            w->lab[x] = c;
+            w->id[x] = -1;
+            w->slot[k] = x;
+            return x;
+        }
+        if (w->par[x] == v && w->lab[x] == c)
+            return x;
+    }
+}
+
+/* The trie of every token model.vocab gave (all of tok[] so far), and the
+ * node of continuing_subword_prefix (freed with the handle, tv_hf_free,
+ * on failure too). */
+static int trie_build(tokvec_tokenizer *t, tv_hf *h)
+{
+    build w = {0};
+    size_t cap = 1, size = 16; /* nodes at most; the edge table (grown) */
+    for (size_t i = 0; i < t->n_tok; i++)
+        cap += t->tok[i].len;
+    cap += h->nprefix;
+    while (size < t->n_tok * 4 && size < cap * 2)
+        size *= 2;
+    w.mask = size - 1;
+    w.par = malloc(cap * sizeof *w.par);
+    w.lab = malloc(cap);
+    w.id = malloc(cap * sizeof *w.id);
+    w.slot = calloc(size, sizeof *w.slot);
+    int rc = -ENOMEM;
+    if (!w.par || !w.lab || !w.id || !w.slot)
+        goto out;
+    w.n = 1;
+    w.par[0] = NO_NODE;
+    w.lab[0] = 0;
+    w.id[0] = -1;
     for (size_t i = 0; i < t->n_tok; i++) {
         const tv_tok *o = &t->tok[i];
-        size_t n = o->len;
         const unsigned char *b = t->blob + o->off;
-        map_put(t, h->whole, h->wmask, hash_of(b, n), o->id, o->off, n);
-        filter_add(h->filter, b, n);
-        if (n > h->max_len)
-            h->max_len = n;
-        if (n <= 64)
-            h->lens_w |= 1ull << (n - 1);
-        if (n <= h->nprefix || memcmp(b, h->prefix, h->nprefix))
-            continue;
-        size_t m = n - h->nprefix;
-        map_put(t, h->cont, h->cmask, hash_of(b + h->nprefix, m), o->id,
-                o->off + (uint32_t)h->nprefix, m);
-        filter_add(h->filter + 2, b + h->nprefix, m);
-        if (m > h->max_cont)
-            h->max_cont = m;
-        if (m <= 64)
-            h->lens_c |= 1ull << (m - 1);
+        uint32_t v = 0;
+        for (size_t j = 0; j < o->len && (j == 0 || v); j++)
+            v = build_child(&w, v, b[j]);
+        if (!v)
+            goto out;
+        w.id[v] = o->id;
     }
-    return 0;
+    /* the prefix's node: made only to be found (its own id, if the
+     * prefix is a token, is never taken: a piece is longer) */
+    uint32_t cr = 0;
+    for (size_t j = 0; j < h->nprefix; j++) {
+        cr = build_child(&w, cr, (unsigned char)h->prefix[j]);
+        if (!cr)
+            goto out;
+    }
+    /* children by parent, then numbered depth first */
+    w.cnt = calloc(w.n + 1, sizeof *w.cnt);
+    w.at = malloc((w.n + 1) * sizeof *w.at);
+    w.kids = calloc(w.n, sizeof *w.kids);
+    w.order = calloc(w.n, sizeof *w.order);
+    w.newi = calloc(w.n, sizeof *w.newi);
+    h->trie = malloc(w.n * sizeof *h->trie);
+    h->tlab = malloc(w.n);
+    if (!w.cnt || !w.at || !w.kids || !w.order || !w.newi || !h->trie ||
+        !h->tlab)
+        goto out;
+    for (size_t x = 1; x < w.n; x++)
+        w.cnt[w.par[x]]++;
+    size_t ndir = 0;
+    w.at[0] = 0;
+    for (size_t x = 0; x < w.n; x++) {
+        w.at[x + 1] = w.at[x] + w.cnt[x];
+        ndir += w.cnt[x] > SCAN;
+    }
+    for (size_t x = 1; x < w.n; x++)
+        w.kids[w.at[w.par[x]]++] = (uint32_t)x;
+    for (size_t x = w.n; x-- > 0;) /* at[x]: its first child again */
+        w.at[x] = x ? w.at[x - 1] : 0;
+    h->tdir = calloc(ndir ? ndir * 256 : 1, sizeof *h->tdir);
+    if (!h->tdir)
+        goto out;
+    /* depth first, each node's children numbered together when it is
+     * reached: a subtree lies in one stretch of memory, so a walk down a
+     * long token stays near where it began (w.order: the stack) */
+    size_t next = 1, dir = 0, top = 0;
+    w.order[top++] = 0;
+    w.newi[0] = 0;
+    while (top) {
+        uint32_t x = w.order[--top], m = w.cnt[x], q = w.newi[x];
+        tv_wp_node *nd = &h->trie[q];
+        nd->first = m > SCAN ? (uint32_t)dir : (uint32_t)next;
+        nd->meta = (uint32_t)(w.id[x] + 1) << 4 | (m > SCAN ? DIRECT : m);
+        for (uint32_t k = 0; k < m; k++) {
+            uint32_t y = w.kids[w.at[x] + k];
+            w.newi[y] = (uint32_t)(next + k);
+            h->tlab[next + k] = w.lab[y];
+            if (m > SCAN)
+                h->tdir[dir * 256 + w.lab[y]] = (uint32_t)(next + k);
+        }
+        for (uint32_t k = m; k-- > 0;) /* the first child on top */
+            w.order[top++] = w.kids[w.at[x] + k];
+        next += m;
+        dir += m > SCAN;
+    }
+    h->ntrie = w.n;
+    h->croot = w.newi[cr];
+    rc = 0;
+out:
+    build_free(&w);
+    return rc;
 }
 
 /* --- loading --- */
@@ -212,7 +266,7 @@ static int wp_vocab(tokvec_tokenizer *t, json_t *root, char *err,
         if (rc)
             return rc;
     }
-    return maps_build(t, t->hf);
+    return trie_build(t, t->hf);
 }
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
@@ -256,8 +310,10 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
  * table of BertNormalizer (normalize.c's bert_fused on ASCII: clean_text
  * drops NUL, DEL and the controls but tab, LF and CR, which become
  * spaces; lowercase) and BertPreTokenizer (pretok.c's bert: white space
- * splits and goes, ASCII punctuation is a word of its own), when the
- * pipeline is exactly those two (either may be missing). */
+ * splits and goes, ASCII punctuation is a word of its own), and the
+ * table of two-byte characters (tv_hf.u2), when the pipeline is exactly
+ * those two (either may be missing; any flags of BertNormalizer: the
+ * tables are made from them). */
 int tv_wp_finish(tokvec_tokenizer *t)
 {
     tv_hf *h = t->hf;
@@ -288,11 +344,59 @@ int tv_wp_finish(tokvec_tokenizer *t)
                      : pu     ? TV_A_PUNCT
                               : TV_A_WORD;
     }
+    /* two-byte characters: what normalize.c's BertNormalizer makes of
+     * each on its own, when that is one character whatever its
+     * neighbours; classed as pretok.c's BertPreTokenizer classes it */
+    for (uint32_t c = 0x80; c < 0x800; c++) {
+        uint32_t o[TV_NB_MAX_OUT];
+        int n = 1;
+        o[0] = c;
+        if (h->nnorm)
+            n = tv_norm_bert_char(f, c, o);
+        unsigned k = TV_A_SLOW;
+        if (n == 0) {
+            k = TV_A_DROP;
+            o[0] = 0;
+        } else if (n == 1 && o[0] < 0x80) {
+            k = h->acls[o[0]] == TV_A_DROP ? TV_A_SLOW : h->acls[o[0]];
+        } else if (n == 1) {
+            unsigned cl = tv_hf_class(o[0]);
+            k = !h->npre             ? TV_A_WORD
+                : (cl & TV_HF_WS)    ? TV_A_WS
+                : (cl & TV_HF_PUNCT) ? TV_A_PUNCT
+                                     : TV_A_WORD;
+        }
+        h->u2[c - 0x80] = (k == TV_A_SLOW ? 0 : o[0]) | (uint32_t)k << 24;
+    }
     h->ascii_fast = 1;
     return 0;
 }
 
 /* --- encoding --- */
+
+/* The longest token of u[start..len) (after the prefix when start > 0):
+ * down the trie as far as the bytes go, the last token passed at a
+ * character's end (ch[j] != UINT32_MAX: byte j starts one, or j == len)
+ * wins. Its end, *id its id; start and -1 if none. */
+static inline size_t longest(const tv_hf *h, const unsigned char *u,
+                             const uint32_t *ch, size_t start, size_t len,
+                             int32_t *id)
+{
+    uint32_t v = start ? h->croot : 0;
+    size_t end = start;
+    *id = -1;
+    for (size_t j = start; j < len; j++) {
+        v = child(h, v, u[j]);
+        if (!v)
+            break;
+        int32_t r = node_id(&h->trie[v]);
+        if (r >= 0 && ch[j + 1] != UINT32_MAX) {
+            *id = r;
+            end = j + 1;
+        }
+    }
+    return end;
+}
 
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs)
@@ -309,44 +413,9 @@ int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
         tv_ids_reserve(out, e - s, offs) < 0)
         return -ENOMEM;
     size_t n0 = out->n, start = 0;
-    const unsigned char *u = b->u8;
-    uint64_t *ph = b->ph;
     while (start < len) {
-        size_t lim = start ? h->max_cont : h->max_len;
-        size_t end = len - start > lim ? start + lim : len;
-        uint64_t hv = FNV0, lens = start ? h->lens_c : h->lens_w;
-        const tv_wp_slot *m = start ? h->cont : h->whole;
-        size_t mask = start ? h->cmask : h->wmask;
-        for (size_t j = start; j < end; j++)
-            ph[j - start + 1] = hv = fnv(hv, u[j]);
-        /* the whole rest first (most words are one token), then forward
-         * while some token may begin with the bytes so far (the filters:
-         * the map is asked only where a token may end): the last token
-         * seen is the longest match */
-        const uint64_t *ft = h->filter[start ? 2 : 0];
-        const uint64_t *fp = h->filter[start ? 3 : 1];
-        int32_t id = -1;
-        while (end > start && b->u8ch[end] == UINT32_MAX)
-            end--;
-        size_t n = end - start;
-        if (n && (n > 64 || (lens >> (n - 1) & 1)) && has_bit(ft, ph[n]))
-            id = map_get(t, m, mask, ph[n], u + start, n);
-        if (id < 0) {
-            size_t stop = end, j = start + 1;
-            end = start;
-            for (; j < stop; j++) {
-                if (b->u8ch[j] == UINT32_MAX)
-                    continue;
-                uint64_t hj = ph[j - start];
-                int32_t r = has_bit(ft, hj)
-                                ? map_get(t, m, mask, hj, u + start, j - start)
-                                : -1;
-                if (r >= 0)
-                    id = r, end = j;
-                if (!has_bit(fp, hj))
-                    break;
-            }
-        }
+        int32_t id;
+        size_t end = longest(h, b->u8, b->u8ch, start, len, &id);
         if (id < 0) {
             out->n = n0;
             tv_hf_put_tok(out, offs, h->unk, x, s, e);
@@ -358,88 +427,132 @@ int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
     return 0;
 }
 
-static int add_word(tv_hf_buf *b, size_t s, size_t e)
+/* One word of tv_wp_fast: its normalized bytes b->fu8[0..n), b->fst[j]
+ * the input byte where the character byte j starts begins (UINT32_MAX
+ * inside a character, anything else at n), b->fen[j] where that
+ * character ends; nch characters, from input bytes w0..w1 (nch past
+ * max_input_chars_per_word: the bytes were not kept). */
+static int fast_word(const tv_hf *h, tv_hf_buf *b, size_t n, size_t nch,
+                     uint32_t w0, uint32_t w1, tokvec_tok_ids *out, int offs)
 {
-    if (b->wn[0] == b->wcap[0]) {
-        size_t cap = b->wcap[0] ? b->wcap[0] * 2 : 64;
-        tv_hf_range *w = realloc(b->w[0], cap * sizeof *w);
-        if (!w)
-            return -ENOMEM;
-        b->w[0] = w;
-        b->wcap[0] = cap;
+    int whole = nch > h->max_chars;
+    if (tv_ids_reserve(out, whole ? 1 : nch, offs) < 0)
+        return -ENOMEM;
+    size_t n0 = out->n, start = 0;
+    b->fst[n] = 0;
+    while (!whole && start < n) {
+        int32_t id;
+        size_t end = longest(h, b->fu8, b->fst, start, n, &id);
+        if (id < 0) {
+            out->n = n0;
+            break;
+        }
+        if (offs) {
+            out->offsets[out->n] = b->fst[start];
+            out->stops[out->n] = b->fen[end - 1];
+        }
+        out->ids[out->n++] = id;
+        start = end;
     }
-    b->w[0][b->wn[0]++] = (tv_hf_range){s, e};
+    if (whole || start < n) {
+        if (offs) {
+            out->offsets[out->n] = w0;
+            out->stops[out->n] = w1;
+        }
+        out->ids[out->n++] = h->unk;
+    }
     return 0;
 }
 
-/* An ASCII stretch in one pass (tv_wp_finish's tables): the normalized
- * characters of the words only (white space is not kept), each with its
- * byte as its span, and the words, as the three stages give them. */
-int tv_wp_ascii_words(const tv_hf *h, tv_hf_buf *b, const unsigned char *u,
-                      size_t i, size_t end)
+/* Room for n + 5 bytes of a word in b->fu8, fst, fen. */
+static int fast_reserve(tv_hf_buf *b, size_t n)
 {
-    tv_hf_text *x = &b->t[0];
-    size_t n = 0, w = 0;
-    b->wn[0] = 0;
-    if (tv_hf_text_reserve(x, end - i) < 0)
+    if (n + 5 <= b->fcap)
+        return 0;
+    size_t cap = b->fcap ? b->fcap * 2 : 256;
+    while (cap < n + 5)
+        cap *= 2;
+    unsigned char *u = realloc(b->fu8, cap);
+    if (u)
+        b->fu8 = u;
+    uint32_t *st = u ? realloc(b->fst, cap * sizeof *st) : NULL;
+    if (st)
+        b->fst = st;
+    uint32_t *en = st ? realloc(b->fen, cap * sizeof *en) : NULL;
+    if (!en)
         return -ENOMEM;
-    for (size_t j = i; j < end; j++) {
-        unsigned c = u[j], k = h->acls[c];
-        if (k == TV_A_DROP)
-            continue;
-        if (k != TV_A_WORD && n > w && add_word(b, w, n) < 0)
-            return -ENOMEM;
-        if (k == TV_A_WS) {
-            w = n;
-            continue;
-        }
-        x->cp[n] = h->amap[c];
-        x->a0[n] = (uint32_t)j;
-        x->a1[n] = (uint32_t)j + 1;
-        n++;
-        if (k == TV_A_PUNCT) {
-            if (add_word(b, n - 1, n) < 0)
-                return -ENOMEM;
-            w = n;
-        }
-    }
-    x->n = n;
-    return n > w ? add_word(b, w, n) : 0;
+    b->fen = en;
+    b->fcap = cap;
+    return 0;
 }
 
-#define AHEAD 4 /* words whose first lookup is fetched ahead */
-
-/* Fetches what tv_wp_word()'s first lookup of ASCII word k of b->w[0] (the
- * whole word, as many bytes as the longest token) will touch: its filter
- * word and its map slot. Only a hint: the lookup itself is unchanged. */
-static inline void fetch_word(const tv_hf *h, const tv_hf_buf *b, size_t k)
-{
-    const tv_hf_text *x = &b->t[0];
-    size_t s = b->w[0][k].s, e = b->w[0][k].e;
-    if (e - s > h->max_len)
-        e = s + h->max_len;
-    uint64_t hv = FNV0;
-    for (size_t j = s; j < e; j++)
-        hv = fnv(hv, (unsigned char)x->cp[j]);
-    size_t bit = bit_of(hv);
-    __builtin_prefetch(&h->filter[0][bit / 64]);
-    __builtin_prefetch(&h->whole[slot_of(hv, h->wmask)]);
-}
-
-/* The ASCII words of ascii_words through tv_wp_word(), the first lookups of
- * the words AHEAD of the current one on their way. */
-int tv_wp_ascii_run(const tokvec_tokenizer *t, tv_hf_buf *b,
-                    tokvec_tok_ids *out, int offs)
+int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
+               size_t i, size_t end, tokvec_tok_ids *out, int offs,
+               size_t *stop)
 {
     const tv_hf *h = t->hf;
-    size_t nw = b->wn[0];
-    for (size_t k = 0; k < nw && k < AHEAD; k++)
-        fetch_word(h, b, k);
-    int rc = 0;
-    for (size_t k = 0; rc == 0 && k < nw; k++) {
-        if (k + AHEAD < nw)
-            fetch_word(h, b, k + AHEAD);
-        rc = tv_wp_word(t, b, &b->t[0], b->w[0][k].s, b->w[0][k].e, out, offs);
+    size_t n = 0, nch = 0;      /* the word so far: bytes kept, characters */
+    size_t cs = i, cn = out->n; /* the chunk: where it began, out then */
+    uint32_t w0 = 0, w1 = 0;
+    for (size_t j = i; j < end; j++) {
+        unsigned k, d = j + 1 < end ? u[j + 1] : 0;
+        uint32_t c;
+        size_t m = 1;
+        if (u[j] < 0x80) {
+            k = h->acls[u[j]];
+            c = h->amap[u[j]];
+        } else {
+            uint32_t v = u[j] >= 0xC2 && u[j] <= 0xDF && (d & 0xC0) == 0x80
+                             ? h->u2[((u[j] & 0x1Fu) << 6 | (d & 0x3F)) - 0x80]
+                             : (uint32_t)TV_A_SLOW << 24;
+            k = v >> 24;
+            c = v & 0xFFFFFF;
+            m = 2;
+        }
+        if (k == TV_A_SLOW) { /* the chunk takes every stage */
+            out->n = cn;
+            *stop = cs;
+            return 0;
+        }
+        if (k == TV_A_DROP) {
+            j += m - 1;
+            continue;
+        }
+        if (k != TV_A_WORD && nch) { /* the word so far ends */
+            if (fast_word(h, b, n, nch, w0, w1, out, offs) < 0)
+                return -ENOMEM;
+            n = nch = 0;
+        }
+        if (k == TV_A_WS) {
+            j += m - 1;
+            if (m == 1) { /* ASCII white space: a new chunk */
+                cs = j + 1;
+                cn = out->n;
+            }
+            continue;
+        }
+        if (!nch)
+            w0 = (uint32_t)j;
+        w1 = (uint32_t)(j + m);
+        if (nch++ <= h->max_chars) { /* its normalized bytes */
+            if (fast_reserve(b, n) < 0)
+                return -ENOMEM;
+            size_t l = tv_u8_put(c, b->fu8 + n);
+            b->fst[n] = (uint32_t)j;
+            b->fen[n] = (uint32_t)(j + m);
+            for (size_t q = 1; q < l; q++) {
+                b->fst[n + q] = UINT32_MAX;
+                b->fen[n + q] = (uint32_t)(j + m);
+            }
+            n += l;
+        }
+        j += m - 1;
+        if (k == TV_A_PUNCT) { /* a word of its own */
+            if (fast_word(h, b, n, nch, w0, w1, out, offs) < 0)
+                return -ENOMEM;
+            n = nch = 0;
+        }
     }
-    return rc;
+    *stop = end;
+    return nch ? fast_word(h, b, n, nch, w0, w1, out, offs) : 0;
 }

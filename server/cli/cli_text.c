@@ -120,7 +120,8 @@ static int read_all(FILE *f, char **buf, size_t *len)
     return 0;
 }
 
-/* v in decimal at buf + n, two digits a step; the new n. */
+/* v in decimal at buf + n, two digits a step, written in place from the
+ * last (its length counted first); the new n. */
 static size_t put_num(char *buf, size_t n, uint64_t v)
 {
     static const char pairs[201] = "00010203040506070809"
@@ -133,22 +134,20 @@ static size_t put_num(char *buf, size_t n, uint64_t v)
                                    "70717273747576777879"
                                    "80818283848586878889"
                                    "90919293949596979899";
-    char d[24];
-    int m = 24;
+    size_t len = 1;
+    for (uint64_t p = 10; len < 20 && v >= p; p *= 10)
+        len++;
+    char *d = buf + n + len;
     while (v >= 100) {
-        m -= 2;
-        memcpy(d + m, pairs + 2 * (v % 100), 2);
+        d -= 2;
+        memcpy(d, pairs + 2 * (v % 100), 2);
         v /= 100;
     }
-    if (v >= 10) {
-        m -= 2;
-        memcpy(d + m, pairs + 2 * v, 2);
-    } else {
-        d[--m] = (char)('0' + v);
-    }
-    while (m < 24) /* a few bytes: no call */
-        buf[n++] = d[m++];
-    return n;
+    if (v >= 10)
+        memcpy(d - 2, pairs + 2 * v, 2);
+    else
+        d[-1] = (char)('0' + v);
+    return n + len;
 }
 
 /* [[id, start, stop], ...] and a newline. */

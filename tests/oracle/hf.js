@@ -12,8 +12,11 @@
 //       "a"+c+"b", c+c and "É"+c+" x"; --metaspace-variants 1 checks
 //       the tokenizer with its Metaspace (pre-tokenizer and decoder) set
 //       to each prepend_scheme (always, first, never) and split (true,
-//       false) instead; --added-variant 1 checks the tokenizer with
-//       added tokens of every option (lstrip, rstrip, single_word,
+//       false) instead; --bert-variants 1 checks the tokenizer (a
+//       BertNormalizer) as it is and with each of its flags changed, on
+//       the built-in texts, the edge cases and every two-byte UTF-8
+//       character in four contexts; --added-variant 1 checks the
+//       tokenizer with added tokens of every option (lstrip, rstrip, single_word,
 //       normalized, special: addedVariant) appended, on texts that put
 //       them next to spaces, punctuation, word characters and each other,
 //       and once more with its special tokens taken out of added_tokens
@@ -209,6 +212,31 @@ function metaspaceVariant(file, scheme, split) {
     return out;
 }
 
+// The tokenizer with its BertNormalizer's flags set to v (clean_text,
+// handle_chinese_chars, strip_accents, lowercase), into a temporary file.
+function bertVariant(file, v, k) {
+    const j = JSON.parse(fs.readFileSync(file, 'utf8'));
+    if (!j.normalizer || j.normalizer.type !== 'BertNormalizer')
+        throw new Error(`${file}: no BertNormalizer`);
+    Object.assign(j.normalizer, v);
+    const out = require('os').tmpdir() +
+        `/tokvec-hf-${process.pid}-bert-${k}.json`;
+    fs.writeFileSync(out, JSON.stringify(j));
+    return out;
+}
+
+// Every two-byte UTF-8 character (U+0080..U+07FF, the table of
+// wordpiece.c's one-pass path) in a word, beside ASCII, beside itself,
+// beside an accented capital and after a space.
+function twoByteTexts() {
+    const t = [];
+    for (let cp = 0x80; cp < 0x800; cp++) {
+        const c = String.fromCodePoint(cp);
+        t.push('a' + c + 'b', c + c, '\u00c9' + c + ' x', 'x ' + c + 'ing');
+    }
+    return t;
+}
+
 // Added tokens of every option: <T0>..<T31> (bit 1 lstrip, 2 rstrip,
 // 4 single_word, 8 normalized, 16 special) and a few that real models
 // have or that tell the two matchers apart: XLM-R's <mask> (lstrip,
@@ -308,6 +336,30 @@ async function check(opt) {
         } finally {
             fs.unlinkSync(f);
             fs.unlinkSync(g);
+        }
+        return bad;
+    }
+    if (opt['bert-variants']) {
+        // the file as it is, then one BertNormalizer flag changed at a
+        // time (strip_accents: null follows lowercase), each also on
+        // every two-byte character
+        const vs = [{}, { clean_text: false }, { handle_chinese_chars: false },
+            { strip_accents: false }, { strip_accents: true, lowercase: false },
+            { lowercase: false }, { strip_accents: null, lowercase: false }];
+        const pick = rng(13);
+        const texts = builtins().concat(edgeCases())
+            .filter(() => !opt.fast || pick() < 1 / 6);
+        let bad = 0;
+        for (let k = 0; k < vs.length; k++) {
+            const f = bertVariant(opt.tokenizer, vs[k], k);
+            try {
+                console.log(`BertNormalizer ${JSON.stringify(vs[k])}:`);
+                bad += await check(Object.assign({}, opt, {
+                    tokenizer: f, 'bert-variants': undefined,
+                    'texts-only': texts.concat(twoByteTexts()) }));
+            } finally {
+                fs.unlinkSync(f);
+            }
         }
         return bad;
     }

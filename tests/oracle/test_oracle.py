@@ -6,8 +6,9 @@ tokenizer: byte-level BPE (gpt2, cl100k_base, o200k_base vs tiktoken, the
 built-in texts and tests/data/the-verdict.txt), WordPiece, Unigram and
 SentencePiece BPE (vs HF: the built-in texts and Unicode edge cases, both
 add_special_tokens settings) and added tokens of every option on each
-family, byte-level BPE too (hf.js --added-variant --fast). Zero differences; the exhaustive
-checks and the corpora stay in make tokenizer-oracle(-all).
+family, byte-level BPE too (hf.js --added-variant --fast), and bge with each
+BertNormalizer flag changed (--bert-variants). Zero differences; the
+exhaustive checks and the corpora stay in make tokenizer-oracle(-all).
 
     python3 tests/oracle/test_oracle.py --binary build/tokvec \
         --oracle build/oracle --gpt2 data/gpt2 [unittest arguments]
@@ -67,6 +68,10 @@ class Oracle(unittest.TestCase):
 
     def test_wordpiece_bge_matches_hf(self):
         self.hf("tests/data/bge/tokenizer.json")
+
+    def test_wordpiece_bge_with_other_bert_normalizer_flags_matches_hf(self):
+        # wordpiece.c's one-pass path is made from the flags: each changed
+        self.hf("tests/data/bge/tokenizer.json", "--bert-variants", "1")
 
     def test_wordpiece_trained_matches_hf(self):
         self.hf(self.oracle_file("wp-trained.json"))
