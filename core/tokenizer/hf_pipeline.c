@@ -177,38 +177,6 @@ static int piece(const tokvec_tokenizer *t, tv_hf_buf *b, size_t s, size_t e,
     return tv_hf_tail(t, b, 0, out, offs);
 }
 
-/* The normalized text's UTF-8 into b->nu8 (*len bytes); b->nu8ch[j]: the
- * code point byte j starts (its index), UINT32_MAX inside one. */
-static int nt_bytes(tv_hf_buf *b, size_t *len)
-{
-    const tv_hf_text *x = &b->nt;
-    size_t need = 4 * x->n + 1;
-    if (need > b->nu8cap) {
-        size_t cap = b->nu8cap ? b->nu8cap : 256;
-        while (cap < need)
-            cap *= 2;
-        unsigned char *u = realloc(b->nu8, cap);
-        if (u)
-            b->nu8 = u;
-        uint32_t *ch = u ? realloc(b->nu8ch, cap * sizeof *ch) : NULL;
-        if (!ch)
-            return -ENOMEM;
-        b->nu8ch = ch;
-        b->nu8cap = cap;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        size_t m = tv_u8_put(x->cp[i], b->nu8 + n);
-        b->nu8ch[n] = (uint32_t)i;
-        for (size_t k = 1; k < m; k++)
-            b->nu8ch[n + k] = UINT32_MAX;
-        n += m;
-    }
-    b->nu8ch[n] = (uint32_t)x->n;
-    *len = n;
-    return 0;
-}
-
 int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
                       tokvec_tok_ids *out, unsigned flags)
 {
@@ -220,7 +188,8 @@ int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
     b->t[cur] = keep;
     const tv_hf_text *x = &b->nt;
     size_t len;
-    int rc = nt_bytes(b, &len);
+    int rc = tv_hf_utf8(&b->nu8, &b->nu8ch, &b->nu8cap, &b->nt, 0, b->nt.n,
+                        &len);
     size_t i = 0, pos = 0, n = x->n; /* i: code points; pos: bytes */
     tv_sp_win win = {0, 0, 0};
     while (rc == 0 && (i < n || pos < len)) {

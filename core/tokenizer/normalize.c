@@ -106,43 +106,51 @@ int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what)
     return TOKVEC_E_TOKENIZER;
 }
 
-int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
-                     size_t *len)
+int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
+               const tv_hf_text *x, size_t s, size_t e, size_t *len)
 {
     size_t need = 4 * (e - s) + 1;
-    if (need > b->u8cap) {
-        size_t cap = b->u8cap ? b->u8cap : 256;
+    if (need > *u8cap) {
+        size_t cap = *u8cap ? *u8cap : 256;
         while (cap < need)
             cap *= 2;
-        unsigned char *u = realloc(b->u8, cap);
+        unsigned char *u = realloc(*u8, cap);
         if (u)
-            b->u8 = u;
-        uint32_t *ch = u ? realloc(b->u8ch, cap * sizeof *ch) : NULL;
+            *u8 = u;
+        uint32_t *ch = u ? realloc(*u8ch, cap * sizeof *ch) : NULL;
         if (!ch)
             return -ENOMEM;
-        b->u8ch = ch;
-        b->u8cap = cap;
+        *u8ch = ch;
+        *u8cap = cap;
     }
+    unsigned char *o = *u8;
+    uint32_t *oc = *u8ch;
     size_t n = 0;
     for (size_t i = s; i < e; i++) {
         uint32_t c = x->cp[i];
-        b->u8ch[n] = (uint32_t)i;
+        oc[n] = (uint32_t)i;
         if (c < 0x80) {
-            b->u8[n++] = (unsigned char)c;
+            o[n++] = (unsigned char)c;
             continue;
         }
         size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
         for (size_t k = m; k-- > 1;) {
-            b->u8[n + k] = (unsigned char)(0x80 | (c & 0x3F));
-            b->u8ch[n + k] = UINT32_MAX;
+            o[n + k] = (unsigned char)(0x80 | (c & 0x3F));
+            oc[n + k] = UINT32_MAX;
             c >>= 6;
         }
-        b->u8[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+        o[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
         n += m;
     }
-    b->u8ch[n] = (uint32_t)e;
+    oc[n] = (uint32_t)e;
     *len = n;
     return 0;
+}
+
+int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
+                     size_t *len)
+{
+    return tv_hf_utf8(&b->u8, &b->u8ch, &b->u8cap, x, s, e, len);
 }
 
 void tv_hf_put_tok(tokvec_tok_ids *out, int offs, int32_t id,

@@ -276,8 +276,12 @@ int tv_spbpe_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
 /* One word x[s, e) through it, appended to out. */
 int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                   size_t s, size_t e, tokvec_tok_ids *out, int offs);
-/* A word's UTF-8 into b->u8 (*len bytes), b->u8ch[j] the character byte j
- * starts (UINT32_MAX inside one), b->u8ch[len] = e (normalize.c). */
+/* x's characters [s, e) as UTF-8 into *u8 (*len bytes; *u8 and *u8ch grown
+ * to *u8cap as needed), (*u8ch)[j] the character byte j starts (UINT32_MAX
+ * inside one), (*u8ch)[len] = e (normalize.c). */
+int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
+               const tv_hf_text *x, size_t s, size_t e, size_t *len);
+/* A word's UTF-8 into b->u8 / b->u8ch: tv_hf_utf8 on those. */
 int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
                      size_t *len);
 /* The Unigram model of root.model into t (its pieces, ids 0..n-1;
