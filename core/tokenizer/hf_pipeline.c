@@ -39,6 +39,7 @@ void tv_hf_free(tv_hf *h)
     free(h->trie);
     free(h->tlab);
     free(h->tdir);
+    free(h->ucls);
     free(h);
 }
 
@@ -277,8 +278,8 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
 
 /* Where the run of chunks (text between ASCII white space) from s ends
  * that wordpiece.c's one-pass path does not take (each holds a character
- * that is not ASCII nor a two-byte character of tv_hf.u2 other than
- * TV_A_SLOW): where the next chunk that it takes begins, or end. */
+ * of class TV_A_SLOW or bytes that are not UTF-8: tv_wp_char): where the
+ * next chunk that it takes begins, or end. */
 static size_t slow_run(const tv_hf *h, const unsigned char *u, size_t s,
                        size_t end)
 {
@@ -286,11 +287,9 @@ static size_t slow_run(const tv_hf *h, const unsigned char *u, size_t s,
     int ca = 1;    /* ... whether the path takes it */
     for (size_t j = s;; j++) {
         if (j < end && u[j] >= 0x80) {
-            unsigned c = u[j], d = j + 1 < end ? u[j + 1] : 0;
-            if (c >= 0xC2 && c <= 0xDF && (d & 0xC0) == 0x80 &&
-                h->u2[((c & 0x1F) << 6 | (d & 0x3F)) - 0x80] >> 24 !=
-                    TV_A_SLOW)
-                j++;
+            size_t m;
+            if (tv_wp_char(h, u, j, end, &m) >> 24 != TV_A_SLOW)
+                j += m - 1;
             else
                 ca = 0;
             continue;

@@ -259,14 +259,19 @@ typedef struct tv_hf {
      * ascii_fast when the pipeline is that */
     int ascii_fast;
     unsigned char acls[128], amap[128];
-    /* the same for the two-byte UTF-8 characters U+0080..U+07FF (index
-     * c - 0x80): what the character becomes (one character, bits 0-23)
-     * and its class (TV_A_*, bits 24-31); TV_A_SLOW: it takes every stage
-     * (it becomes more than one character, or its neighbours matter) */
-    uint32_t u2[0x780];
+    /* the same for the characters U+0080..U+FFFF, two and three bytes of
+     * UTF-8 (index c - 0x80; malloc'ed, 255 KB): what the character
+     * becomes (one character, bits 0-23) and its class (TV_A_*, bits
+     * 24-31); TV_A_SLOW: it takes every stage (it becomes more than one
+     * character, or its neighbours matter). A character that
+     * handle_chinese_chars puts between spaces is TV_A_PUNCT (a word of
+     * its own). Four-byte characters get the same answer computed as they
+     * come (tv_wp_char); nflags: BertNormalizer's flags (0 without it) */
+    uint32_t *ucls;
+    unsigned nflags;
 } tv_hf;
 
-/* tv_hf.acls, tv_hf.u2 */
+/* tv_hf.acls, tv_hf.ucls */
 enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD, TV_A_SLOW };
 
 int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen);
@@ -295,12 +300,17 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
 /* The WordPiece model on the word x[s, e), appended to out (wordpiece.c). */
 int tv_wp_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                size_t s, size_t e, tokvec_tok_ids *out, int offs);
+/* The non-ASCII character at u[j] (j < end) for tv_wp_fast: what it
+ * becomes and its class as tv_hf.ucls holds them, *m its length; class
+ * TV_A_SLOW (*m unset) for bytes that are not UTF-8 (wordpiece.c). */
+uint32_t tv_wp_char(const tv_hf *h, const unsigned char *u, size_t j,
+                    size_t end, size_t *m);
 /* tv_wp_finish's one-pass path: u[i..end) normalized, cut into words and
  * through the WordPiece model, appended to out, up to the first chunk
  * (text between ASCII white space) that holds a character the path does
- * not take (not ASCII, not a two-byte character of tv_hf.u2, or one of
- * class TV_A_SLOW): *stop is where that chunk begins (nothing of it in
- * out), end when there is none (wordpiece.c). */
+ * not take (not UTF-8, or of class TV_A_SLOW: tv_wp_char): *stop is
+ * where that chunk begins (nothing of it in out), end when there is none
+ * (wordpiece.c). */
 int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
                size_t i, size_t end, tokvec_tok_ids *out, int offs,
                size_t *stop);

@@ -13,11 +13,11 @@
  * word's bytes go, and the last token passed at a character's end is the
  * longest match, so a word costs O(length x longest token) at worst, and
  * a word past the limit O(length). With exactly BertNormalizer and
- * BertPreTokenizer, text between ASCII white space that is ASCII and
- * two-byte characters takes one table-driven pass instead of the stages
- * (tv_wp_finish's tables, made from normalize.c's and pretok.c's own
- * rules; a character whose result is not one character whatever its
- * neighbours, and any longer one, sends its stretch through every stage).
+ * BertPreTokenizer, text between ASCII white space takes one
+ * table-driven pass instead of the stages (tv_wp_finish's tables, made
+ * from normalize.c's and pretok.c's own rules; a character whose result
+ * is not one character whatever its neighbours, and bytes that are not
+ * UTF-8, send their stretch through every stage).
  *
  * Must hold: ids are HF's encode(text, add_special_tokens=False) for valid
  * UTF-8 (bytes that are not are U+FFFD each, as one byte); token offsets
@@ -305,15 +305,48 @@ int tv_wp_load(tokvec_tokenizer *t, json_t *root, char *err, size_t errlen)
     return 0;
 }
 
+/* What BertNormalizer with flags f (h->nnorm: there is one) makes of the
+ * non-ASCII character c, as tv_hf.ucls holds it. */
+static uint32_t char_entry(const tv_hf *h, unsigned f, uint32_t c)
+{
+    uint32_t o[TV_NB_MAX_OUT];
+    int n = 1, own = 0;
+    o[0] = c;
+    if (h->nnorm)
+        n = tv_norm_bert_char(f, c, o);
+    if (n == 3 && o[0] == ' ' && o[2] == ' ' && h->npre) {
+        o[0] = o[1]; /* handle_chinese_chars: between spaces, which split */
+        n = 1;
+        own = 1;
+    }
+    unsigned k = TV_A_SLOW;
+    if (n == 0) {
+        k = TV_A_DROP;
+        o[0] = 0;
+    } else if (n == 1 && o[0] < 0x80) {
+        k = h->acls[o[0]] == TV_A_DROP ? TV_A_SLOW : h->acls[o[0]];
+    } else if (n == 1) {
+        unsigned cl = tv_hf_class(o[0]);
+        k = !h->npre             ? TV_A_WORD
+            : (cl & TV_HF_WS)    ? TV_A_WS
+            : (cl & TV_HF_PUNCT) ? TV_A_PUNCT
+                                 : TV_A_WORD;
+    }
+    if (own) /* a word of its own; anything else: every stage */
+        k = k == TV_A_WORD || k == TV_A_PUNCT ? TV_A_PUNCT : TV_A_SLOW;
+    return (k == TV_A_SLOW ? 0 : o[0]) | (uint32_t)k << 24;
+}
+
 /* Once the token table is final (tok_load.c; a WordPiece model only --
  * Unigram and SentencePiece BPE always take every stage): the ASCII
  * table of BertNormalizer (normalize.c's bert_fused on ASCII: clean_text
  * drops NUL, DEL and the controls but tab, LF and CR, which become
  * spaces; lowercase) and BertPreTokenizer (pretok.c's bert: white space
  * splits and goes, ASCII punctuation is a word of its own), and the
- * table of two-byte characters (tv_hf.u2), when the pipeline is exactly
- * those two (either may be missing; any flags of BertNormalizer: the
- * tables are made from them). */
+ * table of the characters up to U+FFFF (tv_hf.ucls), when the pipeline
+ * is exactly those two (either may be missing; any flags of
+ * BertNormalizer: the tables are made from them, in about a millisecond).
+ */
 int tv_wp_finish(tokvec_tokenizer *t)
 {
     tv_hf *h = t->hf;
@@ -344,32 +377,42 @@ int tv_wp_finish(tokvec_tokenizer *t)
                      : pu     ? TV_A_PUNCT
                               : TV_A_WORD;
     }
-    /* two-byte characters: what normalize.c's BertNormalizer makes of
-     * each on its own, when that is one character whatever its
-     * neighbours; classed as pretok.c's BertPreTokenizer classes it */
-    for (uint32_t c = 0x80; c < 0x800; c++) {
-        uint32_t o[TV_NB_MAX_OUT];
-        int n = 1;
-        o[0] = c;
-        if (h->nnorm)
-            n = tv_norm_bert_char(f, c, o);
-        unsigned k = TV_A_SLOW;
-        if (n == 0) {
-            k = TV_A_DROP;
-            o[0] = 0;
-        } else if (n == 1 && o[0] < 0x80) {
-            k = h->acls[o[0]] == TV_A_DROP ? TV_A_SLOW : h->acls[o[0]];
-        } else if (n == 1) {
-            unsigned cl = tv_hf_class(o[0]);
-            k = !h->npre             ? TV_A_WORD
-                : (cl & TV_HF_WS)    ? TV_A_WS
-                : (cl & TV_HF_PUNCT) ? TV_A_PUNCT
-                                     : TV_A_WORD;
-        }
-        h->u2[c - 0x80] = (k == TV_A_SLOW ? 0 : o[0]) | (uint32_t)k << 24;
-    }
+    /* the characters of two and three bytes: what normalize.c's
+     * BertNormalizer makes of each on its own, when that is one character
+     * whatever its neighbours; classed as pretok.c's BertPreTokenizer
+     * classes it (surrogates, which UTF-8 never holds, included) */
+    h->ucls = malloc((0x10000 - 0x80) * sizeof *h->ucls);
+    if (!h->ucls)
+        return -ENOMEM;
+    for (uint32_t c = 0x80; c < 0x10000; c++)
+        h->ucls[c - 0x80] = char_entry(h, f, c);
+    h->nflags = f;
     h->ascii_fast = 1;
     return 0;
+}
+
+uint32_t tv_wp_char(const tv_hf *h, const unsigned char *u, size_t j,
+                    size_t end, size_t *m)
+{
+    const uint32_t slow = (uint32_t)TV_A_SLOW << 24;
+    unsigned b0 = u[j];
+    size_t n = b0 >= 0xC2 && b0 <= 0xDF   ? 2
+               : b0 >= 0xE0 && b0 <= 0xEF ? 3
+               : b0 >= 0xF0 && b0 <= 0xF4 ? 4
+                                          : 0;
+    if (!n || end - j < n)
+        return slow;
+    uint32_t c = b0 & (0x7Fu >> n);
+    for (size_t k = 1; k < n; k++) {
+        if ((u[j + k] & 0xC0) != 0x80)
+            return slow;
+        c = c << 6 | (u[j + k] & 0x3Fu);
+    }
+    if ((n == 3 && (c < 0x800 || (c >= 0xD800 && c < 0xE000))) ||
+        (n == 4 && (c < 0x10000 || c > 0x10FFFF)))
+        return slow; /* overlong, a surrogate, past U+10FFFF */
+    *m = n;
+    return n < 4 ? h->ucls[c - 0x80] : char_entry(h, h->nflags, c);
 }
 
 /* --- encoding --- */
@@ -495,19 +538,16 @@ int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
     size_t cs = i, cn = out->n; /* the chunk: where it began, out then */
     uint32_t w0 = 0, w1 = 0;
     for (size_t j = i; j < end; j++) {
-        unsigned k, d = j + 1 < end ? u[j + 1] : 0;
+        unsigned k;
         uint32_t c;
         size_t m = 1;
         if (u[j] < 0x80) {
             k = h->acls[u[j]];
             c = h->amap[u[j]];
         } else {
-            uint32_t v = u[j] >= 0xC2 && u[j] <= 0xDF && (d & 0xC0) == 0x80
-                             ? h->u2[((u[j] & 0x1Fu) << 6 | (d & 0x3F)) - 0x80]
-                             : (uint32_t)TV_A_SLOW << 24;
+            uint32_t v = tv_wp_char(h, u, j, end, &m);
             k = v >> 24;
             c = v & 0xFFFFFF;
-            m = 2;
         }
         if (k == TV_A_SLOW) { /* the chunk takes every stage */
             out->n = cn;

@@ -14,8 +14,8 @@
 //       to each prepend_scheme (always, first, never) and split (true,
 //       false) instead; --bert-variants 1 checks the tokenizer (a
 //       BertNormalizer) as it is and with each of its flags changed, on
-//       the built-in texts, the edge cases and every two-byte UTF-8
-//       character in four contexts; --added-variant 1 checks the
+//       the built-in texts, the edge cases and the characters of
+//       tableTexts in four contexts; --added-variant 1 checks the
 //       tokenizer with added tokens of every option (lstrip, rstrip, single_word,
 //       normalized, special: addedVariant) appended, on texts that put
 //       them next to spaces, punctuation, word characters and each other,
@@ -225,12 +225,37 @@ function bertVariant(file, v, k) {
     return out;
 }
 
-// Every two-byte UTF-8 character (U+0080..U+07FF, the table of
-// wordpiece.c's one-pass path) in a word, beside ASCII, beside itself,
-// beside an accented capital and after a space.
-function twoByteTexts() {
+// Characters through wordpiece.c's one-pass path (its table of
+// U+0080..U+FFFF, four-byte ones computed as they come) in a word, beside
+// ASCII, beside itself, beside an accented capital and after a space:
+// every two-byte character; every fifth of three bytes and every one of
+// the CJK compatibility block (NFD changes them); every 211th of four
+// bytes and every one of the CJK compatibility supplement, the ends of
+// handle_chinese_chars' ranges, Deseret (it has case), the musical
+// symbols whose marks have a combining class, and emoji. fast: a sixth
+// of the three- and four-byte ones.
+function tableTexts(fast) {
+    const cps = [];
+    for (let cp = 0x80; cp < 0x800; cp++) cps.push(cp);
+    const more = [];
+    for (let cp = 0x800; cp < 0x10000; cp += 5)
+        if (cp < 0xd800 || cp > 0xdfff) more.push(cp);
+    for (let cp = 0xf900; cp <= 0xfaff; cp++) more.push(cp);
+    for (let cp = 0x10000; cp <= 0x10ffff; cp += 211) more.push(cp);
+    for (let cp = 0x2f800; cp <= 0x2fa1f; cp++) more.push(cp);
+    for (const e of [0x3400, 0x4dbf, 0x4dc0, 0x4e00, 0x9fff, 0xa000,
+        0x1ffff, 0x20000, 0x2a6df, 0x2a6e0, 0x2a700, 0x2b73f, 0x2b740,
+        0x2b81f, 0x2b820, 0x2b91f, 0x2b920, 0x2ceaf, 0x2ceb0, 0x2f7ff,
+        0x2fa20, 0x10fffd, 0x10ffff])
+        more.push(e);
+    for (let cp = 0x10400; cp < 0x10450; cp++) more.push(cp);
+    for (let cp = 0x1d165; cp <= 0x1d172; cp++) more.push(cp);
+    for (let cp = 0x1f600; cp < 0x1f650; cp++) more.push(cp);
+    const pick = rng(17);
+    for (const cp of more)
+        if (!fast || pick() < 1 / 6) cps.push(cp);
     const t = [];
-    for (let cp = 0x80; cp < 0x800; cp++) {
+    for (const cp of cps) {
         const c = String.fromCodePoint(cp);
         t.push('a' + c + 'b', c + c, '\u00c9' + c + ' x', 'x ' + c + 'ing');
     }
@@ -356,7 +381,7 @@ async function check(opt) {
                 console.log(`BertNormalizer ${JSON.stringify(vs[k])}:`);
                 bad += await check(Object.assign({}, opt, {
                     tokenizer: f, 'bert-variants': undefined,
-                    'texts-only': texts.concat(twoByteTexts()) }));
+                    'texts-only': texts.concat(tableTexts(opt.fast)) }));
             } finally {
                 fs.unlinkSync(f);
             }
