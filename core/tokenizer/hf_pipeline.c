@@ -139,8 +139,49 @@ static void utf8_in(const unsigned char *u, size_t i, size_t end,
     x->n = n;
 }
 
-/* A word through the Unigram model (unigram.c): its pieces' byte spans
- * in the word's UTF-8 are whole characters, mapped back to theirs. */
+/* A Unigram word's tokens on their way to out: their byte spans in the
+ * word's UTF-8 (u8) are whole characters, found by walking it (spans come
+ * in order; byte-fallback tokens of one stretch share theirs). */
+typedef struct uni_map {
+    const tv_hf_text *x;
+    const unsigned char *u8;
+    size_t bs, cs, be, ce; /* byte and character of the starts, the ends */
+    tokvec_tok_ids *out;
+    int offs;
+} uni_map;
+
+/* The character (index in x) where byte `to` of the word begins, walking
+ * on from byte *bp, character *cp. */
+static size_t uni_char(const uni_map *m, size_t *bp, size_t *cp, size_t to)
+{
+    while (*bp < to) {
+        unsigned c = m->u8[*bp];
+        *bp += c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        ++*cp;
+    }
+    return *cp;
+}
+
+static int uni_sink(void *ctx, tv_uni_toks *t)
+{
+    uni_map *m = ctx;
+    if (tv_ids_reserve(m->out, t->n, m->offs) < 0)
+        return -ENOMEM;
+    for (size_t k = 0; k < t->n; k++) {
+        if (!m->offs) {
+            m->out->ids[m->out->n++] = t->id[k];
+            continue;
+        }
+        size_t a = uni_char(m, &m->bs, &m->cs, t->start[k]);
+        size_t e = uni_char(m, &m->be, &m->ce, t->end[k]);
+        tv_hf_put_tok(m->out, 1, t->id[k], m->x, a, e);
+    }
+    t->n = 0;
+    return 0;
+}
+
+/* A word through the Unigram model (unigram.c), its tokens handed on as
+ * they come: a long word needs no token list of its own length. */
 static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
                     const tv_hf_text *x, size_t s, size_t e,
                     tokvec_tok_ids *out, int offs)
@@ -150,18 +191,13 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
         b->uw = tv_uni_work_new();
     if (!b->uw)
         return -ENOMEM;
-    if (tv_hf_word_bytes(b, x, s, e, &len) < 0)
+    if (tv_hf_utf8(&b->uu8, NULL, &b->uu8cap, x, s, e, &len) < 0)
         return -ENOMEM;
+    uni_map m = {x, b->uu8, 0, s, 0, s, out, offs};
     b->ut.n = 0;
-    int rc = tv_unigram_encode(t->hf->uni, b->uw, b->u8, len, 0, &b->ut);
-    if (rc)
-        return rc;
-    if (tv_ids_reserve(out, b->ut.n, offs) < 0)
-        return -ENOMEM;
-    for (size_t k = 0; k < b->ut.n; k++)
-        tv_hf_put_tok(out, offs, b->ut.id[k], x, b->u8ch[b->ut.start[k]],
-                      b->u8ch[b->ut.end[k]]);
-    return 0;
+    int rc = tv_unigram_encode_sink(t->hf->uni, b->uw, b->uu8, len, 0, &b->ut,
+                                    uni_sink, &m);
+    return rc ? rc : uni_sink(&m, &b->ut);
 }
 
 /* The normalized text's code points [s, e) through the rest. */

@@ -75,6 +75,8 @@ void tv_hf_buf_free(tv_hf_buf *b)
     }
     free(b->u8);
     free(b->u8ch);
+    free(b->pu8);
+    free(b->uu8);
     free(b->fu8);
     free(b->fst);
     free(b->fen);
@@ -117,18 +119,20 @@ int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
         unsigned char *u = realloc(*u8, cap);
         if (u)
             *u8 = u;
-        uint32_t *ch = u ? realloc(*u8ch, cap * sizeof *ch) : NULL;
-        if (!ch)
+        uint32_t *ch = u && u8ch ? realloc(*u8ch, cap * sizeof *ch) : NULL;
+        if (!u || (u8ch && !ch))
             return -ENOMEM;
-        *u8ch = ch;
+        if (u8ch)
+            *u8ch = ch;
         *u8cap = cap;
     }
     unsigned char *o = *u8;
-    uint32_t *oc = *u8ch;
+    uint32_t *oc = u8ch ? *u8ch : NULL;
     size_t n = 0;
     for (size_t i = s; i < e; i++) {
         uint32_t c = x->cp[i];
-        oc[n] = (uint32_t)i;
+        if (oc)
+            oc[n] = (uint32_t)i;
         if (c < 0x80) {
             o[n++] = (unsigned char)c;
             continue;
@@ -136,13 +140,15 @@ int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
         size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
         for (size_t k = m; k-- > 1;) {
             o[n + k] = (unsigned char)(0x80 | (c & 0x3F));
-            oc[n + k] = UINT32_MAX;
+            if (oc)
+                oc[n + k] = UINT32_MAX;
             c >>= 6;
         }
         o[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
         n += m;
     }
-    oc[n] = (uint32_t)e;
+    if (oc)
+        oc[n] = (uint32_t)e;
     *len = n;
     return 0;
 }
@@ -164,6 +170,10 @@ void tv_hf_put_tok(tokvec_tok_ids *out, int offs, int32_t id,
 }
 
 /* --- the transform --- */
+
+/* A step's answer when its output would be its input: nothing written,
+ * the text stays where it is. */
+#define SAME 2
 
 typedef struct em {
     const tv_hf_text *in;
@@ -503,6 +513,8 @@ static int strip(const tv_hf_text *in, tv_hf_text *out, unsigned side)
         s++;
     while ((side & 2) && n > s && (tv_hf_class(in->cp[n - 1]) & TV_HF_WS))
         n--;
+    if (s == 0 && n == in->n)
+        return SAME;
     if (tv_hf_text_reserve(out, out->n + (n - s)) < 0)
         return -ENOMEM;
     memcpy(out->cp + out->n, in->cp + s, (n - s) * sizeof *in->cp);
@@ -537,9 +549,42 @@ static inline void emit(tv_hf_text *o, uint32_t c, uint32_t a0, uint32_t a1)
     o->n++;
 }
 
+/* The first i (of in[0..n)) where r matches, n if nowhere. */
+static size_t first_match(const tv_norm *r, const tv_hf_text *in)
+{
+    if (!r->re && r->npat) { /* the first character alone, then the rest */
+        for (size_t i = 0; i < in->n; i++)
+            if (in->cp[i] == r->pat[0] && match_at(r, in, i))
+                return i;
+        return in->n;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        if (r->re_ws ? !(tv_hf_class(in->cp[i]) & TV_HF_WS)
+                     : in->cp[i] != r->re_c)
+            continue; /* no match starts here */
+        if (match_at(r, in, i))
+            return i;
+    }
+    return in->n;
+}
+
+/* in[0..i) into out as it is (out empty, room for i). */
+static void copy_head(const tv_hf_text *in, tv_hf_text *out, size_t i)
+{
+    memcpy(out->cp, in->cp, i * sizeof *in->cp);
+    memcpy(out->a0, in->a0, i * sizeof *in->a0);
+    memcpy(out->a1, in->a1, i * sizeof *in->a1);
+    out->n = i;
+}
+
 static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
-    size_t i = 0;
+    size_t i = first_match(r, in);
+    if (i == in->n)
+        return SAME;
+    if (tv_hf_text_reserve(out, i + r->nrep + 1 + (in->n - i)) < 0)
+        return -ENOMEM;
+    copy_head(in, out, i);
     while (i < in->n) {
         if (out->cap - out->n < r->nrep + 1 &&
             tv_hf_text_reserve(out, out->n + r->nrep + 1 + (in->n - i)) < 0)
@@ -559,12 +604,22 @@ static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
     return 0;
 }
 
-/* SentencePiece's charsmap (precompiled.c gives HF's change list). */
-static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
+/* SentencePiece's charsmap (precompiled.c gives HF's change list); the
+ * text's UTF-8 in b->pu8 (kept for the next call). */
+static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out,
+                       tv_hf_buf *b)
 {
-    unsigned char *u = malloc(4 * in->n + 1);
-    if (!u)
-        return -ENOMEM;
+    if (4 * in->n + 1 > b->pu8cap) {
+        size_t cap = b->pu8cap ? b->pu8cap : 256;
+        while (cap < 4 * in->n + 1)
+            cap *= 2;
+        unsigned char *g = realloc(b->pu8, cap);
+        if (!g)
+            return -ENOMEM;
+        b->pu8 = g;
+        b->pu8cap = cap;
+    }
+    unsigned char *u = b->pu8;
     size_t n = 0;
     for (size_t i = 0; i < in->n; i++) {
         uint32_t c = in->cp[i];
@@ -581,12 +636,10 @@ static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
     tv_pc_change *v = NULL;
     size_t nv = 0;
     int rc = tv_precompiled_changes(r->pc, u, n, &v, &nv);
-    free(u);
     em e = {in, out, 0};
     if (rc == 0) /* nothing changes */
-        for (size_t i = 0; i < in->n && rc == 0; i++)
-            rc = keep(&e, i, in->cp[i]);
-    else if (rc > 0)
+        return SAME;
+    if (rc > 0)
         rc = 0;
     for (size_t k = 0; rc == 0 && k < nv; k++)
         rc = put(&e, v[k].cp, v[k].change);
@@ -617,17 +670,29 @@ static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
  * its string, every output character with the input character's span --
  * what the Replaces one after the other give (a Replace of one character
  * is a map of characters, its content taking the replaced one's span). */
+/* The character of the map that c is, -1 if none. */
+static inline long charmap_at(const tv_norm *r, uint32_t c)
+{
+    if (c < 0x80)
+        return r->amap[c];
+    if (r->npat && c >= r->pat[0] && c <= r->pat[r->npat - 1])
+        return bsearch32(r->pat, r->npat, 1, c, 0);
+    return -1;
+}
+
 static int charmap(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
-    for (size_t i = 0; i < in->n; i++) {
+    size_t i = 0;
+    while (i < in->n && charmap_at(r, in->cp[i]) < 0)
+        i++;
+    if (i == in->n)
+        return SAME;
+    if (tv_hf_text_reserve(out, i + (in->n - i) * 2) < 0)
+        return -ENOMEM;
+    copy_head(in, out, i);
+    for (; i < in->n; i++) {
         uint32_t c = in->cp[i];
-        long k;
-        if (c < 0x80)
-            k = r->amap[c];
-        else if (r->npat && c >= r->pat[0] && c <= r->pat[r->npat - 1])
-            k = bsearch32(r->pat, r->npat, 1, c, 0);
-        else
-            k = -1;
+        long k = charmap_at(r, c);
         size_t a = k < 0 ? 0 : r->moff[k], b = k < 0 ? 1 : r->moff[k + 1];
         if (out->cap - out->n < b - a &&
             tv_hf_text_reserve(out, out->n + (b - a) + (in->n - i)) < 0)
@@ -723,7 +788,8 @@ static int bert_fused(unsigned f, const tv_hf_text *in, tv_hf_text *out)
     return 0;
 }
 
-static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
+static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out,
+                tv_hf_buf *b)
 {
     switch (v->kind) {
     case TV_N_NFD:
@@ -745,7 +811,7 @@ static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
     case TV_N_PREPEND:
         return prepend(v, in, out);
     case TV_N_PRECOMPILED:
-        return precompiled(v, in, out);
+        return precompiled(v, in, out, b);
     case TV_N_CHARMAP:
         return charmap(v, in, out);
     default:
@@ -753,10 +819,25 @@ static int step(const tv_norm *v, const tv_hf_text *in, tv_hf_text *out)
     }
 }
 
+/* Whether BertNormalizer with flags f leaves in as it is: printable ASCII,
+ * and no capital letter when it lowercases. */
+static int bert_same(unsigned f, const tv_hf_text *in)
+{
+    uint32_t lo = (f & TV_NB_LOWER) ? 'A' : 0x7F, hi = 'Z';
+    for (size_t i = 0; i < in->n; i++) {
+        uint32_t c = in->cp[i];
+        if (c < 0x20 || c >= 0x7F || (c >= lo && c <= hi))
+            return 0;
+    }
+    return 1;
+}
+
 int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur)
 {
     for (size_t k = 0; k < n; k++) {
         int steps[4], ns = 0;
+        if (v[k].kind == TV_N_BERT && bert_same(v[k].flags, &b->t[*cur]))
+            continue;
         if (v[k].kind == TV_N_BERT) {
             tv_hf_text *in = &b->t[*cur], *out = &b->t[!*cur];
             out->n = 0;
@@ -805,8 +886,10 @@ int tv_norm_run(const tv_norm *v, size_t n, tv_hf_buf *b, int *cur)
             } else if (steps[j] == 3) {
                 rc = lower(in, out);
             } else {
-                rc = step(&v[k], in, out);
+                rc = step(&v[k], in, out, b);
             }
+            if (rc == SAME)
+                continue; /* the text is as it was, in *cur */
             if (rc)
                 return rc;
             *cur = !*cur;

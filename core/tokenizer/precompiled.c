@@ -389,6 +389,17 @@ static int build_list(const tv_precompiled *p, const unsigned char *s,
 {
     size_t g = 0, k, rl;
     while (g < n) {
+        /* an ASCII character before another (or the end) is a cluster
+         * of its own (but CR LF): its rule from the open-time table */
+        while (g < n && s[g] < 0x80 && p->asc_at[s[g]] < 0 &&
+               (g + 1 == n ||
+                (s[g + 1] < 0x80 && (s[g] != '\r' || s[g + 1] != '\n')))) {
+            if (*modified && tr_push(l, s[g], 0) < 0)
+                return -ENOMEM;
+            g++;
+        }
+        if (g == n)
+            break;
         size_t ge = tv_grapheme_next(s, g, n);
         const unsigned char *r = NULL;
         if (ge - g < 6)

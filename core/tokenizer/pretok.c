@@ -149,30 +149,25 @@ static int split_next(const tv_hf_text *x, size_t s, size_t e,
  * character, one prepended per the scheme. */
 int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur, int first)
 {
-    const tv_hf_text *in = &b->t[*cur];
-    tv_hf_text *o = &b->t[!*cur];
-    o->n = 0;
-    if (tv_hf_text_reserve(o, in->n + 1) < 0)
-        return -ENOMEM;
-    int pre = in->n && (m->prepend == TV_MS_ALWAYS ||
-                        (m->prepend == TV_MS_FIRST && first));
+    tv_hf_text *x = &b->t[*cur]; /* changed where it is */
+    int pre = x->n && (m->prepend == TV_MS_ALWAYS ||
+                       (m->prepend == TV_MS_FIRST && first));
     /* after the replacement the text starts with the replacement
      * character when it starts with a space or with that character */
-    if (pre && (in->cp[0] == ' ' || in->cp[0] == m->replacement))
+    if (pre && (x->cp[0] == ' ' || x->cp[0] == m->replacement))
         pre = 0;
     if (pre) { /* it takes the first character's span (both of them do) */
-        o->cp[0] = m->replacement;
-        o->a0[0] = in->a0[0];
-        o->a1[0] = in->a1[0];
-        o->n = 1;
+        if (tv_hf_text_reserve(x, x->n + 1) < 0)
+            return -ENOMEM;
+        memmove(x->cp + 1, x->cp, x->n * sizeof *x->cp);
+        memmove(x->a0 + 1, x->a0, x->n * sizeof *x->a0);
+        memmove(x->a1 + 1, x->a1, x->n * sizeof *x->a1);
+        x->cp[0] = m->replacement;
+        x->n++;
     }
-    for (size_t i = 0; i < in->n; i++) {
-        o->cp[o->n] = in->cp[i] == ' ' ? m->replacement : in->cp[i];
-        o->a0[o->n] = in->a0[i];
-        o->a1[o->n] = in->a1[i];
-        o->n++;
-    }
-    *cur = !*cur;
+    for (size_t i = pre; i < x->n; i++)
+        if (x->cp[i] == ' ')
+            x->cp[i] = m->replacement;
     return 0;
 }
 

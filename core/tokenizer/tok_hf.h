@@ -62,8 +62,12 @@ typedef struct tv_hf_buf {
     tv_hf_text t[2];
     tv_hf_range *w[2]; /* words: the current and the next list */
     size_t wn[2], wcap[2];
-    unsigned char *u8; /* a word as UTF-8, ... */
-    uint32_t *u8ch;    /* ... and the code point each byte starts (or -1) */
+    unsigned char *u8;  /* a word as UTF-8, ... */
+    uint32_t *u8ch;     /* ... and the code point each byte starts (or -1) */
+    unsigned char *pu8; /* Precompiled's input as UTF-8 (normalize.c) */
+    size_t pu8cap;
+    unsigned char *uu8; /* a Unigram word as UTF-8 (hf_pipeline.c) */
+    size_t uu8cap;
     /* a word of wordpiece.c's one-pass path: its normalized UTF-8, the
      * input byte where each byte's character starts (-1 inside one) and
      * ends */
@@ -173,7 +177,7 @@ int tv_pretok_parse(json_t *j, const char *where, tv_pretok **out, size_t *n,
 int tv_pretok_run(const tv_pretok *v, size_t n, const tv_hf_text *x,
                   tv_hf_buf *b, int *cur);
 /* Metaspace's text change (spaces to the replacement, the prepended one)
- * from b->t[*cur] to the other text; first: the normalized text starts at
+ * made in b->t[*cur] where it is; first: the normalized text starts at
  * byte 0 of the input (prepend_scheme first: HF asks the original offset
  * of the normalized split, so a stripped first character makes it not
  * first). */
@@ -283,7 +287,8 @@ int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
                   size_t s, size_t e, tokvec_tok_ids *out, int offs);
 /* x's characters [s, e) as UTF-8 into *u8 (*len bytes; *u8 and *u8ch grown
  * to *u8cap as needed), (*u8ch)[j] the character byte j starts (UINT32_MAX
- * inside one), (*u8ch)[len] = e (normalize.c). */
+ * inside one), (*u8ch)[len] = e (normalize.c). u8ch NULL: the bytes alone
+ * (then *u8cap is *u8's alone: never share it with a pair). */
 int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
                const tv_hf_text *x, size_t s, size_t e, size_t *len);
 /* A word's UTF-8 into b->u8 / b->u8ch: tv_hf_utf8 on those. */

@@ -785,9 +785,13 @@ typedef struct uni_run {
     const unsigned char *s;
     size_t n, base;
     tv_uni_toks *out;
-    size_t wb;     /* the window's first byte: w's entry 0 */
-    size_t ustart; /* fused unknowns pending from here, NO_FROM: none */
+    size_t wb;        /* the window's first byte: w's entry 0 */
+    size_t ustart;    /* fused unknowns pending from here, NO_FROM: none */
+    tv_uni_sink sink; /* out handed to it past UNI_SINK_AT tokens */
+    void *ctx;
 } uni_run;
+
+#define UNI_SINK_AT 4096
 
 /* One string of the path (a piece, or fused unknown nodes) s[a..b). */
 static int emit(const tv_unigram *u, const unsigned char *s, size_t a,
@@ -898,6 +902,8 @@ static int viterbi(uni_run *r)
             size_t c = converge(w, r->wb, p, reach);
             if (c > r->wb) {
                 rc = flush(r, c);
+                if (rc == 0 && r->sink && r->out->n >= UNI_SINK_AT)
+                    rc = r->sink(r->ctx, r->out);
                 if (rc < 0)
                     return rc;
                 size_t k = c - r->wb, m = hw - c;
@@ -958,9 +964,21 @@ int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
         return 0;
     if (base > UINT32_MAX || n > UINT32_MAX - base)
         return -ENOMEM; /* the spans are 32-bit */
-    uni_run r = {u, w, s, n, base, out, 0, NO_FROM};
+    uni_run r = {u, w, s, n, base, out, 0, NO_FROM, NULL, NULL};
     int rc = viterbi(&r);
     if (rc < 0)
         out->n = n0;
     return rc;
+}
+
+int tv_unigram_encode_sink(const tv_unigram *u, tv_uni_work *w,
+                           const unsigned char *s, size_t n, size_t base,
+                           tv_uni_toks *out, tv_uni_sink sink, void *ctx)
+{
+    if (n == 0)
+        return 0;
+    if (base > UINT32_MAX || n > UINT32_MAX - base)
+        return -ENOMEM; /* the spans are 32-bit */
+    uni_run r = {u, w, s, n, base, out, 0, NO_FROM, sink, ctx};
+    return viterbi(&r);
 }

@@ -76,6 +76,20 @@ int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
                       const unsigned char *s, size_t n, size_t base,
                       tv_uni_toks *out) TOKVEC_MUST_CHECK;
 
+/* Takes the tokens in t (all of them, in order), then sets t->n = 0: 0 or
+ * a negative errno, which ends the encode with it. */
+typedef int (*tv_uni_sink)(void *ctx, tv_uni_toks *t);
+
+/* tv_unigram_encode, handing out's tokens to sink(ctx, out) whenever
+ * there are a few thousand of them (out holds at most those), so that a
+ * long string needs no token list as long as itself. What is left in out
+ * at the end is the caller's to take. Tokens given to the sink stay
+ * given when the encode fails. */
+int tv_unigram_encode_sink(const tv_unigram *u, tv_uni_work *w,
+                           const unsigned char *s, size_t n, size_t base,
+                           tv_uni_toks *out, tv_uni_sink sink,
+                           void *ctx) TOKVEC_MUST_CHECK;
+
 void tv_uni_toks_free(tv_uni_toks *t);
 
 #endif

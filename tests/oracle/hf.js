@@ -152,6 +152,18 @@ function edgeCases() {
                 : 'xÉé中,'[Math.floor(r() * 5)];
         t.push(s);
     }
+    // words of thousands of tokens (a Unigram word's tokens are handed on
+    // in batches as the Viterbi settles them): random letters; letters
+    // with characters of two, three and four bytes; letters in a run of
+    // characters no piece spells
+    const longs = ['abcdefghijklmnopqrstuvwxyz', 'abcdeéüжщ中文字😀🎉xyz',
+        'ab\u1200\u1201\u1202\u1203\u1204\u1205\u1206'];
+    for (const a of longs) {
+        const cs = Array.from(a);
+        let s = '';
+        for (let k = 0; k < 30000; k++) s += cs[Math.floor(r() * cs.length)];
+        t.push(s);
+    }
     t.push('Ça va? Élève, naïve café, Ångström, Œuvre, façade, São Paulo, ' +
         'Dvořák, Łódź, İstanbul, ǅemal, ΆΈΉ, Ǻ, ḱ, ẞ ß ﬃ ① ㎏ ｶﾞ ﾊﾟ ™ ½',
     'ÀÁÂÃÄÅàáâãäå ÈÉÊËèéêë ÌÍÎÏìíîï ÒÓÔÕÖòóôõö ÙÚÛÜùúûü Ññ Çç Ÿÿ',
