@@ -9,8 +9,9 @@
 # the vocabulary (each a word of its own: [UNK] each); tokvec on one
 # thread (--threads 1) and on every CPU (the default: blocks of lines).
 # Wall and CPU (user + system) seconds; MB/s per core is bytes over CPU
-# seconds. The outputs must be the same ids. Writes
-# bench/results/tokenize-wordpiece.md.
+# seconds. The outputs must be the same ids. Under each of the two long
+# files: its CPU a byte over the lines' (the goal: no more than 1.00x).
+# Writes bench/results/tokenize-wordpiece.md.
 # Then the same for Unigram (SentencePiece style) tokenizer.json files:
 # model2vec's Unigram fixture, SentencePiece's test model converted by
 # tools/spm2json.py ($ORACLE/spm-test_model.json) and the Unigram trained
@@ -61,6 +62,9 @@ best() { # best of 3 runs of "$@" > $out/wp.$name: "wall cpu"
     done
     echo "$b"
 }
+perbyte() { # "cpu" bytes "lines cpu" lines_bytes: CPU a byte over the lines'
+    echo "$1 $2 $3 $4" | awk '{printf "%.2fx", ($1 / $2) / ($3 / $4)}'
+}
 row() { # name bytes "wall cpu" base_wall
     w=${3% *}; c=${3#* }
     printf '| %s | %.3f | %.3f | %.1f | %.1f | %.2fx |\n' "$1" "$w" "$c" \
@@ -95,6 +99,10 @@ case ,$WPBENCH, in *,wordpiece,*) ;; *) TOK= ;; esac
         row "tokvec tokenize --jsonl --threads 1" "$bytes" "$tv1" "${tv% *}"
         row "tokvec tokenize --jsonl ($(nproc) threads)" "$bytes" "$tv" "${tv% *}"
         row "HF tokenizers 0.23.2 encodeBatch" "$bytes" "$hf" "${tv% *}"
+        if [ "$f" = "$lines" ]; then lc=${tv1#* }; lb=$bytes; else
+            echo
+            echo "tokvec's CPU a byte against the lines' (one thread): $(perbyte "${tv1#* }" "$bytes" "$lc" "$lb")"
+        fi
     done
 } > bench/results/tokenize-wordpiece.md
 [ -z "$TOK" ] || cat bench/results/tokenize-wordpiece.md
@@ -135,6 +143,10 @@ open(sys.argv[1], "w", encoding="utf-8").write("\"" + w + "\"\n")
             row "tokvec tokenize --jsonl" "$bytes" "$tv" "${tv% *}"
             [ -z "$BEFORE" ] || row "tokvec before" "$bytes" "$bf" "${tv% *}"
             row "HF tokenizers 0.23.2 encodeBatch" "$bytes" "$hf" "${tv% *}"
+            if [ "$f" = "$lines" ]; then lc=${tv#* }; lb=$bytes; else
+                echo
+                echo "tokvec's CPU a byte against the lines': $(perbyte "${tv#* }" "$bytes" "$lc" "$lb")"
+            fi
         done
     done
 } > bench/results/tokenize-unigram.md

@@ -738,25 +738,32 @@ static int work_reserve(tv_uni_work *w, size_t need)
     return 0;
 }
 
-static int toks_push(tv_uni_toks *t, int32_t id, size_t start, size_t end)
+/* t's room doubled. */
+static int toks_grow(tv_uni_toks *t)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 64;
-        if (cap > SIZE_MAX / sizeof(uint32_t))
-            return -ENOMEM;
-        int32_t *i = realloc(t->id, cap * sizeof *i);
-        if (i)
-            t->id = i;
-        uint32_t *s = realloc(t->start, cap * sizeof *s);
-        if (s)
-            t->start = s;
-        uint32_t *e = realloc(t->end, cap * sizeof *e);
-        if (e)
-            t->end = e;
-        if (!i || !s || !e)
-            return -ENOMEM;
-        t->cap = cap;
-    }
+    size_t cap = t->cap ? 2 * t->cap : 64;
+    if (cap > SIZE_MAX / sizeof(uint32_t))
+        return -ENOMEM;
+    int32_t *i = realloc(t->id, cap * sizeof *i);
+    if (i)
+        t->id = i;
+    uint32_t *s = realloc(t->start, cap * sizeof *s);
+    if (s)
+        t->start = s;
+    uint32_t *e = realloc(t->end, cap * sizeof *e);
+    if (e)
+        t->end = e;
+    if (!i || !s || !e)
+        return -ENOMEM;
+    t->cap = cap;
+    return 0;
+}
+
+static inline int toks_push(tv_uni_toks *t, int32_t id, size_t start,
+                            size_t end)
+{
+    if (t->n == t->cap && toks_grow(t) < 0)
+        return -ENOMEM;
     t->id[t->n] = id;
     t->start[t->n] = (uint32_t)start;
     t->end[t->n] = (uint32_t)end;
