@@ -4,9 +4,10 @@
  * automaton from added.c), Metaspace and the pre-tokenizers (pretok.c),
  * then the model on each word: WordPiece (wordpiece.c), Unigram
  * (unigram.c), SentencePiece-style BPE (spbpe.c). With exactly
- * BertNormalizer and BertPreTokenizer, runs of words of ASCII and
- * two-byte characters take wordpiece.c's one-pass path instead of the
- * stages. Also the rest of
+ * BertNormalizer and BertPreTokenizer, runs of words whose characters
+ * wordpiece.c's tables take (all but those whose normalized form depends
+ * on their neighbours or is more than one character) take its one-pass
+ * path instead of the stages. Also the rest of
  * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
  * after the model's load), the Unigram model's tokenizer.json part
  * (tv_uni_load) and freeing the whole pipeline.
