@@ -391,28 +391,56 @@ int tv_wp_finish(tokvec_tokenizer *t)
     return 0;
 }
 
-uint32_t tv_wp_char(const tv_hf *h, const unsigned char *u, size_t j,
-                    size_t end, size_t *m)
+/* tv_wp_char past three bytes (or not UTF-8): computed as it comes. */
+static uint32_t char_long(const tv_hf *h, const unsigned char *u, size_t j,
+                          size_t end, size_t *m)
 {
     const uint32_t slow = (uint32_t)TV_A_SLOW << 24;
     unsigned b0 = u[j];
-    size_t n = b0 >= 0xC2 && b0 <= 0xDF   ? 2
-               : b0 >= 0xE0 && b0 <= 0xEF ? 3
-               : b0 >= 0xF0 && b0 <= 0xF4 ? 4
-                                          : 0;
-    if (!n || end - j < n)
+    if (b0 < 0xF0 || b0 > 0xF4 || end - j < 4)
         return slow;
-    uint32_t c = b0 & (0x7Fu >> n);
-    for (size_t k = 1; k < n; k++) {
+    uint32_t c = b0 & 7u;
+    for (size_t k = 1; k < 4; k++) {
         if ((u[j + k] & 0xC0) != 0x80)
             return slow;
         c = c << 6 | (u[j + k] & 0x3Fu);
     }
-    if ((n == 3 && (c < 0x800 || (c >= 0xD800 && c < 0xE000))) ||
-        (n == 4 && (c < 0x10000 || c > 0x10FFFF)))
-        return slow; /* overlong, a surrogate, past U+10FFFF */
-    *m = n;
-    return n < 4 ? h->ucls[c - 0x80] : char_entry(h, h->nflags, c);
+    if (c < 0x10000 || c > 0x10FFFF)
+        return slow; /* overlong, past U+10FFFF */
+    *m = 4;
+    return char_entry(h, h->nflags, c);
+}
+
+/* tv_wp_char, two and three bytes from the table inline. */
+static inline uint32_t wp_char(const tv_hf *h, const unsigned char *u,
+                               size_t j, size_t end, size_t *m)
+{
+    const uint32_t slow = (uint32_t)TV_A_SLOW << 24;
+    unsigned b0 = u[j];
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        if (end - j < 2 || (u[j + 1] & 0xC0) != 0x80)
+            return slow;
+        *m = 2;
+        return h->ucls[((b0 & 0x1Fu) << 6 | (u[j + 1] & 0x3Fu)) - 0x80];
+    }
+    if (b0 >= 0xE0 && b0 <= 0xEF) {
+        if (end - j < 3 || (u[j + 1] & 0xC0) != 0x80 ||
+            (u[j + 2] & 0xC0) != 0x80)
+            return slow;
+        uint32_t c = (b0 & 0x0Fu) << 12 | (u[j + 1] & 0x3Fu) << 6 |
+                     (u[j + 2] & 0x3Fu);
+        if (c < 0x800 || (c >= 0xD800 && c < 0xE000))
+            return slow; /* overlong, a surrogate */
+        *m = 3;
+        return h->ucls[c - 0x80];
+    }
+    return char_long(h, u, j, end, m);
+}
+
+uint32_t tv_wp_char(const tv_hf *h, const unsigned char *u, size_t j,
+                    size_t end, size_t *m)
+{
+    return wp_char(h, u, j, end, m);
 }
 
 /* --- encoding --- */
@@ -545,7 +573,7 @@ int tv_wp_fast(const tokvec_tokenizer *t, tv_hf_buf *b, const unsigned char *u,
             k = h->acls[u[j]];
             c = h->amap[u[j]];
         } else {
-            uint32_t v = tv_wp_char(h, u, j, end, &m);
+            uint32_t v = wp_char(h, u, j, end, &m);
             k = v >> 24;
             c = v & 0xFFFFFF;
         }
