@@ -609,30 +609,10 @@ static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out,
                        tv_hf_buf *b)
 {
-    if (4 * in->n + 1 > b->pu8cap) {
-        size_t cap = b->pu8cap ? b->pu8cap : 256;
-        while (cap < 4 * in->n + 1)
-            cap *= 2;
-        unsigned char *g = realloc(b->pu8, cap);
-        if (!g)
-            return -ENOMEM;
-        b->pu8 = g;
-        b->pu8cap = cap;
-    }
-    unsigned char *u = b->pu8;
-    size_t n = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        uint32_t c = in->cp[i];
-        if (c < 0x80) {
-            u[n++] = (unsigned char)c;
-            continue;
-        }
-        size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-        for (size_t k = m; k-- > 1; c >>= 6)
-            u[n + k] = (unsigned char)(0x80 | (c & 0x3F));
-        u[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
-        n += m;
-    }
+    size_t n;
+    if (tv_hf_utf8(&b->pu8, NULL, &b->pu8cap, in, 0, in->n, &n) < 0)
+        return -ENOMEM;
+    const unsigned char *u = b->pu8;
     tv_pc_change *v = NULL;
     size_t nv = 0;
     int rc = tv_precompiled_changes(r->pc, u, n, &v, &nv);

@@ -967,12 +967,7 @@ int tv_unigram_encode(const tv_unigram *u, tv_uni_work *w,
                       tv_uni_toks *out)
 {
     size_t n0 = out->n;
-    if (n == 0)
-        return 0;
-    if (base > UINT32_MAX || n > UINT32_MAX - base)
-        return -ENOMEM; /* the spans are 32-bit */
-    uni_run r = {u, w, s, n, base, out, 0, NO_FROM, NULL, NULL};
-    int rc = viterbi(&r);
+    int rc = tv_unigram_encode_sink(u, w, s, n, base, out, NULL, NULL);
     if (rc < 0)
         out->n = n0;
     return rc;
