@@ -30,7 +30,7 @@ static const char *const files[] = {
     "tests/data/wordpiece/seq.json",
 };
 
-static char text[12000];
+static char text[36000];
 static size_t text_len;
 
 static int setup(void **state)
@@ -42,8 +42,9 @@ static int setup(void **state)
         "\xe2\x85\xa8 12345 xxx xxxx don't <s> </s> \x01\x7f "
         "\xf0\x9f\x98\x80 \xe2\x80\x83 \xc2\xa0 \xe1\x84\x80\xe1\x85\xa1 "
         "ZZzz \xd9\x85\xd8\xb1\xd8\xad\xd8\xa8\xd8\xa7\n";
-    /* one long word (Unigram's lattice over many characters) */
-    text_len = tf_fault_text(text, sizeof text, part, 3000);
+    /* one long word (Unigram's lattice over many characters; past 16 KB
+     * of text without added tokens: the stages in pieces) */
+    text_len = tf_fault_text(text, sizeof text, part, 18000);
     fi_reset();
     return 0;
 }

@@ -65,6 +65,38 @@ static size_t enc(const tv_unigram *u, const char *text, int32_t *got,
     return n;
 }
 
+/* s[0..n) through tv_unigram_stream_feed in pieces of 1..max bytes
+ * (*seed: the sizes), each call given only the bytes from the last
+ * *keep on, in a buffer of their own (ASan sees a read before it), its
+ * tokens appended to t. */
+static void feed_in_pieces(const tv_unigram *u, const unsigned char *s,
+                           size_t n, size_t max, uint64_t *seed,
+                           tv_uni_toks *t)
+{
+    tv_uni_work *w = tv_uni_work_new();
+    assert_non_null(w);
+    assert_int_equal(tv_unigram_stream_begin(u, w, 0), 0);
+    size_t keep = 0, got = 0;
+    while (got < n || n == 0) {
+        *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t k = 1 + (size_t)(*seed >> 33) % max;
+        got = n - got > k ? got + k : n;
+        unsigned char *own = malloc(got - keep + 1);
+        assert_non_null(own);
+        memcpy(own, s + keep, got - keep);
+        size_t nk = 0;
+        assert_int_equal(tv_unigram_stream_feed(u, w, own, keep, got, got == n,
+                                                t, NULL, NULL, &nk),
+                         0);
+        free(own);
+        assert_true(nk >= keep && nk <= got);
+        keep = nk;
+        if (n == 0)
+            break;
+    }
+    tv_uni_work_free(w);
+}
+
 /* tokenizers' own doc example: "abcdacdxx" -> abcd, a, cd, xx (xx one
  * fused unknown). */
 static void best_path_and_fused_unknowns_as_tokenizers_doc(void **state)
@@ -487,11 +519,12 @@ static size_t whole_lattice(const tv_unigram *u, const unsigned char *s,
  * letters, two- and three-byte characters and characters no piece spells,
  * with runs of each, through random vocabularies whose scores tie often:
  * the same ids and spans as the whole lattice gives, with and without
- * byte fallback. Then a text whose best paths never meet (odd and even
- * lengths of "aa" pieces: every window stays open to the end). */
-static void windows_give_the_ids_of_the_whole_lattice(void **state)
+ * byte fallback, also when the string comes in pieces of 1 to 4,096 bytes
+ * (tv_unigram_stream_feed). Then a text whose best paths never meet (odd and
+ * even lengths of "aa" pieces: every window stays open to the end). */
+static void windows_and_pieces_give_the_ids_of_the_whole_lattice(void **s0)
 {
-    (void)state;
+    (void)s0;
     static const char *ch[] = {"a",
                                "b",
                                "c",
@@ -570,6 +603,17 @@ static void windows_give_the_ids_of_the_whole_lattice(void **state)
             assert_int_equal(t.id[i], want[i]);
             assert_int_equal(t.start[i], ws[i]);
             assert_int_equal(t.end[i], we[i]);
+        }
+        /* the same string given a piece at a time */
+        for (size_t max = 1; max <= 4096; max *= 8) {
+            t.n = 0;
+            feed_in_pieces(u, text, n, max, &seed, &t);
+            assert_int_equal(t.n, k);
+            for (size_t i = 0; i < k; i++) {
+                assert_int_equal(t.id[i], want[i]);
+                assert_int_equal(t.start[i], ws[i]);
+                assert_int_equal(t.end[i], we[i]);
+            }
         }
         tv_uni_toks_free(&t);
         tv_uni_work_free(w);
@@ -805,7 +849,7 @@ int main(void)
         cmocka_unit_test(scores_are_read_as_serde_json_reads_them),
         cmocka_unit_test(every_piece_is_found_by_its_bytes_among_thousands),
         cmocka_unit_test(long_runs_give_the_longest_pieces_and_one_fused_unk),
-        cmocka_unit_test(windows_give_the_ids_of_the_whole_lattice),
+        cmocka_unit_test(windows_and_pieces_give_the_ids_of_the_whole_lattice),
         cmocka_unit_test(
             a_sentencepiece_pipeline_gives_hfs_ids_spans_and_decode),
         cmocka_unit_test(what_tokvec_does_not_run_is_refused_by_json_path),

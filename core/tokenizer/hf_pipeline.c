@@ -7,7 +7,11 @@
  * BertNormalizer and BertPreTokenizer, runs of words whose characters
  * wordpiece.c's tables take (all but those whose normalized form depends
  * on their neighbours or is more than one character) take its one-pass
- * path instead of the stages. Also the rest of
+ * path instead of the stages. A Unigram stretch longer than 16 KB goes
+ * through the stages a piece at a time, cut between letters that no
+ * stage changes or looks across, the word across a cut fed to the
+ * Viterbi as it comes (stretch_cut): the stages' arrays hold a piece,
+ * not the stretch. Also the rest of
  * tokenizer.json after the model (tv_hf_load_rest, which tok_load.c calls
  * after the model's load), the Unigram model's tokenizer.json part
  * (tv_uni_load) and freeing the whole pipeline.
@@ -46,6 +50,70 @@ void tv_hf_free(tv_hf *h)
 
 /* --- loading --- */
 
+/* tv_hf.lcut: for a Unigram pipeline without Prepend (it changes the
+ * text's start) and without normalized added tokens, each ASCII letter
+ * that the normalizers give back unchanged on its own, that no Replace
+ * pattern holds (one of several characters could match across a cut) and
+ * that is not Metaspace's replacement. Letters are no pre-tokenizer's cut
+ * (white space, punctuation, digits, the replacement). Where four such
+ * letters stand in a row, the middle two are each a grapheme of its own
+ * (no Prepend before, no mark after), which no normalizer changes or
+ * looks past: Precompiled looks up graphemes, the Unicode forms compose
+ * and reorder only around marks and characters that compose backwards,
+ * Replace matches no pattern that holds them, Strip looks at the ends
+ * (white space), the rest go a character at a time. So the text may be
+ * cut between the middle two: its pieces normalize to the pieces of the
+ * whole text's normal form, and the word there runs across the cut. */
+static int lcut_build(tv_hf *h)
+{
+    memset(h->lcut, 0, sizeof h->lcut);
+    h->lcuts = 0;
+    if (h->model != TV_M_UNIGRAM || h->nac.max)
+        return 0;
+    for (size_t k = 0; k < h->nnorm; k++)
+        if (h->norm[k].kind == TV_N_PREPEND)
+            return 0;
+    tv_hf_buf *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    int rc = tv_hf_text_reserve(&b->t[0], 1);
+    for (uint32_t c = 'A'; rc == 0 && c <= 'z'; c++) {
+        if (c > 'Z' && c < 'a')
+            continue;
+        int cur = 0, keep;
+        b->t[0].cp[0] = c;
+        b->t[0].a0[0] = 0;
+        b->t[0].a1[0] = 1;
+        b->t[0].n = 1;
+        rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
+        keep = rc == 0 && b->t[cur].n == 1 && b->t[cur].cp[0] == c;
+        for (size_t k = 0; k < h->nnorm; k++) {
+            const tv_norm *v = &h->norm[k];
+            if (v->kind != TV_N_REPLACE && v->kind != TV_N_CHARMAP)
+                continue;
+            for (size_t j = 0; j < v->npat; j++)
+                keep = keep && v->pat[j] != c;
+            keep = keep && !(v->re && v->re_c == c);
+        }
+        if (h->npre && h->pre[0].kind == TV_P_METASPACE &&
+            h->pre[0].ms.replacement == c)
+            keep = 0;
+        h->lcut[c] = (unsigned char)keep;
+        h->lcuts |= keep ? TV_LCUT_IDS | TV_LCUT_OFFSETS : 0;
+    }
+    /* HF's Precompiled drops a character without a change for it, so the
+     * characters after it take the spans of those before, to the end of
+     * the text (normalize.c: precompiled): a piece takes over that lag
+     * from the one before (tv_hf_buf.pcarry), for one such step */
+    size_t npc = 0;
+    for (size_t k = 0; k < h->nnorm; k++)
+        npc += h->norm[k].kind == TV_N_PRECOMPILED;
+    if (npc > 1)
+        h->lcuts &= ~TV_LCUT_OFFSETS;
+    tv_hf_buf_free(b);
+    return rc;
+}
+
 int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
                     size_t errlen)
 {
@@ -62,7 +130,9 @@ int tv_hf_load_rest(tokvec_tokenizer *t, json_t *root, char *err,
         h->has_decoder = d && !json_is_null(d);
         rc = tv_dec_parse(d, "decoder", &h->dec, &h->ndec, err, errlen);
     }
-    return rc ? rc : tv_added_norm_build(t, err, errlen);
+    if (rc == 0)
+        rc = tv_added_norm_build(t, err, errlen);
+    return rc ? rc : lcut_build(h);
 }
 
 /* The Unigram model of root.model into t (unigram.c's model, its pieces
@@ -145,7 +215,8 @@ static void utf8_in(const unsigned char *u, size_t i, size_t end,
  * in order; byte-fallback tokens of one stretch share theirs). */
 typedef struct uni_map {
     const tv_hf_text *x;
-    const unsigned char *u8;
+    const unsigned char *u8; /* bytes u8b.. of the word */
+    size_t u8b;
     size_t bs, cs, be, ce; /* byte and character of the starts, the ends */
     tokvec_tok_ids *out;
     int offs;
@@ -156,7 +227,7 @@ typedef struct uni_map {
 static size_t uni_char(const uni_map *m, size_t *bp, size_t *cp, size_t to)
 {
     while (*bp < to) {
-        unsigned c = m->u8[*bp];
+        unsigned c = m->u8[*bp - m->u8b];
         *bp += c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
         ++*cp;
     }
@@ -194,11 +265,76 @@ static int uni_word(const tokvec_tokenizer *t, tv_hf_buf *b,
         return -ENOMEM;
     if (tv_hf_utf8(&b->uu8, NULL, &b->uu8cap, x, s, e, &len) < 0)
         return -ENOMEM;
-    uni_map m = {x, b->uu8, 0, s, 0, s, out, offs};
+    uni_map m = {x, b->uu8, 0, 0, s, 0, s, out, offs};
     b->ut.n = 0;
     int rc = tv_unigram_encode_sink(t->hf->uni, b->uw, b->uu8, len, 0, &b->ut,
                                     uni_sink, &m);
     return rc ? rc : uni_sink(&m, &b->ut);
+}
+
+/* The characters [s, e) of x, a part of a word that runs across the
+ * pieces of a long stretch (stretch_cut), to the model: first, the
+ * word's first part; last, its last. The model settles what it can; what
+ * a later part may still change stays in b->lw and b->lu8. */
+static int uni_part(const tokvec_tokenizer *t, tv_hf_buf *b,
+                    const tv_hf_text *x, size_t s, size_t e, int first,
+                    int last, tokvec_tok_ids *out, int offs)
+{
+    const tv_unigram *u = t->hf->uni;
+    tv_hf_text *l = &b->lw;
+    size_t keep;
+    if (!b->uw)
+        b->uw = tv_uni_work_new();
+    if (!b->uw)
+        return -ENOMEM;
+    if (first) {
+        l->n = 0;
+        b->lun = b->lub = 0;
+        memset(b->lwalk, 0, sizeof b->lwalk);
+        int rc = tv_unigram_stream_begin(u, b->uw, 0);
+        if (rc)
+            return rc;
+    }
+    if (offs) { /* the spans, for the tokens' offsets */
+        if (tv_hf_text_reserve(l, l->n + (e - s)) < 0)
+            return -ENOMEM;
+        memcpy(l->a0 + l->n, x->a0 + s, (e - s) * sizeof *l->a0);
+        memcpy(l->a1 + l->n, x->a1 + s, (e - s) * sizeof *l->a1);
+        l->n += e - s;
+    }
+    if (b->lun + 4 * (e - s) > b->lucap) {
+        size_t cap = b->lucap ? b->lucap : 4096;
+        while (cap < b->lun + 4 * (e - s))
+            cap *= 2;
+        unsigned char *g = realloc(b->lu8, cap);
+        if (!g)
+            return -ENOMEM;
+        b->lu8 = g;
+        b->lucap = cap;
+    }
+    b->lun += tv_hf_utf8_to(b->lu8 + b->lun, x, s, e);
+    uni_map m = {l,           b->lu8,      b->lub, b->lwalk[0], b->lwalk[1],
+                 b->lwalk[2], b->lwalk[3], out,    offs};
+    b->ut.n = 0;
+    int rc = tv_unigram_stream_feed(u, b->uw, b->lu8, b->lub, b->lub + b->lun,
+                                    last, &b->ut, uni_sink, &m, &keep);
+    if (rc == 0)
+        rc = uni_sink(&m, &b->ut);
+    if (rc || last)
+        return rc;
+    /* every token so far ends at or before keep: drop what lies before */
+    if (offs) {
+        size_t kc = uni_char(&m, &m.be, &m.ce, keep);
+        memmove(l->a0, l->a0 + kc, (l->n - kc) * sizeof *l->a0);
+        memmove(l->a1, l->a1 + kc, (l->n - kc) * sizeof *l->a1);
+        l->n -= kc;
+    }
+    memmove(b->lu8, b->lu8 + (keep - b->lub), b->lun - (keep - b->lub));
+    b->lun -= keep - b->lub;
+    b->lub = keep;
+    b->lwalk[0] = b->lwalk[2] = keep;
+    b->lwalk[1] = b->lwalk[3] = 0;
+    return 0;
 }
 
 /* The normalized text's code points [s, e) through the rest. */
@@ -272,6 +408,90 @@ int tv_added_norm_run(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
     return rc;
 }
 
+/* The normalized text b->t[*cur] through Metaspace's text change (first:
+ * as tv_metaspace_text takes it) and the pre-tokenizers: the words in
+ * b->w[*wc]. */
+static int words(const tv_hf *h, tv_hf_buf *b, int *cur, int first, int *wc)
+{
+    int rc = 0;
+    if (h->npre && h->pre[0].kind == TV_P_METASPACE)
+        rc = tv_metaspace_text(&h->pre[0].ms, b, cur, first);
+    *wc = 0;
+    return rc ? rc : tv_pretok_run(h->pre, h->npre, &b->t[*cur], b, wc);
+}
+
+/* Where the piece of u[i..end) that starts at i may end: the first place
+ * at least cut bytes on between the middle two of four tv_hf.lcut
+ * letters, or end. */
+static size_t cut_at(const tv_hf *h, const unsigned char *u, size_t i,
+                     size_t end, size_t cut)
+{
+    size_t j = end - i > cut ? i + cut : end;
+    for (; j + 1 < end; j++) {
+        if (u[j + 1] >= 0x80 || !h->lcut[u[j + 1]]) {
+            j++; /* u[j + 1] ends every run of four that holds it */
+            continue;
+        }
+        if (j >= i + 2 && u[j] < 0x80 && h->lcut[u[j]] && u[j - 1] < 0x80 &&
+            h->lcut[u[j - 1]] && u[j - 2] < 0x80 && h->lcut[u[j - 2]])
+            return j;
+    }
+    return end;
+}
+
+/* A Unigram stretch of u[i..end) longer than b->cut bytes: the stages run
+ * on pieces of about that size (cut_at), so their arrays hold a piece,
+ * not the stretch; the word that runs across a cut (the last of one
+ * piece, which ends there, and the first of the next, which starts
+ * there: the cut lies between letters that stay, in one word) goes to
+ * the model a part at a time (uni_part). Metaspace prepends to the first
+ * piece alone. The same tokens as stretch_all. */
+static int stretch_cut(const tokvec_tokenizer *t, tv_hf_buf *b,
+                       const unsigned char *u, size_t i, size_t end,
+                       tokvec_tok_ids *out, int offs)
+{
+    const tv_hf *h = t->hf;
+    size_t cut = b->cut ? b->cut : TV_HF_CUT;
+    int open = 0, rc = 0; /* open: a word runs on from the last piece */
+    b->pcarry = 1;
+    b->pcn = 0;
+    for (size_t at = i; rc == 0 && at < end;) {
+        size_t to = cut_at(h, u, at, end, cut);
+        int cur = 0, wc = 0;
+        if (tv_hf_text_reserve(&b->t[0], to - at) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        utf8_in(u, at, to, &b->t[0]);
+        rc = tv_norm_run(h->norm, h->nnorm, b, &cur);
+        if (rc == 0)
+            rc = words(h, b, &cur,
+                       at > i                                ? -1
+                       : b->t[cur].n && b->t[cur].a0[0] == 0 ? 1
+                                                             : 0,
+                       &wc);
+        const tv_hf_text *x = &b->t[cur];
+        size_t nw = rc ? 0 : b->wn[wc];
+        const tv_hf_range *w = b->w[wc];
+        if (rc == 0 && open && (nw == 0 || w[0].s > 0)) { /* it ended */
+            rc = uni_part(t, b, x, 0, 0, 0, 1, out, offs);
+            open = 0;
+        }
+        for (size_t k = 0; rc == 0 && k < nw; k++) {
+            int in = k == 0 && open;
+            int on = k + 1 == nw && to < end && w[k].e == x->n;
+            if (in || on)
+                rc = uni_part(t, b, x, w[k].s, w[k].e, !in, !on, out, offs);
+            else
+                rc = uni_word(t, b, x, w[k].s, w[k].e, out, offs);
+            open = on;
+        }
+        at = to;
+    }
+    b->pcarry = 0;
+    return rc;
+}
+
 /* u[i..end) through every stage, one after the other. */
 static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
                        const unsigned char *u, size_t i, size_t end,
@@ -279,6 +499,11 @@ static int stretch_all(const tokvec_tokenizer *t, tv_hf_buf *b,
 {
     const tv_hf *h = t->hf;
     int cur = 0;
+    if ((h->lcuts &
+         (flags & TOKVEC_TOK_OFFSETS ? TV_LCUT_OFFSETS : TV_LCUT_IDS)) &&
+        end - i > (b->cut ? b->cut : TV_HF_CUT))
+        return stretch_cut(t, b, u, i, end, out,
+                           (flags & TOKVEC_TOK_OFFSETS) != 0);
     if (tv_hf_text_reserve(&b->t[0], end - i) < 0)
         return -ENOMEM;
     utf8_in(u, i, end, &b->t[0]);
@@ -294,15 +519,9 @@ int tv_hf_tail(const tokvec_tokenizer *t, tv_hf_buf *b, int cur,
                tokvec_tok_ids *out, int offs)
 {
     const tv_hf *h = t->hf;
-    int rc = 0;
-    if (h->npre && h->pre[0].kind == TV_P_METASPACE)
-        rc = tv_metaspace_text(&h->pre[0].ms, b, &cur,
-                               b->t[cur].n && b->t[cur].a0[0] == 0);
-    if (rc)
-        return rc;
+    int wc;
+    int rc = words(h, b, &cur, b->t[cur].n && b->t[cur].a0[0] == 0, &wc);
     const tv_hf_text *x = &b->t[cur];
-    int wc = 0;
-    rc = tv_pretok_run(h->pre, h->npre, x, b, &wc);
     for (size_t k = 0; rc == 0 && k < b->wn[wc]; k++)
         rc = h->model == TV_M_UNIGRAM
                  ? uni_word(t, b, x, b->w[wc][k].s, b->w[wc][k].e, out, offs)

@@ -87,6 +87,12 @@ void tv_hf_buf_free(tv_hf_buf *b)
     free(b->nt.a1);
     free(b->nu8);
     free(b->nu8ch);
+    free(b->lw.cp);
+    free(b->lw.a0);
+    free(b->lw.a1);
+    free(b->lu8);
+    free(b->pca0);
+    free(b->pca1);
     free(b->hits.hit);
     free(b->hits2.hit);
     free(b);
@@ -108,6 +114,31 @@ int tv_hf_bad(char *err, size_t errlen, const char *where, const char *what)
     return TOKVEC_E_TOKENIZER;
 }
 
+/* c (not ASCII) as UTF-8 at o: its length. */
+static inline size_t put_u8(unsigned char *o, uint32_t c)
+{
+    size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    for (size_t k = m; k-- > 1;) {
+        o[k] = (unsigned char)(0x80 | (c & 0x3F));
+        c >>= 6;
+    }
+    o[0] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+    return m;
+}
+
+size_t tv_hf_utf8_to(unsigned char *o, const tv_hf_text *x, size_t s, size_t e)
+{
+    size_t n = 0;
+    for (size_t i = s; i < e; i++) {
+        uint32_t c = x->cp[i];
+        if (c < 0x80)
+            o[n++] = (unsigned char)c;
+        else
+            n += put_u8(o + n, c);
+    }
+    return n;
+}
+
 int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
                const tv_hf_text *x, size_t s, size_t e, size_t *len)
 {
@@ -126,29 +157,26 @@ int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
             *u8ch = ch;
         *u8cap = cap;
     }
+    if (!u8ch) {
+        *len = tv_hf_utf8_to(*u8, x, s, e);
+        return 0;
+    }
     unsigned char *o = *u8;
-    uint32_t *oc = u8ch ? *u8ch : NULL;
+    uint32_t *oc = *u8ch;
     size_t n = 0;
     for (size_t i = s; i < e; i++) {
         uint32_t c = x->cp[i];
-        if (oc)
-            oc[n] = (uint32_t)i;
-        if (c < 0x80) {
-            o[n++] = (unsigned char)c;
-            continue;
-        }
-        size_t m = c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-        for (size_t k = m; k-- > 1;) {
-            o[n + k] = (unsigned char)(0x80 | (c & 0x3F));
-            if (oc)
-                oc[n + k] = UINT32_MAX;
-            c >>= 6;
-        }
-        o[n] = (unsigned char)((m == 2 ? 0xC0 : m == 3 ? 0xE0 : 0xF0) | c);
+        size_t m = 1;
+        oc[n] = (uint32_t)i;
+        if (c < 0x80)
+            o[n] = (unsigned char)c;
+        else
+            m = put_u8(o + n, c);
+        for (size_t k = 1; k < m; k++)
+            oc[n + k] = UINT32_MAX;
         n += m;
     }
-    if (oc)
-        oc[n] = (uint32_t)e;
+    oc[n] = (uint32_t)e;
     *len = n;
     return 0;
 }
@@ -179,25 +207,41 @@ typedef struct em {
     const tv_hf_text *in;
     tv_hf_text *out;
     size_t pos; /* next input character */
+    /* Precompiled on a piece of a longer text (hf_pipeline.c): the spans
+     * of the nc characters before it that HF's walk has yet to reach
+     * (c0, c1), in front of in's: pos counts them first */
+    const uint32_t *c0, *c1;
+    size_t nc;
 } em;
+
+/* The span of character v of the carried ones, then in's. */
+static inline void vspan(const em *e, size_t v, uint32_t *a0, uint32_t *a1)
+{
+    if (v < e->nc) {
+        *a0 = e->c0[v];
+        *a1 = e->c1[v];
+    } else {
+        *a0 = e->in->a0[v - e->nc];
+        *a1 = e->in->a1[v - e->nc];
+    }
+}
 
 static int put(em *e, uint32_t c, long chg)
 {
     tv_hf_text *o = e->out;
     if (o->n == o->cap && tv_hf_text_reserve(o, o->n + 1) < 0)
         return -ENOMEM;
-    const tv_hf_text *in = e->in;
+    size_t vn = e->nc + e->in->n;
     uint32_t a0 = 0, a1 = 0;
     if (chg > 0) {
         if (e->pos > 0) {
-            a0 = in->a0[e->pos - 1];
-            a1 = in->a1[e->pos - 1];
-        } else if (in->n) {
-            a0 = a1 = in->a0[0];
+            vspan(e, e->pos - 1, &a0, &a1);
+        } else if (vn) {
+            vspan(e, 0, &a0, &a1);
+            a1 = a0;
         }
-    } else if (e->pos < in->n) {
-        a0 = in->a0[e->pos];
-        a1 = in->a1[e->pos];
+    } else if (e->pos < vn) {
+        vspan(e, e->pos, &a0, &a1);
         e->pos += (size_t)(1 - chg);
     }
     o->cp[o->n] = c;
@@ -414,7 +458,7 @@ static int unicode_norm(const tv_hf_text *in, tv_hf_text *out, int compat,
     for (size_t i = 0; comp && i < n; i++)
         if (d[i].gone && d[i].first)
             d[d[i].c].from++;
-    em e = {in, out, 0};
+    em e = {.in = in, .out = out};
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (!d[i].gone)
@@ -435,7 +479,7 @@ static int cjk(uint32_t c)
 
 static int clean_text(const tv_hf_text *in, tv_hf_text *out)
 {
-    em e = {in, out, 0};
+    em e = {.in = in, .out = out};
     for (size_t i = 0; i < in->n; i++) {
         uint32_t c = in->cp[i];
         if (c >= 0x20 && c < 0x7F) {
@@ -455,7 +499,7 @@ static int clean_text(const tv_hf_text *in, tv_hf_text *out)
 
 static int chinese(const tv_hf_text *in, tv_hf_text *out)
 {
-    em e = {in, out, 0};
+    em e = {.in = in, .out = out};
     for (size_t i = 0; i < in->n; i++) {
         uint32_t c = in->cp[i];
         int rc = cjk(c) ? (put(&e, ' ', 0) | put(&e, c, 1) | put(&e, ' ', 1))
@@ -468,7 +512,7 @@ static int chinese(const tv_hf_text *in, tv_hf_text *out)
 
 static int filter_marks(const tv_hf_text *in, tv_hf_text *out, unsigned cls)
 {
-    em e = {in, out, 0};
+    em e = {.in = in, .out = out};
     for (size_t i = 0; i < in->n; i++) {
         uint32_t c = in->cp[i];
         if (c >= 0x300 && (tv_hf_class(c) & cls))
@@ -481,7 +525,7 @@ static int filter_marks(const tv_hf_text *in, tv_hf_text *out, unsigned cls)
 
 static int lower(const tv_hf_text *in, tv_hf_text *out)
 {
-    em e = {in, out, 0};
+    em e = {.in = in, .out = out};
     for (size_t i = 0; i < in->n; i++) {
         uint32_t c = in->cp[i];
         if (c < 0x80) {
@@ -604,6 +648,40 @@ static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
     return 0;
 }
 
+/* A piece of a longer text done (b->pcarry): the characters HF's walk has
+ * not reached (it lags one behind for each character dropped without a
+ * change) carried to the next piece, whose characters take their spans
+ * first, as in the whole text. */
+static int pc_carry(tv_hf_buf *b, const em *e)
+{
+    size_t vn = e->nc + e->in->n, k = e->pos < vn ? vn - e->pos : 0;
+    if (e->pos < e->nc) { /* the carried ones not reached yet, down */
+        memmove(b->pca0, b->pca0 + e->pos, (e->nc - e->pos) * sizeof *b->pca0);
+        memmove(b->pca1, b->pca1 + e->pos, (e->nc - e->pos) * sizeof *b->pca0);
+    }
+    if (k > b->pccap) {
+        size_t cap = b->pccap ? b->pccap : 64;
+        while (cap < k)
+            cap *= 2;
+        uint32_t *a = realloc(b->pca0, cap * sizeof *a);
+        if (a)
+            b->pca0 = a;
+        uint32_t *c = a ? realloc(b->pca1, cap * sizeof *c) : NULL;
+        if (!c)
+            return -ENOMEM;
+        b->pca1 = c;
+        b->pccap = cap;
+    }
+    size_t from = e->pos > e->nc ? e->pos - e->nc : 0; /* in's, on */
+    size_t kept = e->pos < e->nc ? e->nc - e->pos : 0;
+    if (k > kept) {
+        memcpy(b->pca0 + kept, e->in->a0 + from, (k - kept) * sizeof *b->pca0);
+        memcpy(b->pca1 + kept, e->in->a1 + from, (k - kept) * sizeof *b->pca0);
+    }
+    b->pcn = k;
+    return 0;
+}
+
 /* SentencePiece's charsmap (precompiled.c gives HF's change list); the
  * text's UTF-8 in b->pu8 (kept for the next call). */
 static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out,
@@ -616,20 +694,23 @@ static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out,
     tv_pc_change *v = NULL;
     size_t nv = 0;
     int rc = tv_precompiled_changes(r->pc, u, n, &v, &nv);
-    em e = {in, out, 0};
-    if (rc == 0) /* nothing changes */
+    em e = {in, out, 0, b->pca0, b->pca1, b->pcarry ? b->pcn : 0};
+    if (rc == 0 && e.nc == 0) /* nothing changes */
         return SAME;
+    if (rc == 0) /* nothing changes, but the spans come late */
+        for (size_t i = 0; rc == 0 && i < in->n; i++)
+            rc = put(&e, in->cp[i], 0);
     if (rc > 0)
         rc = 0;
     for (size_t k = 0; rc == 0 && k < nv; k++)
         rc = put(&e, v[k].cp, v[k].change);
     free(v);
-    return rc;
+    return rc == 0 && b->pcarry ? pc_carry(b, &e) : rc;
 }
 
 static int prepend(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
 {
-    em e = {in, out, 0};
+    em e = {.in = in, .out = out};
     if (in->n) {
         for (size_t k = 0; k < r->nrep; k++)
             if (put(&e, r->rep[k], k > 0) < 0)

@@ -150,8 +150,9 @@ static int split_next(const tv_hf_text *x, size_t s, size_t e,
 int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur, int first)
 {
     tv_hf_text *x = &b->t[*cur]; /* changed where it is */
-    int pre = x->n && (m->prepend == TV_MS_ALWAYS ||
-                       (m->prepend == TV_MS_FIRST && first));
+    int pre = first >= 0 && x->n &&
+              (m->prepend == TV_MS_ALWAYS ||
+               (m->prepend == TV_MS_FIRST && first));
     /* after the replacement the text starts with the replacement
      * character when it starts with a space or with that character */
     if (pre && (x->cp[0] == ' ' || x->cp[0] == m->replacement))

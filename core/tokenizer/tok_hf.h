@@ -85,7 +85,25 @@ typedef struct tv_hf_buf {
     size_t nu8cap;
     tv_ac_hits hits;
     tv_ac_hits hits2; /* byte-level BPE's normalized added tokens */
+    /* a Unigram stretch longer than cut bytes (0: TV_HF_CUT) goes through
+     * the stages a piece at a time (hf_pipeline.c); a word that runs
+     * across the pieces goes to the model as they come: lw holds its
+     * characters from the first that a token may still need, lu8 their
+     * UTF-8 (lun bytes, byte lub of the word on), lwalk the token spans'
+     * walk over them (bytes and characters of the last start and end) */
+    size_t cut;
+    tv_hf_text lw;
+    unsigned char *lu8;
+    size_t lun, lucap, lub;
+    size_t lwalk[4];
+    /* Precompiled on such pieces (normalize.c): pcarry set, the spans of
+     * the pcn characters before the piece that HF's walk has yet to
+     * reach */
+    int pcarry;
+    uint32_t *pca0, *pca1;
+    size_t pcn, pccap;
 } tv_hf_buf;
+#define TV_HF_CUT 16384
 /* s->hf, made when missing: 0 or -ENOMEM (normalize.c). */
 int tv_hf_buf_get(tokvec_tok_state *s);
 void tv_hf_buf_free(tv_hf_buf *b); /* normalize.c */
@@ -177,10 +195,11 @@ int tv_pretok_parse(json_t *j, const char *where, tv_pretok **out, size_t *n,
 int tv_pretok_run(const tv_pretok *v, size_t n, const tv_hf_text *x,
                   tv_hf_buf *b, int *cur);
 /* Metaspace's text change (spaces to the replacement, the prepended one)
- * made in b->t[*cur] where it is; first: the normalized text starts at
- * byte 0 of the input (prepend_scheme first: HF asks the original offset
- * of the normalized split, so a stripped first character makes it not
- * first). */
+ * made in b->t[*cur] where it is; first: 1 when the normalized text
+ * starts at byte 0 of the input (prepend_scheme first: HF asks the
+ * original offset of the normalized split, so a stripped first character
+ * makes it not first), 0 when not, -1 when it goes on a text whose start
+ * went before (hf_pipeline.c's long stretches): nothing prepended. */
 int tv_metaspace_text(const tv_metaspace *m, tv_hf_buf *b, int *cur,
                       int first);
 
@@ -273,7 +292,14 @@ typedef struct tv_hf {
      * come (tv_wp_char); nflags: BertNormalizer's flags (0 without it) */
     uint32_t *ucls;
     unsigned nflags;
+    /* Unigram: the ASCII letters that every normalizer leaves as they are,
+     * alone and beside any neighbour, and no pre-tokenizer cuts at; a
+     * long stretch is cut into pieces between three of them
+     * (hf_pipeline.c); all 0 when the pipeline cannot be cut */
+    unsigned char lcut[128];
+    unsigned lcuts; /* TV_LCUT_*: what such pieces give as the whole does */
 } tv_hf;
+enum { TV_LCUT_IDS = 1, TV_LCUT_OFFSETS = 2 };
 
 /* tv_hf.acls, tv_hf.ucls */
 enum { TV_A_DROP, TV_A_WS, TV_A_PUNCT, TV_A_WORD, TV_A_SLOW };
@@ -291,6 +317,10 @@ int tv_spbpe_word(const tokvec_tokenizer *t, tv_hf_buf *b, const tv_hf_text *x,
  * (then *u8cap is *u8's alone: never share it with a pair). */
 int tv_hf_utf8(unsigned char **u8, uint32_t **u8ch, size_t *u8cap,
                const tv_hf_text *x, size_t s, size_t e, size_t *len);
+/* x's characters [s, e) as UTF-8 at o (room for 4 bytes each): the
+ * bytes written (normalize.c). */
+size_t tv_hf_utf8_to(unsigned char *o, const tv_hf_text *x, size_t s,
+                     size_t e);
 /* A word's UTF-8 into b->u8 / b->u8ch: tv_hf_utf8 on those. */
 int tv_hf_word_bytes(tv_hf_buf *b, const tv_hf_text *x, size_t s, size_t e,
                      size_t *len);

@@ -29,6 +29,13 @@
  * the path up to it is read back and emitted there (unknowns pending
  * fusion carried on) and the arrays move down to it. The same scores are
  * computed in the same order, so the result is the whole string's.
+ * The string may also come in pieces (tv_unigram_stream_*, for a word of
+ * megabytes that the pipeline normalizes a piece at a time): the pass
+ * stops where a piece could reach past the bytes at hand and goes on
+ * from there with the next; where it stands lives in tv_uni_work (at),
+ * and it never reads again the bytes before the window's start or the
+ * pending unknowns. A long run of byte-fallback tokens goes to the sink
+ * in batches too.
  *
  * Must hold: the model is immutable after construction; scores are f64;
  * pieces are valid UTF-8. Threads: any number may encode with one model,
@@ -90,12 +97,25 @@ typedef struct uni_trie {
 } uni_trie;
 
 /* The lattice of one window of the text: entry i is byte wb + i. */
+/* Where an encode stands between calls (tv_unigram_stream_*): every
+ * position is a byte of the whole string. */
+typedef struct uni_pos {
+    size_t p;      /* the next character start to relax from */
+    size_t hw;     /* from[] set up to this byte */
+    size_t check;  /* the next convergence check at or past this byte */
+    size_t reach;  /* bytes a piece may reach past p (>= 4: a character) */
+    size_t wb;     /* the window's first byte: entry 0 of the arrays */
+    size_t ustart; /* fused unknowns pending from here, NO_FROM: none */
+    size_t base;   /* added to every span */
+} uni_pos;
+
 struct tv_uni_work {
     double *best;        /* best path score to the byte */
     size_t *from;        /* its last node's start, NO_FROM: unset */
     int32_t *id;         /* its last node's id */
     unsigned char *mark; /* all 0 between converge() calls */
     size_t cap;          /* entries of the four */
+    uni_pos at;          /* a string given in pieces: where it stands */
 };
 
 static uint64_t edge_hash(uint64_t k)
@@ -785,36 +805,50 @@ static inline void relax(tv_uni_work *w, size_t wb, size_t p, size_t q,
     }
 }
 
-/* One encode: the text, where its tokens go, the window. */
+/* One call of an encode: the model, the work (its position in w->at),
+ * the bytes at hand s[0..n - sb) (bytes sb..n of the string), where the
+ * tokens go. */
 typedef struct uni_run {
     const tv_unigram *u;
     tv_uni_work *w;
     const unsigned char *s;
-    size_t n, base;
+    size_t sb, n;
     tv_uni_toks *out;
-    size_t wb;        /* the window's first byte: w's entry 0 */
-    size_t ustart;    /* fused unknowns pending from here, NO_FROM: none */
     tv_uni_sink sink; /* out handed to it past UNI_SINK_AT tokens */
     void *ctx;
 } uni_run;
 
 #define UNI_SINK_AT 4096
 
-/* One string of the path (a piece, or fused unknown nodes) s[a..b). */
-static int emit(const tv_unigram *u, const unsigned char *s, size_t a,
-                size_t b, int32_t id, size_t base, tv_uni_toks *out)
+/* out to the sink when it holds UNI_SINK_AT tokens or more. */
+static int sink_full(uni_run *r)
 {
+    if (r->sink && r->out->n >= UNI_SINK_AT)
+        return r->sink(r->ctx, r->out);
+    return 0;
+}
+
+/* One string of the path (a piece, or fused unknown nodes): bytes a..b
+ * of the string. */
+static int emit(uni_run *r, size_t a, size_t b, int32_t id)
+{
+    const tv_unigram *u = r->u;
+    const unsigned char *s = r->s + (a - r->sb);
+    size_t base = r->w->at.base;
+    tv_uni_toks *out = r->out;
     if (id < 0) /* fused: looked up whole, as tokenizers does */
-        id = tv_unigram_id(u, s + a, b - a);
+        id = tv_unigram_id(u, s, b - a);
     if (id >= 0)
         return toks_push(out, id, base + a, base + b);
     if (u->byte_fallback) {
-        size_t i = a;
-        while (i < b && u->byte_id[s[i]] >= 0)
+        size_t i = 0;
+        while (i < b - a && u->byte_id[s[i]] >= 0)
             i++;
-        if (i == b) {
-            for (i = a; i < b; i++) {
+        if (i == b - a) { /* a long unknown run: in batches to the sink */
+            for (i = 0; i < b - a; i++) {
                 int rc = toks_push(out, u->byte_id[s[i]], base + a, base + b);
+                if (rc == 0)
+                    rc = sink_full(r);
                 if (rc < 0)
                     return rc;
             }
@@ -826,11 +860,11 @@ static int emit(const tv_unigram *u, const unsigned char *s, size_t a,
 
 /* The best path from the window's start to c (a node every later path
  * goes through) emitted: its back pointers reversed into forward ones,
- * then walked; unknown nodes are fused across calls (r->ustart). */
+ * then walked; unknown nodes are fused across calls (at.ustart). */
 static int flush(uni_run *r, size_t c)
 {
     tv_uni_work *w = r->w;
-    size_t wb = r->wb, end = c, next = NO_FROM;
+    size_t wb = w->at.wb, end = c, next = NO_FROM;
     while (end > wb) {
         size_t start = w->from[end - wb];
         w->from[end - wb] = next; /* end's successor on the path */
@@ -843,15 +877,15 @@ static int flush(uni_run *r, size_t c)
         int32_t id = w->id[b - wb];
         next = w->from[b - wb];
         if (unk >= 0 && id == unk) {
-            if (r->ustart == NO_FROM)
-                r->ustart = a;
+            if (w->at.ustart == NO_FROM)
+                w->at.ustart = a;
         } else {
             int rc = 0;
-            if (r->ustart != NO_FROM)
-                rc = emit(r->u, r->s, r->ustart, a, -1, r->base, r->out);
-            r->ustart = NO_FROM;
+            if (w->at.ustart != NO_FROM)
+                rc = emit(r, w->at.ustart, a, -1);
+            w->at.ustart = NO_FROM;
             if (rc == 0)
-                rc = emit(r->u, r->s, a, b, id, r->base, r->out);
+                rc = emit(r, a, b, id);
             if (rc < 0)
                 return rc;
         }
@@ -887,55 +921,75 @@ static size_t converge(tv_uni_work *w, size_t wb, size_t p, size_t reach)
     }
 }
 
-/* The Viterbi pass over s[0..n), tokens emitted as the best path becomes
- * known: every UNI_WINDOW bytes the nodes that the best paths to the
- * frontier share are looked for, the path up to the last of them emitted
- * and the arrays moved down to it, so they hold a window, not the text.
- * The scores and comparisons are the same as over the whole text. */
-static int viterbi(uni_run *r)
+/* A new string from byte 0, its spans offset by base. */
+static int viterbi_begin(tv_uni_work *w, const tv_unigram *u, size_t base)
 {
-    const tv_unigram *u = r->u;
-    tv_uni_work *w = r->w;
-    const unsigned char *s = r->s;
-    size_t n = r->n, p = 0, hw = 1; /* from[] set up to byte hw */
-    size_t reach = u->maxlen > 4 ? u->maxlen : 4, check = UNI_WINDOW;
-    int rc = work_reserve(w, (n < check + reach ? n : check + reach) + 1);
+    uni_pos *a = &w->at;
+    a->p = 0;
+    a->hw = 1;
+    a->reach = u->maxlen > 4 ? u->maxlen : 4;
+    a->check = UNI_WINDOW;
+    a->wb = 0;
+    a->ustart = NO_FROM;
+    a->base = base;
+    int rc = work_reserve(w, UNI_WINDOW + a->reach + 1);
     if (rc < 0)
         return rc;
     w->from[0] = NO_FROM;
     w->best[0] = 0.0;
-    while (p < n) {
-        if (p >= check) {
-            size_t c = converge(w, r->wb, p, reach);
-            if (c > r->wb) {
+    return 0;
+}
+
+/* The Viterbi pass over the bytes at hand, tokens emitted as the best
+ * path becomes known: every UNI_WINDOW bytes the nodes that the best
+ * paths to the frontier share are looked for, the path up to the last of
+ * them emitted and the arrays moved down to it, so they hold a window,
+ * not the text. Unless last (r->n is the string's end), it stops where a
+ * piece could reach past the bytes at hand. The scores and comparisons
+ * are the same as over the whole text in one call. */
+static int viterbi(uni_run *r, int last)
+{
+    const tv_unigram *u = r->u;
+    tv_uni_work *w = r->w;
+    uni_pos *at = &w->at;
+    const unsigned char *s = r->s;
+    size_t n = r->n, sb = r->sb, p = at->p, hw = at->hw, reach = at->reach;
+    size_t stop = last ? n : n >= reach ? n - reach + 1 : 0;
+    int rc = 0;
+    while (p < stop) {
+        if (p >= at->check) {
+            size_t c = converge(w, at->wb, p, reach);
+            if (c > at->wb) {
                 rc = flush(r, c);
-                if (rc == 0 && r->sink && r->out->n >= UNI_SINK_AT)
-                    rc = r->sink(r->ctx, r->out);
+                if (rc == 0)
+                    rc = sink_full(r);
                 if (rc < 0)
                     return rc;
-                size_t k = c - r->wb, m = hw - c;
+                size_t k = c - at->wb, m = hw - c;
                 memmove(w->best, w->best + k, m * sizeof *w->best);
                 memmove(w->from, w->from + k, m * sizeof *w->from);
                 memmove(w->id, w->id + k, m * sizeof *w->id);
-                r->wb = c;
+                at->wb = c;
             }
-            check = p + (p - r->wb > UNI_WINDOW ? p - r->wb : UNI_WINDOW);
+            at->check = p +
+                        (p - at->wb > UNI_WINDOW ? p - at->wb : UNI_WINDOW);
         }
-        size_t lim = n - p > reach ? p + reach : n, wb = r->wb;
+        size_t lim = n - p > reach ? p + reach : n, wb = at->wb;
         if (lim >= hw) {
             rc = work_reserve(w, lim - wb + 1);
             if (rc < 0)
                 return rc;
             for (; hw <= lim; hw++)
                 w->from[hw - wb] = NO_FROM;
+            at->hw = hw;
         }
         size_t mblen;
-        (void)tv_u8_next(s + p, n - p, &mblen);
+        (void)tv_u8_next(s + (p - sb), n - p, &mblen);
         double here = w->best[p - wb];
         int single = 0;
         uint32_t node = 0;
         for (size_t q = p; q < n; q++) {
-            node = dat_child(u, node, s[q]);
+            node = dat_child(u, node, s[q - sb]);
             if (node == 0)
                 break;
             int32_t id = u->dat[node].id;
@@ -955,10 +1009,13 @@ static int viterbi(uni_run *r)
             }
         }
         p += mblen;
+        at->p = p;
     }
+    if (!last)
+        return 0;
     rc = flush(r, n);
-    if (rc == 0 && r->ustart != NO_FROM)
-        rc = emit(u, s, r->ustart, n, -1, r->base, r->out);
+    if (rc == 0 && at->ustart != NO_FROM)
+        rc = emit(r, at->ustart, n, -1);
     return rc;
 }
 
@@ -981,6 +1038,30 @@ int tv_unigram_encode_sink(const tv_unigram *u, tv_uni_work *w,
         return 0;
     if (base > UINT32_MAX || n > UINT32_MAX - base)
         return -ENOMEM; /* the spans are 32-bit */
-    uni_run r = {u, w, s, n, base, out, 0, NO_FROM, sink, ctx};
-    return viterbi(&r);
+    int rc = viterbi_begin(w, u, base);
+    uni_run r = {u, w, s, 0, n, out, sink, ctx};
+    return rc ? rc : viterbi(&r, 1);
+}
+
+int tv_unigram_stream_begin(const tv_unigram *u, tv_uni_work *w, size_t base)
+{
+    if (base > UINT32_MAX)
+        return -ENOMEM;
+    return viterbi_begin(w, u, base);
+}
+
+int tv_unigram_stream_feed(const tv_unigram *u, tv_uni_work *w,
+                           const unsigned char *s, size_t sb, size_t n,
+                           int last, tv_uni_toks *out, tv_uni_sink sink,
+                           void *ctx, size_t *keep)
+{
+    if (n > UINT32_MAX - w->at.base)
+        return -ENOMEM; /* the spans are 32-bit */
+    uni_run r = {u, w, s, sb, n, out, sink, ctx};
+    int rc = n ? viterbi(&r, last) : 0;
+    size_t k = w->at.wb;
+    if (w->at.ustart != NO_FROM && w->at.ustart < k)
+        k = w->at.ustart;
+    *keep = k;
+    return rc;
 }

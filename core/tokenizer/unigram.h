@@ -90,6 +90,25 @@ int tv_unigram_encode_sink(const tv_unigram *u, tv_uni_work *w,
                            tv_uni_toks *out, tv_uni_sink sink,
                            void *ctx) TOKVEC_MUST_CHECK;
 
+/* One string given in pieces, for a caller that does not hold it whole
+ * (a word of megabytes: the pipeline normalizes it a stretch at a time):
+ * tv_unigram_stream_begin starts it in w (spans offset by base), then
+ * each tv_unigram_stream_feed hands the bytes that came so far: s holds
+ * bytes sb..n of the string (sb no more than the *keep of the call
+ * before; the first call: 0), last when n is the string's end. It runs
+ * the Viterbi as far as no piece could reach past n, handing tokens to
+ * sink as tv_unigram_encode_sink does (what is left in out after a call
+ * is the caller's to take), and sets *keep to the first byte a later call
+ * may still read (the caller may drop the bytes before it). Tokens,
+ * scores and ties are exactly tv_unigram_encode's on the whole string. 0,
+ * -ENOMEM, TOKVEC_E_TOKENIZER as there; w is one string's at a time. */
+int tv_unigram_stream_begin(const tv_unigram *u, tv_uni_work *w,
+                            size_t base) TOKVEC_MUST_CHECK;
+int tv_unigram_stream_feed(const tv_unigram *u, tv_uni_work *w,
+                           const unsigned char *s, size_t sb, size_t n,
+                           int last, tv_uni_toks *out, tv_uni_sink sink,
+                           void *ctx, size_t *keep) TOKVEC_MUST_CHECK;
+
 void tv_uni_toks_free(tv_uni_toks *t);
 
 #endif

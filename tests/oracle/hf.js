@@ -1,7 +1,7 @@
 // hf.js -- tokvec's WordPiece and Unigram tokenizers against Hugging Face tokenizers
 // (npm "tokenizers": HF's Rust library as a native Node module), text by
-// text: ids with add_special_tokens false and true, and offsets. Zero
-// differences allowed; HF wins.
+// text: ids with add_special_tokens false and true, and offsets (and the
+// ids of a run without --offsets). Zero differences allowed; HF wins.
 //
 //   node hf.js check --tokvec BIN --tokenizer FILE [--exhaustive 1] F...
 //       the built-in texts of oracle.js, Unicode edge cases (CJK blocks,
@@ -86,23 +86,30 @@ function byteAt(t) {
     return at;
 }
 
+// With offsets, tokvec also runs without them (ids alone take paths of
+// their own: a long Unigram stretch's pieces keep no spans), both
+// compared with HF.
 async function compare(opt, tok, texts, add, report) {
     const got = tokvec(opt, texts, add);
+    const bare = opt['ids-only'] ? got
+        : tokvec(Object.assign({}, opt, { 'ids-only': 1 }), texts, add);
     const encs = await tok.encodeBatch(texts, { addSpecialTokens: add });
     let bad = 0;
     for (let i = 0; i < texts.length; i++) {
         const ids = encs[i].getIds(), offs = encs[i].getOffsets();
         const at = byteAt(texts[i]);
-        const want = opt['ids-only'] ? '[' + ids.map((id) =>
-            opt.idmap && id in opt.idmap ? opt.idmap[id] : id).join(',') + ']'
+        const wids = '[' + ids.map((id) =>
+            opt.idmap && id in opt.idmap ? opt.idmap[id] : id).join(',') + ']';
+        const want = opt['ids-only'] ? wids
             : '[' + ids.map((id, k) =>
             `[${opt.idmap && id in opt.idmap ? opt.idmap[id] : id},${at[offs[k][0]]},${at[offs[k][1]]}]`).join(',') + ']';
-        if (got[i] !== want) {
-            bad++;
-            if (report.shown++ < 20)
-                console.log(`DIFF add_special=${add} ${show(texts[i])}\n` +
-                    `  hf     ${want}\n  tokvec ${got[i]}`);
-        }
+        for (const [w, g, what] of [[want, got[i], ''], [wids, bare[i], ' (ids alone)']])
+            if (g !== w) {
+                bad++;
+                if (report.shown++ < 20)
+                    console.log(`DIFF add_special=${add}${what} ${show(texts[i])}\n` +
+                        `  hf     ${w.slice(0, 2000)}\n  tokvec ${g.slice(0, 2000)}`);
+            }
     }
     return bad;
 }
@@ -163,6 +170,18 @@ function edgeCases() {
         let s = '';
         for (let k = 0; k < 30000; k++) s += cs[Math.floor(r() * cs.length)];
         t.push(s);
+    }
+    // past 16 KB a Unigram text goes through the stages in pieces: words
+    // across the cuts, and controls first (HF's spans after characters
+    // that Precompiled drops at the start lag behind to the end)
+    {
+        let s = '\u0001\u0002\u0003\u0004\u0005\u0006', w = '';
+        for (let k = 0; k < 40000; k++) {
+            s += r() < 0.1 ? ' ' : r() < 0.01 ? '\u0001' : r() < 0.01 ? '.' :
+                'abcdefghijklmnopqrstuvwxyz'[Math.floor(r() * 26)];
+            w += 'abcdefghijklmnopqrstuvwxyz'[Math.floor(r() * 26)];
+        }
+        t.push(s, '\u0001\u0002' + w);
     }
     t.push('Ça va? Élève, naïve café, Ångström, Œuvre, façade, São Paulo, ' +
         'Dvořák, Łódź, İstanbul, ǅemal, ΆΈΉ, Ǻ, ḱ, ẞ ß ﬃ ① ㎏ ｶﾞ ﾊﾟ ™ ½',
@@ -450,7 +469,7 @@ async function check(opt) {
     console.log(`hf ${opt.tokenizer}${opt['no-special'] ? ' --no-special' : ''}: ` +
         `${texts.length} texts (${bytes} bytes) ` +
         `x 2 (add_special_tokens false, true), ids${opt['ids-only'] ? '' :
-            ' and offsets'}, ${bad} differences`);
+            ' and offsets, and ids without --offsets'}, ${bad} differences`);
     return bad;
 }
 
