@@ -120,8 +120,10 @@ static int read_all(FILE *f, char **buf, size_t *len)
     return 0;
 }
 
-/* v in decimal at buf + n, two digits a step, written in place from the
- * last (its length counted first); the new n. */
+/* v in decimal at buf + n, two digits a step, written from the last into
+ * scratch and copied: 8 bytes at once when it is no longer (the bytes
+ * past it are written over by what comes next), so buf needs 8 bytes of
+ * room past the number; the new n. */
 static size_t put_num(char *buf, size_t n, uint64_t v)
 {
     static const char pairs[201] = "00010203040506070809"
@@ -134,19 +136,24 @@ static size_t put_num(char *buf, size_t n, uint64_t v)
                                    "70717273747576777879"
                                    "80818283848586878889"
                                    "90919293949596979899";
-    size_t len = 1;
-    for (uint64_t p = 10; len < 20 && v >= p; p *= 10)
-        len++;
-    char *d = buf + n + len;
+    char tmp[32], *e = tmp + 24, *d = e; /* 8 bytes past e: 8-byte copy */
+    memset(e, 0, 8);
     while (v >= 100) {
         d -= 2;
         memcpy(d, pairs + 2 * (v % 100), 2);
         v /= 100;
     }
-    if (v >= 10)
-        memcpy(d - 2, pairs + 2 * v, 2);
+    if (v >= 10) {
+        d -= 2;
+        memcpy(d, pairs + 2 * v, 2);
+    } else {
+        *--d = (char)('0' + v);
+    }
+    size_t len = (size_t)(e - d);
+    if (len <= 8)
+        memcpy(buf + n, d, 8);
     else
-        d[-1] = (char)('0' + v);
+        memcpy(buf + n, d, len);
     return n + len;
 }
 
@@ -362,7 +369,7 @@ static int run_jsonl(const tokvec_tokenizer *t, tokvec_tok_state *st, FILE *in,
 
 typedef struct block {
     size_t start, end; /* bytes of the input */
-    char *out;         /* its output (open_memstream) */
+    char *out;         /* its output (mem_open) */
     size_t out_len;
     size_t lines; /* lines done (--jsonl) */
     int rc;       /* 0, or what stopped it: jsonl_line's rc */
@@ -382,11 +389,66 @@ typedef struct par {
     size_t window;
 } par;
 
+/* A block's output in memory: a FILE whose writes go to the end of a
+ * buffer grown by realloc (a large one moves by remapping its pages: no
+ * copy, no clearing). glibc's open_memstream copies and clears the whole
+ * buffer at each doubling: most of the page faults of a one-line 10 MB
+ * input were its. */
+typedef struct membuf {
+    char **p;
+    size_t *n, cap;
+} membuf;
+
+static ssize_t mem_write(void *c, const char *s, size_t len)
+{
+    membuf *m = c;
+    if (len > m->cap - *m->n) {
+        size_t cap = m->cap ? m->cap : 1 << 16;
+        while (cap - *m->n < len) {
+            if (cap > SIZE_MAX / 2)
+                return 0;
+            cap *= 2;
+        }
+        char *g = realloc(*m->p, cap);
+        if (!g)
+            return 0; /* fopencookie: 0, an error */
+        *m->p = g;
+        m->cap = cap;
+    }
+    memcpy(*m->p + *m->n, s, len);
+    *m->n += len;
+    return (ssize_t)len;
+}
+
+static int mem_close(void *c)
+{
+    free(c);
+    return 0;
+}
+
+/* A FILE writing to *p (*n bytes; both set to empty here), or NULL. */
+static FILE *mem_open(char **p, size_t *n)
+{
+    membuf *m = malloc(sizeof *m);
+    if (!m)
+        return NULL;
+    *p = NULL;
+    *n = 0;
+    m->p = p;
+    m->n = n;
+    m->cap = 0;
+    cookie_io_functions_t io = {.write = mem_write, .close = mem_close};
+    FILE *f = fopencookie(m, "w", io);
+    if (!f)
+        free(m);
+    return f;
+}
+
 /* Encodes block k (its own state and ids; output into memory). */
 static void run_block(par *p, block *k, tokvec_tok_state *st,
                       tokvec_tok_ids *ids, char **dec, size_t *dcap)
 {
-    FILE *m = open_memstream(&k->out, &k->out_len);
+    FILE *m = mem_open(&k->out, &k->out_len);
     if (!m) {
         k->rc = -ENOMEM;
         return;
