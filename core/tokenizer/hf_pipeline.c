@@ -454,7 +454,7 @@ static int stretch_cut(const tokvec_tokenizer *t, tv_hf_buf *b,
     size_t cut = b->cut ? b->cut : TV_HF_CUT;
     int open = 0, rc = 0; /* open: a word runs on from the last piece */
     b->pcarry = 1;
-    b->pcn = 0;
+    b->pc.n = 0;
     for (size_t at = i; rc == 0 && at < end;) {
         size_t to = cut_at(h, u, at, end, cut);
         int cur = 0, wc = 0;

@@ -91,8 +91,9 @@ void tv_hf_buf_free(tv_hf_buf *b)
     free(b->lw.a0);
     free(b->lw.a1);
     free(b->lu8);
-    free(b->pca0);
-    free(b->pca1);
+    free(b->pc.cp);
+    free(b->pc.a0);
+    free(b->pc.a1);
     free(b->hits.hit);
     free(b->hits2.hit);
     free(b);
@@ -654,31 +655,21 @@ static int replace(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out)
  * first, as in the whole text. */
 static int pc_carry(tv_hf_buf *b, const em *e)
 {
+    tv_hf_text *c = &b->pc; /* its a0 and a1 */
     size_t vn = e->nc + e->in->n, k = e->pos < vn ? vn - e->pos : 0;
-    if (e->pos < e->nc) { /* the carried ones not reached yet, down */
-        memmove(b->pca0, b->pca0 + e->pos, (e->nc - e->pos) * sizeof *b->pca0);
-        memmove(b->pca1, b->pca1 + e->pos, (e->nc - e->pos) * sizeof *b->pca0);
-    }
-    if (k > b->pccap) {
-        size_t cap = b->pccap ? b->pccap : 64;
-        while (cap < k)
-            cap *= 2;
-        uint32_t *a = realloc(b->pca0, cap * sizeof *a);
-        if (a)
-            b->pca0 = a;
-        uint32_t *c = a ? realloc(b->pca1, cap * sizeof *c) : NULL;
-        if (!c)
-            return -ENOMEM;
-        b->pca1 = c;
-        b->pccap = cap;
-    }
-    size_t from = e->pos > e->nc ? e->pos - e->nc : 0; /* in's, on */
     size_t kept = e->pos < e->nc ? e->nc - e->pos : 0;
-    if (k > kept) {
-        memcpy(b->pca0 + kept, e->in->a0 + from, (k - kept) * sizeof *b->pca0);
-        memcpy(b->pca1 + kept, e->in->a1 + from, (k - kept) * sizeof *b->pca0);
+    if (kept) { /* the carried ones not reached yet, down */
+        memmove(c->a0, c->a0 + e->pos, kept * sizeof *c->a0);
+        memmove(c->a1, c->a1 + e->pos, kept * sizeof *c->a1);
     }
-    b->pcn = k;
+    if (tv_hf_text_reserve(c, k) < 0)
+        return -ENOMEM;
+    size_t from = e->pos > e->nc ? e->pos - e->nc : 0; /* in's, on */
+    if (k > kept) {
+        memcpy(c->a0 + kept, e->in->a0 + from, (k - kept) * sizeof *c->a0);
+        memcpy(c->a1 + kept, e->in->a1 + from, (k - kept) * sizeof *c->a1);
+    }
+    c->n = k;
     return 0;
 }
 
@@ -694,7 +685,7 @@ static int precompiled(const tv_norm *r, const tv_hf_text *in, tv_hf_text *out,
     tv_pc_change *v = NULL;
     size_t nv = 0;
     int rc = tv_precompiled_changes(r->pc, u, n, &v, &nv);
-    em e = {in, out, 0, b->pca0, b->pca1, b->pcarry ? b->pcn : 0};
+    em e = {in, out, 0, b->pc.a0, b->pc.a1, b->pcarry ? b->pc.n : 0};
     if (rc == 0 && e.nc == 0) /* nothing changes */
         return SAME;
     if (rc == 0) /* nothing changes, but the spans come late */

@@ -96,12 +96,11 @@ typedef struct tv_hf_buf {
     unsigned char *lu8;
     size_t lun, lucap, lub;
     size_t lwalk[4];
-    /* Precompiled on such pieces (normalize.c): pcarry set, the spans of
-     * the pcn characters before the piece that HF's walk has yet to
-     * reach */
+    /* Precompiled on such pieces (normalize.c): pcarry set, the spans
+     * (pc.a0, pc.a1) of the pc.n characters before the piece that HF's
+     * walk has yet to reach */
     int pcarry;
-    uint32_t *pca0, *pca1;
-    size_t pcn, pccap;
+    tv_hf_text pc;
 } tv_hf_buf;
 #define TV_HF_CUT 16384
 /* s->hf, made when missing: 0 or -ENOMEM (normalize.c). */
